@@ -1,0 +1,64 @@
+# Hivecrew build, test and run. `make help` lists the targets.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/hivecrew/hivecrew/core/version.Version=$(VERSION)
+UNAME   := $(shell uname -s)
+# Tests touch real sockets, X servers and sandboxes: one package at a time
+# keeps the 2-core machines honest; each package still runs its tests in parallel.
+TESTFLAGS ?= -count=1 -p 1 -timeout 20m
+
+.PHONY: build test run deps vet unit e2e browser check-darwin bench app clean help
+
+## build: host binaries bin/hivecrew, bin/hivecrew-helper, bin/hivecrew-guestagent (default)
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hivecrew ./app
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hivecrew-helper ./xpchelper
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/hivecrew-guestagent ./guestagent
+
+## test: install what is missing, then vet, unit, end-to-end and browser tests, and check-darwin
+test: deps vet unit e2e browser check-darwin
+
+## deps: install the packages Hivecrew needs on this machine (idempotent)
+deps:
+	./scripts/deps
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test $(TESTFLAGS) ./core/... ./app/... ./xpchelper/... ./guestagent/... ./scripts/...
+
+e2e: build
+	$(GO) test $(TESTFLAGS) ./tests/...
+
+browser:
+	@if ls tests/browser/*.test.mjs >/dev/null 2>&1; then \
+		node --test tests/browser/; \
+	else echo "browser: no browser tests yet"; fi
+
+## check-darwin: type-check every package as built for darwin/arm64 (cgo), from source
+check-darwin:
+	$(GO) run ./scripts/checkdarwin ./...
+
+## bench: measure against targets and baselines; prints a table, writes $$BENCH_OUT
+bench: build
+	$(GO) run ./tests/bench
+
+## run: build and start the product on this OS (the helper in the foreground)
+run: deps build
+	./bin/hivecrew-helper serve --print-api-key
+
+## app: the signed Hivecrew.app bundle (macOS only)
+app:
+ifeq ($(UNAME),Darwin)
+	@echo "make app: the bundle script (scripts/bundle-app) is not in this tree yet" >&2; exit 1
+else
+	@echo "make app builds Hivecrew.app and needs a Mac (macOS 15+, Xcode command-line tools)." >&2; \
+	 echo "On this $(UNAME) machine use 'make run' (the helper) and 'make check-darwin' (darwin type-check)." >&2; exit 2
+endif
+
+clean:
+	rm -rf bin bench-results.json
+
+help:
+	@grep -E '^## ' Makefile | sed 's/^## /  /'

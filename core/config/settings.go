@@ -1,0 +1,240 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// NetworkMode says what network a guest gets.
+type NetworkMode string
+
+// Network modes.
+const (
+	// NetworkInternet gives the guest outbound NAT (never the host's loopback).
+	NetworkInternet NetworkMode = "internet"
+	// NetworkOffline gives the guest no interface but loopback.
+	NetworkOffline NetworkMode = "offline"
+)
+
+// Valid reports whether m is a known mode.
+func (m NetworkMode) Valid() bool { return m == NetworkInternet || m == NetworkOffline }
+
+// Permission is the policy for one agent tool.
+type Permission string
+
+// Tool permissions.
+const (
+	Allow Permission = "allow"
+	Ask   Permission = "ask"
+	Deny  Permission = "deny"
+)
+
+// Valid reports whether p is a known permission.
+func (p Permission) Valid() bool { return p == Allow || p == Ask || p == Deny }
+
+// AgentTools are the tools the model can call (shared/PROTOCOL.md, "Agent
+// tools"), the names a tool policy may mention.
+var AgentTools = []string{
+	"screenshot", "mouse_click", "mouse_move", "mouse_drag", "scroll",
+	"keyboard_type", "keyboard_key", "open_app", "open_file", "open_url",
+	"run_shell", "read_file", "write_file", "list_directory", "move_file",
+	"traverse_accessibility_tree", "wait", "clipboard_read", "clipboard_write",
+	"ask_text_question", "ask_multiple_choice", "request_user_intervention",
+}
+
+// WriteOutsideShared is the pseudo-tool a policy uses for file writes outside
+// the shared folder (PROTOCOL.md: "any file write outside shared/").
+const WriteOutsideShared = "write_outside_shared"
+
+// ToolPolicy maps a tool name to its permission; tools it does not name are
+// allowed.
+type ToolPolicy map[string]Permission
+
+// For returns the permission for a tool.
+func (p ToolPolicy) For(tool string) Permission {
+	if perm, ok := p[tool]; ok {
+		return perm
+	}
+	return Allow
+}
+
+// Merge returns p with overrides applied on top (a task's policy over the
+// default); neither input is modified.
+func (p ToolPolicy) Merge(overrides ToolPolicy) ToolPolicy {
+	out := maps.Clone(p)
+	if out == nil {
+		out = ToolPolicy{}
+	}
+	maps.Copy(out, overrides)
+	return out
+}
+
+// Validate reports unknown tool names and permissions.
+func (p ToolPolicy) Validate() error {
+	var errs []error
+	for _, tool := range slices.Sorted(maps.Keys(p)) {
+		if tool != WriteOutsideShared && !slices.Contains(AgentTools, tool) {
+			errs = append(errs, fmt.Errorf("unknown tool %q (known: %s, %s)", tool, strings.Join(AgentTools, ", "), WriteOutsideShared))
+		}
+		if perm := p[tool]; !perm.Valid() {
+			errs = append(errs, fmt.Errorf("tool %q: permission %q is not allow, ask or deny", tool, perm))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Settings are the user's preferences, persisted in the store. JSON names are
+// the wire names of the settings API and the keys of the settings table.
+type Settings struct {
+	// Capacity.
+	MaxConcurrentVMs int `json:"maxConcurrentVMs"`
+	WarmPoolSize     int `json:"warmPoolSize"`
+	// IdleTimeoutMinutes stops a warm VM nobody used for this long.
+	IdleTimeoutMinutes int `json:"idleTimeoutMinutes"`
+
+	// Task defaults.
+	DefaultTimeoutMinutes int    `json:"defaultTimeoutMinutes"`
+	DefaultMaxIterations  int    `json:"defaultMaxIterations"`
+	DefaultTemplateID     string `json:"defaultTemplateId"`
+
+	// VM defaults for new VMs.
+	VMCPUCount int `json:"vmCpuCount"`
+	VMMemoryMB int `json:"vmMemoryMB"`
+	VMDiskGB   int `json:"vmDiskGB"`
+
+	// ScreenshotMaxWidth and ScreenshotMaxHeight cap what the model sees.
+	ScreenshotMaxWidth  int `json:"screenshotMaxWidth"`
+	ScreenshotMaxHeight int `json:"screenshotMaxHeight"`
+
+	// API.
+	APIPort int `json:"apiPort"`
+	// AllowRemoteAccess lets the TCP listener answer non-loopback Host names.
+	AllowRemoteAccess bool `json:"allowRemoteAccess"`
+
+	// Files and network.
+	OutputDirectory string      `json:"outputDirectory"`
+	NetworkMode     NetworkMode `json:"networkMode"`
+
+	// Safety.
+	ToolPolicy ToolPolicy `json:"toolPolicy"`
+	// TraceRetentionDays deletes session traces older than this; 0 keeps them
+	// until the user deletes them.
+	TraceRetentionDays int `json:"traceRetentionDays"`
+	// KillSwitchShortcut is the global shortcut that stops every agent.
+	KillSwitchShortcut string `json:"killSwitchShortcut"`
+
+	// Advanced.
+	DebugLogging bool `json:"debugLogging"`
+}
+
+// Defaults returns the settings of a fresh install on an OS for a user whose
+// home directory is userHome.
+func Defaults(goos, userHome string) Settings {
+	shortcut := "ctrl+shift+escape"
+	if goos == "darwin" {
+		shortcut = "cmd+shift+escape"
+	}
+	return Settings{
+		// Two is the licence and kernel limit for macOS guests per host, and a
+		// sensible start for sandboxes on a small machine.
+		MaxConcurrentVMs:      2,
+		WarmPoolSize:          1,
+		IdleTimeoutMinutes:    30,
+		DefaultTimeoutMinutes: 30,
+		DefaultMaxIterations:  100,
+		VMCPUCount:            2,
+		VMMemoryMB:            4096,
+		VMDiskGB:              32,
+		ScreenshotMaxWidth:    1280,
+		ScreenshotMaxHeight:   800,
+		APIPort:               5482,
+		OutputDirectory:       filepath.Join(userHome, "Downloads", "Hivecrew"),
+		NetworkMode:           NetworkInternet,
+		ToolPolicy:            ToolPolicy{"run_shell": Ask, WriteOutsideShared: Ask},
+		TraceRetentionDays:    0,
+		KillSwitchShortcut:    shortcut,
+	}
+}
+
+// Clone returns a copy of s that shares no map with it.
+func (s Settings) Clone() Settings {
+	s.ToolPolicy = maps.Clone(s.ToolPolicy)
+	return s
+}
+
+var shortcutPattern = regexp.MustCompile(`^((cmd|ctrl|shift|option|alt)\+)+[a-z0-9]+$`)
+
+// Validate returns every problem in s, each naming its setting, as one error
+// of class errdefs.ErrInvalid; nil when s is usable.
+func (s Settings) Validate() error {
+	var errs []error
+	inRange := func(name string, v, lo, hi int) {
+		if v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("%s must be between %d and %d (got %d)", name, lo, hi, v))
+		}
+	}
+	inRange("maxConcurrentVMs", s.MaxConcurrentVMs, 1, 64)
+	inRange("warmPoolSize", s.WarmPoolSize, 0, 16)
+	inRange("idleTimeoutMinutes", s.IdleTimeoutMinutes, 1, 7*24*60)
+	inRange("defaultTimeoutMinutes", s.DefaultTimeoutMinutes, 1, 7*24*60)
+	inRange("defaultMaxIterations", s.DefaultMaxIterations, 1, 10000)
+	inRange("vmCpuCount", s.VMCPUCount, 1, 64)
+	inRange("vmMemoryMB", s.VMMemoryMB, 512, 1<<20)
+	inRange("vmDiskGB", s.VMDiskGB, 8, 8192)
+	inRange("screenshotMaxWidth", s.ScreenshotMaxWidth, 320, 7680)
+	inRange("screenshotMaxHeight", s.ScreenshotMaxHeight, 200, 4320)
+	inRange("apiPort", s.APIPort, 1, 65535)
+	inRange("traceRetentionDays", s.TraceRetentionDays, 0, 36500)
+	if s.WarmPoolSize > s.MaxConcurrentVMs {
+		errs = append(errs, fmt.Errorf("warmPoolSize (%d) cannot exceed maxConcurrentVMs (%d)", s.WarmPoolSize, s.MaxConcurrentVMs))
+	}
+	if s.OutputDirectory == "" || !filepath.IsAbs(s.OutputDirectory) {
+		errs = append(errs, fmt.Errorf("outputDirectory must be an absolute path (got %q)", s.OutputDirectory))
+	}
+	if !s.NetworkMode.Valid() {
+		errs = append(errs, fmt.Errorf("networkMode must be %q or %q (got %q)", NetworkInternet, NetworkOffline, s.NetworkMode))
+	}
+	if err := s.ToolPolicy.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("toolPolicy: %w", err))
+	}
+	if !shortcutPattern.MatchString(s.KillSwitchShortcut) {
+		errs = append(errs, fmt.Errorf("killSwitchShortcut %q is not of the form modifier+...+key (e.g. ctrl+shift+escape)", s.KillSwitchShortcut))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errdefs.Invalidf("invalid settings: %v", errors.Join(errs...))
+}
+
+// Patch applies a partial update, a JSON object of setting names to values,
+// and returns the validated result; s is not modified. Unknown names, wrong
+// types and invalid values are errors of class errdefs.ErrInvalid. A
+// toolPolicy in the patch replaces the whole policy.
+func (s Settings) Patch(patch []byte) (Settings, error) {
+	out := s.Clone()
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(patch, &probe); err != nil {
+		return s, errdefs.Invalidf("settings patch is not a JSON object: %v", err)
+	}
+	if _, ok := probe["toolPolicy"]; ok {
+		out.ToolPolicy = nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(patch))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		return s, errdefs.Invalidf("settings patch: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if err := out.Validate(); err != nil {
+		return s, err
+	}
+	return out, nil
+}

@@ -1,0 +1,97 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+func TestDefaultsAreValidAndAsDocumented(t *testing.T) {
+	for _, goos := range []string{"darwin", "linux"} {
+		s := Defaults(goos, "/home/ada")
+		if err := s.Validate(); err != nil {
+			t.Fatalf("%s defaults invalid: %v", goos, err)
+		}
+		if s.DefaultTimeoutMinutes != 30 || s.DefaultMaxIterations != 100 || s.WarmPoolSize != 1 ||
+			s.IdleTimeoutMinutes != 30 || s.VMCPUCount != 2 || s.VMMemoryMB != 4096 || s.VMDiskGB != 32 ||
+			s.ScreenshotMaxWidth != 1280 || s.ScreenshotMaxHeight != 800 || s.APIPort != 5482 {
+			t.Fatalf("%s defaults differ from the documented ones: %+v", goos, s)
+		}
+		if s.ToolPolicy.For("run_shell") != Ask || s.ToolPolicy.For("mouse_click") != Allow {
+			t.Fatalf("default policy: run_shell=%s mouse_click=%s", s.ToolPolicy.For("run_shell"), s.ToolPolicy.For("mouse_click"))
+		}
+	}
+	if got := Defaults("darwin", "/u").KillSwitchShortcut; got != "cmd+shift+escape" {
+		t.Fatalf("macOS shortcut = %q", got)
+	}
+	if got := Defaults("linux", "/u").KillSwitchShortcut; got != "ctrl+shift+escape" {
+		t.Fatalf("linux shortcut = %q", got)
+	}
+}
+
+func TestValidateNamesEveryBadSetting(t *testing.T) {
+	s := Defaults("linux", "/home/ada")
+	s.MaxConcurrentVMs = 0
+	s.NetworkMode = "lan"
+	s.OutputDirectory = "relative/out"
+	s.ToolPolicy = ToolPolicy{"run_shel": Allow, "run_shell": "maybe"}
+	s.KillSwitchShortcut = "escape"
+	err := s.Validate()
+	if !errors.Is(err, errdefs.ErrInvalid) {
+		t.Fatalf("Validate = %v, want ErrInvalid", err)
+	}
+	for _, want := range []string{"maxConcurrentVMs", "networkMode", "outputDirectory", `unknown tool "run_shel"`, `"maybe"`, "killSwitchShortcut"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s: %v", want, err)
+		}
+	}
+}
+
+func TestPatch(t *testing.T) {
+	base := Defaults("linux", "/home/ada")
+	got, err := base.Patch([]byte(`{"maxConcurrentVMs": 4, "toolPolicy": {"run_shell": "allow"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MaxConcurrentVMs != 4 || got.ToolPolicy.For("run_shell") != Allow {
+		t.Fatalf("patch not applied: %+v", got)
+	}
+	if _, ok := got.ToolPolicy[WriteOutsideShared]; ok {
+		t.Fatalf("toolPolicy in a patch should replace the policy, got %v", got.ToolPolicy)
+	}
+	if base.MaxConcurrentVMs != 2 || base.ToolPolicy.For("run_shell") != Ask {
+		t.Fatalf("Patch modified its receiver: %+v", base)
+	}
+	if got.DefaultTimeoutMinutes != base.DefaultTimeoutMinutes {
+		t.Fatalf("unpatched setting changed")
+	}
+
+	for patch, want := range map[string]string{
+		`{"maxConcurentVMs": 4}`:       `unknown field "maxConcurentVMs"`,
+		`{"maxConcurrentVMs": "four"}`: "maxConcurrentVMs",
+		`{"maxConcurrentVMs": 0}`:      "maxConcurrentVMs must be between",
+		`[1,2]`:                        "not a JSON object",
+		`{"networkMode": "lan"}`:       "networkMode",
+	} {
+		_, err := base.Patch([]byte(patch))
+		if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Patch(%s) = %v, want an invalid error mentioning %q", patch, err, want)
+		}
+	}
+}
+
+func TestToolPolicyMerge(t *testing.T) {
+	def := ToolPolicy{"run_shell": Ask, "open_url": Deny}
+	merged := def.Merge(ToolPolicy{"run_shell": Allow})
+	if merged.For("run_shell") != Allow || merged.For("open_url") != Deny || merged.For("wait") != Allow {
+		t.Fatalf("merged = %v", merged)
+	}
+	if def["run_shell"] != Ask {
+		t.Fatal("Merge modified the default policy")
+	}
+	if got := ToolPolicy(nil).Merge(nil); got == nil {
+		t.Fatal("Merge of nils returned a nil map")
+	}
+}

@@ -1,0 +1,207 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/store"
+)
+
+// MakeRunKeyName names the API key `serve --print-api-key` replaces on each start.
+const MakeRunKeyName = "make run"
+
+// shutdownGrace bounds how long in-flight requests may take once shutdown starts.
+const shutdownGrace = 5 * time.Second
+
+// Config configures Run. Paths and Log are required.
+type Config struct {
+	Paths config.Paths
+	// Addr is the TCP listen address; empty means 127.0.0.1:<apiPort setting>.
+	Addr string
+	// Socket is the unix socket path; empty means Paths.Socket().
+	Socket string
+	// PrintAPIKey replaces the "make run" API key and prints the new one.
+	PrintAPIKey bool
+	// Stdout receives the banner; nil means no banner.
+	Stdout io.Writer
+	Log    *slog.Logger
+}
+
+// Run runs the helper until ctx is cancelled or a stop request arrives, then
+// drains and returns. The returned error says why it could not start or what
+// failed while running; a clean stop returns nil.
+func Run(ctx context.Context, cfg Config) (err error) {
+	if cfg.Log == nil || cfg.Paths.Home == "" {
+		return errors.New("daemon: Paths and Log are required")
+	}
+	log := cfg.Log
+	if err := cfg.Paths.Ensure(); err != nil {
+		return err
+	}
+	// LIFO teardown, joined into the returned error.
+	var cleanups []func() error
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			err = errors.Join(err, cleanups[i]())
+		}
+	}()
+
+	unlock, err := lockHome(cfg.Paths)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, unlock)
+
+	sockPath := cfg.Socket
+	if sockPath == "" {
+		sockPath = cfg.Paths.Socket()
+	}
+	unixLn, err := listenUnix(sockPath)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() error {
+		if err := os.Remove(sockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove socket: %w", err)
+		}
+		return nil
+	})
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	srv := newServer(log, stop)
+	serveErr := make(chan error, 2)
+	unixSrv := &http.Server{Handler: srv.handler(true), ReadHeaderTimeout: 10 * time.Second}
+	go func() { serveErr <- serve(unixSrv, unixLn) }()
+	cleanups = append(cleanups, shutdownFunc(unixSrv, "unix socket"))
+
+	st, err := store.Open(ctx, cfg.Paths.Database(), log)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, st.Close)
+	settings, err := st.LoadSettings(ctx, config.Defaults(runtime.GOOS, userHome()))
+	if err != nil {
+		return err
+	}
+
+	addr := cfg.Addr
+	if addr == "" {
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(settings.APIPort))
+	}
+	tcpLn, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (change apiPort in Settings or pass --addr): %w", addr, err)
+	}
+	tcpSrv := &http.Server{Handler: srv.handler(false), ReadHeaderTimeout: 10 * time.Second}
+	go func() { serveErr <- serve(tcpSrv, tcpLn) }()
+	cleanups = append(cleanups, shutdownFunc(tcpSrv, "tcp"))
+
+	var key string
+	if cfg.PrintAPIKey {
+		if key, _, err = st.ReplaceAPIKey(ctx, MakeRunKeyName); err != nil {
+			return err
+		}
+	}
+	srv.markReady()
+	log.Info("helper ready", "home", cfg.Paths.Home, "socket", sockPath, "addr", tcpLn.Addr().String())
+	if cfg.Stdout != nil {
+		printBanner(cfg.Stdout, cfg.Paths, sockPath, tcpLn.Addr().String(), key)
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("helper stopping")
+		return nil
+	case err := <-serveErr:
+		return err
+	}
+}
+
+func printBanner(w io.Writer, paths config.Paths, sock, addr, key string) {
+	fmt.Fprintf(w, "Hivecrew helper is running.\n")
+	fmt.Fprintf(w, "  API:         http://%s/api/v1   (health check: http://%s/health)\n", addr, addr)
+	fmt.Fprintf(w, "  Unix socket: %s\n", sock)
+	fmt.Fprintf(w, "  Data:        %s\n", paths.Home)
+	if key != "" {
+		fmt.Fprintf(w, "  API key:     %s\n", key)
+	}
+	fmt.Fprintf(w, "Press Ctrl+C to stop.\n")
+}
+
+func serve(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+func shutdownFunc(srv *http.Server, name string) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			return fmt.Errorf("shut down %s listener: %w", name, err)
+		}
+		return nil
+	}
+}
+
+func userHome() string {
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// lockHome takes an exclusive lock on the data directory so that two helpers
+// never share one store and socket.
+func lockHome(paths config.Paths) (func() error, error) {
+	path := filepath.Join(paths.Home, "helper.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another Hivecrew helper is running for %s", paths.Home)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f.Close, nil // closing releases the lock
+}
+
+// maxSocketPath is the portable limit of sun_path (104 on macOS, 108 on Linux).
+const maxSocketPath = 103
+
+// listenUnix listens on a fresh unix socket readable only by this user. The
+// caller holds the data directory lock, so a socket file left there is stale.
+func listenUnix(path string) (net.Listener, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d-byte limit of unix sockets: choose a shorter data directory or --socket", path, len(path), maxSocketPath)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // removed by Run's teardown
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("restrict socket: %w", err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// migration moves the schema from version-1 to version.
+type migration struct {
+	version int
+	name    string
+	up      func(tx *gorm.DB) error
+}
+
+// migrations returns every migration in order. Append; never edit one that
+// has shipped.
+func migrations() []migration {
+	return []migration{
+		{1, "initial schema", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(models()...) }},
+	}
+}
+
+// LatestSchemaVersion is the schema version this build writes.
+func LatestSchemaVersion() int {
+	m := migrations()
+	return m[len(m)-1].version
+}
+
+// SchemaVersion returns the version the database is at.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	return currentVersion(s.db.WithContext(ctx))
+}
+
+func currentVersion(db *gorm.DB) (int, error) {
+	var v int
+	if err := db.Model(&SchemaVersion{}).Select("COALESCE(MAX(version), 0)").Scan(&v).Error; err != nil {
+		return 0, fmt.Errorf("read schema version: %w", classify(err))
+	}
+	return v, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	db := s.db.WithContext(ctx)
+	if err := db.Migrator().AutoMigrate(&SchemaVersion{}); err != nil {
+		return fmt.Errorf("create schema_versions: %w", classify(err))
+	}
+	latest := LatestSchemaVersion()
+	for _, m := range migrations() {
+		err := db.Transaction(func(tx *gorm.DB) error {
+			// Read inside the write transaction: another process may have
+			// migrated between our start and now.
+			v, err := currentVersion(tx)
+			if err != nil {
+				return err
+			}
+			if v > latest {
+				return errdefs.Unsupportedf("the database is at schema version %d, newer than this Hivecrew knows (%d): upgrade Hivecrew", v, latest)
+			}
+			if v >= m.version {
+				return nil
+			}
+			if err := m.up(tx); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, classify(err))
+			}
+			if err := tx.Create(&SchemaVersion{Version: m.version, AppliedAt: time.Now().UTC()}).Error; err != nil {
+				return fmt.Errorf("record migration %d: %w", m.version, classify(err))
+			}
+			s.log.Info("database migrated", "version", m.version, "migration", m.name)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

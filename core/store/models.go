@@ -1,0 +1,322 @@
+package store
+
+import (
+	"time"
+)
+
+// TaskStatus is a task's lifecycle state, with the wire names of the API.
+type TaskStatus string
+
+// Task statuses; the last five are terminal.
+const (
+	StatusQueued        TaskStatus = "queued"
+	StatusWaitingForVM  TaskStatus = "waitingForVM"
+	StatusRunning       TaskStatus = "running"
+	StatusPaused        TaskStatus = "paused"
+	StatusCompleted     TaskStatus = "completed"
+	StatusFailed        TaskStatus = "failed"
+	StatusCancelled     TaskStatus = "cancelled"
+	StatusTimedOut      TaskStatus = "timedOut"
+	StatusMaxIterations TaskStatus = "maxIterations"
+)
+
+// TaskStatuses lists every status, in lifecycle order.
+var TaskStatuses = []TaskStatus{
+	StatusQueued, StatusWaitingForVM, StatusRunning, StatusPaused,
+	StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations,
+}
+
+// Valid reports whether s is a known status.
+func (s TaskStatus) Valid() bool {
+	for _, v := range TaskStatuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Terminal reports whether a task in status s is finished for good.
+func (s TaskStatus) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations:
+		return true
+	}
+	return false
+}
+
+// Task is one unit of work an agent does in a VM.
+type Task struct {
+	ID          string     `gorm:"primaryKey"`
+	Title       string     `gorm:"not null"`
+	Description string     `gorm:"not null"`
+	Status      TaskStatus `gorm:"not null;index"`
+	// StatusReason says why the task waits or how it ended ("waiting for a VM
+	// slot: 2 of 2 in use", "helper restarted").
+	StatusReason string
+	ProviderName string `gorm:"not null"`
+	ModelID      string `gorm:"not null"`
+	// OutputDirectory receives the outbox; empty means the default from Settings.
+	OutputDirectory string
+	PlanFirst       bool
+	PlanMarkdown    string
+	TemplateID      string
+	TimeoutMinutes  int
+	MaxIterations   int
+	NetworkMode     string
+	// ToolPolicy is the task's own policy over the default (tool -> allow|ask|deny).
+	ToolPolicy map[string]string `gorm:"serializer:json"`
+	VMID       string            `gorm:"column:vm_id;index"`
+	ScheduleID *string           `gorm:"index"`
+	RerunOfID  *string
+	// CreatedAt orders the FIFO queue (with ID as the tie-break).
+	CreatedAt        time.Time `gorm:"not null;index"`
+	StartedAt        *time.Time
+	CompletedAt      *time.Time
+	ResultSummary    *string
+	WasSuccessful    *bool
+	StepCount        int
+	PromptTokens     int64
+	CompletionTokens int64
+}
+
+// FileKind says which side of a task a file is on.
+type FileKind string
+
+// File kinds.
+const (
+	FileInput  FileKind = "input"
+	FileOutput FileKind = "output"
+)
+
+// TaskFile is an input or output file of a task. Path is where its bytes are,
+// relative to the data directory.
+type TaskFile struct {
+	ID        int64    `gorm:"primaryKey;autoIncrement"`
+	TaskID    string   `gorm:"not null;uniqueIndex:idx_task_file,priority:1"`
+	Task      *Task    `gorm:"constraint:OnDelete:CASCADE"`
+	Kind      FileKind `gorm:"not null;uniqueIndex:idx_task_file,priority:2"`
+	Name      string   `gorm:"not null;uniqueIndex:idx_task_file,priority:3"`
+	Size      int64    `gorm:"not null"`
+	MimeType  string
+	Path      string    `gorm:"not null"`
+	CreatedAt time.Time `gorm:"not null"`
+}
+
+// AgentSession is one run of an agent on a task (a rerun is a new task; a
+// helper restart ends a session).
+type AgentSession struct {
+	ID               string    `gorm:"primaryKey"`
+	TaskID           string    `gorm:"not null;index"`
+	Task             *Task     `gorm:"constraint:OnDelete:CASCADE"`
+	StartedAt        time.Time `gorm:"not null"`
+	EndedAt          *time.Time
+	TracePath        string `gorm:"not null"`
+	StepCount        int
+	PromptTokens     int64
+	CompletionTokens int64
+	// CostUSD is the estimate from the model price table at the time of use.
+	CostUSD       float64
+	Interventions []Intervention `gorm:"foreignKey:SessionID"`
+}
+
+// InterventionKind is what the user did to a running agent.
+type InterventionKind string
+
+// Intervention kinds.
+const (
+	InterventionPause        InterventionKind = "pause"
+	InterventionResume       InterventionKind = "resume"
+	InterventionInstructions InterventionKind = "instructions"
+	InterventionTakeover     InterventionKind = "takeover"
+	InterventionHandBack     InterventionKind = "handBack"
+	InterventionCancel       InterventionKind = "cancel"
+)
+
+// Intervention records one user intervention in a session.
+type Intervention struct {
+	ID        int64            `gorm:"primaryKey;autoIncrement"`
+	SessionID string           `gorm:"not null;index"`
+	Session   *AgentSession    `gorm:"constraint:OnDelete:CASCADE"`
+	Kind      InterventionKind `gorm:"not null"`
+	Text      string
+	CreatedAt time.Time `gorm:"not null"`
+}
+
+// VM is a virtual machine or sandbox the pool manages.
+type VM struct {
+	ID          string `gorm:"primaryKey"`
+	Name        string `gorm:"not null"`
+	Backend     string `gorm:"not null"` // "sandbox", "vz", "fake"
+	TemplateID  string `gorm:"not null;index"`
+	State       string `gorm:"not null"` // stopped, booting, ready, busy, suspending, error
+	StateReason string
+	CPUCount    int
+	MemoryMB    int
+	DiskGB      int
+	NetworkMode string
+	// Dir is the VM's folder (bundle, overlay, shared folder), absolute.
+	Dir string `gorm:"not null"`
+	// TaskID is the task the VM serves, if any.
+	TaskID string `gorm:"index"`
+	// Limits says how resource caps are enforced ("cgroup v2", "rlimit").
+	Limits       string
+	AgentVersion string
+	CreatedAt    time.Time `gorm:"not null"`
+	UpdatedAt    time.Time
+	LastUsedAt   *time.Time
+}
+
+// Template is what VMs are cloned from.
+type Template struct {
+	ID          string `gorm:"primaryKey"`
+	Name        string `gorm:"not null;uniqueIndex"`
+	Description string
+	OS          string `gorm:"not null"` // "macos", "linux"
+	Kind        string `gorm:"not null"` // "vz", "host", "rootfs"
+	Path        string
+	IsDefault   bool
+	CPUCount    int
+	MemoryMB    int
+	DiskGB      int
+	// AgentVersion is the guest agent version installed in the template.
+	AgentVersion string
+	Version      int `gorm:"not null;default:1"`
+	SourceVMID   string
+	CreatedAt    time.Time `gorm:"not null"`
+	UpdatedAt    time.Time
+}
+
+// Provider is an OpenAI-compatible LLM endpoint. The API key itself never
+// enters the database: SecretRef names it in the secret store.
+type Provider struct {
+	ID             string `gorm:"primaryKey"`
+	DisplayName    string `gorm:"not null;uniqueIndex"`
+	BaseURL        string `gorm:"not null"`
+	BackendMode    string `gorm:"not null;default:chat_completions"`
+	AuthMode       string `gorm:"not null;default:api_key"`
+	IsDefault      bool
+	DefaultModelID string
+	TimeoutSeconds int
+	SecretRef      string
+	CreatedAt      time.Time `gorm:"not null"`
+	UpdatedAt      time.Time
+}
+
+// Schedule creates tasks at a time or on a recurrence.
+type Schedule struct {
+	ID              string `gorm:"primaryKey"`
+	Title           string `gorm:"not null"`
+	Description     string `gorm:"not null"`
+	ProviderName    string `gorm:"not null"`
+	ModelID         string `gorm:"not null"`
+	OutputDirectory string
+	IsEnabled       bool   `gorm:"not null"`
+	ScheduleType    string `gorm:"not null"` // "one-time", "recurring"
+	ScheduledAt     *time.Time
+	RecurrenceType  string // daily, weekly, monthly
+	DaysOfWeek      []int  `gorm:"serializer:json"` // 1 = Sunday .. 7
+	DayOfMonth      int
+	Hour            int
+	Minute          int
+	// TimeZone is the IANA zone the recurrence is computed in.
+	TimeZone       string
+	TemplateID     string
+	TimeoutMinutes int
+	MaxIterations  int
+	NetworkMode    string
+	ToolPolicy     map[string]string `gorm:"serializer:json"`
+	NextRunAt      *time.Time        `gorm:"index"`
+	LastRunAt      *time.Time
+	CreatedAt      time.Time `gorm:"not null"`
+	UpdatedAt      time.Time
+}
+
+// ScheduleFile is an input file given to every task a schedule creates.
+type ScheduleFile struct {
+	ID         int64     `gorm:"primaryKey;autoIncrement"`
+	ScheduleID string    `gorm:"not null;uniqueIndex:idx_schedule_file,priority:1"`
+	Schedule   *Schedule `gorm:"constraint:OnDelete:CASCADE"`
+	Name       string    `gorm:"not null;uniqueIndex:idx_schedule_file,priority:2"`
+	Size       int64     `gorm:"not null"`
+	MimeType   string
+	Path       string    `gorm:"not null"`
+	CreatedAt  time.Time `gorm:"not null"`
+}
+
+// Event is one entry of a task's activity log; Seq numbers a task's events
+// from 1 without gaps.
+type Event struct {
+	ID             int64     `gorm:"primaryKey;autoIncrement"`
+	TaskID         string    `gorm:"not null;uniqueIndex:idx_event_seq,priority:1"`
+	Task           *Task     `gorm:"constraint:OnDelete:CASCADE"`
+	Seq            int64     `gorm:"not null;uniqueIndex:idx_event_seq,priority:2"`
+	Type           string    `gorm:"not null"`
+	Timestamp      time.Time `gorm:"not null"`
+	Summary        string
+	ActivityType   string
+	Details        string
+	Reasoning      string
+	Status         string
+	SubagentID     string
+	ScreenshotPath string
+}
+
+// Question is a question the agent asked the user.
+type Question struct {
+	ID         string `gorm:"primaryKey"`
+	TaskID     string `gorm:"not null;index"`
+	Task       *Task  `gorm:"constraint:OnDelete:CASCADE"`
+	Kind       string `gorm:"not null"` // "text", "multipleChoice"
+	Question   string `gorm:"not null"`
+	Options    []string `gorm:"serializer:json"`
+	Answer     *string
+	CreatedAt  time.Time `gorm:"not null"`
+	AnsweredAt *time.Time
+}
+
+// PermissionRequest asks the user to approve one dangerous tool call.
+type PermissionRequest struct {
+	ID          string `gorm:"primaryKey"`
+	TaskID      string `gorm:"not null;index"`
+	Task        *Task  `gorm:"constraint:OnDelete:CASCADE"`
+	ToolName    string `gorm:"not null"`
+	Details     string
+	Approved    *bool
+	CreatedAt   time.Time `gorm:"not null"`
+	RespondedAt *time.Time
+}
+
+// APIKey is a bearer key of the REST API, stored as a SHA-256 hash. Prefix is
+// the first characters of the key, shown in listings and used to find the row.
+type APIKey struct {
+	ID         string    `gorm:"primaryKey"`
+	Name       string    `gorm:"not null"`
+	Prefix     string    `gorm:"not null;index"`
+	Hash       []byte    `gorm:"not null;uniqueIndex"`
+	CreatedAt  time.Time `gorm:"not null"`
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// Setting is one persisted setting: its JSON name and its JSON value.
+type Setting struct {
+	Key       string `gorm:"primaryKey"`
+	Value     string `gorm:"not null"`
+	UpdatedAt time.Time
+}
+
+// SchemaVersion records a migration applied to the database.
+type SchemaVersion struct {
+	Version   int       `gorm:"primaryKey;autoIncrement:false"`
+	AppliedAt time.Time `gorm:"not null"`
+}
+
+// models lists every table of schema version 1, parents before children.
+func models() []any {
+	return []any{
+		&Task{}, &TaskFile{}, &AgentSession{}, &Intervention{}, &VM{}, &Template{},
+		&Provider{}, &Schedule{}, &ScheduleFile{}, &Event{}, &Question{},
+		&PermissionRequest{}, &APIKey{}, &Setting{},
+	}
+}

@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// maxTitleRunes bounds a title derived from a description.
+const maxTitleRunes = 80
+
+// CreateTask stores a new task, its input files and its first status_change
+// event in one transaction, so a task never exists without its files or its
+// first event. The caller sets the configuration fields; ID, Status (queued
+// unless set), CreatedAt and an empty Title (from the description's first
+// line) are filled in. t is updated with what was stored.
+func (s *Store) CreateTask(ctx context.Context, t *Task, inputs []TaskFile) error {
+	if strings.TrimSpace(t.Description) == "" {
+		return errdefs.Invalidf("a task needs a description")
+	}
+	if t.ProviderName == "" || t.ModelID == "" {
+		return errdefs.Invalidf("a task needs a provider and a model")
+	}
+	if t.Status == "" {
+		t.Status = StatusQueued
+	}
+	if !t.Status.Valid() {
+		return errdefs.Invalidf("unknown task status %q", t.Status)
+	}
+	if t.ID == "" {
+		t.ID = uuid.NewString()
+	}
+	if t.Title == "" {
+		t.Title = titleFrom(t.Description)
+	}
+	now := time.Now().UTC()
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	seen := make(map[string]bool, len(inputs))
+	for i := range inputs {
+		f := &inputs[i]
+		if seen[f.Name] {
+			return errdefs.Invalidf("input file %q given twice", f.Name)
+		}
+		seen[f.Name] = true
+		f.ID, f.TaskID, f.Kind = 0, t.ID, FileInput
+		if f.CreatedAt.IsZero() {
+			f.CreatedAt = now
+		}
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Omit("Task").Create(t).Error; err != nil {
+			return fmt.Errorf("create task: %w", classify(err))
+		}
+		if len(inputs) > 0 {
+			if err := tx.Omit("Task").Create(&inputs).Error; err != nil {
+				return fmt.Errorf("create task %s: input files: %w", t.ID, classify(err))
+			}
+		}
+		_, err := appendEvents(tx, t.ID, []Event{{
+			Type: "status_change", Timestamp: t.CreatedAt, Status: string(t.Status),
+			ActivityType: "info", Summary: "Task created",
+		}})
+		return err
+	})
+}
+
+func titleFrom(description string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(description), "\n")
+	line = strings.TrimSpace(line)
+	if utf8.RuneCountInString(line) <= maxTitleRunes {
+		return line
+	}
+	r := []rune(line)
+	return strings.TrimSpace(string(r[:maxTitleRunes-1])) + "…"
+}
+
+// GetTask returns a task, or an error of class errdefs.ErrNotFound.
+func (s *Store) GetTask(ctx context.Context, id string) (Task, error) {
+	var t Task
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Task{}, errdefs.NotFoundf("task %s not found", id)
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("get task %s: %w", id, classify(err))
+	}
+	return t, nil
+}
+
+// TaskFiles returns a task's files of one kind, by name.
+func (s *Store) TaskFiles(ctx context.Context, taskID string, kind FileKind) ([]TaskFile, error) {
+	var files []TaskFile
+	if err := s.db.WithContext(ctx).Where("task_id = ? AND kind = ?", taskID, kind).Order("name").Find(&files).Error; err != nil {
+		return nil, fmt.Errorf("task %s files: %w", taskID, classify(err))
+	}
+	return files, nil
+}
+
+// DeleteTask deletes a task and, through the foreign keys, everything that
+// belongs to it (files rows, events, sessions, questions, permissions).
+func (s *Store) DeleteTask(ctx context.Context, id string) error {
+	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Task{})
+	if res.Error != nil {
+		return fmt.Errorf("delete task %s: %w", id, classify(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return errdefs.NotFoundf("task %s not found", id)
+	}
+	return nil
+}
+
+// AppendEvents adds events to a task's activity log in one transaction and
+// returns them with their sequence numbers, which continue the task's
+// numbering without gaps.
+func (s *Store) AppendEvents(ctx context.Context, taskID string, events ...Event) ([]Event, error) {
+	var out []Event
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		out, err = appendEvents(tx, taskID, events)
+		return err
+	})
+	return out, err
+}
+
+// appendEvents numbers and inserts events inside tx. Immediate transactions
+// serialise writers, so reading the last number and inserting is race-free;
+// the unique (task_id, seq) index would refuse a duplicate regardless.
+func appendEvents(tx *gorm.DB, taskID string, events []Event) ([]Event, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	var last int64
+	if err := tx.Model(&Event{}).Where("task_id = ?", taskID).Select("COALESCE(MAX(seq), 0)").Scan(&last).Error; err != nil {
+		return nil, fmt.Errorf("append events to task %s: %w", taskID, classify(err))
+	}
+	now := time.Now().UTC()
+	out := make([]Event, len(events))
+	for i, e := range events {
+		if e.Type == "" {
+			return nil, errdefs.Invalidf("event %d for task %s has no type", i, taskID)
+		}
+		e.ID, e.TaskID, e.Seq = 0, taskID, last+int64(i)+1
+		if e.Timestamp.IsZero() {
+			e.Timestamp = now
+		}
+		out[i] = e
+	}
+	if err := tx.Omit("Task").Create(&out).Error; err != nil {
+		if errors.Is(err, gorm.ErrForeignKeyViolated) {
+			return nil, errdefs.NotFoundf("task %s not found", taskID)
+		}
+		return nil, fmt.Errorf("append events to task %s: %w", taskID, classify(err))
+	}
+	return out, nil
+}
+
+// ListEvents returns a task's events with Seq > since, in order, at most limit
+// of them (no limit when limit <= 0).
+func (s *Store) ListEvents(ctx context.Context, taskID string, since int64, limit int) ([]Event, error) {
+	q := s.db.WithContext(ctx).Where("task_id = ? AND seq > ?", taskID, since).Order("seq")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	var events []Event
+	if err := q.Find(&events).Error; err != nil {
+		return nil, fmt.Errorf("list events of task %s: %w", taskID, classify(err))
+	}
+	return events, nil
+}

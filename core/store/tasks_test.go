@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+func newTask(desc string) *Task {
+	return &Task{Description: desc, ProviderName: "openai", ModelID: "gpt-test"}
+}
+
+func TestCreateTaskWithFilesAndFirstEvent(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	task := newTask("Process the PDF in inbox\nand save a summary to outbox")
+	err := s.CreateTask(ctx, task, []TaskFile{
+		{Name: "report.pdf", Size: 1234, MimeType: "application/pdf", Path: "Tasks/x/report.pdf"},
+		{Name: "notes.txt", Size: 5, Path: "Tasks/x/notes.txt"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTask(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != StatusQueued || got.Title != "Process the PDF in inbox" || got.CreatedAt.IsZero() {
+		t.Fatalf("stored task = %+v", got)
+	}
+	files, err := s.TaskFiles(ctx, task.ID, FileInput)
+	if err != nil || len(files) != 2 || files[0].Name != "notes.txt" || files[1].Size != 1234 {
+		t.Fatalf("input files = %+v, %v", files, err)
+	}
+	events, err := s.ListEvents(ctx, task.ID, 0, 0)
+	if err != nil || len(events) != 1 || events[0].Seq != 1 || events[0].Type != "status_change" || events[0].Status != "queued" {
+		t.Fatalf("first events = %+v, %v", events, err)
+	}
+}
+
+func TestCreateTaskRejectsBadInputAndWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	for name, c := range map[string]struct {
+		task  *Task
+		files []TaskFile
+	}{
+		"no description":  {newTask("  "), nil},
+		"no model":        {&Task{Description: "x", ProviderName: "p"}, nil},
+		"bad status":      {&Task{Description: "x", ProviderName: "p", ModelID: "m", Status: "done"}, nil},
+		"duplicate files": {newTask("x"), []TaskFile{{Name: "a", Path: "a"}, {Name: "a", Path: "b"}}},
+	} {
+		if err := s.CreateTask(ctx, c.task, c.files); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("%s: CreateTask = %v, want invalid", name, err)
+		}
+	}
+	var n int64
+	s.db.Model(&Task{}).Count(&n)
+	if n != 0 {
+		t.Fatalf("%d tasks written by refused creates", n)
+	}
+}
+
+func TestCreateTaskIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	first := newTask("first")
+	if err := s.CreateTask(ctx, first, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Same ID again: the insert fails and no file row of the second attempt survives.
+	dup := newTask("second")
+	dup.ID = first.ID
+	err := s.CreateTask(ctx, dup, []TaskFile{{Name: "in.txt", Path: "p"}})
+	if !errors.Is(err, errdefs.ErrConflict) {
+		t.Fatalf("duplicate id = %v, want conflict", err)
+	}
+	var files int64
+	s.db.Model(&TaskFile{}).Count(&files)
+	if files != 0 {
+		t.Fatalf("%d file rows left by a failed create", files)
+	}
+}
+
+func TestTitleIsShortened(t *testing.T) {
+	title := titleFrom(strings.Repeat("é", 200))
+	if n := len([]rune(title)); n != maxTitleRunes || !strings.HasSuffix(title, "…") {
+		t.Fatalf("title of %d runes: %q", n, title)
+	}
+}
+
+func TestEventsAreNumberedAndCascade(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	task := newTask("numbered")
+	if err := s.CreateTask(ctx, task, []TaskFile{{Name: "a", Path: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.AppendEvents(ctx, task.ID, Event{Type: "tool_call_start", Summary: "click"}, Event{Type: "tool_call_result"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Seq != 2 || got[1].Seq != 3 {
+		t.Fatalf("seqs = %d, %d; want 2, 3", got[0].Seq, got[1].Seq)
+	}
+	since, _ := s.ListEvents(ctx, task.ID, 2, 0)
+	if len(since) != 1 || since[0].Seq != 3 {
+		t.Fatalf("events since 2 = %+v", since)
+	}
+	if _, err := s.AppendEvents(ctx, "missing", Event{Type: "x"}); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("event for a missing task = %v, want not found (foreign key)", err)
+	}
+	if _, err := s.AppendEvents(ctx, task.ID, Event{}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Fatalf("event without a type = %v, want invalid", err)
+	}
+
+	if err := s.DeleteTask(ctx, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	var events, files int64
+	s.db.Model(&Event{}).Count(&events)
+	s.db.Model(&TaskFile{}).Count(&files)
+	if events != 0 || files != 0 {
+		t.Fatalf("after delete: %d events, %d files remain", events, files)
+	}
+	if err := s.DeleteTask(ctx, task.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("second delete = %v, want not found", err)
+	}
+	if _, err := s.GetTask(ctx, task.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("get deleted = %v, want not found", err)
+	}
+}

@@ -1,0 +1,3 @@
+package bad
+
+func count() int { return 3 }

@@ -1,0 +1,56 @@
+// Command bench is `make bench`: it measures Hivecrew on this machine against
+// its targets and, where there is one, a baseline measured in the same run,
+// prints a Markdown table and writes the same figures as JSON to $BENCH_OUT
+// (default bench-results.json). It exits non-zero when a metric misses its
+// target.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+func main() {
+	out := os.Getenv("BENCH_OUT")
+	if out == "" {
+		out = "bench-results.json"
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	start := time.Now()
+
+	var metrics []Metric
+	for _, suite := range []struct {
+		name string
+		run  func(context.Context, *slog.Logger) ([]Metric, error)
+	}{
+		{"store", benchStore},
+	} {
+		fmt.Fprintf(os.Stderr, "bench: %s...\n", suite.name)
+		ms, err := suite.run(ctx, log)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", suite.name, err)
+			os.Exit(1)
+		}
+		metrics = append(metrics, ms...)
+	}
+
+	writeTable(os.Stdout, metrics)
+	if err := writeJSON(out, metrics); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: write %s: %v\n", out, err)
+		os.Exit(1)
+	}
+	failed := 0
+	for _, m := range metrics {
+		if !m.Pass() {
+			failed++
+		}
+	}
+	fmt.Printf("\n%d metrics, %d missed their target; %s; figures in %s\n", len(metrics), failed, time.Since(start).Round(time.Second), out)
+	if failed > 0 {
+		os.Exit(1)
+	}
+}

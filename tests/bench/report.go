@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"time"
+)
+
+// Metric is one row of the benchmark table.
+type Metric struct {
+	Name string
+	// P50 and P95 are the measured median and 95th percentile.
+	P50, P95 time.Duration
+	// Target is the figure P50 must meet (P95 when TargetOnP95).
+	Target      time.Duration
+	TargetOnP95 bool
+	// Baseline is the P50 of the named baseline, measured in the same run; 0
+	// when the metric has none.
+	Baseline     time.Duration
+	BaselineName string
+	// MinSpeedup, when set, also requires Baseline/P50 >= MinSpeedup.
+	MinSpeedup float64
+	Samples    int
+}
+
+// Pass reports whether the metric meets its target (and speed-up, if any).
+func (m Metric) Pass() bool {
+	got := m.P50
+	if m.TargetOnP95 {
+		got = m.P95
+	}
+	if m.Target > 0 && got > m.Target {
+		return false
+	}
+	if m.MinSpeedup > 0 && (m.Baseline == 0 || float64(m.Baseline)/float64(m.P50) < m.MinSpeedup) {
+		return false
+	}
+	return true
+}
+
+// percentiles returns the p50 and p95 of samples (nearest rank).
+func percentiles(samples []time.Duration) (p50, p95 time.Duration) {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	rank := func(p float64) time.Duration {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[max(i, 0)]
+	}
+	return rank(0.50), rank(0.95)
+}
+
+// measure runs fn n times after warm warm-up runs and returns its percentiles.
+func measure(n, warm int, fn func() error) (p50, p95 time.Duration, err error) {
+	for range warm {
+		if err := fn(); err != nil {
+			return 0, 0, err
+		}
+	}
+	samples := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if err := fn(); err != nil {
+			return 0, 0, err
+		}
+		samples = append(samples, time.Since(t0))
+	}
+	p50, p95 = percentiles(samples)
+	return p50, p95, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// writeTable prints the metrics as a Markdown table.
+func writeTable(w io.Writer, metrics []Metric) {
+	fmt.Fprintln(w, "| metric | p50 ms | p95 ms | target ms | baseline p50 ms | speed-up | pass |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|:---:|")
+	for _, m := range metrics {
+		target := "-"
+		if m.Target > 0 {
+			target = fmt.Sprintf("%.3f", ms(m.Target))
+			if m.TargetOnP95 {
+				target += " (p95)"
+			}
+		}
+		base, speed := "-", "-"
+		if m.Baseline > 0 {
+			base = fmt.Sprintf("%.3f (%s)", ms(m.Baseline), m.BaselineName)
+			speed = fmt.Sprintf("%.1fx", float64(m.Baseline)/float64(m.P50))
+			if m.MinSpeedup > 0 {
+				speed += fmt.Sprintf(" (>= %.0fx)", m.MinSpeedup)
+			}
+		}
+		pass := "yes"
+		if !m.Pass() {
+			pass = "**NO**"
+		}
+		fmt.Fprintf(w, "| %s | %.3f | %.3f | %s | %s | %s | %s |\n", m.Name, ms(m.P50), ms(m.P95), target, base, speed, pass)
+	}
+}
+
+// jsonMetric is the JSON shape of one metric in $BENCH_OUT.
+type jsonMetric struct {
+	P50          float64  `json:"p50_ms"`
+	P95          float64  `json:"p95_ms"`
+	Target       *float64 `json:"target_ms"`
+	Baseline     *float64 `json:"baseline_ms,omitempty"`
+	BaselineName string   `json:"baseline,omitempty"`
+	Samples      int      `json:"samples"`
+	Pass         bool     `json:"pass"`
+}
+
+// writeJSON writes the metrics to path as an object from metric name to figures.
+func writeJSON(path string, metrics []Metric) error {
+	out := make(map[string]jsonMetric, len(metrics))
+	for _, m := range metrics {
+		j := jsonMetric{P50: ms(m.P50), P95: ms(m.P95), Samples: m.Samples, Pass: m.Pass()}
+		if m.Target > 0 {
+			t := ms(m.Target)
+			j.Target = &t
+		}
+		if m.Baseline > 0 {
+			b := ms(m.Baseline)
+			j.Baseline, j.BaselineName = &b, m.BaselineName
+		}
+		out[m.Name] = j
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

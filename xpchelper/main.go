@@ -1,0 +1,103 @@
+// Command hivecrew-helper is the Hivecrew helper daemon: the headless core
+// that owns the store, the VMs, the task queue and the agents, and serves the
+// REST API and the web UI.
+//
+//	hivecrew-helper serve [--home DIR] [--addr 127.0.0.1:5482] [--socket PATH] [--print-api-key]
+//	hivecrew-helper stop  [--home DIR]
+//	hivecrew-helper version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/daemon"
+	"github.com/hivecrew/hivecrew/core/version"
+)
+
+const usage = `usage:
+  hivecrew-helper serve [--home DIR] [--addr HOST:PORT] [--socket PATH] [--print-api-key] [--log-level LEVEL]
+  hivecrew-helper stop  [--home DIR]
+  hivecrew-helper version`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "hivecrew-helper:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			fmt.Fprintln(os.Stderr, usage)
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"a command is required"}
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	home := fs.String("home", "", "data directory (default: $"+config.HomeEnv+" or the OS default)")
+	switch cmd {
+	case "serve":
+		addr := fs.String("addr", "", "TCP listen address (default 127.0.0.1:<apiPort setting, 5482>)")
+		socket := fs.String("socket", "", "unix socket path (default <home>/helper.sock)")
+		printKey := fs.Bool("print-api-key", false, "replace the \"make run\" API key and print the new one")
+		level := fs.String("log-level", "info", "debug, info, warn or error")
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		var lv slog.Level
+		if err := lv.UnmarshalText([]byte(*level)); err != nil {
+			return usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", *level)}
+		}
+		paths, err := config.ResolvePaths(*home)
+		if err != nil {
+			return err
+		}
+		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return daemon.Run(ctx, daemon.Config{
+			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log,
+		})
+	case "stop":
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		paths, err := config.ResolvePaths(*home)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := client.NewUnix(paths.Socket()).Shutdown(ctx); err != nil {
+			return fmt.Errorf("stop the helper for %s: %w", paths.Home, err)
+		}
+		fmt.Fprintln(stdout, "helper stopping")
+		return nil
+	case "version", "--version":
+		fmt.Fprintln(stdout, "hivecrew-helper", version.Version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
