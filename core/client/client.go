@@ -127,4 +127,3 @@ func decodeError(resp *http.Response) error {
 	}
 	return errdefs.New(class, msg)
 }
-

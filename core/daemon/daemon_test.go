@@ -114,7 +114,9 @@ func TestHelperServesHealthAndStopsOnRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body struct{ Error struct{ Message, Code string } }
+	var body struct {
+		Error struct{ Message, Code string }
+	}
 	json.NewDecoder(resp.Body).Decode(&body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound || body.Error.Code != "not_found" || body.Error.Message == "" {

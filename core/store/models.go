@@ -264,11 +264,11 @@ type Event struct {
 
 // Question is a question the agent asked the user.
 type Question struct {
-	ID         string `gorm:"primaryKey"`
-	TaskID     string `gorm:"not null;index"`
-	Task       *Task  `gorm:"constraint:OnDelete:CASCADE"`
-	Kind       string `gorm:"not null"` // "text", "multipleChoice"
-	Question   string `gorm:"not null"`
+	ID         string   `gorm:"primaryKey"`
+	TaskID     string   `gorm:"not null;index"`
+	Task       *Task    `gorm:"constraint:OnDelete:CASCADE"`
+	Kind       string   `gorm:"not null"` // "text", "multipleChoice"
+	Question   string   `gorm:"not null"`
 	Options    []string `gorm:"serializer:json"`
 	Answer     *string
 	CreatedAt  time.Time `gorm:"not null"`
