@@ -28,6 +28,7 @@ func main() {
 		run  func(context.Context, *slog.Logger) ([]Metric, error)
 	}{
 		{"store", benchStore},
+		{"guest", benchGuest},
 	} {
 		fmt.Fprintf(os.Stderr, "bench: %s...\n", suite.name)
 		ms, err := suite.run(ctx, log)

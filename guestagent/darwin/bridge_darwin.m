@@ -1,0 +1,444 @@
+// bridge_darwin.m: the Objective-C side of the macOS guest driver. Thin by
+// design: each function does one system call sequence; decisions live in Go.
+// Deployment target macOS 15 (ScreenCaptureKit's SCScreenshotManager).
+
+#import <AppKit/AppKit.h>
+#import <ApplicationServices/ApplicationServices.h>
+#import <CoreGraphics/CoreGraphics.h>
+#import <Foundation/Foundation.h>
+#import <ScreenCaptureKit/ScreenCaptureKit.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bridge_darwin.h"
+
+static const int64_t hc_wait_seconds = 10;
+
+static char *hc_cstring(NSString *s) { return strdup(s != nil ? s.UTF8String : ""); }
+
+static char *hc_json(id object) {
+	NSData *data = [NSJSONSerialization dataWithJSONObject:object options:0 error:nil];
+	if (data == nil) return NULL;
+	char *out = malloc(data.length + 1);
+	memcpy(out, data.bytes, data.length);
+	out[data.length] = 0;
+	return out;
+}
+
+// ---- Display and permissions
+
+hc_screen hc_main_screen(void) {
+	hc_screen out = {0, 0, 1};
+	CGDirectDisplayID display = CGMainDisplayID();
+	CGRect bounds = CGDisplayBounds(display); // points, origin top-left
+	out.width = bounds.size.width;
+	out.height = bounds.size.height;
+	CGDisplayModeRef mode = CGDisplayCopyDisplayMode(display);
+	if (mode != NULL) {
+		size_t points = CGDisplayModeGetWidth(mode);
+		if (points > 0) out.scale = (double)CGDisplayModeGetPixelWidth(mode) / (double)points;
+		CGDisplayModeRelease(mode);
+	}
+	return out;
+}
+
+int hc_accessibility_trusted(void) { return AXIsProcessTrusted() ? 1 : 0; }
+
+int hc_screen_capture_allowed(void) { return CGPreflightScreenCaptureAccess() ? 1 : 0; }
+
+void hc_request_permissions(void) {
+	CGRequestScreenCaptureAccess();
+	NSDictionary *options = @{(__bridge NSString *)kAXTrustedCheckOptionPrompt : @YES};
+	AXIsProcessTrustedWithOptions((__bridge CFDictionaryRef)options);
+}
+
+// ---- Screenshot
+
+hc_image hc_capture(void) {
+	__block hc_image out = {0};
+	dispatch_semaphore_t done = dispatch_semaphore_create(0);
+	[SCShareableContent getShareableContentExcludingDesktopWindows:NO
+	                                           onScreenWindowsOnly:YES
+	                                             completionHandler:^(SCShareableContent *content, NSError *error) {
+		if (error != nil || content.displays.count == 0) {
+			out.err = hc_cstring(error != nil ? error.localizedDescription : @"no display to capture");
+			dispatch_semaphore_signal(done);
+			return;
+		}
+		SCDisplay *display = content.displays.firstObject;
+		for (SCDisplay *d in content.displays) {
+			if (d.displayID == CGMainDisplayID()) display = d;
+		}
+		SCContentFilter *filter = [[SCContentFilter alloc] initWithDisplay:display excludingWindows:@[]];
+		SCStreamConfiguration *config = [[SCStreamConfiguration alloc] init];
+		config.width = (size_t)(display.width * filter.pointPixelScale);
+		config.height = (size_t)(display.height * filter.pointPixelScale);
+		config.showsCursor = YES;
+		config.pixelFormat = kCVPixelFormatType_32BGRA;
+		[SCScreenshotManager captureImageWithFilter:filter
+		                              configuration:config
+		                          completionHandler:^(CGImageRef image, NSError *captureError) {
+			if (captureError != nil || image == NULL) {
+				out.err = hc_cstring(captureError != nil ? captureError.localizedDescription : @"no image");
+			} else {
+				size_t w = CGImageGetWidth(image), h = CGImageGetHeight(image);
+				unsigned char *pixels = calloc(w * h, 4);
+				CGColorSpaceRef space = CGColorSpaceCreateWithName(kCGColorSpaceSRGB);
+				CGContextRef ctx = CGBitmapContextCreate(pixels, w, h, 8, w * 4, space,
+				                                         kCGImageAlphaPremultipliedLast | kCGBitmapByteOrder32Big);
+				CGContextDrawImage(ctx, CGRectMake(0, 0, w, h), image);
+				CGContextRelease(ctx);
+				CGColorSpaceRelease(space);
+				out.pixels = pixels;
+				out.width = (int)w;
+				out.height = (int)h;
+			}
+			dispatch_semaphore_signal(done);
+		}];
+	}];
+	if (dispatch_semaphore_wait(done, dispatch_time(DISPATCH_TIME_NOW, hc_wait_seconds * NSEC_PER_SEC)) != 0) {
+		hc_image late = {0};
+		late.err = strdup("screen capture timed out");
+		return late;
+	}
+	return out;
+}
+
+// ---- Input (global display coordinates in points, origin top-left)
+
+static void hc_post(CGEventRef event) {
+	if (event == NULL) return;
+	CGEventPost(kCGHIDEventTap, event);
+	CFRelease(event);
+}
+
+void hc_mouse_move(double x, double y) {
+	hc_post(CGEventCreateMouseEvent(NULL, kCGEventMouseMoved, CGPointMake(x, y), kCGMouseButtonLeft));
+}
+
+void hc_mouse_click(double x, double y, int button, int count) {
+	CGEventType down = kCGEventLeftMouseDown, up = kCGEventLeftMouseUp;
+	CGMouseButton which = kCGMouseButtonLeft;
+	if (button == 1) {
+		down = kCGEventRightMouseDown;
+		up = kCGEventRightMouseUp;
+		which = kCGMouseButtonRight;
+	} else if (button == 2) {
+		down = kCGEventOtherMouseDown;
+		up = kCGEventOtherMouseUp;
+		which = kCGMouseButtonCenter;
+	}
+	CGPoint at = CGPointMake(x, y);
+	hc_mouse_move(x, y);
+	for (int i = 1; i <= count; i++) {
+		CGEventRef e = CGEventCreateMouseEvent(NULL, down, at, which);
+		CGEventSetIntegerValueField(e, kCGMouseEventClickState, i);
+		hc_post(e);
+		e = CGEventCreateMouseEvent(NULL, up, at, which);
+		CGEventSetIntegerValueField(e, kCGMouseEventClickState, i);
+		hc_post(e);
+	}
+}
+
+void hc_mouse_drag(double fx, double fy, double tx, double ty, int steps) {
+	hc_mouse_move(fx, fy);
+	hc_post(CGEventCreateMouseEvent(NULL, kCGEventLeftMouseDown, CGPointMake(fx, fy), kCGMouseButtonLeft));
+	for (int i = 1; i <= steps; i++) {
+		double f = (double)i / (double)steps;
+		CGPoint p = CGPointMake(fx + (tx - fx) * f, fy + (ty - fy) * f);
+		hc_post(CGEventCreateMouseEvent(NULL, kCGEventLeftMouseDragged, p, kCGMouseButtonLeft));
+		usleep(5000);
+	}
+	hc_post(CGEventCreateMouseEvent(NULL, kCGEventLeftMouseUp, CGPointMake(tx, ty), kCGMouseButtonLeft));
+}
+
+void hc_scroll(double x, double y, int dx, int dy) {
+	hc_mouse_move(x, y);
+	// macOS wheel values are positive upwards and leftwards; the protocol's
+	// positive deltas scroll down and right.
+	hc_post(CGEventCreateScrollWheelEvent(NULL, kCGScrollEventUnitLine, 2, -dy, -dx));
+}
+
+void hc_key(uint16_t code, uint64_t flags) {
+	CGEventRef e = CGEventCreateKeyboardEvent(NULL, (CGKeyCode)code, true);
+	CGEventSetFlags(e, (CGEventFlags)flags);
+	hc_post(e);
+	e = CGEventCreateKeyboardEvent(NULL, (CGKeyCode)code, false);
+	CGEventSetFlags(e, (CGEventFlags)flags);
+	hc_post(e);
+}
+
+void hc_type_utf16(const uint16_t *units, int n) {
+	CGEventRef e = CGEventCreateKeyboardEvent(NULL, 0, true);
+	CGEventKeyboardSetUnicodeString(e, n, (const UniChar *)units);
+	hc_post(e);
+	e = CGEventCreateKeyboardEvent(NULL, 0, false);
+	CGEventKeyboardSetUnicodeString(e, n, (const UniChar *)units);
+	hc_post(e);
+}
+
+// ---- Apps, files and URLs
+
+// hc_app_url finds an app by bundle id, or by name in the usual folders.
+static NSURL *hc_app_url(NSString *name) {
+	NSURL *url = [[NSWorkspace sharedWorkspace] URLForApplicationWithBundleIdentifier:name];
+	if (url != nil) return url;
+	NSString *bare = [name hasSuffix:@".app"] ? [name stringByDeletingPathExtension] : name;
+	NSArray<NSString *> *dirs = @[
+		@"/Applications", @"/System/Applications", @"/System/Applications/Utilities",
+		@"/Applications/Utilities", [NSHomeDirectory() stringByAppendingPathComponent:@"Applications"]
+	];
+	NSFileManager *fm = [NSFileManager defaultManager];
+	for (NSString *dir in dirs) {
+		for (NSString *item in [fm contentsOfDirectoryAtPath:dir error:nil]) {
+			if ([item.pathExtension isEqualToString:@"app"] &&
+			    [[item stringByDeletingPathExtension] caseInsensitiveCompare:bare] == NSOrderedSame) {
+				return [NSURL fileURLWithPath:[dir stringByAppendingPathComponent:item]];
+			}
+		}
+	}
+	return nil;
+}
+
+// hc_wait runs an asynchronous NSWorkspace call and waits for its completion.
+static int hc_wait(void (^start)(void (^finish)(NSError *)), char **err) {
+	__block NSError *failure = nil;
+	dispatch_semaphore_t done = dispatch_semaphore_create(0);
+	start(^(NSError *e) {
+		failure = e;
+		dispatch_semaphore_signal(done);
+	});
+	if (dispatch_semaphore_wait(done, dispatch_time(DISPATCH_TIME_NOW, hc_wait_seconds * NSEC_PER_SEC)) != 0) {
+		*err = strdup("timed out waiting for the app to open");
+		return HC_FAILED;
+	}
+	if (failure != nil) {
+		*err = hc_cstring(failure.localizedDescription);
+		return HC_FAILED;
+	}
+	return HC_OK;
+}
+
+int hc_open_app(const char *name, char **err) {
+	NSURL *app = hc_app_url([NSString stringWithUTF8String:name]);
+	if (app == nil) return HC_NOT_FOUND;
+	NSWorkspaceOpenConfiguration *config = [NSWorkspaceOpenConfiguration configuration];
+	config.activates = YES;
+	return hc_wait(^(void (^finish)(NSError *)) {
+		[[NSWorkspace sharedWorkspace] openApplicationAtURL:app
+		                                      configuration:config
+		                                  completionHandler:^(NSRunningApplication *a, NSError *e) { finish(e); }];
+	}, err);
+}
+
+static int hc_open(NSURL *target, const char *app, char **err) {
+	NSWorkspaceOpenConfiguration *config = [NSWorkspaceOpenConfiguration configuration];
+	config.activates = YES;
+	if (app != NULL && app[0] != 0) {
+		NSURL *appURL = hc_app_url([NSString stringWithUTF8String:app]);
+		if (appURL == nil) return HC_NOT_FOUND;
+		return hc_wait(^(void (^finish)(NSError *)) {
+			[[NSWorkspace sharedWorkspace] openURLs:@[ target ]
+			                   withApplicationAtURL:appURL
+			                          configuration:config
+			                      completionHandler:^(NSRunningApplication *a, NSError *e) { finish(e); }];
+		}, err);
+	}
+	return hc_wait(^(void (^finish)(NSError *)) {
+		[[NSWorkspace sharedWorkspace] openURL:target
+		                         configuration:config
+		                     completionHandler:^(NSRunningApplication *a, NSError *e) { finish(e); }];
+	}, err);
+}
+
+int hc_open_file(const char *path, const char *app, char **err) {
+	return hc_open([NSURL fileURLWithPath:[NSString stringWithUTF8String:path]], app, err);
+}
+
+int hc_open_url(const char *url, char **err) {
+	NSURL *target = [NSURL URLWithString:[NSString stringWithUTF8String:url]];
+	if (target == nil) {
+		*err = strdup("not a URL");
+		return HC_FAILED;
+	}
+	return hc_open(target, NULL, err);
+}
+
+// ---- Accessibility
+
+static CFTypeRef hc_ax_copy(AXUIElementRef element, CFStringRef attribute) {
+	CFTypeRef value = NULL;
+	if (AXUIElementCopyAttributeValue(element, attribute, &value) != kAXErrorSuccess) return NULL;
+	return value;
+}
+
+static NSString *hc_focused_window_title(pid_t pid) {
+	AXUIElementRef app = AXUIElementCreateApplication(pid);
+	NSString *title = @"";
+	CFTypeRef window = hc_ax_copy(app, kAXFocusedWindowAttribute);
+	if (window != NULL) {
+		CFTypeRef t = hc_ax_copy((AXUIElementRef)window, kAXTitleAttribute);
+		if (t != NULL && CFGetTypeID(t) == CFStringGetTypeID()) title = [(__bridge NSString *)t copy];
+		if (t != NULL) CFRelease(t);
+		CFRelease(window);
+	}
+	CFRelease(app);
+	return title;
+}
+
+static NSDictionary *hc_app_dict(NSRunningApplication *app) {
+	return @{
+		@"name" : app.localizedName ?: @"",
+		@"bundleId" : app.bundleIdentifier ?: @"",
+		@"pid" : @(app.processIdentifier),
+	};
+}
+
+char *hc_frontmost_app_json(void) {
+	NSRunningApplication *app = [[NSWorkspace sharedWorkspace] frontmostApplication];
+	if (app == nil) return NULL;
+	NSMutableDictionary *d = [hc_app_dict(app) mutableCopy];
+	d[@"windowTitle"] = hc_focused_window_title(app.processIdentifier);
+	return hc_json(d);
+}
+
+static NSArray<NSRunningApplication *> *hc_regular_apps(void) {
+	NSMutableArray *out = [NSMutableArray array];
+	for (NSRunningApplication *app in [[NSWorkspace sharedWorkspace] runningApplications]) {
+		if (app.activationPolicy == NSApplicationActivationPolicyRegular && !app.terminated) [out addObject:app];
+	}
+	return out;
+}
+
+char *hc_running_apps_json(void) {
+	NSMutableArray *apps = [NSMutableArray array];
+	for (NSRunningApplication *app in hc_regular_apps()) [apps addObject:hc_app_dict(app)];
+	return hc_json(@{@"apps" : apps});
+}
+
+static NSString *hc_ax_string(id value) {
+	if ([value isKindOfClass:[NSString class]]) return value;
+	if ([value isKindOfClass:[NSNumber class]]) return [value stringValue];
+	return nil;
+}
+
+// hc_ax_node reads one element with a single IPC round trip
+// (AXUIElementCopyMultipleAttributeValues) and recurses into its children.
+static NSDictionary *hc_ax_node(AXUIElementRef element, pid_t pid, int depth, int max_depth, BOOL only_visible,
+                                atomic_int *budget) {
+	if (atomic_load(budget) <= 0) return nil;
+	NSArray *names = @[
+		(__bridge NSString *)kAXRoleAttribute, (__bridge NSString *)kAXTitleAttribute,
+		(__bridge NSString *)kAXDescriptionAttribute, (__bridge NSString *)kAXValueAttribute,
+		(__bridge NSString *)kAXPositionAttribute, (__bridge NSString *)kAXSizeAttribute,
+		(__bridge NSString *)kAXChildrenAttribute
+	];
+	CFArrayRef raw = NULL;
+	if (AXUIElementCopyMultipleAttributeValues(element, (__bridge CFArrayRef)names, 0, &raw) != kAXErrorSuccess ||
+	    raw == NULL) {
+		return nil;
+	}
+	NSArray *values = CFBridgingRelease(raw);
+	CGPoint position = CGPointZero;
+	CGSize size = CGSizeZero;
+	id pos = values[4], sz = values[5];
+	if (CFGetTypeID((__bridge CFTypeRef)pos) == AXValueGetTypeID())
+		AXValueGetValue((__bridge AXValueRef)pos, kAXValueCGPointType, &position);
+	if (CFGetTypeID((__bridge CFTypeRef)sz) == AXValueGetTypeID())
+		AXValueGetValue((__bridge AXValueRef)sz, kAXValueCGSizeType, &size);
+	if (only_visible && depth > 0 && (size.width <= 0 || size.height <= 0)) return nil;
+	if (atomic_fetch_sub(budget, 1) <= 0) return nil;
+
+	NSString *title = hc_ax_string(values[1]), *desc = hc_ax_string(values[2]);
+	NSMutableDictionary *node = [@{
+		@"id" : [NSString stringWithFormat:@"%d:%lx", pid, (unsigned long)CFHash(element)],
+		@"role" : hc_ax_string(values[0]) ?: @"",
+		@"name" : title.length > 0 ? title : (desc ?: @""),
+		@"frame" : @{@"x" : @(position.x), @"y" : @(position.y), @"w" : @(size.width), @"h" : @(size.height)},
+	} mutableCopy];
+	NSString *value = hc_ax_string(values[3]);
+	if (value != nil) node[@"value"] = value.length > 4000 ? [value substringToIndex:4000] : value;
+	if (depth < max_depth && [values[6] isKindOfClass:[NSArray class]]) {
+		NSMutableArray *children = [NSMutableArray array];
+		for (id child in (NSArray *)values[6]) {
+			NSDictionary *c = hc_ax_node((__bridge AXUIElementRef)child, pid, depth + 1, max_depth, only_visible, budget);
+			if (c != nil) [children addObject:c];
+		}
+		if (children.count > 0) node[@"children"] = children;
+	}
+	return node;
+}
+
+char *hc_ax_tree_json(const char *app_filter, int max_depth, int only_visible, int max_nodes, char **err) {
+	// A hung application must not hang the walk: 2 s per accessibility call.
+	static dispatch_once_t once;
+	dispatch_once(&once, ^{
+		AXUIElementRef systemWide = AXUIElementCreateSystemWide();
+		AXUIElementSetMessagingTimeout(systemWide, 2.0);
+		CFRelease(systemWide);
+	});
+	NSString *filter = app_filter != NULL ? [NSString stringWithUTF8String:app_filter] : @"";
+	NSMutableArray<NSRunningApplication *> *apps = [NSMutableArray array];
+	for (NSRunningApplication *app in hc_regular_apps()) {
+		if (filter.length == 0 || [app.localizedName caseInsensitiveCompare:filter] == NSOrderedSame ||
+		    [app.bundleIdentifier caseInsensitiveCompare:filter] == NSOrderedSame) {
+			[apps addObject:app];
+		}
+	}
+	if (filter.length > 0 && apps.count == 0) {
+		*err = hc_cstring([NSString stringWithFormat:@"no running application named %@", filter]);
+		return NULL;
+	}
+	// One application per concurrent worker; they share the node budget.
+	atomic_int budget = max_nodes;
+	atomic_int *shared = &budget;
+	NSMutableArray *results = [NSMutableArray arrayWithCapacity:apps.count];
+	for (NSUInteger i = 0; i < apps.count; i++) [results addObject:[NSNull null]];
+	NSLock *lock = [[NSLock alloc] init];
+	dispatch_apply(apps.count, dispatch_get_global_queue(QOS_CLASS_USER_INITIATED, 0), ^(size_t i) {
+		NSRunningApplication *app = apps[i];
+		AXUIElementRef element = AXUIElementCreateApplication(app.processIdentifier);
+		NSDictionary *node = hc_ax_node(element, app.processIdentifier, 0, max_depth, only_visible != 0, shared);
+		CFRelease(element);
+		if (node != nil) {
+			NSMutableDictionary *named = [node mutableCopy];
+			named[@"name"] = app.localizedName ?: named[@"name"];
+			[lock lock];
+			results[i] = named;
+			[lock unlock];
+		}
+	});
+	NSMutableArray *nodes = [NSMutableArray array];
+	for (id r in results) {
+		if (r != [NSNull null]) [nodes addObject:r];
+	}
+	return hc_json(@{@"nodes" : nodes});
+}
+
+// ---- Clipboard
+
+char *hc_clipboard_read(void) {
+	return hc_cstring([[NSPasteboard generalPasteboard] stringForType:NSPasteboardTypeString]);
+}
+
+int hc_clipboard_write(const char *text) {
+	NSPasteboard *pb = [NSPasteboard generalPasteboard];
+	[pb clearContents];
+	return [pb setString:[NSString stringWithUTF8String:text] forType:NSPasteboardTypeString] ? 0 : 1;
+}
+
+// ---- Main run loop (NSWorkspace's state is only kept current while it runs)
+
+void hc_run_main_loop(void) {
+	@autoreleasepool {
+		[NSApplication sharedApplication];
+		[NSApp setActivationPolicy:NSApplicationActivationPolicyProhibited];
+		// A port keeps CFRunLoopRun from returning while there is nothing to do.
+		[[NSRunLoop mainRunLoop] addPort:[NSMachPort port] forMode:NSDefaultRunLoopMode];
+	}
+	CFRunLoopRun();
+}
+
+void hc_stop_main_loop(void) { CFRunLoopStop(CFRunLoopGetMain()); }

@@ -1,0 +1,374 @@
+package darwin
+
+/*
+#cgo CFLAGS: -x objective-c -fobjc-arc -mmacosx-version-min=15.0
+#cgo LDFLAGS: -framework Foundation -framework AppKit -framework ApplicationServices -framework CoreGraphics -framework CoreMedia -framework ScreenCaptureKit
+#include <stdlib.h>
+#include "bridge_darwin.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"image"
+	"log/slog"
+	"os/exec"
+	"unicode/utf16"
+	"unsafe"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/guestagent/server"
+)
+
+// Config configures the driver. Log is required.
+type Config struct {
+	// PowerOff makes the shutdown method shut the Mac down.
+	PowerOff bool
+	Log      *slog.Logger
+}
+
+// Driver is the macOS driver. It is safe for concurrent use.
+type Driver struct {
+	cfg       Config
+	osVersion string
+}
+
+var _ server.Driver = (*Driver)(nil)
+
+// Tree limits, as on Linux.
+const (
+	defaultTreeDepth = 16
+	maxTreeDepth     = 64
+	maxTreeNodes     = 5000
+	dragSteps        = 8
+)
+
+// New returns the driver and asks macOS for the Screen Recording and
+// Accessibility permissions it lacks (the template's setup grants them).
+func New(cfg Config) (*Driver, error) {
+	if cfg.Log == nil {
+		return nil, errors.New("darwin driver: Log is required")
+	}
+	d := &Driver{cfg: cfg, osVersion: osVersion()}
+	if p := d.permissions(); !p.ScreenRecording || !p.Accessibility {
+		cfg.Log.Warn("missing permissions; requesting them", "screenRecording", p.ScreenRecording, "accessibility", p.Accessibility)
+		C.hc_request_permissions()
+	}
+	return d, nil
+}
+
+// Close implements the agent's driver teardown.
+func (d *Driver) Close() error { return nil }
+
+// RunMainLoop runs the Cocoa main run loop; call it on the main thread.
+func RunMainLoop() { C.hc_run_main_loop() }
+
+// StopMainLoop makes RunMainLoop return.
+func StopMainLoop() { C.hc_stop_main_loop() }
+
+func (d *Driver) permissions() protocol.Permissions {
+	return protocol.Permissions{
+		ScreenRecording: C.hc_screen_capture_allowed() != 0,
+		Accessibility:   C.hc_accessibility_trusted() != 0,
+	}
+}
+
+// Screen implements server.Driver: the main display in points.
+func (d *Driver) Screen() protocol.Screen {
+	scr := C.hc_main_screen()
+	return protocol.Screen{Width: int(scr.width), Height: int(scr.height), Scale: float64(scr.scale)}
+}
+
+// Describe implements server.Driver.
+func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
+	desc := server.Description{
+		OS:        "macos",
+		OSVersion: d.osVersion,
+		Screen:    d.Screen(),
+		Capabilities: []string{
+			protocol.CapScreenshot, protocol.CapInput, protocol.CapAccessibility, protocol.CapClipboard, protocol.CapApps,
+		},
+		Permissions: d.permissions(),
+	}
+	if !desc.Permissions.ScreenRecording {
+		desc.Problems = append(desc.Problems, "Screen Recording permission is missing: System Settings > Privacy & Security > Screen Recording")
+	}
+	if !desc.Permissions.Accessibility {
+		desc.Problems = append(desc.Problems, "Accessibility permission is missing: System Settings > Privacy & Security > Accessibility")
+	}
+	return desc, nil
+}
+
+func osVersion() string {
+	out, err := exec.Command("sw_vers", "-productVersion").Output()
+	if err != nil {
+		return "macOS"
+	}
+	return "macOS " + string(trimNewline(out))
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// Capture implements server.Driver with SCScreenshotManager, at the display's
+// pixel size.
+func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
+	if !d.permissions().ScreenRecording {
+		return nil, protocol.Errorf(protocol.CodePermissionDenied, "the guest agent lacks the Screen Recording permission")
+	}
+	shot := C.hc_capture()
+	if shot.err != nil {
+		msg := C.GoString(shot.err)
+		C.free(unsafe.Pointer(shot.err))
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "capture the screen: %s", msg)
+	}
+	defer C.free(unsafe.Pointer(shot.pixels))
+	w, h := int(shot.width), int(shot.height)
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	copy(img.Pix, unsafe.Slice((*byte)(unsafe.Pointer(shot.pixels)), w*h*4))
+	return img, nil
+}
+
+// needInput refuses input while macOS would silently drop it.
+func (d *Driver) needInput() error {
+	if C.hc_accessibility_trusted() == 0 {
+		return protocol.Errorf(protocol.CodePermissionDenied, "the guest agent lacks the Accessibility permission, without which macOS ignores its input")
+	}
+	return nil
+}
+
+// MouseMove implements server.Driver.
+func (d *Driver) MouseMove(ctx context.Context, x, y float64) error {
+	if err := d.needInput(); err != nil {
+		return err
+	}
+	C.hc_mouse_move(C.double(x), C.double(y))
+	return nil
+}
+
+var buttonIndex = map[string]C.int{protocol.ButtonLeft: 0, protocol.ButtonRight: 1, protocol.ButtonMiddle: 2}
+
+// MouseClick implements server.Driver.
+func (d *Driver) MouseClick(ctx context.Context, x, y float64, button string, count int) error {
+	if err := d.needInput(); err != nil {
+		return err
+	}
+	C.hc_mouse_click(C.double(x), C.double(y), buttonIndex[button], C.int(count))
+	return nil
+}
+
+// MouseDrag implements server.Driver.
+func (d *Driver) MouseDrag(ctx context.Context, p protocol.DragParams) error {
+	if err := d.needInput(); err != nil {
+		return err
+	}
+	C.hc_mouse_drag(C.double(p.FromX), C.double(p.FromY), C.double(p.ToX), C.double(p.ToY), dragSteps)
+	return nil
+}
+
+// Scroll implements server.Driver.
+func (d *Driver) Scroll(ctx context.Context, p protocol.ScrollParams) error {
+	if err := d.needInput(); err != nil {
+		return err
+	}
+	C.hc_scroll(C.double(p.X), C.double(p.Y), C.int(lines(p.DeltaX)), C.int(lines(p.DeltaY)))
+	return nil
+}
+
+// lines rounds a scroll delta to whole lines, at least one when not zero.
+func lines(delta float64) int {
+	n := int(delta + 0.5)
+	if delta < 0 {
+		n = int(delta - 0.5)
+	}
+	if n == 0 && delta > 0 {
+		n = 1
+	} else if n == 0 && delta < 0 {
+		n = -1
+	}
+	return n
+}
+
+// TypeText implements server.Driver: one keyboard event pair per character,
+// carrying the character itself, so any Unicode text types on any layout.
+func (d *Driver) TypeText(ctx context.Context, text string) error {
+	if err := d.needInput(); err != nil {
+		return err
+	}
+	for _, r := range text {
+		switch r {
+		case '\n', '\r':
+			C.hc_key(C.uint16_t(keyCodes["return"]), 0)
+			continue
+		case '\t':
+			C.hc_key(C.uint16_t(keyCodes["tab"]), 0)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		units := utf16.Encode([]rune{r})
+		C.hc_type_utf16((*C.uint16_t)(unsafe.Pointer(&units[0])), C.int(len(units)))
+	}
+	return nil
+}
+
+// PressKey implements server.Driver.
+func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) error {
+	if err := d.needInput(); err != nil {
+		return err
+	}
+	code, flags, ok, err := keyStroke(key, modifiers)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
+	}
+	if !ok {
+		if len(modifiers) > 0 {
+			return protocol.Errorf(protocol.CodeUnsupported, "key %q has no key code on the US layout to combine with modifiers", key)
+		}
+		return d.TypeText(ctx, key)
+	}
+	C.hc_key(C.uint16_t(code), C.uint64_t(flags))
+	return nil
+}
+
+// AccessibilityTree implements server.Driver.
+func (d *Driver) AccessibilityTree(ctx context.Context, p protocol.AccessibilityParams) (protocol.AccessibilityResult, error) {
+	if C.hc_accessibility_trusted() == 0 {
+		return protocol.AccessibilityResult{}, protocol.Errorf(protocol.CodePermissionDenied, "the guest agent lacks the Accessibility permission")
+	}
+	depth := p.MaxDepth
+	if depth == 0 {
+		depth = defaultTreeDepth
+	}
+	app := C.CString(p.App)
+	defer C.free(unsafe.Pointer(app))
+	visible := C.int(0)
+	if p.OnlyVisible {
+		visible = 1
+	}
+	var cerr *C.char
+	raw := C.hc_ax_tree_json(app, C.int(min(depth, maxTreeDepth)), visible, maxTreeNodes, &cerr)
+	if raw == nil {
+		msg := "accessibility tree unavailable"
+		if cerr != nil {
+			msg = C.GoString(cerr)
+			C.free(unsafe.Pointer(cerr))
+		}
+		return protocol.AccessibilityResult{}, protocol.Errorf(protocol.CodeNotFound, "%s", msg)
+	}
+	var res protocol.AccessibilityResult
+	err := decodeJSON(raw, &res)
+	return res, err
+}
+
+// FrontmostApp implements server.Driver.
+func (d *Driver) FrontmostApp(ctx context.Context) (protocol.FrontmostApp, error) {
+	raw := C.hc_frontmost_app_json()
+	if raw == nil {
+		return protocol.FrontmostApp{}, protocol.Errorf(protocol.CodeNotFound, "no frontmost application")
+	}
+	var app protocol.FrontmostApp
+	err := decodeJSON(raw, &app)
+	return app, err
+}
+
+// RunningApps implements server.Driver.
+func (d *Driver) RunningApps(ctx context.Context) (protocol.RunningApps, error) {
+	var apps protocol.RunningApps
+	err := decodeJSON(C.hc_running_apps_json(), &apps)
+	return apps, err
+}
+
+// decodeJSON decodes and frees a JSON string from the bridge.
+func decodeJSON(raw *C.char, v any) error {
+	if raw == nil {
+		return protocol.Errorf(protocol.CodeInternalError, "the bridge returned nothing")
+	}
+	defer C.free(unsafe.Pointer(raw))
+	if err := json.Unmarshal([]byte(C.GoString(raw)), v); err != nil {
+		return protocol.Errorf(protocol.CodeInternalError, "decode bridge JSON: %v", err)
+	}
+	return nil
+}
+
+// openResult turns an open function's code and message into an error.
+func openResult(code C.int, cerr *C.char, what string) error {
+	msg := ""
+	if cerr != nil {
+		msg = C.GoString(cerr)
+		C.free(unsafe.Pointer(cerr))
+	}
+	switch code {
+	case C.HC_OK:
+		return nil
+	case C.HC_NOT_FOUND:
+		return protocol.Errorf(protocol.CodeNotFound, "no application named %q", what)
+	}
+	return protocol.Errorf(protocol.CodeInternalError, "open %s: %s", what, msg)
+}
+
+// OpenApp implements server.Driver: by bundle id or application name.
+func (d *Driver) OpenApp(ctx context.Context, name string) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var cerr *C.char
+	return openResult(C.hc_open_app(cname, &cerr), cerr, name)
+}
+
+// OpenFile implements server.Driver.
+func (d *Driver) OpenFile(ctx context.Context, path, app string) error {
+	cpath, capp := C.CString(path), C.CString(app)
+	defer C.free(unsafe.Pointer(cpath))
+	defer C.free(unsafe.Pointer(capp))
+	var cerr *C.char
+	what := path
+	if app != "" {
+		what = app
+	}
+	return openResult(C.hc_open_file(cpath, capp, &cerr), cerr, what)
+}
+
+// OpenURL implements server.Driver.
+func (d *Driver) OpenURL(ctx context.Context, url string) error {
+	curl := C.CString(url)
+	defer C.free(unsafe.Pointer(curl))
+	var cerr *C.char
+	return openResult(C.hc_open_url(curl, &cerr), cerr, url)
+}
+
+// ClipboardRead implements server.Driver.
+func (d *Driver) ClipboardRead(ctx context.Context) (string, error) {
+	raw := C.hc_clipboard_read()
+	defer C.free(unsafe.Pointer(raw))
+	return C.GoString(raw), nil
+}
+
+// ClipboardWrite implements server.Driver.
+func (d *Driver) ClipboardWrite(ctx context.Context, text string) error {
+	ctext := C.CString(text)
+	defer C.free(unsafe.Pointer(ctext))
+	if C.hc_clipboard_write(ctext) != 0 {
+		return protocol.Errorf(protocol.CodeUnavailable, "the pasteboard refused the text")
+	}
+	return nil
+}
+
+// PowerOff implements server.Driver: with --poweroff, macOS shuts down the
+// way the Apple menu's Shut Down does.
+func (d *Driver) PowerOff(ctx context.Context) error {
+	if !d.cfg.PowerOff {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, "osascript", "-e", `tell application "System Events" to shut down`).CombinedOutput()
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInternalError, "shut down: %v: %s", err, out)
+	}
+	return nil
+}

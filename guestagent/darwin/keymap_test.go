@@ -1,0 +1,37 @@
+package darwin
+
+import "testing"
+
+func TestKeyStroke(t *testing.T) {
+	for _, c := range []struct {
+		key   string
+		mods  []string
+		code  uint16
+		flags uint64
+		ok    bool
+	}{
+		{"a", nil, 0, 0, true},
+		{"c", []string{"command"}, 8, flagCommand, true},
+		{"return", nil, 36, 0, true},
+		{"!", nil, 18, flagShift, true},
+		{"z", []string{"command", "shift"}, 6, flagCommand | flagShift, true},
+		{"f5", nil, 96, 0, true},
+		{"ö", nil, 0, 0, false},
+	} {
+		code, flags, ok, err := keyStroke(c.key, c.mods)
+		if err != nil || code != c.code || flags != c.flags || ok != c.ok {
+			t.Errorf("keyStroke(%q, %v) = %d, %#x, %v, %v; want %d, %#x, %v", c.key, c.mods, code, flags, ok, err, c.code, c.flags, c.ok)
+		}
+	}
+	if _, _, _, err := keyStroke("a", []string{"hyper"}); err == nil {
+		t.Error("unknown modifier accepted")
+	}
+}
+
+func TestEveryProtocolKeyHasACode(t *testing.T) {
+	for _, k := range []string{"return", "tab", "escape", "space", "delete", "forwarddelete", "left", "right", "up", "down", "home", "end", "pageup", "pagedown", "insert", "capslock", "menu", "f1", "f20"} {
+		if _, ok := keyCodes[k]; !ok {
+			t.Errorf("no key code for %q", k)
+		}
+	}
+}

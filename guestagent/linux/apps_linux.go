@@ -1,0 +1,153 @@
+package linux
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// xdgOpenTimeout bounds xdg-open, which returns once it has handed the file
+// or URL to an application.
+const xdgOpenTimeout = 15 * time.Second
+
+// applicationDirs lists the folders holding .desktop files, most specific first.
+func applicationDirs() []string {
+	var dirs []string
+	if h := os.Getenv("XDG_DATA_HOME"); h != "" {
+		dirs = append(dirs, filepath.Join(h, "applications"))
+	} else if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".local/share/applications"))
+	}
+	data := os.Getenv("XDG_DATA_DIRS")
+	if data == "" {
+		data = "/usr/local/share:/usr/share"
+	}
+	for _, d := range strings.Split(data, ":") {
+		if d != "" {
+			dirs = append(dirs, filepath.Join(d, "applications"))
+		}
+	}
+	return dirs
+}
+
+// findApp finds an application by desktop-file id ("org.xfce.mousepad"), by
+// its Name ("Mousepad") or by the program it runs ("mousepad"), all without
+// regard to case.
+func findApp(name string) (desktopEntry, bool) {
+	want := strings.ToLower(strings.TrimSuffix(name, ".desktop"))
+	var byName, byProgram *desktopEntry
+	for _, dir := range applicationDirs() {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, ent := range ents {
+			if !strings.HasSuffix(ent.Name(), ".desktop") {
+				continue
+			}
+			f, err := os.Open(filepath.Join(dir, ent.Name()))
+			if err != nil {
+				continue
+			}
+			e, ok := parseDesktopEntry(strings.TrimSuffix(ent.Name(), ".desktop"), f)
+			f.Close()
+			if !ok {
+				continue
+			}
+			switch {
+			case strings.ToLower(e.ID) == want:
+				return e, true
+			case byName == nil && strings.ToLower(e.Name) == want:
+				byName = &e
+			case byProgram == nil:
+				if args := execArgs(e.Exec, nil); len(args) > 0 && strings.ToLower(filepath.Base(args[0])) == want {
+					byProgram = &e
+				}
+			}
+		}
+	}
+	for _, e := range []*desktopEntry{byName, byProgram} {
+		if e != nil {
+			return *e, true
+		}
+	}
+	return desktopEntry{}, false
+}
+
+// launch starts args detached from the agent (its own session, no terminal,
+// output discarded) and reaps it when it exits.
+func launch(args []string) error {
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return protocol.Errorf(protocol.CodeNotFound, "program %q not found", args[0])
+	}
+	cmd := exec.Command(path, args[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = os.Getenv("HOME")
+	if err := cmd.Start(); err != nil {
+		return protocol.Errorf(protocol.CodeInternalError, "start %s: %v", args[0], err)
+	}
+	go cmd.Wait()
+	return nil
+}
+
+// OpenApp implements server.Driver.
+func (d *Driver) OpenApp(ctx context.Context, name string) error {
+	if e, ok := findApp(name); ok {
+		return launch(execArgs(e.Exec, nil))
+	}
+	if _, err := exec.LookPath(name); err == nil && !strings.ContainsAny(name, " /") {
+		return launch([]string{name})
+	}
+	return protocol.Errorf(protocol.CodeNotFound, "no application named %q (give a desktop-file id, an application name or a program)", name)
+}
+
+// OpenFile implements server.Driver: with the named app, or xdg-open.
+func (d *Driver) OpenFile(ctx context.Context, path, app string) error {
+	if app != "" {
+		e, ok := findApp(app)
+		if !ok {
+			if _, err := exec.LookPath(app); err != nil {
+				return protocol.Errorf(protocol.CodeNotFound, "no application named %q", app)
+			}
+			return launch([]string{app, path})
+		}
+		return launch(execArgs(e.Exec, []string{path}))
+	}
+	return xdgOpen(ctx, path)
+}
+
+// OpenURL implements server.Driver.
+func (d *Driver) OpenURL(ctx context.Context, url string) error { return xdgOpen(ctx, url) }
+
+func xdgOpen(ctx context.Context, target string) error {
+	ctx, cancel := context.WithTimeout(ctx, xdgOpenTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "xdg-open", target)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = time.Second // the opened app may inherit our pipes
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil, errors.Is(err, exec.ErrWaitDelay):
+		return nil
+	case errors.Is(err, exec.ErrNotFound):
+		return protocol.Errorf(protocol.CodeUnsupported, "xdg-open is not installed in this guest")
+	case errors.As(err, &exit) && exit.ExitCode() == 3:
+		return protocol.Errorf(protocol.CodeNotFound, "no application is set up to open %s: %s", target, strings.TrimSpace(stderr.String()))
+	case errors.As(err, &exit):
+		return protocol.Errorf(protocol.CodeInternalError, "xdg-open %s failed (exit %d): %s", target, exit.ExitCode(), strings.TrimSpace(stderr.String()))
+	}
+	return fmt.Errorf("xdg-open %s: %w", target, err)
+}

@@ -1,0 +1,68 @@
+package linux
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// TypeText implements server.Driver: every character, mapped or not.
+func (d *Driver) TypeText(ctx context.Context, text string) error {
+	syms := make([]uint32, 0, len(text))
+	rs := []rune(text)
+	for i, r := range rs {
+		if r == '\r' && i+1 < len(rs) && rs[i+1] == '\n' {
+			continue // CRLF is one Return
+		}
+		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' && r != '\b' && r != 0x1b {
+			return protocol.Errorf(protocol.CodeInvalidParams, "text contains control character %U that has no key", r)
+		}
+		syms = append(syms, runeKeysym(r))
+	}
+	if err := d.kb.typeKeysyms(syms, nil); err != nil {
+		return err
+	}
+	return d.sync()
+}
+
+// PressKey implements server.Driver.
+func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) error {
+	sym, ok := keyKeysym(key)
+	if !ok {
+		return protocol.Errorf(protocol.CodeInvalidParams, "unknown key %q", key)
+	}
+	mods, err := d.kb.modifierCodes(modifiers)
+	if err != nil {
+		return err
+	}
+	if err := d.kb.typeKeysyms([]uint32{sym}, mods); err != nil {
+		return err
+	}
+	return d.sync()
+}
+
+// ClipboardRead implements server.Driver.
+func (d *Driver) ClipboardRead(ctx context.Context) (string, error) { return d.clip.read(ctx) }
+
+// ClipboardWrite implements server.Driver.
+func (d *Driver) ClipboardWrite(ctx context.Context, text string) error {
+	if err := d.clip.write(text); err != nil {
+		return err
+	}
+	return d.sync()
+}
+
+// PowerOff implements server.Driver: it runs the configured power-off
+// command (a VM template sets one, e.g. "systemctl poweroff"); without one,
+// as in a sandbox, the agent's exit is the end of the guest.
+func (d *Driver) PowerOff(ctx context.Context) error {
+	if len(d.powerOff) == 0 {
+		return nil
+	}
+	if out, err := exec.CommandContext(ctx, d.powerOff[0], d.powerOff[1:]...).CombinedOutput(); err != nil {
+		return protocol.Errorf(protocol.CodeInternalError, "power off (%s): %v: %s", strings.Join(d.powerOff, " "), err, out)
+	}
+	return nil
+}

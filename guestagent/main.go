@@ -1,0 +1,128 @@
+// Command hivecrew-guestagent runs inside every Hivecrew guest: it serves the
+// guest protocol (screenshots, input, accessibility, apps, files, shell,
+// clipboard) to the host over a unix socket or vsock.
+//
+//	hivecrew-guestagent --listen unix:/run/hivecrew/agent.sock --shared /shared
+//	hivecrew-guestagent --listen vsock:7420 --shared "/Volumes/My Shared Files/hivecrew"
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/hivecrew/hivecrew/core/version"
+	"github.com/hivecrew/hivecrew/guestagent/server"
+)
+
+// options are the agent's flags.
+type options struct {
+	listen   string
+	shared   string
+	logLevel string
+	display  string
+	powerOff bool
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("hivecrew-guestagent", flag.ContinueOnError)
+	fs.StringVar(&o.listen, "listen", "", "where to listen: unix:/path/agent.sock or vsock:PORT")
+	fs.StringVar(&o.shared, "shared", "", "the shared folder (inbox/, outbox/, workspace/)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.display, "display", "", "X display (Linux; default $DISPLAY)")
+	fs.BoolVar(&o.powerOff, "poweroff", false, "make the shutdown method power the guest OS off (set in VM templates); without it the agent just exits")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if *showVersion {
+		fmt.Println("hivecrew-guestagent", version.Version)
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "hivecrew-guestagent:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, logOut io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	if o.shared == "" {
+		return errors.New("--shared is required")
+	}
+	shared, err := filepath.Abs(o.shared)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(o.listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	driver, closeDriver, err := newDriver(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer closeDriver()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv, err := server.New(server.Config{
+		SharedDir: shared, Driver: driver, Log: log, AgentVersion: version.Version,
+		OnShutdown: cancel,
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	log.Info("guest agent listening", "listen", o.listen, "shared", shared, "version", version.Version)
+	return runPlatform(func() error { return srv.Serve(ctx, ln) })
+}
+
+// listen parses unix:/path or vsock:PORT and listens there.
+func listen(spec string) (net.Listener, error) {
+	kind, addr, ok := strings.Cut(spec, ":")
+	if !ok || addr == "" {
+		return nil, fmt.Errorf("--listen %q: want unix:/path/agent.sock or vsock:PORT", spec)
+	}
+	switch kind {
+	case "unix":
+		if err := os.Remove(addr); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket %s: %w", addr, err)
+		}
+		ln, err := net.Listen("unix", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		if err := os.Chmod(addr, 0o600); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		return ln, nil
+	case "vsock":
+		port, err := strconv.ParseUint(addr, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("--listen %q: bad vsock port", spec)
+		}
+		return listenVsock(uint32(port))
+	}
+	return nil, fmt.Errorf("--listen %q: want unix:/path/agent.sock or vsock:PORT", spec)
+}

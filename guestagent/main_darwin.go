@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+
+	"github.com/hivecrew/hivecrew/guestagent/darwin"
+	"github.com/hivecrew/hivecrew/guestagent/server"
+)
+
+// The Cocoa main run loop must run on the main thread.
+func init() { runtime.LockOSThread() }
+
+func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver, func() error, error) {
+	d, err := darwin.New(darwin.Config{PowerOff: o.powerOff, Log: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, d.Close, nil
+}
+
+// runPlatform runs serve on another goroutine while the main thread runs the
+// Cocoa run loop (NSWorkspace keeps its view of running apps current only
+// while it runs).
+func runPlatform(serve func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		errc <- serve()
+		darwin.StopMainLoop()
+	}()
+	darwin.RunMainLoop()
+	return <-errc
+}

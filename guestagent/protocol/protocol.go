@@ -1,0 +1,94 @@
+// Package protocol defines the wire contract between the Hivecrew host and
+// the guest agent (shared/PROTOCOL.md): JSON-RPC 2.0, one JSON object per
+// line, over vsock (macOS guests) or a unix socket (Linux sandbox guests).
+// It holds method names, parameter and result types, error codes and the
+// protocol version. Standard library only: the host and the guest both
+// import it, and the guest must stay small.
+package protocol
+
+// Version is the protocol version this build speaks.
+//
+// History (add a line for every change; add, never rename):
+//
+//	1  2026-11-21  first version: hello, health_check, screenshot,
+//	               traverse_accessibility_tree, get_frontmost_app,
+//	               list_running_apps, mouse_*, scroll, keyboard_*, open_*,
+//	               run_shell (+ $/shellOutput), file tools, clipboard_*, wait,
+//	               shutdown, $/heartbeat, $/cancelRequest.
+const Version = 1
+
+// MinVersion is the oldest guest protocol version the host accepts.
+const MinVersion = 1
+
+// MaxLineBytes caps one message in either direction; a longer line is a
+// protocol error that closes the connection.
+const MaxLineBytes = 64 << 20
+
+// HeartbeatInterval is how often the guest sends $/heartbeat; the host
+// declares a guest unhealthy after MissedHeartbeats intervals of silence.
+const (
+	HeartbeatIntervalSeconds = 2
+	MissedHeartbeats         = 3
+)
+
+// DefaultVsockPort is the vsock port the guest agent listens on in macOS guests.
+const DefaultVsockPort = 7420
+
+// Method names (host -> guest).
+const (
+	MethodHello             = "hello"
+	MethodHealthCheck       = "health_check"
+	MethodShutdown          = "shutdown"
+	MethodScreenshot        = "screenshot"
+	MethodAccessibilityTree = "traverse_accessibility_tree"
+	MethodFrontmostApp      = "get_frontmost_app"
+	MethodRunningApps       = "list_running_apps"
+	MethodMouseMove         = "mouse_move"
+	MethodMouseClick        = "mouse_click"
+	MethodMouseDrag         = "mouse_drag"
+	MethodScroll            = "scroll"
+	MethodKeyboardType      = "keyboard_type"
+	MethodKeyboardKey       = "keyboard_key"
+	MethodOpenApp           = "open_app"
+	MethodOpenFile          = "open_file"
+	MethodOpenURL           = "open_url"
+	MethodRunShell          = "run_shell"
+	MethodReadFile          = "read_file"
+	MethodWriteFile         = "write_file"
+	MethodListDirectory     = "list_directory"
+	MethodMoveFile          = "move_file"
+	MethodClipboardRead     = "clipboard_read"
+	MethodClipboardWrite    = "clipboard_write"
+	MethodWait              = "wait"
+)
+
+// Notification names.
+const (
+	// NotifyHeartbeat (guest -> host) carries HeartbeatParams every 2 s.
+	NotifyHeartbeat = "$/heartbeat"
+	// NotifyCancelRequest (host -> guest) carries CancelParams.
+	NotifyCancelRequest = "$/cancelRequest"
+	// NotifyShellOutput (guest -> host) carries ShellOutputParams while run_shell runs.
+	NotifyShellOutput = "$/shellOutput"
+)
+
+// Capabilities a guest may announce in hello.
+const (
+	CapScreenshot    = "screenshot"
+	CapInput         = "input"
+	CapAccessibility = "accessibility"
+	CapClipboard     = "clipboard"
+	CapApps          = "apps"
+	CapShell         = "shell"
+	CapFiles         = "files"
+)
+
+// Shared folder layout: the three folders of every VM's share.
+const (
+	InboxDir     = "inbox"
+	OutboxDir    = "outbox"
+	WorkspaceDir = "workspace"
+)
+
+// SharedEnv is the environment variable run_shell sets to the shared folder.
+const SharedEnv = "HIVECREW_SHARED"

@@ -1,0 +1,306 @@
+package protocol
+
+import "time"
+
+// HelloParams opens a session.
+type HelloParams struct {
+	ProtocolVersion int `json:"protocolVersion"`
+}
+
+// Screen is the guest display: Width and Height in logical points, Scale
+// points to pixels (2 on a Retina display, 1 on X11).
+type Screen struct {
+	Width  int     `json:"width"`
+	Height int     `json:"height"`
+	Scale  float64 `json:"scale"`
+}
+
+// Permissions are the OS permissions the agent needs (macOS TCC; always
+// granted on Linux).
+type Permissions struct {
+	ScreenRecording bool `json:"screenRecording"`
+	Accessibility   bool `json:"accessibility"`
+}
+
+// HelloResult describes the guest.
+type HelloResult struct {
+	ProtocolVersion int         `json:"protocolVersion"`
+	AgentVersion    string      `json:"agentVersion"`
+	OS              string      `json:"os"` // "macos" or "linux"
+	OSVersion       string      `json:"osVersion"`
+	Screen          Screen      `json:"screen"`
+	SharedPath      string      `json:"sharedPath"`
+	Capabilities    []string    `json:"capabilities"`
+	Permissions     Permissions `json:"permissions"`
+}
+
+// HealthResult is the answer to health_check.
+type HealthResult struct {
+	OK            bool        `json:"ok"`
+	Permissions   Permissions `json:"permissions"`
+	SharedMounted bool        `json:"sharedMounted"`
+	UptimeSeconds float64     `json:"uptimeSeconds"`
+	// Problems lists what is wrong when OK is false.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// HeartbeatParams is sent with every $/heartbeat.
+type HeartbeatParams struct {
+	UptimeSeconds float64 `json:"uptimeSeconds"`
+}
+
+// CancelParams names the request $/cancelRequest cancels. ID is the request's
+// JSON id, a number or a string.
+type CancelParams struct {
+	ID any `json:"id"`
+}
+
+// Image formats.
+const (
+	FormatPNG  = "png"
+	FormatJPEG = "jpeg"
+)
+
+// ScreenshotParams asks for the screen, downscaled (aspect kept) to fit
+// MaxWidth x MaxHeight when set. Quality is the JPEG quality, 1-100.
+type ScreenshotParams struct {
+	Format    string `json:"format,omitempty"`
+	MaxWidth  int    `json:"maxWidth,omitempty"`
+	MaxHeight int    `json:"maxHeight,omitempty"`
+	Quality   int    `json:"quality,omitempty"`
+}
+
+// ScreenshotResult is an encoded image. Width and Height are its pixels; Data
+// is base64 on the wire.
+type ScreenshotResult struct {
+	Format string `json:"format"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Data   []byte `json:"data"`
+}
+
+// AccessibilityParams filters the tree: App (name or bundle id), MaxDepth
+// (0 = the guest's default), OnlyVisible.
+type AccessibilityParams struct {
+	App         string `json:"app,omitempty"`
+	MaxDepth    int    `json:"maxDepth,omitempty"`
+	OnlyVisible bool   `json:"onlyVisible,omitempty"`
+}
+
+// Rect is a frame in logical points of the guest screen.
+type Rect struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
+	W float64 `json:"w"`
+	H float64 `json:"h"`
+}
+
+// Node is one accessibility element.
+type Node struct {
+	ID       string  `json:"id"`
+	Role     string  `json:"role"`
+	Name     string  `json:"name"`
+	Value    *string `json:"value,omitempty"`
+	Frame    Rect    `json:"frame"`
+	Children []Node  `json:"children,omitempty"`
+}
+
+// AccessibilityResult is the tree: one node per application at the top.
+type AccessibilityResult struct {
+	Nodes []Node `json:"nodes"`
+}
+
+// App is a running application.
+type App struct {
+	Name     string `json:"name"`
+	BundleID string `json:"bundleId,omitempty"`
+	PID      int    `json:"pid"`
+}
+
+// FrontmostApp is the application with keyboard focus.
+type FrontmostApp struct {
+	Name        string `json:"name"`
+	BundleID    string `json:"bundleId,omitempty"`
+	PID         int    `json:"pid"`
+	WindowTitle string `json:"windowTitle,omitempty"`
+}
+
+// RunningApps lists the running GUI applications.
+type RunningApps struct {
+	Apps []App `json:"apps"`
+}
+
+// PointParams is a position in logical points.
+type PointParams struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
+}
+
+// Mouse buttons and click types.
+const (
+	ButtonLeft   = "left"
+	ButtonRight  = "right"
+	ButtonMiddle = "middle"
+
+	ClickSingle = "single"
+	ClickDouble = "double"
+	ClickTriple = "triple"
+)
+
+// ClickParams clicks at a point; Button defaults to left, ClickType to single.
+type ClickParams struct {
+	X         float64 `json:"x"`
+	Y         float64 `json:"y"`
+	Button    string  `json:"button,omitempty"`
+	ClickType string  `json:"clickType,omitempty"`
+}
+
+// DragParams drags with the left button held.
+type DragParams struct {
+	FromX float64 `json:"fromX"`
+	FromY float64 `json:"fromY"`
+	ToX   float64 `json:"toX"`
+	ToY   float64 `json:"toY"`
+}
+
+// ScrollParams scrolls at a point; positive DeltaY scrolls down, positive
+// DeltaX right, in lines (notches).
+type ScrollParams struct {
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	DeltaX float64 `json:"deltaX"`
+	DeltaY float64 `json:"deltaY"`
+}
+
+// TypeParams types text (any Unicode).
+type TypeParams struct {
+	Text string `json:"text"`
+}
+
+// Modifiers.
+const (
+	ModCommand = "command"
+	ModControl = "control"
+	ModOption  = "option"
+	ModShift   = "shift"
+	ModFn      = "fn"
+)
+
+// KeyParams presses one key with modifiers held.
+type KeyParams struct {
+	Key       string   `json:"key"`
+	Modifiers []string `json:"modifiers,omitempty"`
+}
+
+// OpenAppParams opens an app by name or bundle id (desktop-file id on Linux).
+type OpenAppParams struct {
+	Name string `json:"name"`
+}
+
+// OpenFileParams opens a file, with App when given.
+type OpenFileParams struct {
+	Path string `json:"path"`
+	App  string `json:"app,omitempty"`
+}
+
+// OpenURLParams opens a URL in the default browser.
+type OpenURLParams struct {
+	URL string `json:"url"`
+}
+
+// ShellParams runs a command with /bin/sh -c.
+type ShellParams struct {
+	Command        string  `json:"command"`
+	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
+	Cwd            string  `json:"cwd,omitempty"`
+}
+
+// ShellResult is a finished command. Truncated says the output cap cut
+// stdout or stderr; TimedOut says the command was killed at its timeout (its
+// ExitCode is then -1). A command killed by a signal exits 128+signal.
+type ShellResult struct {
+	ExitCode  int    `json:"exitCode"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+	TimedOut  bool   `json:"timedOut,omitempty"`
+}
+
+// Shell output streams.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+)
+
+// ShellOutputParams is a chunk of a running command's output. RequestID is
+// the run_shell request's id.
+type ShellOutputParams struct {
+	RequestID any    `json:"requestId"`
+	Stream    string `json:"stream"`
+	Data      string `json:"data"`
+}
+
+// ReadFileParams reads a file, at most MaxBytes of it (0 = the guest's cap).
+type ReadFileParams struct {
+	Path     string `json:"path"`
+	MaxBytes int64  `json:"maxBytes,omitempty"`
+}
+
+// ReadFileResult carries text files in Contents and anything else in Base64;
+// Size is the file's full size; Truncated says MaxBytes cut it.
+type ReadFileResult struct {
+	Contents  *string `json:"contents,omitempty"`
+	Base64    []byte  `json:"base64,omitempty"`
+	Size      int64   `json:"size"`
+	Truncated bool    `json:"truncated,omitempty"`
+}
+
+// WriteFileParams writes Contents (text) or Base64 (bytes), creating parent
+// folders.
+type WriteFileParams struct {
+	Path     string  `json:"path"`
+	Contents *string `json:"contents,omitempty"`
+	Base64   []byte  `json:"base64,omitempty"`
+}
+
+// WriteFileResult reports the bytes written.
+type WriteFileResult struct {
+	Size int64 `json:"size"`
+}
+
+// ListDirectoryParams lists one folder.
+type ListDirectoryParams struct {
+	Path string `json:"path"`
+}
+
+// DirEntry is one entry of a folder.
+type DirEntry struct {
+	Name     string    `json:"name"`
+	IsDir    bool      `json:"isDir"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+}
+
+// ListDirectoryResult lists a folder, by name.
+type ListDirectoryResult struct {
+	Entries []DirEntry `json:"entries"`
+}
+
+// MoveFileParams moves or renames a file or folder.
+type MoveFileParams struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+}
+
+// ClipboardText is the clipboard's text.
+type ClipboardText struct {
+	Text string `json:"text"`
+}
+
+// WaitParams waits (cancellable).
+type WaitParams struct {
+	Seconds float64 `json:"seconds"`
+}
+
+// Empty is the result of methods that return nothing.
+type Empty struct{}

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.HelloResult, error) {
+	if p.ProtocolVersion < protocol.MinVersion {
+		return protocol.HelloResult{}, protocol.Errorf(protocol.CodeVersionMismatch,
+			"host speaks protocol version %d; this guest agent (%s) needs at least %d", p.ProtocolVersion, s.cfg.AgentVersion, protocol.MinVersion)
+	}
+	desc, err := s.cfg.Driver.Describe(ctx)
+	if err != nil {
+		return protocol.HelloResult{}, err
+	}
+	caps := append([]string{protocol.CapShell, protocol.CapFiles}, desc.Capabilities...)
+	return protocol.HelloResult{
+		ProtocolVersion: protocol.Version,
+		AgentVersion:    s.cfg.AgentVersion,
+		OS:              desc.OS,
+		OSVersion:       desc.OSVersion,
+		Screen:          desc.Screen,
+		SharedPath:      s.cfg.SharedDir,
+		Capabilities:    caps,
+		Permissions:     desc.Permissions,
+	}, nil
+}
+
+func (s *Server) health(ctx context.Context) (protocol.HealthResult, error) {
+	res := protocol.HealthResult{UptimeSeconds: s.uptime()}
+	if fi, err := os.Stat(s.cfg.SharedDir); err == nil && fi.IsDir() {
+		res.SharedMounted = true
+	} else {
+		res.Problems = append(res.Problems, "shared folder "+s.cfg.SharedDir+" is not there")
+	}
+	desc, err := s.cfg.Driver.Describe(ctx)
+	if err != nil {
+		res.Problems = append(res.Problems, "display: "+err.Error())
+	} else {
+		res.Permissions = desc.Permissions
+		res.Problems = append(res.Problems, desc.Problems...)
+	}
+	res.OK = len(res.Problems) == 0
+	return res, nil
+}
+
+// shutdown powers the guest off shortly after the answer has gone out.
+func (s *Server) shutdown() {
+	s.shutdownOnce.Do(func() {
+		time.AfterFunc(100*time.Millisecond, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.cfg.Driver.PowerOff(ctx); err != nil {
+				s.cfg.Log.Error("power off", "err", err)
+			}
+			if s.cfg.OnShutdown != nil {
+				s.cfg.OnShutdown()
+			}
+		})
+	})
+}
+
+func (s *Server) screenshot(ctx context.Context, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+	switch p.Format {
+	case "", protocol.FormatPNG, protocol.FormatJPEG:
+	default:
+		return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInvalidParams, "format %q: use png or jpeg", p.Format)
+	}
+	if p.MaxWidth < 0 || p.MaxHeight < 0 || p.MaxWidth > 16384 || p.MaxHeight > 16384 {
+		return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInvalidParams, "maxWidth and maxHeight must be between 0 and 16384")
+	}
+	if p.Quality < 0 || p.Quality > 100 {
+		return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInvalidParams, "quality must be between 1 and 100")
+	}
+	img, err := s.cfg.Driver.Capture(ctx)
+	if err != nil {
+		return protocol.ScreenshotResult{}, err
+	}
+	return encodeScreenshot(img, p)
+}
+
+func (s *Server) click(ctx context.Context, p protocol.ClickParams) error {
+	if err := s.onScreen(p.X, p.Y); err != nil {
+		return err
+	}
+	button := p.Button
+	switch button {
+	case "":
+		button = protocol.ButtonLeft
+	case protocol.ButtonLeft, protocol.ButtonRight, protocol.ButtonMiddle:
+	default:
+		return protocol.Errorf(protocol.CodeInvalidParams, "button %q: use left, right or middle", p.Button)
+	}
+	count := 0
+	switch p.ClickType {
+	case "", protocol.ClickSingle:
+		count = 1
+	case protocol.ClickDouble:
+		count = 2
+	case protocol.ClickTriple:
+		count = 3
+	default:
+		return protocol.Errorf(protocol.CodeInvalidParams, "clickType %q: use single, double or triple", p.ClickType)
+	}
+	return s.cfg.Driver.MouseClick(ctx, p.X, p.Y, button, count)
+}
+
+// onScreen refuses a point outside the guest screen, naming the screen size.
+func (s *Server) onScreen(x, y float64) error {
+	scr := s.cfg.Driver.Screen()
+	if x < 0 || y < 0 || x >= float64(scr.Width) || y >= float64(scr.Height) {
+		return protocol.Errorf(protocol.CodeInvalidParams, "point (%g, %g) is outside the %dx%d screen", x, y, scr.Width, scr.Height)
+	}
+	return nil
+}
+
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return protocol.Errorf(protocol.CodeInvalidParams, "url %q is not an absolute URL", raw)
+	}
+	switch u.Scheme {
+	case "http", "https", "mailto", "ftp":
+		return nil
+	}
+	return protocol.Errorf(protocol.CodeInvalidParams, "url scheme %q is not allowed (use http, https, mailto or ftp; open files with open_file)", u.Scheme)
+}

@@ -1,0 +1,333 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/creachadair/jrpc2"
+	"github.com/creachadair/jrpc2/handler"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/guestagent/transport"
+)
+
+// Config configures a Server. SharedDir, Driver and Log are required.
+type Config struct {
+	// SharedDir is the shared folder (inbox/, outbox/, workspace/), absolute.
+	SharedDir string
+	Driver    Driver
+	Log       *slog.Logger
+	// AgentVersion is reported in hello.
+	AgentVersion string
+	// ShellOutputCap bounds the output run_shell returns per stream; 0 means
+	// DefaultShellOutputCap.
+	ShellOutputCap int
+	// HeartbeatInterval defaults to protocol.HeartbeatIntervalSeconds.
+	HeartbeatInterval time.Duration
+	// OnShutdown is called once a shutdown request has been answered and the
+	// driver powered off (the agent's main exits).
+	OnShutdown func()
+}
+
+// Server serves the guest protocol on any number of connections.
+type Server struct {
+	cfg   Config
+	files *files
+	shell *shellRunner
+	start time.Time
+	// handlers is the method table, built once and shared by connections.
+	handlers handler.Map
+
+	shutdownOnce sync.Once
+}
+
+// New returns a server for cfg. It creates the shared folder's inbox/,
+// outbox/ and workspace/ if they are missing.
+func New(cfg Config) (*Server, error) {
+	if cfg.Driver == nil || cfg.Log == nil {
+		return nil, errors.New("guest server: Driver and Log are required")
+	}
+	if !filepath.IsAbs(cfg.SharedDir) {
+		return nil, fmt.Errorf("shared folder %q must be an absolute path", cfg.SharedDir)
+	}
+	for _, d := range []string{protocol.InboxDir, protocol.OutboxDir, protocol.WorkspaceDir} {
+		if err := os.MkdirAll(filepath.Join(cfg.SharedDir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("shared folder: %w", err)
+		}
+	}
+	f, err := openFiles(cfg.SharedDir)
+	if err != nil {
+		return nil, fmt.Errorf("shared folder: %w", err)
+	}
+	if cfg.ShellOutputCap <= 0 {
+		cfg.ShellOutputCap = DefaultShellOutputCap
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = protocol.HeartbeatIntervalSeconds * time.Second
+	}
+	s := &Server{cfg: cfg, files: f, start: time.Now()}
+	s.shell = &shellRunner{shared: cfg.SharedDir, outputCap: cfg.ShellOutputCap, notify: s.notifyShell}
+	s.handlers = s.methods()
+	return s, nil
+}
+
+// Close releases the shared folder.
+func (s *Server) Close() error { return s.files.Close() }
+
+// Serve accepts connections on ln until ctx ends, serving each concurrently.
+// It returns nil when ctx ends, or the accept error.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.ServeConn(ctx, conn); err != nil {
+				s.cfg.Log.Info("connection ended", "err", err)
+			}
+		}()
+	}
+}
+
+// ServeConn serves one connection until the peer hangs up, the connection
+// breaks the protocol (a line over the cap), or ctx ends.
+func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv := jrpc2.NewServer(s.handlers, &jrpc2.ServerOptions{
+		AllowPush:   true,
+		Concurrency: 32,
+		NewContext:  func() context.Context { return ctx },
+	})
+	srv.Start(transport.Line(conn, conn))
+	stop := context.AfterFunc(ctx, srv.Stop)
+	defer stop()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.heartbeat(ctx, srv)
+	}()
+	err := srv.Wait()
+	cancel()
+	wg.Wait()
+	if ctx.Err() != nil && errors.Is(err, jrpc2.ErrConnClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) heartbeat(ctx context.Context, srv *jrpc2.Server) {
+	t := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := srv.Notify(ctx, protocol.NotifyHeartbeat, protocol.HeartbeatParams{UptimeSeconds: s.uptime()}); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) uptime() float64 { return time.Since(s.start).Seconds() }
+
+// notifyShell sends a $/shellOutput notification on the connection of the
+// request in ctx.
+func (s *Server) notifyShell(ctx context.Context, p protocol.ShellOutputParams) {
+	if srv := jrpc2.ServerFromContext(ctx); srv != nil {
+		srv.Notify(ctx, protocol.NotifyShellOutput, p)
+	}
+}
+
+// method adapts a typed function to a jrpc2 handler: params are decoded
+// strictly (unknown fields are errors), errors keep their protocol codes.
+func method[P, R any](fn func(context.Context, P) (R, error)) jrpc2.Handler {
+	return func(ctx context.Context, req *jrpc2.Request) (any, error) {
+		var p P
+		if req.HasParams() {
+			if err := req.UnmarshalParams(jrpc2.StrictFields(&p)); err != nil {
+				return nil, &jrpc2.Error{Code: protocol.CodeInvalidParams, Message: fmt.Sprintf("%s: invalid params: %v", req.Method(), err)}
+			}
+		}
+		r, err := fn(ctx, p)
+		if err != nil {
+			return nil, transport.ToRPC(err)
+		}
+		return r, nil
+	}
+}
+
+// action adapts a function that returns only an error.
+func action[P any](fn func(context.Context, P) error) jrpc2.Handler {
+	return method(func(ctx context.Context, p P) (protocol.Empty, error) {
+		return protocol.Empty{}, fn(ctx, p)
+	})
+}
+
+type none struct{}
+
+func (s *Server) methods() handler.Map {
+	d := s.cfg.Driver
+	return handler.Map{
+		protocol.MethodHello:       method(s.hello),
+		protocol.MethodHealthCheck: method(func(ctx context.Context, _ none) (protocol.HealthResult, error) { return s.health(ctx) }),
+		protocol.MethodShutdown:    action(func(ctx context.Context, _ none) error { s.shutdown(); return nil }),
+		protocol.NotifyCancelRequest: func(ctx context.Context, req *jrpc2.Request) (any, error) {
+			var p protocol.CancelParams
+			if err := req.UnmarshalParams(&p); err != nil || p.ID == nil {
+				return nil, nil // a notification gets no answer
+			}
+			// jrpc2 keys requests by their id's JSON text.
+			id, err := json.Marshal(p.ID)
+			if srv := jrpc2.ServerFromContext(ctx); err == nil && srv != nil {
+				srv.CancelRequest(string(id))
+			}
+			return nil, nil
+		},
+
+		protocol.MethodScreenshot: method(s.screenshot),
+		protocol.MethodAccessibilityTree: method(func(ctx context.Context, p protocol.AccessibilityParams) (protocol.AccessibilityResult, error) {
+			if p.MaxDepth < 0 {
+				return protocol.AccessibilityResult{}, protocol.Errorf(protocol.CodeInvalidParams, "maxDepth must not be negative")
+			}
+			return d.AccessibilityTree(ctx, p)
+		}),
+		protocol.MethodFrontmostApp: method(func(ctx context.Context, _ none) (protocol.FrontmostApp, error) { return d.FrontmostApp(ctx) }),
+		protocol.MethodRunningApps:  method(func(ctx context.Context, _ none) (protocol.RunningApps, error) { return d.RunningApps(ctx) }),
+
+		protocol.MethodMouseMove: action(func(ctx context.Context, p protocol.PointParams) error {
+			if err := s.onScreen(p.X, p.Y); err != nil {
+				return err
+			}
+			return d.MouseMove(ctx, p.X, p.Y)
+		}),
+		protocol.MethodMouseClick: action(s.click),
+		protocol.MethodMouseDrag: action(func(ctx context.Context, p protocol.DragParams) error {
+			if err := s.onScreen(p.FromX, p.FromY); err != nil {
+				return err
+			}
+			if err := s.onScreen(p.ToX, p.ToY); err != nil {
+				return err
+			}
+			return d.MouseDrag(ctx, p)
+		}),
+		protocol.MethodScroll: action(func(ctx context.Context, p protocol.ScrollParams) error {
+			if err := s.onScreen(p.X, p.Y); err != nil {
+				return err
+			}
+			if abs(p.DeltaX) > 1000 || abs(p.DeltaY) > 1000 {
+				return protocol.Errorf(protocol.CodeInvalidParams, "scroll deltas are limited to 1000 lines")
+			}
+			return d.Scroll(ctx, p)
+		}),
+		protocol.MethodKeyboardType: action(func(ctx context.Context, p protocol.TypeParams) error {
+			if len(p.Text) > 100_000 {
+				return protocol.Errorf(protocol.CodeTooLarge, "keyboard_type takes at most 100000 bytes; write long text with write_file")
+			}
+			return d.TypeText(ctx, p.Text)
+		}),
+		protocol.MethodKeyboardKey: action(func(ctx context.Context, p protocol.KeyParams) error {
+			key, err := NormalizeKey(p.Key)
+			if err != nil {
+				return err
+			}
+			mods, err := NormalizeModifiers(p.Modifiers)
+			if err != nil {
+				return err
+			}
+			return d.PressKey(ctx, key, mods)
+		}),
+
+		protocol.MethodOpenApp: action(func(ctx context.Context, p protocol.OpenAppParams) error {
+			if p.Name == "" {
+				return protocol.Errorf(protocol.CodeInvalidParams, "name is required")
+			}
+			return d.OpenApp(ctx, p.Name)
+		}),
+		protocol.MethodOpenFile: action(func(ctx context.Context, p protocol.OpenFileParams) error {
+			rel, err := s.files.rel(p.Path)
+			if err != nil {
+				return err
+			}
+			abs := filepath.Join(s.cfg.SharedDir, rel)
+			if _, err := s.files.root.Stat(rel); err != nil {
+				return fsError(p.Path, err)
+			}
+			return d.OpenFile(ctx, abs, p.App)
+		}),
+		protocol.MethodOpenURL: action(func(ctx context.Context, p protocol.OpenURLParams) error {
+			if err := checkURL(p.URL); err != nil {
+				return err
+			}
+			return d.OpenURL(ctx, p.URL)
+		}),
+
+		protocol.MethodRunShell: method(func(ctx context.Context, p protocol.ShellParams) (protocol.ShellResult, error) {
+			var id any
+			if raw := transport.RequestID(ctx); raw != nil {
+				id = raw
+			}
+			return s.shell.run(ctx, id, p)
+		}),
+		protocol.MethodReadFile: method(func(_ context.Context, p protocol.ReadFileParams) (protocol.ReadFileResult, error) {
+			return s.files.read(p)
+		}),
+		protocol.MethodWriteFile: method(func(_ context.Context, p protocol.WriteFileParams) (protocol.WriteFileResult, error) {
+			return s.files.write(p)
+		}),
+		protocol.MethodListDirectory: method(func(_ context.Context, p protocol.ListDirectoryParams) (protocol.ListDirectoryResult, error) {
+			return s.files.list(p)
+		}),
+		protocol.MethodMoveFile: action(func(_ context.Context, p protocol.MoveFileParams) error { return s.files.move(p) }),
+
+		protocol.MethodClipboardRead: method(func(ctx context.Context, _ none) (protocol.ClipboardText, error) {
+			t, err := d.ClipboardRead(ctx)
+			return protocol.ClipboardText{Text: t}, err
+		}),
+		protocol.MethodClipboardWrite: action(func(ctx context.Context, p protocol.ClipboardText) error {
+			return d.ClipboardWrite(ctx, p.Text)
+		}),
+		protocol.MethodWait: action(func(ctx context.Context, p protocol.WaitParams) error {
+			if p.Seconds < 0 || p.Seconds > 3600 {
+				return protocol.Errorf(protocol.CodeInvalidParams, "seconds must be between 0 and 3600")
+			}
+			t := time.NewTimer(time.Duration(p.Seconds * float64(time.Second)))
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}),
+	}
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}

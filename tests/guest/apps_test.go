@@ -1,0 +1,59 @@
+package guest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/tests/xenv"
+)
+
+// TestOpenAppsAndFiles: apps open by desktop-file id and by program name, a
+// file from the share opens in the app asked for, and unknown apps are a
+// clear error.
+func TestOpenAppsAndFiles(t *testing.T) {
+	env := xenv.Start(t, xenv.Options{})
+	a := startAgent(t, env)
+
+	health := must[protocol.HealthResult](a, protocol.MethodHealthCheck, nil)
+	if !health.SharedMounted || !health.Permissions.Accessibility || health.UptimeSeconds <= 0 {
+		t.Errorf("health = %+v", health)
+	}
+
+	running := func(class string) bool {
+		apps, err := call[protocol.RunningApps](a, protocol.MethodRunningApps, nil)
+		if err != nil {
+			return false
+		}
+		for _, app := range apps.Apps {
+			if strings.EqualFold(app.Name, class) {
+				return true
+			}
+		}
+		return false
+	}
+	must[protocol.Empty](a, protocol.MethodOpenApp, protocol.OpenAppParams{Name: "debian-xterm"})
+	env.WaitFor(10*time.Second, "xterm among the running apps", func() bool { return running("XTerm") })
+
+	if err := os.WriteFile(filepath.Join(a.shared, "inbox", "note.txt"), []byte("a note for the agent\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must[protocol.Empty](a, protocol.MethodOpenFile, protocol.OpenFileParams{Path: "inbox/note.txt", App: "Mousepad"})
+	env.WaitFor(15*time.Second, "Mousepad showing note.txt", func() bool {
+		front, err := call[protocol.FrontmostApp](a, protocol.MethodFrontmostApp, nil)
+		return err == nil && strings.Contains(front.WindowTitle, "note.txt")
+	})
+
+	if _, err := call[protocol.Empty](a, protocol.MethodOpenApp, protocol.OpenAppParams{Name: "no-such-app-anywhere"}); codeOf(err) != protocol.CodeNotFound {
+		t.Errorf("unknown app = %v, want not found", err)
+	}
+	if _, err := call[protocol.Empty](a, protocol.MethodOpenFile, protocol.OpenFileParams{Path: "/etc/passwd"}); codeOf(err) != protocol.CodePermissionDenied {
+		t.Errorf("open_file outside the share = %v, want permission denied", err)
+	}
+	if _, err := call[protocol.Empty](a, protocol.MethodOpenFile, protocol.OpenFileParams{Path: "inbox/missing.txt"}); codeOf(err) != protocol.CodeNotFound {
+		t.Errorf("open_file of a missing file = %v, want not found", err)
+	}
+}

@@ -1,0 +1,116 @@
+package guest
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	_ "image/jpeg"
+	"image/png"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/tests/xenv"
+)
+
+// paint opens an undecorated X window of a solid colour at a position, as an
+// independent X client, and returns once the server has drawn it.
+func paint(t *testing.T, conn *xgb.Conn, x, y, w, h int16, rgb uint32) {
+	t.Helper()
+	scr := xproto.Setup(conn).DefaultScreen(conn)
+	id, err := xproto.NewWindowId(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = xproto.CreateWindowChecked(conn, scr.RootDepth, id, scr.Root, x, y, uint16(w), uint16(h), 0,
+		xproto.WindowClassInputOutput, scr.RootVisual,
+		xproto.CwBackPixel|xproto.CwOverrideRedirect, []uint32{rgb, 1}).Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xproto.MapWindowChecked(conn, id).Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScreenshotColoursAndSizes: windows drawn in known colours appear at
+// their coordinates; JPEG and downscaled variants report the sizes they have.
+func TestScreenshotColoursAndSizes(t *testing.T) {
+	env := xenv.Start(t, xenv.Options{NoWM: true})
+	a := startAgent(t, env)
+	conn, err := xgb.NewConnDisplay(env.Display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	paint(t, conn, 100, 100, 200, 100, 0xff0000)  // red
+	paint(t, conn, 700, 300, 150, 150, 0x00ff00)  // green
+	paint(t, conn, 1200, 700, 80, 100, 0x0000ff) // blue, in the corner
+	paint(t, conn, 0, 0, 1, 1, 0xffff00)         // one yellow pixel at the origin
+	xproto.GetInputFocus(conn).Reply()
+	time.Sleep(100 * time.Millisecond)
+
+	shot := must[protocol.ScreenshotResult](a, protocol.MethodScreenshot, protocol.ScreenshotParams{Format: "png"})
+	if shot.Width != 1280 || shot.Height != 800 {
+		t.Fatalf("screenshot is %dx%d, want 1280x800", shot.Width, shot.Height)
+	}
+	img, err := png.Decode(bytes.NewReader(shot.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		x, y int
+		want color.RGBA
+	}{
+		{100, 100, color.RGBA{255, 0, 0, 255}}, {299, 199, color.RGBA{255, 0, 0, 255}},
+		{300, 200, color.RGBA{0, 0, 0, 255}}, // just outside: the black root
+		{775, 375, color.RGBA{0, 255, 0, 255}},
+		{1279, 799, color.RGBA{0, 0, 255, 255}},
+		{0, 0, color.RGBA{255, 255, 0, 255}}, {1, 0, color.RGBA{0, 0, 0, 255}},
+	} {
+		r, g, b, _ := img.At(c.x, c.y).RGBA()
+		got := color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 255}
+		if got != c.want {
+			t.Errorf("pixel (%d, %d) = %v, want %v", c.x, c.y, got, c.want)
+		}
+	}
+	if t.Failed() {
+		os.WriteFile("/tmp/hivecrew-screenshot-test.png", shot.Data, 0o644)
+	}
+
+	for _, c := range []struct {
+		p      protocol.ScreenshotParams
+		w, h   int
+		format string
+	}{
+		{protocol.ScreenshotParams{Format: "jpeg", Quality: 85}, 1280, 800, "jpeg"},
+		{protocol.ScreenshotParams{Format: "png", MaxWidth: 640}, 640, 400, "png"},
+		{protocol.ScreenshotParams{Format: "jpeg", MaxWidth: 1000, MaxHeight: 500}, 800, 500, "jpeg"},
+	} {
+		s := must[protocol.ScreenshotResult](a, protocol.MethodScreenshot, c.p)
+		cfg, format, err := image.DecodeConfig(bytes.NewReader(s.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Width != c.w || s.Height != c.h || cfg.Width != c.w || cfg.Height != c.h || format != c.format {
+			t.Errorf("%+v: reported %dx%d, image %dx%d %s; want %dx%d %s", c.p, s.Width, s.Height, cfg.Width, cfg.Height, format, c.w, c.h, c.format)
+		}
+		if c.format == "jpeg" && c.w == 800 {
+			img, _, _ := image.Decode(bytes.NewReader(s.Data))
+			// The red window (100..300 x 100..200) scaled by 0.625: (62..187, 62..125).
+			r, g, b, _ := img.At(125, 94).RGBA()
+			if r>>8 < 200 || g>>8 > 60 || b>>8 > 60 {
+				t.Errorf("downscaled JPEG pixel (125, 94) = %d,%d,%d, want red", r>>8, g>>8, b>>8)
+			}
+		}
+	}
+
+	hello := must[protocol.HelloResult](a, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: protocol.Version})
+	if hello.Screen != (protocol.Screen{Width: 1280, Height: 800, Scale: 1}) || hello.OS != "linux" {
+		t.Errorf("hello = %+v", hello)
+	}
+}
