@@ -227,4 +227,3 @@ func codeOf(err error) int {
 func center(n protocol.Node) (float64, float64) {
 	return n.Frame.X + n.Frame.W/2, n.Frame.Y + n.Frame.H/2
 }
-

@@ -47,8 +47,8 @@ func TestScreenshotColoursAndSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	paint(t, conn, 100, 100, 200, 100, 0xff0000)  // red
-	paint(t, conn, 700, 300, 150, 150, 0x00ff00)  // green
+	paint(t, conn, 100, 100, 200, 100, 0xff0000) // red
+	paint(t, conn, 700, 300, 150, 150, 0x00ff00) // green
 	paint(t, conn, 1200, 700, 80, 100, 0x0000ff) // blue, in the corner
 	paint(t, conn, 0, 0, 1, 1, 0xffff00)         // one yellow pixel at the origin
 	xproto.GetInputFocus(conn).Reply()
