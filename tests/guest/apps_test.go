@@ -57,3 +57,18 @@ func TestOpenAppsAndFiles(t *testing.T) {
 		t.Errorf("open_file of a missing file = %v, want not found", err)
 	}
 }
+
+// TestShutdownEndsTheAgent: shutdown is answered, then the agent exits (in a
+// sandbox its exit ends the guest; nothing is powered off without --poweroff).
+func TestShutdownEndsTheAgent(t *testing.T) {
+	env := xenv.Start(t, xenv.Options{NoWM: true})
+	a := startAgent(t, env)
+	exited := make(chan error, 1)
+	go func() { _, err := a.cmd.Process.Wait(); exited <- err }()
+	must[protocol.Empty](a, protocol.MethodShutdown, nil)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the agent still runs 5 s after shutdown")
+	}
+}

@@ -47,6 +47,17 @@ func TestClicksLandExactly(t *testing.T) {
 	app.wait(5*time.Second, "a triple click", func(e event) bool { return e.Kind == "triple" && e.X == 520 })
 	app.drain()
 
+	// A drag presses at the start, moves with the button held, releases at the end.
+	must[protocol.Empty](a, protocol.MethodMouseDrag, protocol.DragParams{FromX: 100, FromY: 120, ToX: 600, ToY: 420})
+	if e := app.wait(5*time.Second, "the drag's press", func(e event) bool { return e.Event == "press" }); e.X != 100 || e.Y != 120 {
+		t.Errorf("drag pressed at (%g, %g), want (100, 120)", e.X, e.Y)
+	}
+	app.wait(5*time.Second, "motion with the button held", func(e event) bool { return e.Event == "drag-motion" && e.X > 100 && e.X < 600 })
+	if e := app.wait(5*time.Second, "the drag's release", func(e event) bool { return e.Event == "release" }); e.X != 600 || e.Y != 420 || e.Button != 1 {
+		t.Errorf("drag released as %+v, want button 1 at (600, 420)", e)
+	}
+	app.drain()
+
 	must[protocol.Empty](a, protocol.MethodScroll, protocol.ScrollParams{X: 400, Y: 400, DeltaY: 3})
 	for range 3 {
 		if e := app.wait(5*time.Second, "scroll down", func(e event) bool { return e.Event == "scroll" }); e.Direction != "down" || e.X != 400 {

@@ -28,6 +28,19 @@ func TestTypingAndAccessibility(t *testing.T) {
 	if entry.Frame.W <= 0 || button.Frame.W <= 0 {
 		t.Fatalf("frames: entry %+v, button %+v", entry.Frame, button.Frame)
 	}
+	// maxDepth bounds the tree: applications and their windows only.
+	shallow := must[protocol.AccessibilityResult](a, protocol.MethodAccessibilityTree, protocol.AccessibilityParams{App: "hivecrew-testapp", MaxDepth: 2})
+	if len(shallow.Nodes) != 1 || shallow.Nodes[0].Role != "application" || len(shallow.Nodes[0].Children) == 0 {
+		t.Fatalf("maxDepth 2 tree = %+v", shallow.Nodes)
+	}
+	for _, win := range shallow.Nodes[0].Children {
+		if len(win.Children) > 0 {
+			t.Fatalf("maxDepth 2 returned grandchildren: %+v", win)
+		}
+	}
+	if _, err := call[protocol.AccessibilityResult](a, protocol.MethodAccessibilityTree, protocol.AccessibilityParams{App: "no-such-app"}); codeOf(err) != protocol.CodeNotFound {
+		t.Errorf("tree of an unknown app = %v, want not found", err)
+	}
 
 	// Click the entry at the centre of its accessible frame and type.
 	x, y := center(entry)

@@ -3,8 +3,9 @@
 
 It reports, one JSON object per line on stdout, what it receives:
   app.py clicks  an undecorated window over the whole screen that reports
-                 button presses (with GTK's single/double/triple detection)
-                 and scroll events in root coordinates.
+                 button presses (with GTK's single/double/triple detection),
+                 releases, motion with the first button held, and scroll
+                 events, in root coordinates.
   app.py form    a normal window with a text entry named "Message" and a
                  "Press me" button, reporting text changes and clicks.
 """
@@ -27,7 +28,12 @@ def clicks():
     geometry = Gdk.Display.get_default().get_monitor(0).get_geometry()
     win.move(0, 0)
     win.resize(geometry.width, geometry.height)
-    win.add_events(Gdk.EventMask.BUTTON_PRESS_MASK | Gdk.EventMask.SCROLL_MASK)
+    win.add_events(
+        Gdk.EventMask.BUTTON_PRESS_MASK
+        | Gdk.EventMask.BUTTON_RELEASE_MASK
+        | Gdk.EventMask.BUTTON1_MOTION_MASK
+        | Gdk.EventMask.SCROLL_MASK
+    )
     kinds = {
         Gdk.EventType.BUTTON_PRESS: "single",
         Gdk.EventType._2BUTTON_PRESS: "double",
@@ -40,7 +46,15 @@ def clicks():
     def scroll(_w, ev):
         emit(event="scroll", direction=ev.direction.value_nick, x=ev.x_root, y=ev.y_root)
 
+    def release(_w, ev):
+        emit(event="release", x=ev.x_root, y=ev.y_root, button=ev.button)
+
+    def motion(_w, ev):
+        emit(event="drag-motion", x=ev.x_root, y=ev.y_root)
+
     win.connect("button-press-event", press)
+    win.connect("button-release-event", release)
+    win.connect("motion-notify-event", motion)
     win.connect("scroll-event", scroll)
     win.connect("map-event", lambda *_: emit(event="ready"))
     win.show_all()
