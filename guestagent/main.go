@@ -32,6 +32,8 @@ type options struct {
 	logLevel string
 	display  string
 	powerOff bool
+	// session starts a desktop (Linux sandboxes): WIDTHxHEIGHT, empty for none.
+	session string
 }
 
 func main() {
@@ -41,6 +43,7 @@ func main() {
 	fs.StringVar(&o.shared, "shared", "", "the shared folder (inbox/, outbox/, workspace/)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.display, "display", "", "X display (Linux; default $DISPLAY)")
+	fs.StringVar(&o.session, "session", "", "start a desktop session of this size first, e.g. 1280x800 (Linux sandboxes)")
 	fs.BoolVar(&o.powerOff, "poweroff", false, "make the shutdown method power the guest OS off (set in VM templates); without it the agent just exits")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	stdlog "log"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/jezek/xgb"
 	"github.com/mdlayher/vsock"
@@ -18,15 +21,46 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 	// xgb logs to its own logger (e.g. a missing .Xauthority, which is
 	// normal for a sandbox display); route it to ours at debug level.
 	xgb.Logger = stdlog.New(slogWriter{log}, "", 0)
+	var session *linux.Session
+	if o.session != "" {
+		var w, h int
+		if _, err := fmt.Sscanf(o.session, "%dx%d", &w, &h); err != nil || w < 320 || h < 200 || w > 7680 || h > 4320 {
+			return nil, nil, fmt.Errorf("--session %q: want WIDTHxHEIGHT, e.g. 1280x800", o.session)
+		}
+		var err error
+		if session, err = linux.StartSession(ctx, linux.SessionOptions{Width: w, Height: h}); err != nil {
+			return nil, nil, err
+		}
+		// The agent's own environment is what the apps it opens inherit.
+		for _, kv := range session.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				os.Setenv(k, v)
+			}
+		}
+		log.Info("desktop session started", "display", session.Display)
+		o.display = session.Display
+	}
 	var powerOff []string
 	if o.powerOff {
 		powerOff = []string{"systemctl", "poweroff"}
 	}
 	d, err := linux.New(ctx, linux.Config{Display: o.display, PowerOff: powerOff, Log: log})
 	if err != nil {
+		if session != nil {
+			session.Close()
+		}
 		return nil, nil, err
 	}
-	return d, d.Close, nil
+	if session == nil {
+		return d, d.Close, nil
+	}
+	// The agent's work ends with its desktop.
+	go func() {
+		<-session.Done()
+		log.Error("the X server of the session exited; stopping")
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	}()
+	return d, func() error { err := d.Close(); session.Close(); return err }, nil
 }
 
 func listenVsock(port uint32) (net.Listener, error) { return vsock.Listen(port, nil) }

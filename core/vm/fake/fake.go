@@ -1,0 +1,271 @@
+// Package fake is a VM backend for the tests of the layers above the VM
+// layer: each machine serves the real guest-agent server on a real unix
+// socket in its folder, with a recording driver (Driver) instead of a
+// screen. It can simulate crashes and a host limit on running machines.
+package fake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/guestagent/server"
+)
+
+// Options configure the backend.
+type Options struct {
+	// MaxRunning simulates a host limit (as macOS has); 0 means none.
+	MaxRunning int
+	// StartDelay simulates boot time.
+	StartDelay time.Duration
+	// Screen of every guest; default 1280x800 at scale 1.
+	Width, Height int
+	Scale         float64
+	Log           *slog.Logger
+}
+
+// Backend is the fake backend.
+type Backend struct {
+	opts Options
+	// mu guards running and machines.
+	mu       sync.Mutex
+	running  int
+	machines map[string]*Machine
+}
+
+var _ vm.Backend = (*Backend)(nil)
+
+// New returns a fake backend.
+func New(o Options) *Backend {
+	if o.Width == 0 {
+		o.Width, o.Height = 1280, 800
+	}
+	if o.Scale == 0 {
+		o.Scale = 1
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Backend{opts: o, machines: map[string]*Machine{}}
+}
+
+// Capabilities implements vm.Backend.
+func (b *Backend) Capabilities() vm.Capabilities {
+	return vm.Capabilities{
+		Name: "fake", GuestOS: "linux",
+		Kinds:      []vm.TemplateKind{vm.KindHost, vm.KindRootFS},
+		Networks:   []vm.NetworkMode{vm.NetworkOffline, vm.NetworkInternet},
+		MaxRunning: b.opts.MaxRunning,
+	}
+}
+
+// Machine returns a machine by id, for tests that inspect its driver.
+func (b *Backend) Machine(id string) *Machine {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.machines[id]
+}
+
+// Create implements vm.Backend.
+func (b *Backend) Create(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	if spec.ID == "" || spec.Dir == "" {
+		return nil, errdefs.Invalidf("a machine needs an id and a folder")
+	}
+	if _, err := os.Stat(spec.Dir); err == nil {
+		return nil, errdefs.Conflictf("machine folder %s already exists", spec.Dir)
+	}
+	return b.Load(ctx, spec)
+}
+
+// Load implements vm.Backend.
+func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	for _, d := range []string{protocol.InboxDir, protocol.OutboxDir, protocol.WorkspaceDir} {
+		if err := os.MkdirAll(filepath.Join(spec.SharedDir(), d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	m := &Machine{b: b, spec: spec, driver: NewDriver(b.opts.Width, b.opts.Height, b.opts.Scale), exited: closedChan()}
+	m.status = vm.Status{State: vm.StateStopped, Limits: "none (fake)"}
+	b.mu.Lock()
+	b.machines[spec.ID] = m
+	b.mu.Unlock()
+	return m, nil
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// Machine is a fake machine.
+type Machine struct {
+	b      *Backend
+	spec   vm.Spec
+	driver *Driver
+
+	// mu guards everything below.
+	mu     sync.Mutex
+	status vm.Status
+	cancel context.CancelFunc
+	ln     net.Listener
+	srv    *server.Server
+	exited chan struct{}
+	served chan struct{}
+}
+
+var _ vm.Machine = (*Machine)(nil)
+
+// Driver is the machine's recording guest driver.
+func (m *Machine) Driver() *Driver { return m.driver }
+
+func (m *Machine) Spec() vm.Spec { return m.spec }
+
+func (m *Machine) Status() vm.Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status
+}
+
+func (m *Machine) Exited() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.exited
+}
+
+func (m *Machine) socket() string { return filepath.Join(m.spec.Dir, "agent.sock") }
+
+// Start implements vm.Machine.
+func (m *Machine) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.status.State == vm.StateRunning {
+		return nil
+	}
+	if max := m.b.opts.MaxRunning; max > 0 {
+		m.b.mu.Lock()
+		full := m.b.running >= max
+		if !full {
+			m.b.running++
+		}
+		m.b.mu.Unlock()
+		if full {
+			return fmt.Errorf("start %s: %w", m.spec.ID, vm.ErrHostLimit)
+		}
+	}
+	if m.b.opts.StartDelay > 0 {
+		select {
+		case <-time.After(m.b.opts.StartDelay):
+		case <-ctx.Done():
+			m.releaseSlot()
+			return ctx.Err()
+		}
+	}
+	os.Remove(m.socket())
+	ln, err := net.Listen("unix", m.socket())
+	if err != nil {
+		m.releaseSlot()
+		return err
+	}
+	srv, err := server.New(server.Config{SharedDir: m.spec.SharedDir(), Driver: m.driver, Log: m.b.opts.Log, AgentVersion: "fake"})
+	if err != nil {
+		ln.Close()
+		m.releaseSlot()
+		return err
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	m.ln, m.srv, m.cancel = ln, srv, cancel
+	m.exited, m.served = make(chan struct{}), make(chan struct{})
+	m.status = vm.Status{State: vm.StateRunning, Limits: "none (fake)"}
+	exited, served := m.exited, m.served
+	go func() {
+		srv.Serve(sctx, ln)
+		srv.Close()
+		close(served)
+		m.mu.Lock()
+		if m.status.State == vm.StateRunning {
+			m.status = vm.Status{State: vm.StateError, Reason: "guest stopped unexpectedly", Limits: m.status.Limits}
+		}
+		m.mu.Unlock()
+		m.releaseSlot()
+		close(exited)
+	}()
+	return nil
+}
+
+func (m *Machine) releaseSlot() {
+	if m.b.opts.MaxRunning > 0 {
+		m.b.mu.Lock()
+		m.b.running--
+		m.b.mu.Unlock()
+	}
+}
+
+// Crash stops the guest abruptly, as a killed sandbox would.
+func (m *Machine) Crash() {
+	m.mu.Lock()
+	cancel := m.cancel
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Stop implements vm.Machine.
+func (m *Machine) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	if m.status.State != vm.StateRunning {
+		m.mu.Unlock()
+		return nil
+	}
+	m.status.State = vm.StateStopping
+	cancel, served := m.cancel, m.served
+	m.mu.Unlock()
+	cancel()
+	select {
+	case <-served:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	m.mu.Lock()
+	m.status = vm.Status{State: vm.StateStopped, Reason: "stopped", Limits: m.status.Limits}
+	m.mu.Unlock()
+	return nil
+}
+
+// Delete implements vm.Machine.
+func (m *Machine) Delete(ctx context.Context) error {
+	if err := m.Stop(ctx); err != nil {
+		return err
+	}
+	m.b.mu.Lock()
+	delete(m.b.machines, m.spec.ID)
+	m.b.mu.Unlock()
+	if err := os.RemoveAll(m.spec.Dir); err != nil {
+		return fmt.Errorf("delete %s: %w", m.spec.ID, err)
+	}
+	return nil
+}
+
+// DialGuest implements vm.Machine.
+func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
+	if m.Status().State != vm.StateRunning {
+		return nil, vm.ErrNotRunning
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", m.socket())
+	if err != nil {
+		return nil, errdefs.Unavailablef("dial guest %s: %v", m.spec.ID, errors.Unwrap(err))
+	}
+	return conn, nil
+}

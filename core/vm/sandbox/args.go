@@ -1,0 +1,127 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hivecrew/hivecrew/core/vm"
+)
+
+// Paths inside every sandbox.
+const (
+	guestShared  = "/mnt/shared"
+	guestHome    = "/home/user"
+	guestRun     = "/run/hivecrew"
+	guestAgent   = "/run/hivecrew-bin/hivecrew-guestagent"
+	guestSocket  = guestRun + "/agent.sock"
+	guestUID     = 1000
+	guestRuntime = "/run/user/1000"
+)
+
+// File descriptors handed to bwrap (ExtraFiles start at 3).
+const (
+	fdInfo = 3 + iota
+	fdPasswd
+	fdGroup
+	fdResolv // internet only
+)
+
+// maskedDirs hold host user data; each gets an empty tmpfs in the sandbox.
+var maskedDirs = []string{"/tmp", "/var/tmp", "/run", "/home", "/root", "/mnt", "/media"}
+
+// launch is what bwrapArgs needs to know about one start.
+type launch struct {
+	ID      string
+	Kind    vm.TemplateKind
+	Network vm.NetworkMode
+	// Home, Shared, Run, Agent and Root (rootfs only) are the host paths to bind.
+	Home, Shared, Run, Agent, Root string
+	// Mask lists further host paths to hide (the data directory).
+	Mask                        []string
+	DisplayWidth, DisplayHeight int
+	LogLevel                    string
+}
+
+// covered reports whether path lies inside one of the masked folders.
+func covered(path string) bool {
+	for _, m := range maskedDirs {
+		if path == m || strings.HasPrefix(path, m+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// bwrapArgs returns bubblewrap's arguments for a launch.
+func bwrapArgs(l launch) []string {
+	fd := func(n int) string { return strconv.Itoa(n) }
+	a := []string{
+		"--die-with-parent", "--new-session",
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--uid", fd(guestUID), "--gid", fd(guestUID),
+		"--hostname", "hivecrew-" + shortID(l.ID),
+	}
+	if l.Kind == vm.KindRootFS {
+		a = append(a, "--bind", l.Root, "/")
+	} else {
+		a = append(a, "--ro-bind", "/", "/")
+	}
+	a = append(a, "--dev", "/dev", "--proc", "/proc")
+	for _, m := range maskedDirs {
+		a = append(a, "--tmpfs", m)
+	}
+	if l.Kind != vm.KindRootFS {
+		for _, m := range l.Mask {
+			if m = filepath.Clean(m); filepath.IsAbs(m) && !covered(m) {
+				a = append(a, "--tmpfs", m)
+			}
+		}
+	}
+	a = append(a,
+		"--dir", guestRuntime, "--chmod", "0700", guestRuntime,
+		"--bind", l.Home, guestHome,
+		"--bind", l.Shared, guestShared,
+		"--bind", l.Run, guestRun,
+		"--ro-bind", l.Agent, guestAgent,
+		"--ro-bind-data", fd(fdPasswd), "/etc/passwd",
+		"--ro-bind-data", fd(fdGroup), "/etc/group",
+	)
+	if l.Network == vm.NetworkInternet {
+		a = append(a, "--ro-bind-data", fd(fdResolv), "/etc/resolv.conf")
+	}
+	a = append(a,
+		"--clearenv",
+		"--setenv", "HOME", guestHome, "--setenv", "USER", "user", "--setenv", "LOGNAME", "user",
+		"--setenv", "SHELL", "/bin/sh", "--setenv", "LANG", "C.UTF-8",
+		"--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"--setenv", "XDG_RUNTIME_DIR", guestRuntime,
+		"--setenv", "XDG_DATA_DIRS", "/usr/local/share:/usr/share",
+		"--chdir", guestShared,
+		"--info-fd", fd(fdInfo),
+		"--", guestAgent,
+		"--session", fmt.Sprintf("%dx%d", l.DisplayWidth, l.DisplayHeight),
+		"--listen", "unix:"+guestSocket, "--shared", guestShared, "--log-level", l.LogLevel,
+	)
+	return a
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// passwd and group are the sandbox's account files: the sandbox user and root.
+func passwd() string {
+	return fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nuser:x:%d:%d:Hivecrew agent:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", guestUID, guestUID, guestHome)
+}
+
+func group() string {
+	return fmt.Sprintf("root:x:0:\nuser:x:%d:\nnogroup:x:65534:\n", guestUID)
+}
+
+// resolvConf points at slirp4netns's DNS forwarder.
+const resolvConf = "nameserver 10.0.2.3\n"

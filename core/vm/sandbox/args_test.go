@@ -1,0 +1,79 @@
+package sandbox
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hivecrew/hivecrew/core/vm"
+)
+
+// pairs returns the operands of every occurrence of flag.
+func operands(args []string, flag string, n int) [][]string {
+	var out [][]string
+	for i, a := range args {
+		if a == flag && i+n < len(args) {
+			out = append(out, args[i+1:i+1+n])
+		}
+		if a == "--" {
+			break
+		}
+	}
+	return out
+}
+
+func TestBwrapArgsIsolate(t *testing.T) {
+	args := bwrapArgs(launch{ID: "0123456789", Kind: vm.KindHost, Network: vm.NetworkOffline,
+		Mask: []string{"/srv/hivecrew-data", "/root/.local/share/hivecrew"}, DisplayWidth: 1280, DisplayHeight: 800, LogLevel: "info"})
+	for _, ns := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent"} {
+		if !slices.Contains(args, ns) {
+			t.Errorf("missing %s", ns)
+		}
+	}
+	var masked []string
+	for _, o := range operands(args, "--tmpfs", 1) {
+		masked = append(masked, o[0])
+	}
+	for _, m := range []string{"/home", "/root", "/tmp", "/run", "/var/tmp", "/mnt", "/media", "/srv/hivecrew-data"} {
+		if !slices.Contains(masked, m) {
+			t.Errorf("%s is not masked (%v)", m, masked)
+		}
+	}
+	if slices.Contains(masked, "/root/.local/share/hivecrew") {
+		t.Error("a data directory under a masked folder is masked twice")
+	}
+	// Masks come before the binds into them, and the root is read-only.
+	if i, j := slices.Index(args, "--tmpfs"), slices.Index(args, "--bind"); i < 0 || j < i {
+		t.Error("a bind comes before the masks")
+	}
+	if ro := operands(args, "--ro-bind", 2); len(ro) == 0 || ro[0][0] != "/" || ro[0][1] != "/" {
+		t.Errorf("host root not bound read-only first: %v", ro)
+	}
+	if slices.Contains(args, "/etc/resolv.conf") {
+		t.Error("an offline sandbox gets a resolver")
+	}
+	cmd := args[slices.Index(args, "--")+1:]
+	if cmd[0] != guestAgent || !strings.Contains(strings.Join(cmd, " "), "--session 1280x800 --listen unix:/run/hivecrew/agent.sock --shared /mnt/shared") {
+		t.Errorf("agent command = %q", cmd)
+	}
+}
+
+func TestBwrapArgsRootFSAndInternet(t *testing.T) {
+	args := bwrapArgs(launch{ID: "x", Kind: vm.KindRootFS, Network: vm.NetworkInternet, Root: "/run/hivecrew-sandbox/x/root", Mask: []string{"/srv/data"}, DisplayWidth: 800, DisplayHeight: 600, LogLevel: "info"})
+	if root := operands(args, "--bind", 2); len(root) == 0 || root[0][0] != "/run/hivecrew-sandbox/x/root" || root[0][1] != "/" {
+		t.Errorf("rootfs not bound as / first: %v", root)
+	}
+	for _, ro := range operands(args, "--ro-bind", 2) {
+		if ro[0] == "/" {
+			t.Error("a rootfs sandbox binds the host root")
+		}
+	}
+	if !slices.Contains(args, "/etc/resolv.conf") {
+		t.Error("an internet sandbox has no resolver")
+	}
+	for _, o := range operands(args, "--tmpfs", 1) {
+		if o[0] == "/srv/data" {
+			t.Error("host paths are masked inside a rootfs, where they do not exist")
+		}
+	}
+}

@@ -1,0 +1,19 @@
+// Package sandbox is the Linux VM backend: each machine is a desktop in
+// Linux namespaces. bubblewrap (user, pid, net, mount, ipc and uts
+// namespaces, dying with the helper) runs the guest agent in session mode
+// (Xvfb, a private D-Bus session with AT-SPI, openbox), which serves the
+// guest protocol on a unix socket in a folder bound in from the machine's
+// own folder.
+//
+// Isolation: the host's user data (/home, /root, /tmp, /run, /var/tmp, /mnt,
+// /media and the Hivecrew data directory) is masked; a machine sees only its
+// own shared folder (at /mnt/shared) and a private home. A helper running as
+// root never runs a sandbox as root: it uses a dedicated unprivileged
+// account, created on first use, so files the guest writes are that
+// account's. Templates of kind host run the host's root filesystem
+// read-only; kind rootfs runs a template root filesystem under a per-machine
+// overlay upper directory (the copy-on-write clone). Networks: offline
+// (loopback only) or internet (slirp4netns NAT, the host's loopback
+// unreachable). Memory and CPU caps use cgroup v2 where its controllers are
+// available to the helper, rlimits otherwise; Status.Limits says which.
+package sandbox

@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// slirp gives a sandbox outbound NAT through slirp4netns, with the host's
+// loopback unreachable (--disable-host-loopback).
+type slirp struct {
+	cmd  *exec.Cmd
+	exit *os.File // closing it tells slirp4netns to exit
+}
+
+// startSlirp attaches slirp4netns to the network namespace of pid and waits
+// until the interface is configured.
+func startSlirp(pid int, id identity) (*slirp, error) {
+	path, err := exec.LookPath("slirp4netns")
+	if err != nil {
+		return nil, errors.New("internet mode needs slirp4netns (run make deps)")
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer readyR.Close()
+	exitR, exitW, err := os.Pipe()
+	if err != nil {
+		readyW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(path, "--configure", "--mtu=65520", "--disable-host-loopback",
+		"--enable-sandbox", "--enable-seccomp",
+		"--ready-fd=3", "--exit-fd=4",
+		"--userns-path=/proc/"+strconv.Itoa(pid)+"/ns/user",
+		strconv.Itoa(pid), "tap0")
+	cmd.ExtraFiles = []*os.File{readyW, exitR}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: id.cred, Pdeathsig: syscall.SIGKILL}
+	out, _ := os.CreateTemp("", "slirp4netns-*.log")
+	if out != nil {
+		defer os.Remove(out.Name())
+		defer out.Close()
+		cmd.Stdout, cmd.Stderr = out, out
+	}
+	err = cmd.Start()
+	readyW.Close()
+	exitR.Close()
+	if err != nil {
+		exitW.Close()
+		return nil, fmt.Errorf("start slirp4netns: %w", err)
+	}
+	go cmd.Wait()
+	ready := make(chan error, 1)
+	go func() {
+		b, err := bufio.NewReader(readyR).ReadByte()
+		if err == nil && b != '1' {
+			err = fmt.Errorf("unexpected ready byte %q", b)
+		}
+		ready <- err
+	}()
+	select {
+	case err = <-ready:
+	case <-time.After(10 * time.Second):
+		err = errors.New("not ready within 10 s")
+	}
+	if err != nil {
+		exitW.Close()
+		cmd.Process.Kill()
+		msg := ""
+		if out != nil {
+			b, _ := os.ReadFile(out.Name())
+			msg = string(b)
+		}
+		return nil, fmt.Errorf("slirp4netns: %v: %s", err, msg)
+	}
+	return &slirp{cmd: cmd, exit: exitW}, nil
+}
+
+func (s *slirp) stop() {
+	s.exit.Close()
+	s.cmd.Process.Kill()
+}

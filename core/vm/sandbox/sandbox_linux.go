@@ -1,0 +1,519 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// Config configures the backend. AgentBinary and Log are required.
+type Config struct {
+	// AgentBinary is the host's hivecrew-guestagent, bound into every
+	// sandbox so that guest and host always match.
+	AgentBinary string
+	// DataDir is the Hivecrew data directory, masked inside sandboxes.
+	DataDir string
+	// Account is the account sandboxes run as when the helper is root;
+	// default "hivecrew-sandbox".
+	Account string
+	// StopGrace is how long Stop waits for the guest to exit before killing
+	// it; default 5 s.
+	StopGrace time.Duration
+	// ReadyTimeout bounds Start's wait for the guest agent; default 60 s.
+	ReadyTimeout time.Duration
+	// CgroupRoot is the cgroup v2 mount; default /sys/fs/cgroup.
+	CgroupRoot string
+	// AgentLogLevel is the guest agent's log level; default info.
+	AgentLogLevel string
+	Log           *slog.Logger
+}
+
+// Backend runs machines as bubblewrap sandboxes.
+type Backend struct {
+	cfg Config
+	id  identity
+}
+
+var _ vm.Backend = (*Backend)(nil)
+
+// New checks what the backend needs (bubblewrap, the agent binary, the
+// sandbox account) and returns it.
+func New(cfg Config) (*Backend, error) {
+	if cfg.Log == nil || cfg.AgentBinary == "" {
+		return nil, errors.New("sandbox backend: AgentBinary and Log are required")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		return nil, errdefs.Unsupportedf("the sandbox backend needs bubblewrap (bwrap); run make deps")
+	}
+	if fi, err := os.Stat(cfg.AgentBinary); err != nil || fi.Mode()&0o001 == 0 {
+		return nil, fmt.Errorf("guest agent binary %s is missing or not executable by others (build it with make build)", cfg.AgentBinary)
+	}
+	if cfg.Account == "" {
+		cfg.Account = "hivecrew-sandbox"
+	}
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = 5 * time.Second
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = cgroupRoot
+	}
+	if cfg.AgentLogLevel == "" {
+		cfg.AgentLogLevel = "info"
+	}
+	id, err := sandboxIdentity(cfg.Account)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: cfg, id: id}, nil
+}
+
+// Capabilities implements vm.Backend.
+func (b *Backend) Capabilities() vm.Capabilities {
+	c := vm.Capabilities{Name: "sandbox", GuestOS: "linux", Kinds: []vm.TemplateKind{vm.KindHost}, Networks: []vm.NetworkMode{vm.NetworkOffline}}
+	if os.Geteuid() == 0 {
+		c.Kinds = append(c.Kinds, vm.KindRootFS)
+	}
+	if _, err := exec.LookPath("slirp4netns"); err == nil {
+		c.Networks = append(c.Networks, vm.NetworkInternet)
+	}
+	return c
+}
+
+// Account is the host account sandboxes run as.
+func (b *Backend) Account() (name string, uid int) { return b.id.name, b.id.uid }
+
+// Create implements vm.Backend.
+func (b *Backend) Create(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	if spec.ID == "" || !filepath.IsAbs(spec.Dir) {
+		return nil, errdefs.Invalidf("a machine needs an id and an absolute folder")
+	}
+	if _, err := os.Stat(spec.Dir); err == nil {
+		return nil, errdefs.Conflictf("machine folder %s already exists", spec.Dir)
+	}
+	if err := b.check(spec); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	return b.Load(ctx, spec)
+}
+
+func (b *Backend) check(spec vm.Spec) error {
+	caps := b.Capabilities()
+	switch spec.Template.Kind {
+	case vm.KindHost:
+	case vm.KindRootFS:
+		if os.Geteuid() != 0 {
+			return errdefs.Unsupportedf("rootfs templates need the helper to run as root (it mounts the overlay clone)")
+		}
+		if fi, err := os.Stat(spec.Template.Path); err != nil || !fi.IsDir() {
+			return errdefs.NotFoundf("template root filesystem %s not found", spec.Template.Path)
+		}
+	default:
+		return errdefs.Unsupportedf("the sandbox backend cannot run %q templates", spec.Template.Kind)
+	}
+	if spec.Network == vm.NetworkInternet && len(caps.Networks) < 2 {
+		return errdefs.Unsupportedf("internet mode needs slirp4netns (run make deps)")
+	}
+	return nil
+}
+
+// Load implements vm.Backend: the machine's folders are (re)made and a
+// mount left by a crashed helper is undone.
+func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	if err := b.check(spec); err != nil {
+		return nil, err
+	}
+	if spec.DisplayWidth == 0 {
+		spec.DisplayWidth, spec.DisplayHeight = 1280, 800
+	}
+	if spec.MemoryMB == 0 {
+		spec.MemoryMB = 4096
+	}
+	m := &Machine{b: b, spec: spec, exited: closedChan(), status: vm.Status{State: vm.StateStopped}}
+	// A helper that crashed may have left the staged mounts of this machine.
+	if err := unstage(filepath.Join(stageRoot, spec.ID)); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{m.path("shared", protocol.InboxDir), m.path("shared", protocol.OutboxDir), m.path("shared", protocol.WorkspaceDir), m.path("home"), m.path("run")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range []string{m.path("shared"), m.path("home"), m.path("run")} {
+		if err := b.id.own(d); err != nil {
+			return nil, fmt.Errorf("give %s to the sandbox account: %w", d, err)
+		}
+	}
+	return m, nil
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// Machine is one sandbox.
+type Machine struct {
+	b    *Backend
+	spec vm.Spec
+
+	// mu guards everything below.
+	mu       sync.Mutex
+	status   vm.Status
+	cmd      *exec.Cmd
+	childPID int // the sandbox's PID 1, as the host sees it
+	exited   chan struct{}
+	stopping bool
+}
+
+var _ vm.Machine = (*Machine)(nil)
+
+func (m *Machine) path(elem ...string) string {
+	return filepath.Join(append([]string{m.spec.Dir}, elem...)...)
+}
+
+func (m *Machine) overlay() overlay { return newOverlay(m.spec.Dir, m.spec.Template.Path) }
+
+func (m *Machine) Spec() vm.Spec { return m.spec }
+
+func (m *Machine) Status() vm.Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status
+}
+
+func (m *Machine) Exited() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.exited
+}
+
+// Start implements vm.Machine.
+func (m *Machine) Start(ctx context.Context) error {
+	m.mu.Lock()
+	switch m.status.State {
+	case vm.StateRunning:
+		m.mu.Unlock()
+		return nil
+	case vm.StateStarting, vm.StateStopping:
+		m.mu.Unlock()
+		return errdefs.Conflictf("machine %s is %s", m.spec.ID, m.status.State)
+	}
+	m.status = vm.Status{State: vm.StateStarting}
+	m.mu.Unlock()
+	if err := m.start(ctx); err != nil {
+		m.mu.Lock()
+		m.status = vm.Status{State: vm.StateError, Reason: err.Error()}
+		m.mu.Unlock()
+		return fmt.Errorf("start sandbox %s: %w", m.spec.ID, err)
+	}
+	return nil
+}
+
+// memfd returns a sealed-by-convention in-memory file holding data.
+func memfd(name, data string) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.WriteString(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (m *Machine) start(ctx context.Context) (err error) {
+	var cleanups []func() error // run on failure, last first
+	defer func() {
+		if err != nil {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				err = errors.Join(err, cleanups[i]())
+			}
+		}
+	}()
+	// Files put into the shared folder by the host become the guest's.
+	if err := m.b.id.own(m.path("shared")); err != nil {
+		return err
+	}
+	os.Remove(m.path("run", "agent.sock"))
+
+	src, unstage, err := m.stage()
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, unstage)
+
+	var files []*os.File
+	closeFiles := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	defer closeFiles()
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer infoR.Close()
+	files = append(files, infoW)
+	for _, d := range []struct{ name, data string }{{"passwd", passwd()}, {"group", group()}, {"resolv.conf", resolvConf}} {
+		f, err := memfd(d.name, d.data)
+		if err != nil {
+			return err
+		}
+		files = append(files, f)
+	}
+
+	lim, err := prepareLimits(m.b.cfg.CgroupRoot, m.spec.ID, m.spec.MemoryMB, m.spec.CPUs)
+	if err != nil {
+		return err
+	}
+	if lim.cleanup != nil {
+		cleanups = append(cleanups, lim.cleanup)
+	}
+	args := bwrapArgs(launch{
+		ID: m.spec.ID, Kind: m.spec.Template.Kind, Network: m.spec.Network,
+		Home: src.home, Shared: src.shared, Run: src.run, Agent: src.agent, Root: src.root,
+		Mask: []string{m.b.cfg.DataDir}, DisplayWidth: m.spec.DisplayWidth, DisplayHeight: m.spec.DisplayHeight,
+		LogLevel: m.b.cfg.AgentLogLevel,
+	})
+	argv := append(append([]string{}, lim.wrap...), "bwrap")
+	argv = append(argv, args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Path, _ = exec.LookPath(argv[0])
+	cmd.ExtraFiles = files
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: m.b.id.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if lim.cgroup != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(lim.cgroup.Fd())
+	}
+	logf, err := os.OpenFile(m.path("agent.log"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start bwrap: %w", err)
+	}
+	closeFiles()
+	files = nil
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	cleanups = append(cleanups, func() error {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-waited
+		return nil
+	})
+
+	pid, err := readChildPID(infoR, waited)
+	if err != nil {
+		return fmt.Errorf("%w%s", err, m.logTail())
+	}
+	var net *slirp
+	if m.spec.Network == vm.NetworkInternet {
+		if net, err = startSlirp(pid, m.b.id); err != nil {
+			return err
+		}
+		cleanups = append(cleanups, func() error { net.stop(); return nil })
+	}
+	if err := m.waitReady(ctx, waited); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	m.mu.Lock()
+	m.cmd, m.childPID, m.exited, m.stopping = cmd, pid, exited, false
+	m.status = vm.Status{State: vm.StateRunning, Limits: lim.describe}
+	m.mu.Unlock()
+	// From here on the run is supervised: its end is recorded and cleaned up.
+	cleanups = nil
+	go m.supervise(waited, exited, net, lim, unstage)
+	return nil
+}
+
+// readChildPID reads bwrap's info (the sandbox's PID 1 as the host sees it).
+func readChildPID(r io.Reader, waited <-chan error) (int, error) {
+	type info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	got := make(chan info, 1)
+	go func() {
+		var i info
+		json.NewDecoder(bufio.NewReader(r)).Decode(&i)
+		got <- i
+	}()
+	select {
+	case i := <-got:
+		if i.ChildPID <= 0 {
+			return 0, errors.New("bubblewrap failed to set up the sandbox")
+		}
+		return i.ChildPID, nil
+	case err := <-waited:
+		return 0, fmt.Errorf("bubblewrap exited: %v", err)
+	case <-time.After(30 * time.Second):
+		return 0, errors.New("bubblewrap did not set up the sandbox within 30 s")
+	}
+}
+
+// waitReady waits until the guest agent accepts connections.
+func (m *Machine) waitReady(ctx context.Context, waited chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, m.b.cfg.ReadyTimeout)
+	defer cancel()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if c, err := net.Dial("unix", m.path("run", "agent.sock")); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case err := <-waited:
+			waited <- err // leave it for the cleanup
+			return fmt.Errorf("the sandbox exited before its guest agent was ready (%v)%s", err, m.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("the guest agent was not ready: %w%s", ctx.Err(), m.logTail())
+		case <-t.C:
+		}
+	}
+}
+
+// supervise waits for the run to end, cleans up and records how it ended.
+func (m *Machine) supervise(waited chan error, exited chan struct{}, net *slirp, lim limits, unstage func() error) {
+	err := <-waited
+	if net != nil {
+		net.stop()
+	}
+	problems := []error{unstage()}
+	if lim.cleanup != nil {
+		problems = append(problems, lim.cleanup())
+	}
+	if p := errors.Join(problems...); p != nil {
+		m.b.cfg.Log.Warn("sandbox cleanup", "vm", m.spec.ID, "err", p)
+	}
+	m.mu.Lock()
+	if m.stopping {
+		m.status = vm.Status{State: vm.StateStopped, Reason: "stopped", Limits: m.status.Limits}
+	} else {
+		m.status = vm.Status{State: vm.StateError, Reason: fmt.Sprintf("the sandbox exited unexpectedly (%v)%s", err, m.logTail()), Limits: m.status.Limits}
+	}
+	m.cmd, m.childPID = nil, 0
+	m.mu.Unlock()
+	close(exited)
+}
+
+// logTail returns the end of the guest agent's log, for error messages.
+func (m *Machine) logTail() string {
+	b, err := os.ReadFile(m.path("agent.log"))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	if len(b) > 800 {
+		b = b[len(b)-800:]
+	}
+	return ": " + strings.TrimSpace(string(b))
+}
+
+// Stop implements vm.Machine: SIGTERM to the guest agent (its session ends
+// with it), then, after the grace period or when ctx ends, SIGKILL to the
+// sandbox's PID 1, which takes every process in the sandbox with it.
+func (m *Machine) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	if m.cmd == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	m.stopping = true
+	m.status.State = vm.StateStopping
+	pid, exited := m.childPID, m.exited
+	m.mu.Unlock()
+
+	if agent := firstChild(pid); agent > 0 {
+		syscall.Kill(agent, syscall.SIGTERM)
+	}
+	grace := time.NewTimer(m.b.cfg.StopGrace)
+	defer grace.Stop()
+	select {
+	case <-exited:
+		return nil
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("stop sandbox %s: still running 10 s after SIGKILL", m.spec.ID)
+	}
+}
+
+// firstChild returns the first child of pid (the guest agent under the
+// sandbox's PID 1), or 0.
+func firstChild(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
+}
+
+// Delete implements vm.Machine.
+func (m *Machine) Delete(ctx context.Context) error {
+	if err := m.Stop(ctx); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(m.spec.Dir); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
+	}
+	return nil
+}
+
+// DialGuest implements vm.Machine.
+func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
+	if m.Status().State != vm.StateRunning {
+		return nil, vm.ErrNotRunning
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", m.path("run", "agent.sock"))
+	if err != nil {
+		return nil, errdefs.Unavailablef("dial the guest agent of %s: %v", m.spec.ID, err)
+	}
+	return conn, nil
+}

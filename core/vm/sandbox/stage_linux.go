@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// stageRoot holds, when the helper is root, one folder per running sandbox
+// where the machine's folders are bind-mounted for bubblewrap. bubblewrap
+// runs as the unprivileged sandbox account and resolves its sources by
+// path; the data directory (under /root, say) is not for that account to
+// walk, so it sees only these staged views.
+const stageRoot = "/run/hivecrew-sandbox"
+
+// sources are the host paths bubblewrap binds into a sandbox.
+type sources struct {
+	home, shared, run, agent, root string
+}
+
+// stage makes the sources of m reachable for the sandbox account and
+// returns them with a cleanup. Without an account switch the machine's own
+// paths serve.
+func (m *Machine) stage() (sources, func() error, error) {
+	own := sources{home: m.path("home"), shared: m.path("shared"), run: m.path("run"), agent: m.b.cfg.AgentBinary}
+	if m.b.id.cred == nil {
+		if m.spec.Template.Kind == "rootfs" {
+			return sources{}, nil, errors.New("rootfs templates need the helper to run as root")
+		}
+		return own, func() error { return nil }, nil
+	}
+	dir := filepath.Join(stageRoot, m.spec.ID)
+	if err := unstage(dir); err != nil {
+		return sources{}, nil, err
+	}
+	if err := os.MkdirAll(stageRoot, 0o711); err != nil {
+		return sources{}, nil, err
+	}
+	os.Chmod(stageRoot, 0o711)
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		return sources{}, nil, err
+	}
+	s := sources{home: filepath.Join(dir, "home"), shared: filepath.Join(dir, "shared"), run: filepath.Join(dir, "run"), agent: filepath.Join(dir, "hivecrew-guestagent")}
+	cleanup := func() error { return unstage(dir) }
+	for _, b := range []struct{ from, to string }{{own.home, s.home}, {own.shared, s.shared}, {own.run, s.run}} {
+		if err := os.Mkdir(b.to, 0o755); err != nil {
+			cleanup()
+			return sources{}, nil, err
+		}
+		if err := unix.Mount(b.from, b.to, "", unix.MS_BIND, ""); err != nil {
+			cleanup()
+			return sources{}, nil, fmt.Errorf("stage %s: %w", b.from, err)
+		}
+	}
+	if f, err := os.OpenFile(s.agent, os.O_CREATE|os.O_WRONLY, 0o755); err == nil {
+		f.Close()
+	}
+	if err := unix.Mount(own.agent, s.agent, "", unix.MS_BIND, ""); err != nil {
+		cleanup()
+		return sources{}, nil, fmt.Errorf("stage the guest agent: %w", err)
+	}
+	if m.spec.Template.Kind == "rootfs" {
+		s.root = filepath.Join(dir, "root")
+		ov := m.overlay()
+		ov.merged = s.root
+		if err := ov.mount(); err != nil {
+			cleanup()
+			return sources{}, nil, err
+		}
+	}
+	return s, cleanup, nil
+}
+
+// unstage unmounts and removes a staging folder, including one left by a
+// helper that crashed.
+func unstage(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

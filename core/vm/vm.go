@@ -1,0 +1,163 @@
+// Package vm is the contract between Hivecrew and the machines agents run in.
+// It compiles on every OS and imports no virtualization library: backends
+// (vm/sandbox on Linux, vm/vz on macOS, vm/fake for tests) live in
+// subpackages and run the shared conformance suite in vm/vmtest.
+//
+// Lifecycle: Backend.Create clones a template into a new machine (stopped);
+// Start boots it and returns once its guest agent accepts connections;
+// Stop shuts it down (gracefully, then by force) and may be followed by
+// Start again; Delete stops it if needed and removes everything it owns.
+// Stop and Delete are idempotent. A machine that stops by itself (crash,
+// kill, guest shutdown) closes the channel Exited returned for that run and
+// reports why in State. Machines are safe for concurrent use.
+package vm
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// TemplateKind says what a template is.
+type TemplateKind string
+
+// Template kinds.
+const (
+	// KindHost runs the host's own root filesystem read-only (sandbox).
+	KindHost TemplateKind = "host"
+	// KindRootFS is a root filesystem directory, cloned as an overlay (sandbox).
+	KindRootFS TemplateKind = "rootfs"
+	// KindMacOS is a macOS VM bundle: disk, auxiliary storage, hardware model (vz).
+	KindMacOS TemplateKind = "macos"
+)
+
+// Template is what machines are cloned from.
+type Template struct {
+	ID   string
+	Kind TemplateKind
+	// Path is the template's folder or root filesystem; empty for KindHost.
+	Path string
+}
+
+// NetworkMode is what network a machine gets.
+type NetworkMode string
+
+// Network modes.
+const (
+	NetworkOffline  NetworkMode = "offline"
+	NetworkInternet NetworkMode = "internet"
+)
+
+// Spec describes a machine to create. ID, Template and Dir are required.
+type Spec struct {
+	ID       string
+	Name     string
+	Template Template
+	// Dir is the machine's own folder; the backend keeps its state there
+	// and the shared folder at Dir/shared.
+	Dir      string
+	CPUs     int
+	MemoryMB int
+	DiskGB   int
+	Network  NetworkMode
+	// Display is the guest screen in logical points (default 1280x800).
+	DisplayWidth, DisplayHeight int
+}
+
+// SharedDir is the host side of the machine's shared folder (inbox/,
+// outbox/, workspace/).
+func (s Spec) SharedDir() string { return s.Dir + "/shared" }
+
+// State is a machine's lifecycle state as its backend sees it.
+type State string
+
+// Machine states.
+const (
+	StateStopped  State = "stopped"
+	StateStarting State = "starting"
+	StateRunning  State = "running"
+	StateStopping State = "stopping"
+	StateError    State = "error"
+)
+
+// Status is a machine's state and, after an unplanned stop or a failure,
+// why.
+type Status struct {
+	State State
+	// Reason explains StateError, or how the last run ended.
+	Reason string
+	// Limits says how CPU and memory caps are enforced for this machine.
+	Limits string
+}
+
+// Capabilities describe a backend.
+type Capabilities struct {
+	// Name is the backend's name ("sandbox", "vz", "fake").
+	Name string
+	// GuestOS is "linux" or "macos".
+	GuestOS string
+	// Kinds are the template kinds the backend can clone.
+	Kinds []TemplateKind
+	// Networks are the network modes it supports.
+	Networks []NetworkMode
+	// MaxRunning is a host limit on running machines (2 for macOS guests);
+	// 0 means none beyond the user's settings.
+	MaxRunning int
+	// SaveRestore says machines implement SaveRestorer.
+	SaveRestore bool
+	// Display says machines implement Displayer.
+	Display bool
+}
+
+// Backend creates machines.
+type Backend interface {
+	Capabilities() Capabilities
+	// Create clones spec.Template into a new, stopped machine.
+	Create(ctx context.Context, spec Spec) (Machine, error)
+	// Load reopens a machine created earlier (after a helper restart); it
+	// is stopped.
+	Load(ctx context.Context, spec Spec) (Machine, error)
+}
+
+// Machine is one VM or sandbox.
+type Machine interface {
+	Spec() Spec
+	Status() Status
+	// Start boots the machine and returns once its guest agent accepts
+	// connections.
+	Start(ctx context.Context) error
+	// Exited is closed when the current (or last) run ends.
+	Exited() <-chan struct{}
+	// Stop shuts the machine down: gracefully, then by force when ctx ends
+	// or the backend's grace period passes.
+	Stop(ctx context.Context) error
+	// Delete stops the machine and removes everything it owns.
+	Delete(ctx context.Context) error
+	// DialGuest connects to the guest agent.
+	DialGuest(ctx context.Context) (net.Conn, error)
+}
+
+// SaveRestorer is implemented by machines whose running state can be saved
+// and restored (macOS 14+ guests), for a fast warm pool.
+type SaveRestorer interface {
+	Save(ctx context.Context, path string) error
+	Restore(ctx context.Context, path string) error
+}
+
+// Displayer is implemented by machines that can show their screen in a
+// native window for the user to take over.
+type Displayer interface {
+	ShowDisplay(ctx context.Context) error
+}
+
+// ErrHostLimit is returned by Start when the host refuses another running
+// machine (macOS allows two macOS guests). It is of class unavailable.
+var ErrHostLimit = errdefs.Unavailablef("host VM limit reached")
+
+// IsHostLimit reports whether err is the host's VM limit.
+func IsHostLimit(err error) bool { return errors.Is(err, ErrHostLimit) }
+
+// ErrNotRunning is returned by DialGuest on a machine that is not running.
+var ErrNotRunning = errdefs.Conflictf("machine is not running")
