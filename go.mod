@@ -10,6 +10,7 @@ require (
 	github.com/mdlayher/vsock v1.4.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/image v0.33.0
+	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
 	gorm.io/driver/sqlite v1.6.0
 	gorm.io/gorm v1.31.1
@@ -22,6 +23,5 @@ require (
 	github.com/mattn/go-sqlite3 v1.14.22 // indirect
 	github.com/mdlayher/socket v0.8.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )

@@ -284,7 +284,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", method, ctx.Err())
 		}
-		if errors.Is(err, jrpc2.ErrConnClosed) || isConnError(err) {
+		// jrpc2 fails pending calls with context.Canceled when the
+		// connection dies; the caller's own context is still live here.
+		if errors.Is(err, jrpc2.ErrConnClosed) || errors.Is(err, context.Canceled) || isConnError(err) {
 			return errdefs.Unavailablef("%s: guest agent connection lost: %v", method, err)
 		}
 		return fmt.Errorf("%s: %w", method, classify(err))

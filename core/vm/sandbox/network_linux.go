@@ -86,3 +86,28 @@ func (s *slirp) stop() {
 	s.exit.Close()
 	s.cmd.Process.Kill()
 }
+
+// tunDevice is the TUN/TAP clone device slirp4netns opens.
+const tunDevice = "/dev/net/tun"
+
+// grantTun lets the sandbox account open the TUN device when the helper is
+// root and the device is root's alone (0600, as on hosts without udev;
+// Debian's udev makes it 0666). Opening it grants nothing by itself: making
+// an interface needs CAP_NET_ADMIN in the sandbox's own network namespace.
+func grantTun(id identity) (changed bool, err error) {
+	if id.cred == nil {
+		return false, nil
+	}
+	fi, err := os.Stat(tunDevice)
+	if err != nil {
+		return false, nil // no TUN support: internet mode will say so
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode().Perm()&0o006 == 0o006 || st.Uid != 0 || st.Gid != 0 || fi.Mode().Perm() != 0o600 {
+		return false, nil
+	}
+	if err := os.Chown(tunDevice, 0, id.gid); err != nil {
+		return false, err
+	}
+	return true, os.Chmod(tunDevice, 0o660)
+}

@@ -86,6 +86,11 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if changed, err := grantTun(id); err != nil {
+		cfg.Log.Warn("cannot give the sandbox account access to "+tunDevice+"; internet mode will fail", "err", err)
+	} else if changed {
+		cfg.Log.Info("gave the sandbox account's group access to "+tunDevice+" (0660) for internet mode", "account", id.name)
+	}
 	return &Backend{cfg: cfg, id: id}, nil
 }
 
@@ -516,4 +521,15 @@ func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
 		return nil, errdefs.Unavailablef("dial the guest agent of %s: %v", m.spec.ID, err)
 	}
 	return conn, nil
+}
+
+// AgentPID returns the host PID of the running guest agent, or 0.
+func (m *Machine) AgentPID() int {
+	m.mu.Lock()
+	pid := m.childPID
+	m.mu.Unlock()
+	if pid == 0 {
+		return 0
+	}
+	return firstChild(pid)
 }
