@@ -88,7 +88,7 @@ func TestSixSandboxesAreIsolated(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(data) })
 	home, _ := os.UserHomeDir()
 	canaries := map[string]string{
-		filepath.Join(home, "hivecrew-canary-"+randHex(4)+".txt"): "home",
+		filepath.Join(home, "hivecrew-canary-"+randHex(4)+".txt"):  "home",
 		filepath.Join(data, "canary.txt"):                          "data",
 		filepath.Join(os.TempDir(), "hivecrew-canary-"+randHex(4)): "tmp",
 	}

@@ -438,16 +438,31 @@ func (m *Machine) supervise(waited chan error, exited chan struct{}, net *slirp,
 	close(exited)
 }
 
-// logTail returns the end of the guest agent's log, for error messages.
+// logTail returns the last problems in the sandbox's log (bubblewrap's
+// messages, the agent's warnings and errors), for error messages.
 func (m *Machine) logTail() string {
 	b, err := os.ReadFile(m.path("agent.log"))
-	if err != nil || len(b) == 0 {
+	if err != nil {
 		return ""
 	}
-	if len(b) > 800 {
-		b = b[len(b)-800:]
+	var keep []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.Contains(line, "level=INFO") || strings.Contains(line, "level=DEBUG") {
+			continue
+		}
+		keep = append(keep, line)
 	}
-	return ": " + strings.TrimSpace(string(b))
+	if len(keep) > 5 {
+		keep = keep[len(keep)-5:]
+	}
+	msg := strings.Join(keep, "; ")
+	if len(msg) > 800 {
+		msg = msg[len(msg)-800:]
+	}
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
 }
 
 // Stop implements vm.Machine: SIGTERM to the guest agent (its session ends

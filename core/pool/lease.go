@@ -1,0 +1,78 @@
+package pool
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/guest"
+	"github.com/hivecrew/hivecrew/core/vm"
+)
+
+// Lease is a VM given to one task until Release.
+type Lease struct {
+	p        *Pool
+	e        *entry
+	template vm.Template
+
+	lost chan struct{}
+	// mu guards reason and released.
+	mu       sync.Mutex
+	reason   string
+	released bool
+}
+
+// leaseLocked gives e to a task.
+func (p *Pool) leaseLocked(e *entry, taskID string) *Lease {
+	l := &Lease{p: p, e: e, lost: make(chan struct{})}
+	e.lease = l
+	e.info.TaskID = taskID
+	e.info.State = StateBusy
+	e.info.LastUsed = time.Now()
+	p.kickLocked()
+	return l
+}
+
+// ID is the VM's id.
+func (l *Lease) ID() string { return l.e.info.ID }
+
+// Machine is the leased VM.
+func (l *Lease) Machine() vm.Machine { return l.e.m }
+
+// Guest is the client of the VM's guest agent.
+func (l *Lease) Guest() *guest.Client { return l.e.c }
+
+// Lost is closed when the VM fails (crash, guest unreachable, shutdown);
+// LostReason then says why.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// LostReason says why Lost was closed.
+func (l *Lease) LostReason() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reason
+}
+
+func (l *Lease) lose(reason string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reason == "" {
+		l.reason = reason
+		close(l.lost)
+	}
+}
+
+// Release ends the lease: the VM is destroyed (a VM serves one task) and the
+// warm pool refilled. Release is idempotent.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return nil
+	}
+	l.released = true
+	l.mu.Unlock()
+	l.p.discard(l.e, "task finished")
+	go l.p.refill()
+	return nil
+}

@@ -1,0 +1,653 @@
+// Package pool owns the running machines: it keeps a warm pool of ready
+// VMs, admits new ones within the caps (max concurrent VMs, the backend's
+// host limit, RAM and CPU), states why a request waits, declares a VM ready
+// when its guest answers hello, supervises crashes and lost guests, and
+// replaces what fails. Every VM serves one task and is destroyed after it;
+// warm VMs are fresh clones that no task has touched.
+package pool
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/guest"
+	"github.com/hivecrew/hivecrew/core/vm"
+)
+
+// State is a VM's state in the pool.
+type State string
+
+// Pool states.
+const (
+	StateBooting    State = "booting"
+	StateReady      State = "ready" // warm, waiting for a task
+	StateBusy       State = "busy"  // leased to a task
+	StateSuspending State = "suspending"
+	StateStopped    State = "stopped"
+	StateError      State = "error"
+)
+
+// Info describes a VM of the pool, as the API and the store show it.
+type Info struct {
+	ID, Name   string
+	Backend    string
+	TemplateID string
+	State      State
+	// Reason explains StateError.
+	Reason   string
+	TaskID   string
+	CPUs     int
+	MemoryMB int
+	Network  vm.NetworkMode
+	Limits   string
+	Dir      string
+	Created  time.Time
+	LastUsed time.Time
+}
+
+// Limits are the caps and defaults in force; the pool asks for them each
+// time it decides, so settings changes apply at once.
+type Limits struct {
+	MaxConcurrent int
+	WarmSize      int
+	IdleTimeout   time.Duration
+	CPUs          int
+	MemoryMB      int
+	DiskGB        int
+	// Warm is what the warm pool keeps ready.
+	WarmTemplate vm.Template
+	WarmNetwork  vm.NetworkMode
+}
+
+// Recorder persists VM records; the daemon's store implements it.
+type Recorder interface {
+	RecordVM(ctx context.Context, info Info) error
+	ForgetVM(ctx context.Context, id string) error
+}
+
+// Config configures a Pool. Backend, Dir, Limits and Log are required.
+type Config struct {
+	Backend vm.Backend
+	// Dir holds one folder per machine.
+	Dir    string
+	Limits func() Limits
+	Log    *slog.Logger
+	// Recorder, if set, receives every VM state change.
+	Recorder Recorder
+	// HostMemoryMB caps the memory of all running VMs together; 0 reads
+	// the machine's total.
+	HostMemoryMB int
+	// MaxCPUs caps the vCPUs of all running VMs together; 0 means four per
+	// host core.
+	MaxCPUs int
+	// ReadyTimeout bounds boot to the guest's hello; default 2 min.
+	ReadyTimeout time.Duration
+	// LostAfter is how long a guest may be unreachable before its VM is
+	// declared failed; default 5 s.
+	LostAfter time.Duration
+	// RetryEvery is how often a waiting request retries after a refused
+	// start; default 10 s.
+	RetryEvery time.Duration
+}
+
+// Pool manages the machines of one backend. It is safe for concurrent use.
+type Pool struct {
+	cfg Config
+
+	// mu guards everything below.
+	mu       sync.Mutex
+	entries  map[string]*entry
+	changed  chan struct{} // closed and replaced on every change
+	closed   bool
+	lastUse  time.Time // last Acquire, for the warm pool's idle timeout
+	leakSeen bool      // a host slot is held outside the pool
+
+	wg sync.WaitGroup // supervisors and background work
+}
+
+type entry struct {
+	info  Info
+	m     vm.Machine
+	c     *guest.Client
+	lease *Lease
+	key   string        // template and network, for warm matching
+	done  chan struct{} // closed when the pool lets go of the VM
+}
+
+// New returns a pool; call Run to keep the warm pool and Close to stop.
+func New(cfg Config) (*Pool, error) {
+	if cfg.Backend == nil || cfg.Dir == "" || cfg.Limits == nil || cfg.Log == nil {
+		return nil, errors.New("pool: Backend, Dir, Limits and Log are required")
+	}
+	if cfg.HostMemoryMB == 0 {
+		cfg.HostMemoryMB = hostMemoryMB()
+	}
+	if cfg.MaxCPUs == 0 {
+		cfg.MaxCPUs = 4 * hostCPUs()
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 2 * time.Minute
+	}
+	if cfg.LostAfter == 0 {
+		cfg.LostAfter = 5 * time.Second
+	}
+	if cfg.RetryEvery == 0 {
+		cfg.RetryEvery = 10 * time.Second
+	}
+	return &Pool{cfg: cfg, entries: map[string]*entry{}, changed: make(chan struct{}), lastUse: time.Now()}, nil
+}
+
+func key(t vm.Template, n vm.NetworkMode) string {
+	return t.ID + "\x00" + string(t.Kind) + "\x00" + string(n)
+}
+
+// kickLocked wakes everything waiting for a change.
+func (p *Pool) kickLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "vm-" + hex.EncodeToString(b)
+}
+
+// Request asks for a VM.
+type Request struct {
+	TaskID   string
+	Template vm.Template
+	Network  vm.NetworkMode
+	// CPUs and MemoryMB default to the Limits'.
+	CPUs, MemoryMB int
+	// OnWait, if set, is told why the request waits, each time the reason
+	// changes.
+	OnWait func(reason string)
+}
+
+// Snapshot lists the pool's VMs.
+func (p *Pool) Snapshot() []Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Info, 0, len(p.entries))
+	for _, e := range p.entries {
+		out = append(out, e.info)
+	}
+	return out
+}
+
+func (p *Pool) record(info Info) {
+	if p.cfg.Recorder == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.cfg.Recorder.RecordVM(ctx, info); err != nil {
+		p.cfg.Log.Warn("record VM", "vm", info.ID, "err", err)
+	}
+}
+
+func (p *Pool) forget(id string) {
+	if p.cfg.Recorder == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.cfg.Recorder.ForgetVM(ctx, id); err != nil {
+		p.cfg.Log.Warn("forget VM", "vm", id, "err", err)
+	}
+}
+
+// setState changes a VM's state and records it.
+func (p *Pool) setState(e *entry, s State, reason string) {
+	p.mu.Lock()
+	e.info.State, e.info.Reason = s, reason
+	info := e.info
+	p.kickLocked()
+	p.mu.Unlock()
+	p.record(info)
+}
+
+// usageLocked sums what running and booting VMs hold.
+func (p *Pool) usageLocked() (count, memMB, cpus int) {
+	for _, e := range p.entries {
+		switch e.info.State {
+		case StateBooting, StateReady, StateBusy, StateSuspending:
+			count++
+			memMB += e.info.MemoryMB
+			cpus += e.info.CPUs
+		}
+	}
+	return
+}
+
+// admitLocked returns why a VM of mem MB and cpus cannot start now, or "".
+func (p *Pool) admitLocked(lim Limits, mem, cpus int) string {
+	count, used, usedCPUs := p.usageLocked()
+	max := lim.MaxConcurrent
+	what := "the maximum number of concurrent VMs (Settings)"
+	if hm := p.cfg.Backend.Capabilities().MaxRunning; hm > 0 && hm < max {
+		max, what = hm, "the host limit for this kind of VM"
+	}
+	switch {
+	case p.leakSeen && count < max:
+		return fmt.Sprintf("waiting for a VM slot: the host refuses to start another VM while Hivecrew runs %d (another app holds a slot; close other virtualization apps)", count)
+	case count >= max:
+		return fmt.Sprintf("waiting for a VM slot: %d of %d in use (%s)", count, max, what)
+	case used+mem > p.cfg.HostMemoryMB:
+		return fmt.Sprintf("waiting for memory: running VMs hold %d MB of %d MB and this one needs %d MB", used, p.cfg.HostMemoryMB, mem)
+	case usedCPUs+cpus > p.cfg.MaxCPUs:
+		return fmt.Sprintf("waiting for CPUs: running VMs hold %d of %d vCPUs and this one needs %d", usedCPUs, p.cfg.MaxCPUs, cpus)
+	}
+	return ""
+}
+
+// Acquire returns a ready VM for the request: a warm one when one matches
+// (no boot), otherwise a new one once admission allows, waiting with a
+// stated reason meanwhile.
+func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
+	lastReason := ""
+	for {
+		lim := p.cfg.Limits()
+		if req.CPUs == 0 {
+			req.CPUs = lim.CPUs
+		}
+		if req.MemoryMB == 0 {
+			req.MemoryMB = lim.MemoryMB
+		}
+		k := key(req.Template, req.Network)
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errdefs.Unavailablef("the VM pool is shutting down")
+		}
+		p.lastUse = time.Now()
+		for _, e := range p.entries {
+			if e.lease == nil && e.info.State == StateReady && e.key == k {
+				l := p.leaseLocked(e, req.TaskID)
+				info := e.info
+				p.mu.Unlock()
+				p.record(info)
+				p.cfg.Log.Info("warm VM leased", "vm", info.ID, "task", req.TaskID)
+				go p.refill()
+				return l, nil
+			}
+		}
+		reason := p.admitLocked(lim, req.MemoryMB, req.CPUs)
+		if reason != "" && p.evictWarmLocked(k) {
+			reason = "" // room was made by retiring a warm VM of another kind
+			ch := p.changed
+			p.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		if reason == "" {
+			e := p.reserveLocked(req.Template, req.Network, req.CPUs, req.MemoryMB, lim, k)
+			l := p.leaseLocked(e, req.TaskID)
+			l.template = req.Template
+			e.info.State = StateBooting // leaseLocked marks busy; it is still booting
+			p.wg.Add(1)
+			p.mu.Unlock()
+			err := p.boot(ctx, e)
+			p.wg.Done()
+			if err != nil {
+				if vm.IsHostLimit(err) {
+					p.noteHostLimit()
+					continue
+				}
+				return nil, err
+			}
+			return l, nil
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		if reason != lastReason && req.OnWait != nil {
+			req.OnWait(reason)
+		}
+		lastReason = reason
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(p.cfg.RetryEvery):
+			p.mu.Lock()
+			p.leakSeen = false // try again: the other app may be gone
+			p.mu.Unlock()
+		}
+	}
+}
+
+// noteHostLimit records that the host refused a start the pool's count
+// allowed: a slot is held outside Hivecrew (or leaked by a crashed VM).
+func (p *Pool) noteHostLimit() {
+	p.mu.Lock()
+	count, _, _ := p.usageLocked()
+	p.leakSeen = true
+	p.kickLocked()
+	p.mu.Unlock()
+	p.cfg.Log.Error("the host refused to start a VM below its limit: a VM slot is held outside Hivecrew", "running", count)
+}
+
+// reserveLocked adds a booting entry that counts against the caps.
+func (p *Pool) reserveLocked(t vm.Template, n vm.NetworkMode, cpus, mem int, lim Limits, k string) *entry {
+	id := newID()
+	now := time.Now()
+	e := &entry{
+		key:  k,
+		done: make(chan struct{}),
+		info: Info{
+			ID: id, Name: id, Backend: p.cfg.Backend.Capabilities().Name, TemplateID: t.ID,
+			State: StateBooting, CPUs: cpus, MemoryMB: mem, Network: n,
+			Dir: filepath.Join(p.cfg.Dir, id), Created: now, LastUsed: now,
+		},
+	}
+	p.entries[id] = e
+	p.kickLocked()
+	return e
+}
+
+// boot creates and starts a reserved VM and waits for its guest's hello.
+// On failure the reservation is released.
+func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
+	lim := p.cfg.Limits()
+	spec := vm.Spec{
+		ID: e.info.ID, Name: e.info.Name, Template: templateOf(e, lim), Dir: e.info.Dir,
+		CPUs: e.info.CPUs, MemoryMB: e.info.MemoryMB, DiskGB: lim.DiskGB, Network: e.info.Network,
+	}
+	p.record(e.info)
+	defer func() {
+		if err != nil {
+			p.discard(e, err.Error())
+		}
+	}()
+	m, err := p.cfg.Backend.Create(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("create VM: %w", err)
+	}
+	if !p.adopt(e, func() { e.m = m }) {
+		m.Delete(context.Background())
+		return errdefs.Unavailablef("the VM pool is shutting down")
+	}
+	if err := m.Start(ctx); err != nil {
+		return fmt.Errorf("start VM: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
+	defer cancel()
+	c, err := guest.Connect(rctx, guest.Config{Dial: m.DialGuest, Log: p.cfg.Log.With("vm", e.info.ID)})
+	if err != nil {
+		return fmt.Errorf("the guest of %s did not answer hello within %s: %w", e.info.ID, p.cfg.ReadyTimeout, err)
+	}
+	p.mu.Lock()
+	if _, ok := p.entries[e.info.ID]; !ok {
+		// Discarded (shutdown) while booting.
+		p.mu.Unlock()
+		c.Close()
+		m.Delete(context.Background())
+		return errdefs.Unavailablef("the VM pool is shutting down")
+	}
+	e.c = c
+	e.info.Limits = m.Status().Limits
+	if e.lease != nil {
+		e.info.State = StateBusy
+	} else {
+		e.info.State = StateReady
+	}
+	info := e.info
+	p.kickLocked()
+	p.mu.Unlock()
+	p.record(info)
+	p.cfg.Log.Info("VM ready", "vm", info.ID, "state", info.State, "limits", info.Limits)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.supervise(e)
+	}()
+	return nil
+}
+
+// adopt runs set under the lock if the pool still holds e, and reports
+// whether it did.
+func (p *Pool) adopt(e *entry, set func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.entries[e.info.ID]; !ok {
+		return false
+	}
+	set()
+	return true
+}
+
+// templateOf is the template a reserved entry boots; warm entries boot the
+// warm template.
+func templateOf(e *entry, lim Limits) vm.Template {
+	if e.lease != nil {
+		return e.lease.template
+	}
+	return lim.WarmTemplate
+}
+
+// discard stops and deletes a VM the pool lets go of, and forgets it.
+func (p *Pool) discard(e *entry, reason string) {
+	p.mu.Lock()
+	if _, ok := p.entries[e.info.ID]; !ok {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.entries, e.info.ID)
+	select {
+	case <-e.done:
+	default:
+		close(e.done)
+	}
+	m, c := e.m, e.c
+	p.kickLocked()
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	if m != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Delete(ctx); err != nil {
+			p.cfg.Log.Error("delete VM", "vm", e.info.ID, "err", err)
+		}
+	}
+	p.forget(e.info.ID)
+	p.cfg.Log.Info("VM removed", "vm", e.info.ID, "reason", reason)
+}
+
+// evictWarmLocked retires one ready warm VM that does not match k, to make
+// room; it reports whether it did.
+func (p *Pool) evictWarmLocked(k string) bool {
+	for _, e := range p.entries {
+		if e.lease == nil && e.info.State == StateReady && e.key != k {
+			e.info.State = StateStopped
+			go p.discard(e, "retired to make room for another kind of VM")
+			return true
+		}
+	}
+	return false
+}
+
+// supervise watches a VM until the pool lets go of it: a machine that
+// exits, or a guest unreachable for LostAfter, fails the VM.
+func (p *Pool) supervise(e *entry) {
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-e.m.Exited():
+			p.fail(e, "the VM stopped unexpectedly: "+e.m.Status().Reason)
+			return
+		case <-e.c.Lost():
+			deadline := time.NewTimer(p.cfg.LostAfter)
+			healthy := false
+			for !healthy {
+				select {
+				case <-e.done:
+					deadline.Stop()
+					return
+				case <-e.m.Exited():
+					deadline.Stop()
+					p.fail(e, "the VM stopped unexpectedly: "+e.m.Status().Reason)
+					return
+				case <-deadline.C:
+					p.fail(e, fmt.Sprintf("the guest agent stopped answering for %s", p.cfg.LostAfter))
+					return
+				case <-time.After(50 * time.Millisecond):
+					healthy = e.c.Healthy()
+				}
+			}
+			deadline.Stop()
+			p.cfg.Log.Info("guest agent reconnected", "vm", e.info.ID)
+		}
+	}
+}
+
+// fail handles a VM that broke: its task is told why; a warm VM is
+// replaced at once.
+func (p *Pool) fail(e *entry, reason string) {
+	p.cfg.Log.Warn("VM failed", "vm", e.info.ID, "reason", reason)
+	p.mu.Lock()
+	l := e.lease
+	p.mu.Unlock()
+	if l == nil {
+		p.discard(e, reason)
+		go p.refill()
+		return
+	}
+	p.setState(e, StateError, reason)
+	l.lose(reason)
+	// The task keeps the VM's folder until it releases the lease; the
+	// machine itself stops now and no longer counts against the caps.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.m.Stop(ctx); err != nil {
+		p.cfg.Log.Warn("stop failed VM", "vm", e.info.ID, "err", err)
+	}
+}
+
+// refill boots warm VMs until the warm pool is full (while Hivecrew is in
+// use: the warm pool empties after IdleTimeout without a request).
+func (p *Pool) refill() {
+	for {
+		lim := p.cfg.Limits()
+		p.mu.Lock()
+		if p.closed || lim.WarmSize <= 0 || time.Since(p.lastUse) > lim.IdleTimeout {
+			p.mu.Unlock()
+			return
+		}
+		warm := 0
+		wk := key(lim.WarmTemplate, lim.WarmNetwork)
+		for _, e := range p.entries {
+			if e.lease == nil && e.key == wk && (e.info.State == StateReady || e.info.State == StateBooting) {
+				warm++
+			}
+		}
+		if warm >= lim.WarmSize || p.admitLocked(lim, lim.MemoryMB, lim.CPUs) != "" {
+			p.mu.Unlock()
+			return
+		}
+		e := p.reserveLocked(lim.WarmTemplate, lim.WarmNetwork, lim.CPUs, lim.MemoryMB, lim, wk)
+		p.wg.Add(1)
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ReadyTimeout)
+		err := p.boot(ctx, e)
+		cancel()
+		p.wg.Done()
+		if err != nil {
+			if vm.IsHostLimit(err) {
+				p.noteHostLimit()
+			}
+			p.cfg.Log.Warn("warm VM did not boot", "err", err)
+			return
+		}
+	}
+}
+
+// Run keeps the warm pool filled and retires warm VMs idle for longer than
+// IdleTimeout, until ctx ends.
+func (p *Pool) Run(ctx context.Context) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	p.refill()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		lim := p.cfg.Limits()
+		p.mu.Lock()
+		idle := time.Since(p.lastUse) > lim.IdleTimeout
+		var retire []*entry
+		for _, e := range p.entries {
+			if e.lease == nil && e.info.State == StateReady && idle {
+				e.info.State = StateStopped
+				retire = append(retire, e)
+			}
+		}
+		p.mu.Unlock()
+		for _, e := range retire {
+			p.discard(e, fmt.Sprintf("idle for %s", lim.IdleTimeout))
+		}
+		if !idle {
+			p.refill()
+		}
+	}
+}
+
+// Close stops accepting requests and deletes every VM, leased or not.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	var all []*entry
+	for _, e := range p.entries {
+		all = append(all, e)
+	}
+	p.kickLocked()
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if l := e.lease; l != nil {
+				l.lose("Hivecrew is shutting down")
+			}
+			p.discard(e, "shutdown")
+		}()
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Machine returns a VM of the pool by id.
+func (p *Pool) Machine(id string) (vm.Machine, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.entries[id]
+	if !ok || e.m == nil {
+		return nil, false
+	}
+	return e.m, true
+}

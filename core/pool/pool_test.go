@@ -1,0 +1,316 @@
+package pool
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/core/vm/fake"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var hostTmpl = vm.Template{ID: "host", Kind: vm.KindHost}
+
+type recorder struct {
+	mu     sync.Mutex
+	states map[string][]State
+}
+
+func (r *recorder) RecordVM(_ context.Context, i Info) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.states == nil {
+		r.states = map[string][]State{}
+	}
+	r.states[i.ID] = append(r.states[i.ID], i.State)
+	return nil
+}
+func (r *recorder) ForgetVM(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.states[id] = append(r.states[id], "forgotten")
+	return nil
+}
+
+type harness struct {
+	p    *Pool
+	b    *fake.Backend
+	rec  *recorder
+	stop context.CancelFunc
+	// limMu guards lim, which tests change while the pool reads it.
+	limMu sync.Mutex
+	lim   Limits
+}
+
+func (h *harness) limits() Limits {
+	h.limMu.Lock()
+	defer h.limMu.Unlock()
+	return h.lim
+}
+
+func (h *harness) setLimits(f func(*Limits)) {
+	h.limMu.Lock()
+	defer h.limMu.Unlock()
+	f(&h.lim)
+}
+
+func newPool(t *testing.T, lim Limits, b *fake.Backend, mutate func(*Config)) *harness {
+	t.Helper()
+	if b == nil {
+		b = fake.New(fake.Options{})
+	}
+	h := &harness{b: b, rec: &recorder{}, lim: lim}
+	cfg := Config{Backend: b, Dir: t.TempDir(), Limits: h.limits, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Recorder: h.rec, HostMemoryMB: 64 << 10, RetryEvery: 200 * time.Millisecond, LostAfter: time.Second}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.p = p
+	t.Cleanup(func() {
+		if h.stop != nil {
+			h.stop()
+		}
+		p.Close(context.Background())
+	})
+	return h
+}
+
+func (h *harness) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.p.Run(ctx); close(done) }()
+	h.stop = func() { cancel(); <-done }
+}
+
+func limits(max, warm int) Limits {
+	return Limits{MaxConcurrent: max, WarmSize: warm, IdleTimeout: time.Hour, CPUs: 1, MemoryMB: 1024,
+		WarmTemplate: hostTmpl, WarmNetwork: vm.NetworkOffline}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func count(p *Pool, s State) int {
+	n := 0
+	for _, i := range p.Snapshot() {
+		if i.State == s {
+			n++
+		}
+	}
+	return n
+}
+
+func TestColdAcquireAndRelease(t *testing.T) {
+	h := newPool(t, limits(2, 0), nil, nil)
+	ctx := context.Background()
+	l, err := h.p.Acquire(ctx, Request{TaskID: "t1", Template: hostTmpl, Network: vm.NetworkOffline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Guest().Hello().ProtocolVersion != protocol.Version {
+		t.Fatalf("hello = %+v", l.Guest().Hello())
+	}
+	snap := h.p.Snapshot()
+	if len(snap) != 1 || snap[0].State != StateBusy || snap[0].TaskID != "t1" {
+		t.Fatalf("snapshot = %+v", snap)
+	}
+	dir := l.Machine().Spec().Dir
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("VM folder left after release: %v", err)
+	}
+	if len(h.p.Snapshot()) != 0 {
+		t.Fatalf("snapshot after release = %+v", h.p.Snapshot())
+	}
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	states := h.rec.states[l.ID()]
+	if len(states) < 3 || states[0] != StateBooting || states[len(states)-1] != "forgotten" {
+		t.Fatalf("recorded states %v", states)
+	}
+}
+
+func TestWarmPoolServesWithoutBooting(t *testing.T) {
+	h := newPool(t, limits(2, 1), nil, nil)
+	h.run()
+	waitFor(t, "a warm VM", func() bool { return count(h.p, StateReady) == 1 })
+	warmID := h.p.Snapshot()[0].ID
+	t0 := time.Now()
+	l, err := h.p.Acquire(context.Background(), Request{TaskID: "t", Template: hostTmpl, Network: vm.NetworkOffline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ID() != warmID {
+		t.Fatalf("leased %s, not the warm %s", l.ID(), warmID)
+	}
+	t.Logf("warm acquire took %s", time.Since(t0))
+	// The pool refills itself.
+	waitFor(t, "a new warm VM", func() bool { return count(h.p, StateReady) == 1 })
+	// A request of another kind does not take the warm VM.
+	l2, err := h.p.Acquire(context.Background(), Request{TaskID: "t2", Template: hostTmpl, Network: vm.NetworkInternet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Machine().Spec().Network != vm.NetworkInternet {
+		t.Fatal("an internet request got an offline VM")
+	}
+	l.Release(context.Background())
+	l2.Release(context.Background())
+}
+
+func TestAdmissionWaitsWithAReason(t *testing.T) {
+	h := newPool(t, limits(2, 0), nil, nil)
+	ctx := context.Background()
+	a, _ := h.p.Acquire(ctx, Request{TaskID: "a", Template: hostTmpl})
+	b, _ := h.p.Acquire(ctx, Request{TaskID: "b", Template: hostTmpl})
+	reasons := make(chan string, 4)
+	got := make(chan *Lease, 1)
+	go func() {
+		l, err := h.p.Acquire(ctx, Request{TaskID: "c", Template: hostTmpl, OnWait: func(r string) { reasons <- r }})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	select {
+	case r := <-reasons:
+		if !strings.Contains(r, "2 of 2 in use") {
+			t.Fatalf("reason = %q", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the third request did not report waiting")
+	}
+	select {
+	case <-got:
+		t.Fatal("a third VM started past the cap")
+	case <-time.After(200 * time.Millisecond):
+	}
+	a.Release(ctx)
+	select {
+	case c := <-got:
+		c.Release(ctx)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting request did not proceed after a release")
+	}
+	b.Release(ctx)
+
+	// Memory is a cap too.
+	h.setLimits(func(l *Limits) { l.MemoryMB = 40 << 10 }) // two of these exceed the 64 GB host
+	x, _ := h.p.Acquire(ctx, Request{Template: hostTmpl})
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var reason string
+	_, err := h.p.Acquire(wctx, Request{Template: hostTmpl, OnWait: func(r string) { reason = r }})
+	if err == nil || !strings.Contains(reason, "waiting for memory") {
+		t.Fatalf("memory cap: err=%v reason=%q", err, reason)
+	}
+	x.Release(ctx)
+}
+
+// TestLeakedHostSlot: the host refuses a start although the pool runs fewer
+// VMs than the host limit; the wait says another app holds a slot, and the
+// request proceeds once the slot is free.
+func TestLeakedHostSlot(t *testing.T) {
+	b := fake.New(fake.Options{MaxRunning: 2})
+	h := newPool(t, limits(2, 0), b, nil)
+	ctx := context.Background()
+	outsider, _ := b.Create(ctx, vm.Spec{ID: "outsider", Dir: t.TempDir() + "/o", Template: hostTmpl})
+	outsider.Start(ctx)
+	a, err := h.p.Acquire(ctx, Request{Template: hostTmpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := make(chan string, 4)
+	got := make(chan error, 1)
+	go func() {
+		l, err := h.p.Acquire(ctx, Request{Template: hostTmpl, OnWait: func(r string) { reasons <- r }})
+		if err == nil {
+			l.Release(ctx)
+		}
+		got <- err
+	}()
+	select {
+	case r := <-reasons:
+		if !strings.Contains(r, "another app holds a slot") {
+			t.Fatalf("reason = %q", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reason given")
+	}
+	outsider.Delete(ctx)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	a.Release(ctx)
+}
+
+func TestCrashedWarmVMIsReplaced(t *testing.T) {
+	b := fake.New(fake.Options{})
+	h := newPool(t, limits(2, 1), b, nil)
+	h.run()
+	waitFor(t, "a warm VM", func() bool { return count(h.p, StateReady) == 1 })
+	old := h.p.Snapshot()[0].ID
+	b.Machine(old).Crash()
+	t0 := time.Now()
+	waitFor(t, "a replacement", func() bool {
+		s := h.p.Snapshot()
+		return len(s) == 1 && s[0].ID != old && s[0].State == StateReady
+	})
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("replaced after %s", d)
+	}
+}
+
+func TestCrashedLeasedVMTellsTheTask(t *testing.T) {
+	b := fake.New(fake.Options{})
+	h := newPool(t, limits(2, 0), b, nil)
+	l, err := h.p.Acquire(context.Background(), Request{TaskID: "t", Template: hostTmpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Machine(l.ID()).Crash()
+	select {
+	case <-l.Lost():
+		if !strings.Contains(l.LostReason(), "stopped unexpectedly") {
+			t.Fatalf("reason = %q", l.LostReason())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task was not told")
+	}
+	if s := h.p.Snapshot(); len(s) != 1 || s[0].State != StateError {
+		t.Fatalf("snapshot = %+v", s)
+	}
+	l.Release(context.Background())
+}
+
+func TestIdleWarmVMsRetire(t *testing.T) {
+	h := newPool(t, limits(2, 1), nil, nil)
+	h.run()
+	waitFor(t, "a warm VM", func() bool { return count(h.p, StateReady) == 1 })
+	h.setLimits(func(l *Limits) { l.IdleTimeout = 10 * time.Millisecond })
+	waitFor(t, "the idle VM to retire", func() bool { return len(h.p.Snapshot()) == 0 })
+}
