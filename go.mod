@@ -3,6 +3,7 @@ module github.com/hivecrew/hivecrew
 go 1.26.0
 
 require (
+	github.com/Code-Hex/vz/v3 v3.7.1
 	github.com/creachadair/jrpc2 v1.3.6
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/uuid v1.6.0
@@ -17,11 +18,13 @@ require (
 )
 
 require (
+	github.com/Code-Hex/go-infinity-channel v1.0.0 // indirect
 	github.com/creachadair/mds v0.31.0 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
 	github.com/mattn/go-sqlite3 v1.14.22 // indirect
 	github.com/mdlayher/socket v0.8.0 // indirect
+	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )

@@ -1,0 +1,497 @@
+//go:build darwin && arm64
+
+package vz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	codehex "github.com/Code-Hex/vz/v3"
+	"golang.org/x/sys/unix"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// Options configure the backend. Log is required.
+type Options struct {
+	Log *slog.Logger
+	// StopGrace is how long Stop waits after asking the guest to shut down
+	// before forcing it; default 30 s.
+	StopGrace time.Duration
+	// GuestPort is the guest agent's vsock port; default protocol.DefaultVsockPort.
+	GuestPort uint32
+}
+
+// Backend runs macOS guests.
+type Backend struct{ opts Options }
+
+var _ vm.Backend = (*Backend)(nil)
+
+// New returns the backend.
+func New(o Options) (*Backend, error) {
+	if o.Log == nil {
+		return nil, errors.New("vz backend: Log is required")
+	}
+	if o.StopGrace == 0 {
+		o.StopGrace = 30 * time.Second
+	}
+	if o.GuestPort == 0 {
+		o.GuestPort = protocol.DefaultVsockPort
+	}
+	return &Backend{opts: o}, nil
+}
+
+// Capabilities implements vm.Backend. macOS allows two macOS guests at once.
+func (b *Backend) Capabilities() vm.Capabilities {
+	return vm.Capabilities{
+		Name: "vz", GuestOS: "macos", Kinds: []vm.TemplateKind{vm.KindMacOS},
+		Networks:   []vm.NetworkMode{vm.NetworkOffline, vm.NetworkInternet},
+		MaxRunning: 2, SaveRestore: true,
+	}
+}
+
+// Create implements vm.Backend: clonefile the template's disk and auxiliary
+// storage, copy its hardware model, make a fresh machine identifier.
+func (b *Backend) Create(ctx context.Context, spec vm.Spec) (_ vm.Machine, err error) {
+	if spec.Template.Kind != vm.KindMacOS {
+		return nil, errdefs.Unsupportedf("the vz backend runs macOS templates, not %q", spec.Template.Kind)
+	}
+	tmpl, target := Bundle{Dir: spec.Template.Path}, Bundle{Dir: spec.Dir}
+	if err := tmpl.CheckTemplate(); err != nil {
+		return nil, err
+	}
+	cfg := configFor(spec)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(spec.Dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, errdefs.Conflictf("VM folder %s already exists", spec.Dir)
+		}
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(spec.Dir)
+		}
+	}()
+	for _, op := range clonePlan(tmpl, target) {
+		if op.clone {
+			if err := unix.Clonefile(op.from, op.to, 0); err != nil {
+				if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EXDEV) {
+					return nil, errdefs.Unsupportedf("cannot clone %s: templates and VMs must be on the same APFS volume", op.from)
+				}
+				return nil, fmt.Errorf("clone %s: %w", op.from, err)
+			}
+		} else if err := copyFile(op.from, op.to); err != nil {
+			return nil, err
+		}
+	}
+	id, err := codehex.NewMacMachineIdentifier()
+	if err != nil {
+		return nil, fmt.Errorf("new machine identifier: %w", err)
+	}
+	if err := os.WriteFile(target.MachineID(), id.DataRepresentation(), 0o600); err != nil {
+		return nil, err
+	}
+	if err := target.WriteConfig(cfg); err != nil {
+		return nil, err
+	}
+	return b.Load(ctx, spec)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Load implements vm.Backend.
+func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	cfg, err := Bundle{Dir: spec.Dir}.ReadConfig()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{protocol.InboxDir, protocol.OutboxDir, protocol.WorkspaceDir} {
+		if err := os.MkdirAll(filepath.Join(spec.SharedDir(), d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return &Machine{b: b, spec: spec, cfg: cfg, bundle: Bundle{Dir: spec.Dir}, exited: closed,
+		status: vm.Status{State: vm.StateStopped, Limits: fmt.Sprintf("VM: %d vCPUs, %d MB", cfg.CPUs, cfg.MemoryMB)}}, nil
+}
+
+// Machine is a macOS VM.
+type Machine struct {
+	b      *Backend
+	spec   vm.Spec
+	cfg    Config
+	bundle Bundle
+
+	// mu guards everything below.
+	mu       sync.Mutex
+	v        *codehex.VirtualMachine
+	status   vm.Status
+	exited   chan struct{}
+	stopping bool
+}
+
+var (
+	_ vm.Machine      = (*Machine)(nil)
+	_ vm.SaveRestorer = (*Machine)(nil)
+)
+
+func (m *Machine) Spec() vm.Spec { return m.spec }
+
+func (m *Machine) Status() vm.Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status
+}
+
+func (m *Machine) Exited() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.exited
+}
+
+// nsError maps a framework error to Hivecrew's classes.
+func nsError(err error) error {
+	var ns *codehex.NSError
+	if errors.As(err, &ns) {
+		return classify(ns.Domain, ns.Code, ns.LocalizedDescription, err)
+	}
+	return err
+}
+
+// configuration builds the VM from its bundle: Mac platform and boot
+// loader, virtio block disk, NAT or no network, virtio-vsock, the shared
+// folder as the VirtioFS automount share "hivecrew", a Mac display at one
+// pixel per point, keyboard and pointing device.
+func (m *Machine) configuration() (*codehex.VirtualMachineConfiguration, error) {
+	b := m.bundle
+	hwData, err := os.ReadFile(b.HardwareModel())
+	if err != nil {
+		return nil, err
+	}
+	hw, err := codehex.NewMacHardwareModelWithData(hwData)
+	if err != nil {
+		return nil, nsError(err)
+	}
+	if !hw.Supported() {
+		return nil, errdefs.Unsupportedf("this Mac cannot run the hardware model of template %s", m.cfg.TemplateID)
+	}
+	midData, err := os.ReadFile(b.MachineID())
+	if err != nil {
+		return nil, err
+	}
+	mid, err := codehex.NewMacMachineIdentifierWithData(midData)
+	if err != nil {
+		return nil, nsError(err)
+	}
+	aux, err := codehex.NewMacAuxiliaryStorage(b.AuxStorage())
+	if err != nil {
+		return nil, nsError(err)
+	}
+	platform, err := codehex.NewMacPlatformConfiguration(
+		codehex.WithMacAuxiliaryStorage(aux), codehex.WithMacHardwareModel(hw), codehex.WithMacMachineIdentifier(mid))
+	if err != nil {
+		return nil, nsError(err)
+	}
+	boot, err := codehex.NewMacOSBootLoader()
+	if err != nil {
+		return nil, nsError(err)
+	}
+	c, err := codehex.NewVirtualMachineConfiguration(boot, uint(m.cfg.CPUs), uint64(m.cfg.MemoryMB)<<20)
+	if err != nil {
+		return nil, nsError(err)
+	}
+	c.SetPlatformVirtualMachineConfiguration(platform)
+
+	disk, err := codehex.NewDiskImageStorageDeviceAttachment(b.Disk(), false)
+	if err != nil {
+		return nil, nsError(err)
+	}
+	block, err := codehex.NewVirtioBlockDeviceConfiguration(disk)
+	if err != nil {
+		return nil, nsError(err)
+	}
+	c.SetStorageDevicesVirtualMachineConfiguration([]codehex.StorageDeviceConfiguration{block})
+
+	if m.cfg.Network == vm.NetworkInternet {
+		nat, err := codehex.NewNATNetworkDeviceAttachment()
+		if err != nil {
+			return nil, nsError(err)
+		}
+		nic, err := codehex.NewVirtioNetworkDeviceConfiguration(nat)
+		if err != nil {
+			return nil, nsError(err)
+		}
+		mac, err := codehex.NewRandomLocallyAdministeredMACAddress()
+		if err != nil {
+			return nil, nsError(err)
+		}
+		nic.SetMACAddress(mac)
+		c.SetNetworkDevicesVirtualMachineConfiguration([]*codehex.VirtioNetworkDeviceConfiguration{nic})
+	}
+
+	sock, err := codehex.NewVirtioSocketDeviceConfiguration()
+	if err != nil {
+		return nil, nsError(err)
+	}
+	c.SetSocketDevicesVirtualMachineConfiguration([]codehex.SocketDeviceConfiguration{sock})
+
+	dir, err := codehex.NewSharedDirectory(m.spec.SharedDir(), false)
+	if err != nil {
+		return nil, nsError(err)
+	}
+	share, err := codehex.NewMultipleDirectoryShare(map[string]*codehex.SharedDirectory{"hivecrew": dir})
+	if err != nil {
+		return nil, nsError(err)
+	}
+	tag, err := codehex.MacOSGuestAutomountTag()
+	if err != nil {
+		return nil, nsError(err)
+	}
+	fs, err := codehex.NewVirtioFileSystemDeviceConfiguration(tag)
+	if err != nil {
+		return nil, nsError(err)
+	}
+	fs.SetDirectoryShare(share)
+	c.SetDirectorySharingDevicesVirtualMachineConfiguration([]codehex.DirectorySharingDeviceConfiguration{fs})
+
+	gfx, err := codehex.NewMacGraphicsDeviceConfiguration()
+	if err != nil {
+		return nil, nsError(err)
+	}
+	display, err := codehex.NewMacGraphicsDisplayConfiguration(int64(m.cfg.DisplayWidth), int64(m.cfg.DisplayHeight), 110)
+	if err != nil {
+		return nil, nsError(err)
+	}
+	gfx.SetDisplays(display)
+	c.SetGraphicsDevicesVirtualMachineConfiguration([]codehex.GraphicsDeviceConfiguration{gfx})
+
+	keyboard, err := codehex.NewMacKeyboardConfiguration()
+	if err != nil {
+		kb, uerr := codehex.NewUSBKeyboardConfiguration() // before macOS 14
+		if uerr != nil {
+			return nil, nsError(uerr)
+		}
+		c.SetKeyboardsVirtualMachineConfiguration([]codehex.KeyboardConfiguration{kb})
+	} else {
+		c.SetKeyboardsVirtualMachineConfiguration([]codehex.KeyboardConfiguration{keyboard})
+	}
+	pointer, err := codehex.NewUSBScreenCoordinatePointingDeviceConfiguration()
+	if err != nil {
+		return nil, nsError(err)
+	}
+	c.SetPointingDevicesVirtualMachineConfiguration([]codehex.PointingDeviceConfiguration{pointer})
+
+	if ok, err := c.Validate(); !ok || err != nil {
+		return nil, errdefs.Invalidf("VM %s configuration: %v", m.spec.ID, nsError(err))
+	}
+	return c, nil
+}
+
+// Start implements vm.Machine.
+func (m *Machine) Start(ctx context.Context) error {
+	return m.boot(ctx, func(v *codehex.VirtualMachine) error { return v.Start() })
+}
+
+// boot creates the VM object and starts it with start (Start, or a restore
+// followed by Resume), then supervises it.
+func (m *Machine) boot(ctx context.Context, start func(*codehex.VirtualMachine) error) error {
+	m.mu.Lock()
+	if m.status.State == vm.StateRunning || m.status.State == vm.StateStarting {
+		m.mu.Unlock()
+		return nil
+	}
+	m.status.State = vm.StateStarting
+	m.mu.Unlock()
+	fail := func(err error) error {
+		m.mu.Lock()
+		m.status = vm.Status{State: vm.StateError, Reason: err.Error(), Limits: m.status.Limits}
+		m.mu.Unlock()
+		return fmt.Errorf("start VM %s: %w", m.spec.ID, err)
+	}
+	config, err := m.configuration()
+	if err != nil {
+		return fail(err)
+	}
+	v, err := codehex.NewVirtualMachine(config)
+	if err != nil {
+		return fail(nsError(err))
+	}
+	if err := start(v); err != nil {
+		return fail(nsError(err))
+	}
+	states := v.StateChangedNotify()
+	for v.State() != codehex.VirtualMachineStateRunning {
+		select {
+		case st := <-states:
+			if st == codehex.VirtualMachineStateError || st == codehex.VirtualMachineStateStopped {
+				return fail(errors.New("the VM stopped while starting"))
+			}
+		case <-ctx.Done():
+			v.Stop()
+			return fail(ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	exited := make(chan struct{})
+	m.mu.Lock()
+	m.v, m.exited, m.stopping = v, exited, false
+	m.status.State, m.status.Reason = vm.StateRunning, ""
+	m.mu.Unlock()
+	go m.supervise(v, states, exited)
+	return nil
+}
+
+// supervise records how the run ends.
+func (m *Machine) supervise(v *codehex.VirtualMachine, states <-chan codehex.VirtualMachineState, exited chan struct{}) {
+	for st := range states {
+		if st != codehex.VirtualMachineStateStopped && st != codehex.VirtualMachineStateError {
+			continue
+		}
+		m.mu.Lock()
+		switch {
+		case m.stopping:
+			m.status.State, m.status.Reason = vm.StateStopped, "stopped"
+		case st == codehex.VirtualMachineStateError:
+			m.status.State, m.status.Reason = vm.StateError, "the Virtualization framework reported an error"
+		default:
+			m.status.State, m.status.Reason = vm.StateError, "the guest shut down"
+		}
+		m.v = nil
+		m.mu.Unlock()
+		close(exited)
+		return
+	}
+}
+
+// Stop implements vm.Machine: ask the guest to shut down (the power button),
+// wait up to the grace period, then stop it by force.
+func (m *Machine) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	v, exited := m.v, m.exited
+	if v == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	m.stopping = true
+	m.status.State = vm.StateStopping
+	m.mu.Unlock()
+	if v.CanRequestStop() {
+		if _, err := v.RequestStop(); err != nil {
+			m.b.opts.Log.Warn("request stop", "vm", m.spec.ID, "err", err)
+		}
+		grace := time.NewTimer(m.b.opts.StopGrace)
+		defer grace.Stop()
+		select {
+		case <-exited:
+			return nil
+		case <-grace.C:
+		case <-ctx.Done():
+		}
+	}
+	if v.CanStop() {
+		if err := v.Stop(); err != nil {
+			return fmt.Errorf("stop VM %s: %w", m.spec.ID, nsError(err))
+		}
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("stop VM %s: still running 30 s after a forced stop", m.spec.ID)
+	}
+}
+
+// Delete implements vm.Machine.
+func (m *Machine) Delete(ctx context.Context) error {
+	if err := m.Stop(ctx); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(m.spec.Dir); err != nil {
+		return fmt.Errorf("delete VM %s: %w", m.spec.ID, err)
+	}
+	return nil
+}
+
+// DialGuest implements vm.Machine through the VM's virtio socket device.
+func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
+	m.mu.Lock()
+	v := m.v
+	m.mu.Unlock()
+	if v == nil {
+		return nil, vm.ErrNotRunning
+	}
+	devs := v.SocketDevices()
+	if len(devs) == 0 {
+		return nil, errdefs.Unavailablef("VM %s has no socket device", m.spec.ID)
+	}
+	conn, err := devs[0].Connect(m.b.opts.GuestPort)
+	if err != nil {
+		return nil, errdefs.Unavailablef("connect to the guest agent of %s on vsock port %d: %v", m.spec.ID, m.b.opts.GuestPort, nsError(err))
+	}
+	return conn, nil
+}
+
+// Save implements vm.SaveRestorer: pause, save the machine state to path,
+// then stop (macOS 14 or later, and only where the configuration allows).
+func (m *Machine) Save(ctx context.Context, path string) error {
+	m.mu.Lock()
+	v := m.v
+	m.mu.Unlock()
+	if v == nil {
+		return vm.ErrNotRunning
+	}
+	config, err := m.configuration()
+	if err != nil {
+		return err
+	}
+	if ok, err := config.ValidateSaveRestoreSupport(); !ok || err != nil {
+		return errdefs.Unsupportedf("VM %s cannot be saved: %v", m.spec.ID, nsError(err))
+	}
+	if err := v.Pause(); err != nil {
+		return fmt.Errorf("pause VM %s: %w", m.spec.ID, nsError(err))
+	}
+	if err := v.SaveMachineStateToPath(path); err != nil {
+		v.Resume()
+		return fmt.Errorf("save VM %s: %w", m.spec.ID, nsError(err))
+	}
+	return m.Stop(ctx)
+}
+
+// Restore implements vm.SaveRestorer: start the VM from a saved state.
+func (m *Machine) Restore(ctx context.Context, path string) error {
+	return m.boot(ctx, func(v *codehex.VirtualMachine) error {
+		if err := v.RestoreMachineStateFromURL(path); err != nil {
+			return err
+		}
+		return v.Resume()
+	})
+}
