@@ -74,17 +74,18 @@ func run(ctx context.Context, o options, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := listen(o.listen)
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
-
+	// The driver (and, in a sandbox, the desktop session) comes first: a
+	// listening socket tells the host the guest is ready.
 	driver, closeDriver, err := newDriver(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	defer closeDriver()
+	ln, err := listen(o.listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

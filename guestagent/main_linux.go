@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/jezek/xgb"
@@ -54,13 +55,22 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 	if session == nil {
 		return d, d.Close, nil
 	}
-	// The agent's work ends with its desktop.
+	// The agent's work ends with its desktop (unless the agent is the one
+	// closing it).
+	var closing atomic.Bool
 	go func() {
 		<-session.Done()
-		log.Error("the X server of the session exited; stopping")
-		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		if !closing.Load() {
+			log.Error("the X server of the session exited; stopping")
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		}
 	}()
-	return d, func() error { err := d.Close(); session.Close(); return err }, nil
+	return d, func() error {
+		closing.Store(true)
+		err := d.Close()
+		session.Close()
+		return err
+	}, nil
 }
 
 func listenVsock(port uint32) (net.Listener, error) { return vsock.Listen(port, nil) }

@@ -13,3 +13,8 @@ import (
 func benchGuest(context.Context, *slog.Logger) ([]Metric, error) {
 	return nil, errors.New("the guest benchmark needs a Linux host (Xvfb, XTEST, bubblewrap)")
 }
+
+// benchSandbox measures the Linux sandbox backend, which only Linux has.
+func benchSandbox(context.Context, *slog.Logger) ([]Metric, error) {
+	return nil, errors.New("the sandbox benchmark needs a Linux host (bubblewrap)")
+}

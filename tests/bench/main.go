@@ -2,7 +2,7 @@
 // its targets and, where there is one, a baseline measured in the same run,
 // prints a Markdown table and writes the same figures as JSON to $BENCH_OUT
 // (default bench-results.json). It exits non-zero when a metric misses its
-// target.
+// target. BENCH_ONLY=store|guest|sandbox runs one suite.
 package main
 
 import (
@@ -29,14 +29,20 @@ func main() {
 	}{
 		{"store", benchStore},
 		{"guest", benchGuest},
+		{"sandbox", benchSandbox},
 	} {
+		if only := os.Getenv("BENCH_ONLY"); only != "" && only != suite.name {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "bench: %s...\n", suite.name)
+		t0 := time.Now()
 		ms, err := suite.run(ctx, log)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", suite.name, err)
 			os.Exit(1)
 		}
 		metrics = append(metrics, ms...)
+		fmt.Fprintf(os.Stderr, "bench: %s done in %s\n", suite.name, time.Since(t0).Round(time.Millisecond))
 	}
 
 	writeTable(os.Stdout, metrics)

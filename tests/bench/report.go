@@ -25,7 +25,16 @@ type Metric struct {
 	// MinSpeedup, when set, also requires Baseline/P50 >= MinSpeedup.
 	MinSpeedup float64
 	Samples    int
+	// Unit, when set, says the figures are not durations: P50, P95 and
+	// Target then carry Value*time.Millisecond per unit (see Quantity).
+	Unit string
+	// Note is shown beside the metric (what was measured, a count).
+	Note string
 }
+
+// Quantity encodes a non-time figure in a duration field of a Metric whose
+// Unit is set.
+func Quantity(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 // Pass reports whether the metric meets its target (and speed-up, if any).
 func (m Metric) Pass() bool {
@@ -76,19 +85,23 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // writeTable prints the metrics as a Markdown table.
 func writeTable(w io.Writer, metrics []Metric) {
-	fmt.Fprintln(w, "| metric | p50 ms | p95 ms | target ms | baseline p50 ms | speed-up | pass |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|:---:|")
+	fmt.Fprintln(w, "| metric | p50 | p95 | target | baseline p50 | speed-up | pass | note |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|:---:|---|")
 	for _, m := range metrics {
+		unit := m.Unit
+		if unit == "" {
+			unit = "ms"
+		}
 		target := "-"
 		if m.Target > 0 {
-			target = fmt.Sprintf("%.3f", ms(m.Target))
+			target = fmt.Sprintf("%.3f %s", ms(m.Target), unit)
 			if m.TargetOnP95 {
 				target += " (p95)"
 			}
 		}
 		base, speed := "-", "-"
 		if m.Baseline > 0 {
-			base = fmt.Sprintf("%.3f (%s)", ms(m.Baseline), m.BaselineName)
+			base = fmt.Sprintf("%.3f %s (%s)", ms(m.Baseline), unit, m.BaselineName)
 			speed = fmt.Sprintf("%.1fx", float64(m.Baseline)/float64(m.P50))
 			if m.MinSpeedup > 0 {
 				speed += fmt.Sprintf(" (>= %.0fx)", m.MinSpeedup)
@@ -98,17 +111,21 @@ func writeTable(w io.Writer, metrics []Metric) {
 		if !m.Pass() {
 			pass = "**NO**"
 		}
-		fmt.Fprintf(w, "| %s | %.3f | %.3f | %s | %s | %s | %s |\n", m.Name, ms(m.P50), ms(m.P95), target, base, speed, pass)
+		fmt.Fprintf(w, "| %s | %.3f %s | %.3f %s | %s | %s | %s | %s | %s |\n", m.Name, ms(m.P50), unit, ms(m.P95), unit, target, base, speed, pass, m.Note)
 	}
 }
 
-// jsonMetric is the JSON shape of one metric in $BENCH_OUT.
+// jsonMetric is the JSON shape of one metric in $BENCH_OUT. Durations are
+// in milliseconds; a metric with a unit (MB) gives it in "unit" and its
+// figures in that unit under the same keys.
 type jsonMetric struct {
 	P50          float64  `json:"p50_ms"`
 	P95          float64  `json:"p95_ms"`
 	Target       *float64 `json:"target_ms"`
 	Baseline     *float64 `json:"baseline_ms,omitempty"`
 	BaselineName string   `json:"baseline,omitempty"`
+	Unit         string   `json:"unit,omitempty"`
+	Note         string   `json:"note,omitempty"`
 	Samples      int      `json:"samples"`
 	Pass         bool     `json:"pass"`
 }
@@ -117,7 +134,7 @@ type jsonMetric struct {
 func writeJSON(path string, metrics []Metric) error {
 	out := make(map[string]jsonMetric, len(metrics))
 	for _, m := range metrics {
-		j := jsonMetric{P50: ms(m.P50), P95: ms(m.P95), Samples: m.Samples, Pass: m.Pass()}
+		j := jsonMetric{P50: ms(m.P50), P95: ms(m.P95), Samples: m.Samples, Pass: m.Pass(), Unit: m.Unit, Note: m.Note}
 		if m.Target > 0 {
 			t := ms(m.Target)
 			j.Target = &t
