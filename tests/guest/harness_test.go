@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/transport"
+	"github.com/hivecrew/hivecrew/tests/testbin"
 	"github.com/hivecrew/hivecrew/tests/xenv"
 )
 
@@ -30,21 +30,7 @@ var agentBin string
 
 func TestMain(m *testing.M) {
 	xgb.Logger = log.New(io.Discard, "", 0) // the tests' own X clients have no .Xauthority
-	dir, err := os.MkdirTemp("", "guest-e2e")
-	if err != nil {
-		panic(err)
-	}
-	agentBin = filepath.Join(dir, "hivecrew-guestagent")
-	build := exec.Command("go", "build", "-o", agentBin, "./guestagent")
-	build.Dir = "../.."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the guest agent: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.MainWithAgent(m, &agentBin)
 }
 
 // agent is a running guest agent and a client connected to it.
