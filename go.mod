@@ -9,6 +9,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/jezek/xgb v1.1.1
 	github.com/mdlayher/vsock v1.4.0
+	github.com/sashabaranov/go-openai v1.43.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/image v0.33.0
 	golang.org/x/sync v0.24.0

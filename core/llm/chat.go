@@ -1,0 +1,171 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/sashabaranov/go-openai/jsonschema"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// Usage is the tokens a call used.
+type Usage struct {
+	Prompt     int `json:"prompt"`
+	Completion int `json:"completion"`
+	Total      int `json:"total"`
+}
+
+// Add returns u + v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.Prompt + v.Prompt, u.Completion + v.Completion, u.Total + v.Total}
+}
+
+func usageOf(u openai.Usage) Usage {
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.PromptTokens + u.CompletionTokens
+	}
+	return Usage{u.PromptTokens, u.CompletionTokens, total}
+}
+
+// ToolCall is one function call the model asked for.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments json.RawMessage
+}
+
+// Reply is the model's answer to one turn.
+type Reply struct {
+	// Message is the assistant message, to append to the conversation.
+	Message openai.ChatCompletionMessage
+	// Text is what the model said; ToolCalls what it asked to do, in order.
+	Text      string
+	ToolCalls []ToolCall
+	Usage     Usage
+}
+
+// Complete sends the conversation with the tools and returns the model's
+// reply.
+func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionMessage, tools []openai.Tool) (Reply, error) {
+	req := openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: messages, Tools: tools}
+	var resp openai.ChatCompletionResponse
+	err := c.do(ctx, func(actx context.Context) error {
+		var err error
+		resp, err = c.api.CreateChatCompletion(actx, req)
+		if err == nil && len(resp.Choices) == 0 {
+			err = fmt.Errorf("the answer has no choices")
+		}
+		return err
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	msg := resp.Choices[0].Message
+	if msg.Role == "" {
+		msg.Role = openai.ChatMessageRoleAssistant
+	}
+	r := Reply{Message: msg, Text: msg.Content, Usage: usageOf(resp.Usage)}
+	for _, tc := range msg.ToolCalls {
+		args := json.RawMessage(tc.Function.Arguments)
+		if len(strings.TrimSpace(tc.Function.Arguments)) == 0 {
+			args = json.RawMessage("{}")
+		}
+		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	return r, nil
+}
+
+// Verdict is the completion check's structured answer.
+type Verdict struct {
+	Success bool   `json:"success" description:"true if the task was fully accomplished"`
+	Summary string `json:"summary" description:"what was done and its result, or why the task cannot be completed"`
+}
+
+// Verify asks the model, with a JSON-schema response format, whether the
+// task is done, and returns its verdict.
+func (c *Client) Verify(ctx context.Context, messages []openai.ChatCompletionMessage) (Verdict, Usage, error) {
+	schema, err := jsonschema.GenerateSchemaForType(Verdict{})
+	if err != nil {
+		return Verdict{}, Usage{}, fmt.Errorf("verdict schema: %w", err)
+	}
+	req := openai.ChatCompletionRequest{
+		Model:    c.cfg.Model,
+		Messages: messages,
+		ResponseFormat: &openai.ChatCompletionResponseFormat{
+			Type:       openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: "completion_check", Schema: schema, Strict: true},
+		},
+	}
+	var resp openai.ChatCompletionResponse
+	err = c.do(ctx, func(actx context.Context) error {
+		var err error
+		resp, err = c.api.CreateChatCompletion(actx, req)
+		if err == nil && len(resp.Choices) == 0 {
+			err = fmt.Errorf("the answer has no choices")
+		}
+		return err
+	})
+	if err != nil {
+		return Verdict{}, Usage{}, err
+	}
+	var v Verdict
+	text := strings.TrimSpace(resp.Choices[0].Message.Content)
+	// Some endpoints wrap JSON in a code fence despite the schema.
+	text = strings.TrimPrefix(strings.TrimSuffix(strings.TrimPrefix(text, "```json"), "```"), "```")
+	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &v); err != nil {
+		return Verdict{}, usageOf(resp.Usage), errdefs.Invalidf("the completion check did not answer with {success, summary}: %q", truncate(text, 200))
+	}
+	return v, usageOf(resp.Usage), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// ModelInfo is a model the provider offers.
+type ModelInfo struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Models lists the provider's models, by id.
+func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
+	var list openai.ModelsList
+	err := c.do(ctx, func(actx context.Context) error {
+		var err error
+		list, err = c.api.ListModels(actx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ModelInfo, 0, len(list.Models))
+	for _, m := range list.Models {
+		out = append(out, ModelInfo{ID: m.ID, Name: m.ID})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Test checks that the endpoint answers and accepts the key, and that it
+// offers the client's model when it lists models.
+func (c *Client) Test(ctx context.Context) error {
+	models, err := c.Models(ctx)
+	if err != nil {
+		return err
+	}
+	if len(models) > 0 && !slices.ContainsFunc(models, func(m ModelInfo) bool { return m.ID == c.cfg.Model }) {
+		return errdefs.NotFoundf("the provider answers but does not list model %q", c.cfg.Model)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+// Package llm is Hivecrew's client of OpenAI-compatible chat-completion
+// endpoints (OpenAI, OpenRouter, Anthropic's compatible endpoint, Ollama, LM
+// Studio, vLLM) on github.com/sashabaranov/go-openai: function tools, images
+// as data URLs, JSON-schema structured output for the completion check,
+// retries with exponential backoff and jitter on 429, 5xx, timeouts and
+// broken responses (honouring Retry-After), token usage and cost, model
+// listing and a connection test. A Client holds no state that one task could
+// leak into another: every agent has its own.
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// Config configures a Client. BaseURL and Model are required.
+type Config struct {
+	BaseURL string
+	APIKey  string
+	Model   string
+	// Timeout bounds one attempt; default 120 s.
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts of one call; default 5.
+	MaxAttempts int
+	// BackoffBase is the first retry's delay before jitter; default 1 s,
+	// doubling up to BackoffMax (default 30 s).
+	BackoffBase, BackoffMax time.Duration
+	// OnRetry, if set, hears about each retry before its wait.
+	OnRetry func(attempt int, wait time.Duration, err error)
+	// HTTPClient, if set, sends the requests.
+	HTTPClient *http.Client
+	// Prices estimate the cost of the tokens used.
+	Prices PriceTable
+}
+
+// Client calls one model of one provider.
+type Client struct {
+	cfg Config
+	api *openai.Client
+}
+
+// New returns a client.
+func New(cfg Config) (*Client, error) {
+	if cfg.BaseURL == "" || cfg.Model == "" {
+		return nil, errdefs.Invalidf("an LLM client needs a base URL and a model")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 120 * time.Second
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.BackoffBase == 0 {
+		cfg.BackoffBase = time.Second
+	}
+	if cfg.BackoffMax == 0 {
+		cfg.BackoffMax = 30 * time.Second
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.HTTPClient = recordingDoer{hc}
+	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc)}, nil
+}
+
+// Model is the model the client calls.
+func (c *Client) Model() string { return c.cfg.Model }
+
+// attemptInfo is what one HTTP attempt answered, recorded by recordingDoer.
+type attemptInfo struct {
+	status     int
+	retryAfter time.Duration
+}
+
+type attemptKey struct{}
+
+// recordingDoer notes the status and Retry-After of each response into the
+// call's attemptInfo (go-openai's errors do not carry headers).
+type recordingDoer struct{ hc *http.Client }
+
+func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.hc.Do(req)
+	if info, ok := req.Context().Value(attemptKey{}).(*attemptInfo); ok && resp != nil {
+		info.status = resp.StatusCode
+		info.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return resp, err
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return min(time.Duration(s)*time.Second, 5*time.Minute)
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), 5*time.Minute)
+	}
+	return 0
+}
+
+// Error is a failed call.
+type Error struct {
+	// Status is the HTTP status of the last answer, 0 without one.
+	Status int
+	// Attempts made.
+	Attempts int
+	// Retryable says waiting and retrying may help (and was tried).
+	Retryable bool
+	Message   string
+}
+
+func (e *Error) Error() string {
+	if e.Attempts > 1 {
+		return fmt.Sprintf("%s (after %d attempts)", e.Message, e.Attempts)
+	}
+	return e.Message
+}
+
+// Is maps failures to error classes: refused keys and bad requests are
+// invalid, the rest unavailable.
+func (e *Error) Is(target error) bool {
+	switch e.Status {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusUnprocessableEntity:
+		return target == errdefs.ErrInvalid
+	}
+	return target == errdefs.ErrUnavailable
+}
+
+// describe explains a failure for the user.
+func describe(status int, err error) string {
+	var api *openai.APIError
+	msg := err.Error()
+	if errors.As(err, &api) && api.Message != "" {
+		msg = api.Message
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Sprintf("the provider refused the API key (HTTP %d): %s", status, msg)
+	case status == http.StatusNotFound:
+		return fmt.Sprintf("the provider does not know this model or endpoint (HTTP 404): %s", msg)
+	case status == http.StatusTooManyRequests:
+		return fmt.Sprintf("the provider is rate limiting (HTTP 429): %s", msg)
+	case status >= 500:
+		return fmt.Sprintf("the provider failed (HTTP %d): %s", status, msg)
+	case status > 0:
+		return fmt.Sprintf("the provider refused the request (HTTP %d): %s", status, msg)
+	}
+	return "the provider could not be reached: " + msg
+}
+
+// retryable says whether an attempt's failure is worth another try.
+func retryable(status int, err error, attemptCtx context.Context) bool {
+	switch {
+	case status == http.StatusTooManyRequests || status >= 500:
+		return true
+	case status >= 400:
+		return false
+	case errors.Is(attemptCtx.Err(), context.DeadlineExceeded):
+		return true // this attempt timed out
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "unexpected end of JSON")
+}
+
+// backoff is the wait before retry n (from 1): exponential with full jitter.
+func (c *Client) backoff(n int) time.Duration {
+	d := c.cfg.BackoffBase << min(n-1, 10)
+	d = min(d, c.cfg.BackoffMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+// do runs call with retries. Each attempt gets its own timeout and records
+// what the provider answered.
+func (c *Client) do(ctx context.Context, call func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		info := &attemptInfo{}
+		actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, info), c.cfg.Timeout)
+		err := call(actx)
+		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		status := info.status
+		if status == http.StatusOK {
+			status = 0 // the answer broke after its status line
+		}
+		if timedOut {
+			err = fmt.Errorf("no answer within %s", c.cfg.Timeout)
+		}
+		retry := retryable(status, err, actx)
+		if !retry || attempt >= c.cfg.MaxAttempts {
+			return &Error{Status: status, Attempts: attempt, Retryable: retry, Message: describe(status, err)}
+		}
+		wait := info.retryAfter
+		if wait == 0 {
+			wait = c.backoff(attempt)
+		}
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(attempt, wait, errors.New(describe(status, err)))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

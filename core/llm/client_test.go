@@ -1,0 +1,309 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// server is a scripted OpenAI-compatible endpoint: each chat request gets
+// the next handler of the script (the last one repeats), and every request
+// body is recorded.
+type server struct {
+	t      *testing.T
+	mu     sync.Mutex
+	script []http.HandlerFunc
+	bodies [][]byte
+	times  []time.Time
+	srv    *httptest.Server
+}
+
+func newServer(t *testing.T, script ...http.HandlerFunc) *server {
+	s := &server{t: t, script: script}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{{"id": "gpt-test", "object": "model"}, {"id": "gpt-other", "object": "model"}}})
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		n := len(s.bodies)
+		s.bodies = append(s.bodies, body)
+		s.times = append(s.times, time.Now())
+		h := s.script[min(n, len(s.script)-1)]
+		s.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *server) requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bodies)
+}
+
+func reply(content string, calls ...openai.ToolCall) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
+			ID: "c", Object: "chat.completion", Model: "gpt-test",
+			Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{Role: "assistant", Content: content, ToolCalls: calls}, FinishReason: "stop"}},
+			Usage:   openai.Usage{PromptTokens: 100, CompletionTokens: 20, TotalTokens: 120},
+		})
+	}
+}
+
+func status(code int, retryAfter string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		w.Write([]byte(`{"error":{"message":"scripted failure","type":"test"}}`))
+	}
+}
+
+func client(t *testing.T, s *server, mutate func(*Config)) *Client {
+	cfg := Config{BaseURL: s.srv.URL + "/v1", APIKey: "sk-test", Model: "gpt-test", BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var userTurn = []openai.ChatCompletionMessage{{Role: "user", Content: "click the button"}}
+
+func TestCompleteReturnsToolCallsInOrder(t *testing.T) {
+	s := newServer(t, reply("clicking", openai.ToolCall{ID: "1", Type: "function", Function: openai.FunctionCall{Name: "mouse_click", Arguments: `{"x":10,"y":20}`}},
+		openai.ToolCall{ID: "2", Type: "function", Function: openai.FunctionCall{Name: "screenshot", Arguments: ``}}))
+	c := client(t, s, nil)
+	tools := []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: "mouse_click", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	r, err := c.Complete(context.Background(), userTurn, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Text != "clicking" || len(r.ToolCalls) != 2 || r.ToolCalls[0].Name != "mouse_click" || string(r.ToolCalls[0].Arguments) != `{"x":10,"y":20}` || string(r.ToolCalls[1].Arguments) != "{}" {
+		t.Fatalf("reply = %+v", r)
+	}
+	if r.Usage != (Usage{100, 20, 120}) {
+		t.Fatalf("usage = %+v", r.Usage)
+	}
+	var sent map[string]any
+	json.Unmarshal(s.bodies[0], &sent)
+	if sent["model"] != "gpt-test" || sent["tools"] == nil {
+		t.Fatalf("request = %s", s.bodies[0])
+	}
+}
+
+// TestRetryAfterIsHonoured: 429 with Retry-After: 1, then success: one retry
+// about a second later.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	s := newServer(t, status(429, "1"), reply("ok"))
+	var retries []time.Duration
+	c := client(t, s, func(c *Config) { c.OnRetry = func(_ int, wait time.Duration, _ error) { retries = append(retries, wait) } })
+	if _, err := c.Complete(context.Background(), userTurn, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.requests() != 2 || len(retries) != 1 || retries[0] != time.Second {
+		t.Fatalf("%d requests, retries %v", s.requests(), retries)
+	}
+	if gap := s.times[1].Sub(s.times[0]); gap < 950*time.Millisecond || gap > 3*time.Second {
+		t.Fatalf("retried after %s, want about 1 s", gap)
+	}
+}
+
+func TestServerErrorsExhaustTheAttempts(t *testing.T) {
+	s := newServer(t, status(500, ""))
+	c := client(t, s, nil)
+	_, err := c.Complete(context.Background(), userTurn, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Status != 500 || e.Attempts != 5 || !e.Retryable || !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Fatalf("error = %#v", err)
+	}
+	if s.requests() != 5 || !strings.Contains(err.Error(), "after 5 attempts") {
+		t.Fatalf("%d requests; %v", s.requests(), err)
+	}
+}
+
+func TestRefusedKeyIsNotRetried(t *testing.T) {
+	s := newServer(t, status(401, ""))
+	_, err := client(t, s, nil).Complete(context.Background(), userTurn, nil)
+	if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "refused the API key") || s.requests() != 1 {
+		t.Fatalf("error = %v after %d requests", err, s.requests())
+	}
+}
+
+func TestHangingAndBrokenAnswersAreRetried(t *testing.T) {
+	hang := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	broken := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "500")
+		w.WriteHeader(200)
+		w.Write([]byte(`{"id":"c","choices":[{"message":{"role":"assist`))
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}
+	s := newServer(t, hang, broken, reply("finally"))
+	c := client(t, s, func(c *Config) { c.Timeout = 300 * time.Millisecond })
+	r, err := c.Complete(context.Background(), userTurn, nil)
+	if err != nil || r.Text != "finally" || s.requests() != 3 {
+		t.Fatalf("reply %q, err %v, %d requests", r.Text, err, s.requests())
+	}
+}
+
+func TestCancelDuringBackoff(t *testing.T) {
+	s := newServer(t, status(503, "30"))
+	c := client(t, s, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err := c.Complete(ctx, userTurn, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > time.Second {
+		t.Fatalf("err %v after %s", err, time.Since(t0))
+	}
+}
+
+func TestVerifyUsesAJSONSchema(t *testing.T) {
+	s := newServer(t, reply(`{"success": false, "summary": "The file was not saved."}`), reply("not json"))
+	c := client(t, s, nil)
+	v, u, err := c.Verify(context.Background(), userTurn)
+	if err != nil || v.Success || v.Summary != "The file was not saved." || u.Total != 120 {
+		t.Fatalf("verdict %+v %+v %v", v, u, err)
+	}
+	var sent struct {
+		ResponseFormat struct {
+			Type       string
+			JSONSchema struct {
+				Name   string
+				Strict bool
+				Schema struct {
+					Properties map[string]any
+					Required   []string
+				}
+			} `json:"json_schema"`
+		} `json:"response_format"`
+	}
+	json.Unmarshal(s.bodies[0], &sent)
+	rf := sent.ResponseFormat
+	if rf.Type != "json_schema" || !rf.JSONSchema.Strict || rf.JSONSchema.Schema.Properties["success"] == nil || rf.JSONSchema.Schema.Properties["summary"] == nil {
+		t.Fatalf("response_format = %+v (%s)", rf, s.bodies[0])
+	}
+	if _, _, err := c.Verify(context.Background(), userTurn); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Fatalf("non-JSON verdict = %v", err)
+	}
+}
+
+func TestModelsAndConnectionTest(t *testing.T) {
+	s := newServer(t, reply(""))
+	c := client(t, s, nil)
+	models, err := c.Models(context.Background())
+	if err != nil || len(models) != 2 || models[0].ID != "gpt-other" {
+		t.Fatalf("models %+v, %v", models, err)
+	}
+	if err := c.Test(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	other := client(t, s, func(c *Config) { c.Model = "gpt-missing" })
+	if err := other.Test(context.Background()); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("test with an unlisted model = %v", err)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"": 0, "3": 3 * time.Second, "junk": 0, "99999": 5 * time.Minute,
+		now.Add(10 * time.Second).Format(http.TimeFormat): 10 * time.Second,
+	} {
+		if got := parseRetryAfter(v, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %s, want %s", v, got, want)
+		}
+	}
+}
+
+func pngOf(w, h int) []byte {
+	var b bytes.Buffer
+	png.Encode(&b, image.NewRGBA(image.Rect(0, 0, w, h)))
+	return b.Bytes()
+}
+
+func TestImagePartDownscalesToTheCap(t *testing.T) {
+	part, err := ImagePart("png", pngOf(2560, 1600), 1280, 800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, ok := strings.CutPrefix(part.ImageURL.URL, "data:image/jpeg;base64,")
+	if !ok {
+		t.Fatalf("url %.40s", part.ImageURL.URL)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(data)
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(raw))
+	if err != nil || format != "jpeg" || cfg.Width != 1280 || cfg.Height != 800 {
+		t.Fatalf("%s %dx%d, %v", format, cfg.Width, cfg.Height, err)
+	}
+	small, _ := ImagePart("png", pngOf(640, 400), 1280, 800)
+	if !strings.HasPrefix(small.ImageURL.URL, "data:image/png;base64,") {
+		t.Fatal("an image within the cap was re-encoded")
+	}
+}
+
+func TestCompactKeepsTheLastImages(t *testing.T) {
+	var msgs []openai.ChatCompletionMessage
+	for i := range 10 {
+		part, _ := ImagePart("png", pngOf(4, 4), 0, 0)
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: "user", MultiContent: []openai.ChatMessagePart{{Type: "text", Text: "step"}, part}}, openai.ChatCompletionMessage{Role: "assistant", Content: strings.Repeat("x", i)})
+	}
+	out := Compact(msgs, 3)
+	images := 0
+	for i, m := range out {
+		for _, p := range m.MultiContent {
+			if p.Type == openai.ChatMessagePartTypeImageURL {
+				images++
+				if i < len(out)-6 {
+					t.Fatalf("an old image at message %d survived", i)
+				}
+			}
+		}
+	}
+	if images != 3 {
+		t.Fatalf("%d images kept, want 3", images)
+	}
+	if msgs[0].MultiContent[1].Type != openai.ChatMessagePartTypeImageURL {
+		t.Fatal("Compact modified its input")
+	}
+}
+
+func TestCost(t *testing.T) {
+	prices := PriceTable{"gpt-test": {PromptPerMTok: 2, CompletionPerMTok: 8}, "claude-*": {PromptPerMTok: 3, CompletionPerMTok: 15}}
+	if usd, ok := prices.Cost("gpt-test", Usage{Prompt: 1_000_000, Completion: 500_000}); !ok || usd != 6 {
+		t.Fatalf("cost = %v, %v", usd, ok)
+	}
+	if usd, ok := prices.Cost("claude-sonnet-4", Usage{Prompt: 1_000_000}); !ok || usd != 3 {
+		t.Fatalf("prefix cost = %v, %v", usd, ok)
+	}
+	if _, ok := prices.Cost("unknown", Usage{Prompt: 1}); ok {
+		t.Fatal("an unknown model has a price")
+	}
+}
