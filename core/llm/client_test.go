@@ -122,7 +122,9 @@ func TestCompleteReturnsToolCallsInOrder(t *testing.T) {
 func TestRetryAfterIsHonoured(t *testing.T) {
 	s := newServer(t, status(429, "1"), reply("ok"))
 	var retries []time.Duration
-	c := client(t, s, func(c *Config) { c.OnRetry = func(_ int, wait time.Duration, _ error) { retries = append(retries, wait) } })
+	c := client(t, s, func(c *Config) {
+		c.OnRetry = func(_ int, wait time.Duration, _ error) { retries = append(retries, wait) }
+	})
 	if _, err := c.Complete(context.Background(), userTurn, nil); err != nil {
 		t.Fatal(err)
 	}
