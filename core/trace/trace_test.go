@@ -1,0 +1,108 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func pngBytes() []byte {
+	var b bytes.Buffer
+	png.Encode(&b, image.NewRGBA(image.Rect(0, 0, 2, 2)))
+	return b.Bytes()
+}
+
+func TestWriteReadExport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s1")
+	w, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot, err := w.Screenshot("png", pngBytes())
+	if err != nil || shot != filepath.Join("screenshots", "0001.png") {
+		t.Fatalf("screenshot %q, %v", shot, err)
+	}
+	for _, e := range []Event{
+		{Type: "status_change", Summary: "Task started", Status: "running"},
+		{Type: "screenshot", Summary: "Screen captured", Screenshot: shot, Step: 1},
+		{Type: "llm_response", Summary: "Clicking <Save>", PromptTokens: 1200, CompletionTokens: 80, Step: 1},
+		{Type: "tool_call_result", Tool: "mouse_click", Summary: "clicked at (10, 20)", Details: "ok | done", Step: 1},
+	} {
+		if _, err := w.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	w.SaveConversation([]map[string]string{{"role": "user", "content": "hi"}})
+	w.Close()
+
+	// A crash mid-line leaves a partial last line: it is dropped, the rest read.
+	f, _ := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"seq":5,"type":"tool_ca`)
+	f.Close()
+	s, err := Read(dir)
+	if err != nil || len(s.Events) != 4 || !s.Truncated || s.Events[3].Seq != 4 || s.Conversation == nil {
+		t.Fatalf("read %d events, truncated=%v, err %v", len(s.Events), s.Truncated, err)
+	}
+	// Reopening continues the numbering.
+	w2, _ := Create(dir)
+	e, _ := w2.Append(Event{Type: "status_change", Summary: "done"})
+	w2.Close()
+	if e.Seq != 5 {
+		t.Fatalf("continued seq = %d, want 5", e.Seq)
+	}
+
+	info := Info{TaskID: "t1", Title: "Save a | file", Description: "Type and save", Status: "completed", Summary: "Saved.", Model: "gpt-test", Started: time.Now()}
+	var js bytes.Buffer
+	if err := ExportJSON(&js, info, s); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Task       Info
+		TokenUsage map[string]int
+		Events     []Event
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil || doc.TokenUsage["total"] != 1280 || len(doc.Events) != 4 || doc.Task.Title != info.Title {
+		t.Fatalf("json export %+v, %v", doc, err)
+	}
+	var md bytes.Buffer
+	ExportMarkdown(&md, info, s)
+	for _, want := range []string{"# Save a \\| file", "## Result\n\nSaved.", "(screenshots/0001.png)", "1200 prompt, 80 completion"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	var html bytes.Buffer
+	if err := ExportHTML(&html, info, s); err != nil {
+		t.Fatal(err)
+	}
+	h := html.String()
+	for _, want := range []string{"data:image/png;base64,", `type="range"`, "Clicking &lt;Save&gt;", "1280 tokens"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("html replay lacks %q", want)
+		}
+	}
+	if strings.Contains(h, "<Save>") || strings.Contains(h, "screenshots/0001.png") {
+		t.Error("the replay is not escaped or not self-contained")
+	}
+}
+
+func TestScreenshotPathsStayInTheSession(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret.png")
+	os.WriteFile(secret, []byte("not for the export"), 0o600)
+	s := Session{Dir: dir, Events: []Event{{Seq: 1, Type: "screenshot", Screenshot: "../" + filepath.Base(filepath.Dir(secret)) + "/secret.png"}}}
+	var html bytes.Buffer
+	ExportHTML(&html, Info{Title: "x"}, s)
+	if strings.Contains(html.String(), "data:image") {
+		t.Fatal("a screenshot path escaped the session folder")
+	}
+}
