@@ -1,0 +1,566 @@
+// Package agent runs one task's agent: the loop of DESIGN.md. Each step it
+// observes (a screenshot), decides (the LLM with the tools), acts (guest
+// calls, or host tools that ask the user), records (events, screenshots,
+// tokens) and checks (cancel, pause, timeout, max iterations). A turn without
+// a tool call triggers the structured completion check. The user stays in
+// control throughout: pause, resume with instructions, instructions without
+// pausing, take over and hand back, answers to questions, approvals, and
+// cancel, which interrupts even an LLM request or a guest call in flight.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/trace"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// Guest is what the agent needs of the guest agent; *guest.Client has it.
+type Guest interface {
+	Hello() protocol.HelloResult
+	Screenshot(ctx context.Context, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error)
+	Call(ctx context.Context, method string, params, result any) error
+}
+
+// Event is what the agent reports as it works (the API's activity events).
+type Event struct {
+	Type         string // screenshot, tool_call_start, tool_call_result, llm_response, status_change, question, permission_request
+	ActivityType string
+	Summary      string
+	Details      string
+	Reasoning    string
+	Status       store.TaskStatus
+	Screenshot   string // path in the session folder
+	Usage        llm.Usage
+}
+
+// Task is the work and its limits.
+type Task struct {
+	ID            string
+	Description   string
+	Network       config.NetworkMode
+	Policy        config.ToolPolicy
+	Timeout       time.Duration
+	MaxIterations int
+	// ShotW and ShotH cap the screenshots the model sees.
+	ShotW, ShotH int
+	// KeepImages is how many recent screenshots stay images (default 3).
+	KeepImages int
+	// MaxFailedChecks ends the task as failed after this many completion
+	// checks in a row say it is not done (default 2).
+	MaxFailedChecks int
+}
+
+// Config configures a Runner. Task, LLM, Guest, Trace and Log are required.
+type Config struct {
+	Task  Task
+	LLM   *llm.Client
+	Guest Guest
+	Trace *trace.Writer
+	Log   *slog.Logger
+	// Emit, if set, receives every event (after it is in the trace).
+	Emit func(Event)
+	// Now is the clock for the prompt's date; default time.Now.
+	Now func() time.Time
+}
+
+// Result is how a run ended.
+type Result struct {
+	Status  store.TaskStatus
+	Summary string
+	// Success is the completion check's verdict, when there was one.
+	Success *bool
+	Steps   int
+	Usage   llm.Usage
+	CostUSD float64
+}
+
+// Runner runs one task. Its intervention methods may be called from any
+// goroutine while Run runs.
+type Runner struct {
+	cfg  Config
+	ctl  *control
+	task Task
+
+	// mu guards status, reason, steps and usage.
+	mu     sync.Mutex
+	status store.TaskStatus
+	reason string
+	steps  int
+	usage  llm.Usage
+
+	// stop is cancelled by Cancel (with its cause); Run follows it.
+	stop   context.Context
+	cancel context.CancelCauseFunc
+}
+
+// Errors a run ends with.
+var (
+	errCancelled = errors.New("cancelled by the user")
+	errTimedOut  = errors.New("the task's time limit passed")
+)
+
+// New returns a runner.
+func New(cfg Config) (*Runner, error) {
+	if cfg.LLM == nil || cfg.Guest == nil || cfg.Trace == nil || cfg.Log == nil {
+		return nil, errors.New("agent: LLM, Guest, Trace and Log are required")
+	}
+	t := &cfg.Task
+	if t.Timeout == 0 {
+		t.Timeout = 30 * time.Minute
+	}
+	if t.MaxIterations == 0 {
+		t.MaxIterations = 100
+	}
+	if t.ShotW == 0 {
+		t.ShotW, t.ShotH = 1280, 800
+	}
+	if t.KeepImages == 0 {
+		t.KeepImages = llm.DefaultKeepImages
+	}
+	if t.MaxFailedChecks == 0 {
+		t.MaxFailedChecks = 2
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, ctl: newControl(nil)}
+	r.stop, r.cancel = context.WithCancelCause(context.Background())
+	return r, nil
+}
+
+// emit records an event in the trace and passes it on.
+func (r *Runner) emit(step int, e Event) {
+	te := trace.Event{Type: e.Type, Step: step, Summary: e.Summary, Details: e.Details, Reasoning: e.Reasoning,
+		Status: string(e.Status), Screenshot: e.Screenshot, PromptTokens: e.Usage.Prompt, CompletionTokens: e.Usage.Completion}
+	if e.Type == "tool_call_start" || e.Type == "tool_call_result" {
+		te.Tool = strings.SplitN(e.Summary, " ", 2)[0]
+	}
+	if _, err := r.cfg.Trace.Append(te); err != nil {
+		r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
+	}
+	if r.cfg.Emit != nil {
+		r.cfg.Emit(e)
+	}
+}
+
+func (r *Runner) setStatus(s store.TaskStatus, reason string) {
+	r.mu.Lock()
+	changed := r.status != s || r.reason != reason
+	r.status, r.reason = s, reason
+	r.mu.Unlock()
+	if changed {
+		r.emit(r.Steps(), Event{Type: "status_change", ActivityType: "info", Status: s, Summary: statusSummary(s, reason)})
+	}
+}
+
+func statusSummary(s store.TaskStatus, reason string) string {
+	if reason != "" {
+		return fmt.Sprintf("%s: %s", s, reason)
+	}
+	return string(s)
+}
+
+// Status returns the task's status and why.
+func (r *Runner) Status() (store.TaskStatus, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status, r.reason
+}
+
+// Steps returns the number of steps taken.
+func (r *Runner) Steps() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.steps
+}
+
+// Usage returns the tokens used so far.
+func (r *Runner) Usage() llm.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.usage
+}
+
+// Pending returns the question or permission request the task waits on.
+func (r *Runner) Pending() (*Question, *Permission) {
+	_, _, _, q, p := r.ctl.snapshot()
+	return q, p
+}
+
+// Pause stops the agent before its next action.
+func (r *Runner) Pause() {
+	r.ctl.pause("paused by the user", false)
+	r.setStatus(store.StatusPaused, "paused by the user")
+}
+
+// TakeOver pauses the agent and hands the VM to the user.
+func (r *Runner) TakeOver() {
+	r.ctl.pause("the user is in control", true)
+	r.setStatus(store.StatusPaused, "the user is in control")
+}
+
+// Resume lets a paused agent go on; instructions, if any, reach the model
+// on its next turn. HandBack after TakeOver is the same call.
+func (r *Runner) Resume(instructions string) bool {
+	if !r.ctl.resume(instructions) {
+		return false
+	}
+	r.setStatus(store.StatusRunning, "")
+	return true
+}
+
+// Instruct adds instructions for the model's next turn without pausing.
+func (r *Runner) Instruct(text string) { r.ctl.instruct(text) }
+
+// Answer answers the pending question.
+func (r *Runner) Answer(id, text string) error { return r.ctl.answer(id, text) }
+
+// Respond approves or denies the pending permission request.
+func (r *Runner) Respond(id string, approved bool) error { return r.ctl.respond(id, approved) }
+
+// Cancel stops the run at once, interrupting an LLM request or guest call
+// in flight.
+func (r *Runner) Cancel() { r.cancel(errCancelled) }
+
+// Run runs the task to its end and returns how it ended. It never returns
+// a running or paused status.
+func (r *Runner) Run(ctx context.Context) Result {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	follow := context.AfterFunc(r.stop, func() { cancel(context.Cause(r.stop)) })
+	defer follow()
+	ctx, stopTimer := context.WithTimeoutCause(ctx, r.task.Timeout, errTimedOut)
+	defer stopTimer()
+
+	res := r.loop(ctx)
+	res.Steps, res.Usage = r.Steps(), r.Usage()
+	res.CostUSD, _ = r.cfg.LLM.Cost(res.Usage)
+	r.setStatus(res.Status, "")
+	if err := r.cfg.Trace.Sync(); err != nil {
+		r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
+	}
+	return res
+}
+
+// ended turns a context's end into the run's result.
+func ended(ctx context.Context) Result {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCancelled):
+		return Result{Status: store.StatusCancelled, Summary: "Cancelled by the user."}
+	case errors.Is(cause, errTimedOut):
+		return Result{Status: store.StatusTimedOut, Summary: "The task did not finish within its time limit."}
+	default:
+		return Result{Status: store.StatusCancelled, Summary: "Stopped: " + cause.Error()}
+	}
+}
+
+func (r *Runner) loop(ctx context.Context) Result {
+	hello := r.cfg.Guest.Hello()
+	system := systemPrompt(promptInfo{
+		GuestOS: hello.OS, OSVersion: hello.OSVersion, SharedPath: hello.SharedPath, Network: string(r.task.Network),
+		Policy: r.task.Policy, Date: r.cfg.Now(), ScreenW: hello.Screen.Width, ScreenH: hello.Screen.Height,
+		MaxSteps: r.task.MaxIterations, TimeoutMins: int(r.task.Timeout.Minutes()),
+	})
+	messages := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: system},
+		{Role: openai.ChatMessageRoleUser, Content: "Task: " + r.task.Description},
+	}
+	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
+	toolDefs := tools(denied)
+	failedChecks := 0
+	r.setStatus(store.StatusRunning, "")
+	for {
+		if err := r.ctl.waitResumed(ctx); err != nil {
+			return ended(ctx)
+		}
+		if ctx.Err() != nil {
+			return ended(ctx)
+		}
+		r.mu.Lock()
+		if r.steps >= r.task.MaxIterations {
+			r.mu.Unlock()
+			return Result{Status: store.StatusMaxIterations, Summary: fmt.Sprintf("Stopped after %d steps without finishing.", r.task.MaxIterations)}
+		}
+		r.steps++
+		step := r.steps
+		r.mu.Unlock()
+
+		// Observe.
+		obs, mapping, err := r.observe(ctx, step)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ended(ctx)
+			}
+			return Result{Status: store.StatusFailed, Summary: "The VM could not be observed: " + err.Error()}
+		}
+		messages = append(messages, obs)
+		r.cfg.Trace.SaveConversation(messages)
+
+		// Decide.
+		reply, err := r.decide(ctx, step, messages, toolDefs)
+		if err != nil {
+			return ended(ctx)
+		}
+		messages = append(messages, reply.Message)
+
+		// A turn without tool calls: is the task done?
+		if len(reply.ToolCalls) == 0 {
+			verdict, err := r.check(ctx, step, messages)
+			if err != nil {
+				return ended(ctx)
+			}
+			if verdict.Success {
+				ok := true
+				return Result{Status: store.StatusCompleted, Summary: verdict.Summary, Success: &ok}
+			}
+			failedChecks++
+			if failedChecks >= r.task.MaxFailedChecks {
+				ok := false
+				return Result{Status: store.StatusFailed, Summary: verdict.Summary, Success: &ok}
+			}
+			messages = append(messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
+				Content: "The completion check says the task is not done yet: " + verdict.Summary + "\nContinue, or if it cannot be done, say why without calling a tool."})
+			continue
+		}
+		failedChecks = 0
+
+		// Act, in order.
+		for i, call := range reply.ToolCalls {
+			if r.ctl.isPaused() {
+				// The user paused or took over: the remaining calls are not made.
+				for _, rest := range reply.ToolCalls[i:] {
+					messages = append(messages, toolMessage(rest.ID, "Not done: the user paused the agent before this action."))
+				}
+				break
+			}
+			out := r.act(ctx, step, call, mapping)
+			if ctx.Err() != nil {
+				return ended(ctx)
+			}
+			messages = append(messages, toolMessage(call.ID, out))
+		}
+		if err := r.cfg.Trace.Sync(); err != nil {
+			r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
+		}
+	}
+}
+
+func toolMessage(id, content string) openai.ChatCompletionMessage {
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: id, Content: content}
+}
+
+// observe takes a screenshot and returns the user message for this turn
+// (with any instructions the user added) and the coordinate mapping.
+func (r *Runner) observe(ctx context.Context, step int) (openai.ChatCompletionMessage, mapping, error) {
+	shot, err := r.cfg.Guest.Screenshot(ctx, protocol.ScreenshotParams{Format: protocol.FormatPNG, MaxWidth: r.task.ShotW, MaxHeight: r.task.ShotH})
+	if err != nil {
+		return openai.ChatCompletionMessage{}, mapping{}, err
+	}
+	scr := r.cfg.Guest.Hello().Screen
+	m := mapping{shotW: shot.Width, shotH: shot.Height, screenW: scr.Width, screenH: scr.Height}
+	rel, err := r.cfg.Trace.Screenshot(shot.Format, shot.Data)
+	if err != nil {
+		r.cfg.Log.Error("save screenshot", "task", r.task.ID, "err", err)
+	}
+	r.emit(step, Event{Type: "screenshot", ActivityType: "observation", Summary: fmt.Sprintf("Screenshot %dx%d", shot.Width, shot.Height), Screenshot: rel})
+	part, err := llm.ImagePart(shot.Format, shot.Data, r.task.ShotW, r.task.ShotH)
+	if err != nil {
+		return openai.ChatCompletionMessage{}, mapping{}, err
+	}
+	text := fmt.Sprintf("Step %d. The screen now (%dx%d pixels):", step, shot.Width, shot.Height)
+	if ins := r.ctl.takeInstructions(); len(ins) > 0 {
+		text = "New instructions from the user: " + strings.Join(ins, "\n") + "\n\n" + text
+		r.emit(step, Event{Type: "llm_request", ActivityType: "info", Summary: "Instructions from the user: " + strings.Join(ins, " / ")})
+	}
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: []openai.ChatMessagePart{
+		{Type: openai.ChatMessagePartTypeText, Text: text}, part,
+	}}, m, nil
+}
+
+// decide asks the model; when the provider keeps failing, the task pauses
+// with the error and the same turn is retried after the user resumes.
+func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCompletionMessage, toolDefs []openai.Tool) (llm.Reply, error) {
+	for {
+		reply, err := r.cfg.LLM.Complete(ctx, llm.Compact(messages, r.task.KeepImages), toolDefs)
+		if err == nil {
+			r.addUsage(reply.Usage)
+			names := make([]string, len(reply.ToolCalls))
+			for i, c := range reply.ToolCalls {
+				names[i] = c.Name
+			}
+			summary := reply.Text
+			if summary == "" {
+				summary = "Calls " + strings.Join(names, ", ")
+			}
+			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: summary, Reasoning: reply.Text, Usage: reply.Usage})
+			return reply, nil
+		}
+		if ctx.Err() != nil {
+			return llm.Reply{}, ctx.Err()
+		}
+		r.emit(step, Event{Type: "llm_response", ActivityType: "error", Summary: "LLM error: " + err.Error()})
+		r.ctl.pause("LLM error: "+err.Error(), false)
+		r.setStatus(store.StatusPaused, "LLM error: "+err.Error())
+		if err := r.ctl.waitResumed(ctx); err != nil {
+			return llm.Reply{}, err
+		}
+	}
+}
+
+func (r *Runner) addUsage(u llm.Usage) {
+	r.mu.Lock()
+	r.usage = r.usage.Add(u)
+	r.mu.Unlock()
+}
+
+// check runs the structured completion check.
+func (r *Runner) check(ctx context.Context, step int, messages []openai.ChatCompletionMessage) (llm.Verdict, error) {
+	ask := append(llm.Compact(messages, 1), openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
+		Content: "Was the task fully accomplished? Judge by the latest screen and the steps taken. Answer with success and a one-paragraph summary of the result."})
+	for {
+		v, u, err := r.cfg.LLM.Verify(ctx, ask)
+		r.addUsage(u)
+		if err == nil {
+			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: fmt.Sprintf("Completion check: success=%v. %s", v.Success, v.Summary), Usage: u})
+			return v, nil
+		}
+		if ctx.Err() != nil {
+			return llm.Verdict{}, ctx.Err()
+		}
+		r.ctl.pause("LLM error: "+err.Error(), false)
+		r.setStatus(store.StatusPaused, "LLM error: "+err.Error())
+		if err := r.ctl.waitResumed(ctx); err != nil {
+			return llm.Verdict{}, err
+		}
+	}
+}
+
+// act runs one tool call and returns what the model is told.
+func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping) string {
+	r.emit(step, Event{Type: "tool_call_start", ActivityType: "tool_call", Summary: call.Name + " " + string(call.Arguments)})
+	out, err := r.run(ctx, step, call, m)
+	summary := call.Name + " " + firstLine(out)
+	activity := "tool_result"
+	if err != nil {
+		out = "Error: " + err.Error()
+		summary, activity = call.Name+" failed: "+err.Error(), "error"
+	}
+	r.emit(step, Event{Type: "tool_call_result", ActivityType: activity, Summary: summary, Details: truncate(out, 4000)})
+	return truncate(out, 16000)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return truncate(line, 200)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "… [truncated]"
+}
+
+// run executes a tool call: host tools ask the user; guest tools go to the
+// guest after the policy and coordinate mapping.
+func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, error) {
+	var args map[string]any
+	if err := json.Unmarshal(call.Arguments, &args); err != nil {
+		return "", fmt.Errorf("arguments are not a JSON object: %v", err)
+	}
+	switch call.Name {
+	case "ask_text_question", "ask_multiple_choice":
+		q, _ := args["question"].(string)
+		var options []string
+		if raw, ok := args["options"].([]any); ok {
+			for _, o := range raw {
+				if s, ok := o.(string); ok {
+					options = append(options, s)
+				}
+			}
+		}
+		r.emit(step, Event{Type: "question", ActivityType: "user_question", Summary: q, Details: strings.Join(options, " | ")})
+		answer, _, err := r.ctl.ask(ctx, q, options)
+		if err != nil {
+			return "", err
+		}
+		r.emit(step, Event{Type: "question", ActivityType: "user_answer", Summary: "Answer: " + answer})
+		return "The user answered: " + answer, nil
+	case "request_user_intervention":
+		reason, _ := args["reason"].(string)
+		r.ctl.pause("the agent asks for help: "+reason, false)
+		r.setStatus(store.StatusPaused, "the agent asks for help: "+reason)
+		if err := r.ctl.waitResumed(ctx); err != nil {
+			return "", err
+		}
+		return "The user handed control back.", nil
+	case "screenshot":
+		return "A new screenshot comes with the next turn.", nil
+	}
+	if r.task.Policy.For(call.Name) == config.Deny {
+		return "", fmt.Errorf("%s is not allowed for this task", call.Name)
+	}
+	if r.task.Policy.For(call.Name) == config.Ask {
+		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + call.Name + "?", Details: string(call.Arguments)})
+		ok, _, err := r.ctl.requestPermission(ctx, call.Name, string(call.Arguments))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("the user denied %s", call.Name)
+		}
+	}
+	for _, pair := range pointArgs[call.Name] {
+		x, xok := args[pair[0]].(float64)
+		y, yok := args[pair[1]].(float64)
+		if !xok || !yok {
+			return "", fmt.Errorf("%s needs numbers %s and %s", call.Name, pair[0], pair[1])
+		}
+		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
+	}
+	var result json.RawMessage
+	if err := r.cfg.Guest.Call(ctx, call.Name, args, &result); err != nil {
+		return "", err
+	}
+	if call.Name == protocol.MethodAccessibilityTree {
+		return scaleTree(result, m), nil
+	}
+	if string(result) == "{}" || len(result) == 0 {
+		return "Done.", nil
+	}
+	return string(result), nil
+}
+
+// scaleTree converts the frames of an accessibility tree from guest points
+// to the screenshot pixels the model clicks in.
+func scaleTree(raw json.RawMessage, m mapping) string {
+	var res protocol.AccessibilityResult
+	if json.Unmarshal(raw, &res) != nil {
+		return string(raw)
+	}
+	fx, fy := float64(m.shotW)/float64(m.screenW), float64(m.shotH)/float64(m.screenH)
+	var walk func([]protocol.Node)
+	walk = func(ns []protocol.Node) {
+		for i := range ns {
+			f := &ns[i].Frame
+			f.X, f.Y, f.W, f.H = f.X*fx, f.Y*fy, f.W*fx, f.H*fy
+			walk(ns[i].Children)
+		}
+	}
+	walk(res.Nodes)
+	out, _ := json.Marshal(res)
+	return string(out)
+}

@@ -1,0 +1,442 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"image/color"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"go.uber.org/goleak"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/guest"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/trace"
+	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/core/vm/fake"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// turn is one scripted LLM answer.
+type turn struct {
+	text    string
+	calls   []openai.ToolCall
+	verdict *llm.Verdict
+	status  int           // an HTTP error instead
+	hold    chan struct{} // answer only once closed
+}
+
+func call(name string, args any) openai.ToolCall {
+	b, _ := json.Marshal(args)
+	return openai.ToolCall{ID: "call-" + name, Type: "function", Function: openai.FunctionCall{Name: name, Arguments: string(b)}}
+}
+
+func done(success bool, summary string) []turn {
+	return []turn{{text: "finished"}, {verdict: &llm.Verdict{Success: success, Summary: summary}}}
+}
+
+// llmServer plays a script and records every request body.
+type llmServer struct {
+	mu     sync.Mutex
+	script []turn
+	bodies []string
+	srv    *httptest.Server
+}
+
+func newLLM(t *testing.T, script ...turn) *llmServer {
+	s := &llmServer{script: script}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		n := len(s.bodies)
+		s.bodies = append(s.bodies, string(body))
+		var t turn
+		if n < len(s.script) {
+			t = s.script[n]
+		} else {
+			t = turn{calls: []openai.ToolCall{call("wait", map[string]any{"seconds": 0})}}
+		}
+		s.mu.Unlock()
+		if t.hold != nil {
+			select {
+			case <-t.hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if t.status != 0 {
+			w.WriteHeader(t.status)
+			w.Write([]byte(`{"error":{"message":"scripted failure"}}`))
+			return
+		}
+		msg := openai.ChatCompletionMessage{Role: "assistant", Content: t.text, ToolCalls: t.calls}
+		if t.verdict != nil {
+			v, _ := json.Marshal(t.verdict)
+			msg = openai.ChatCompletionMessage{Role: "assistant", Content: string(v)}
+		}
+		json.NewEncoder(w).Encode(openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: msg}},
+			Usage: openai.Usage{PromptTokens: len(body) / 4, CompletionTokens: 10}})
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *llmServer) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bodies...)
+}
+
+type env struct {
+	r      *Runner
+	m      *fake.Machine
+	trace  string
+	events chan Event
+}
+
+// newEnv starts a fake guest with a 1440x900-point screen at scale 2 (the
+// screenshot the model sees is downscaled to 1280x800) and a runner.
+func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
+	t.Helper()
+	b := fake.New(fake.Options{Width: 1440, Height: 900, Scale: 2})
+	ctx := context.Background()
+	dir := t.TempDir()
+	mach, err := b.Create(ctx, vm.Spec{ID: "vm", Dir: filepath.Join(dir, "vm"), Template: vm.Template{Kind: vm.KindHost}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mach.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mach.Delete(context.Background()) })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := guest.Connect(ctx, guest.Config{Dial: mach.DialGuest, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	client, err := llm.New(llm.Config{BaseURL: l.srv.URL, Model: "gpt-test", MaxAttempts: 2, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond,
+		Prices: llm.PriceTable{"gpt-test": {PromptPerMTok: 1, CompletionPerMTok: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw, err := trace.Create(filepath.Join(dir, "session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tw.Close() })
+	task := Task{ID: "t1", Description: "Click the button and type hello", Network: config.NetworkOffline,
+		Policy: config.ToolPolicy{"run_shell": config.Ask}, Timeout: time.Minute}
+	if mutate != nil {
+		mutate(&task)
+	}
+	e := &env{m: b.Machine("vm"), trace: filepath.Join(dir, "session"), events: make(chan Event, 1024)}
+	e.r, err = New(Config{Task: task, LLM: client, Guest: g, Trace: tw, Log: log, Emit: func(ev Event) {
+		select {
+		case e.events <- ev:
+		default:
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) run() chan Result {
+	out := make(chan Result, 1)
+	go func() { out <- e.r.Run(context.Background()) }()
+	return out
+}
+
+func wait(t *testing.T, res chan Result) Result {
+	t.Helper()
+	select {
+	case r := <-res:
+		return r
+	case <-time.After(2 * time.Minute): // generous: the race detector slows image work a lot
+		t.Fatal("the run did not end")
+		return Result{}
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestClickLandsOnTheWidgetAndTaskCompletes: the model clicks the centre of
+// a widget as it appears in the downscaled screenshot; the click lands on
+// the widget in guest points; the task completes with the verifier's
+// summary and the trace has one screenshot per step.
+func TestClickLandsOnTheWidgetAndTaskCompletes(t *testing.T) {
+	// The widget in guest points: (900, 500) to (1000, 540); in the
+	// 1280x800 screenshot (scale 1280/1440): centre at (844.4, 462.2).
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("mouse_click", map[string]any{"x": 844, "y": 462})}},
+		{calls: []openai.ToolCall{call("keyboard_type", map[string]any{"text": "hello"}), call("keyboard_key", map[string]any{"key": "return"})}},
+	}, done(true, "Clicked Save and typed hello.")...)...)
+	e := newEnv(t, l, nil)
+	e.m.Driver().SetWidgets([]fake.Widget{{Name: "Save", Frame: protocol.Rect{X: 900, Y: 500, W: 100, H: 40}, Color: color.RGBA{200, 0, 0, 255}}})
+	res := wait(t, e.run())
+	if res.Status != store.StatusCompleted || res.Summary != "Clicked Save and typed hello." || res.Success == nil || !*res.Success || res.Steps != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	acts := e.m.Driver().Actions()
+	if len(acts) != 3 || acts[0].Kind != "click" || acts[1].Text != "hello" || acts[2].Text != "return" {
+		t.Fatalf("actions = %+v", acts)
+	}
+	if w, ok := e.m.Driver().WidgetAt(acts[0].X, acts[0].Y); !ok || w.Name != "Save" {
+		t.Fatalf("the click at (%g, %g) points missed the widget", acts[0].X, acts[0].Y)
+	}
+	s, err := trace.Read(e.trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := 0
+	for _, ev := range s.Events {
+		if ev.Type == "screenshot" {
+			shots++
+			if _, err := os.Stat(filepath.Join(e.trace, ev.Screenshot)); err != nil {
+				t.Fatalf("screenshot file: %v", err)
+			}
+		}
+	}
+	if shots != res.Steps {
+		t.Fatalf("%d screenshots for %d steps", shots, res.Steps)
+	}
+	if res.Usage.Total == 0 || res.CostUSD <= 0 {
+		t.Fatalf("usage %+v cost %v", res.Usage, res.CostUSD)
+	}
+	first := l.requests()[0]
+	for _, want := range []string{"Click the button and type hello", "inbox", "outbox", "offline", "run_shell", "data:image/png;base64,"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first request lacks %q", want)
+		}
+	}
+}
+
+func TestVerifierFailureEndsFailed(t *testing.T) {
+	script := append(done(false, "Nothing was saved."), done(false, "The file is still missing.")...)
+	e := newEnv(t, newLLM(t, script...), nil)
+	res := wait(t, e.run())
+	if res.Status != store.StatusFailed || res.Summary != "The file is still missing." || res.Success == nil || *res.Success {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestQuestionsBlockUntilAnswered(t *testing.T) {
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("ask_multiple_choice", map[string]any{"question": "Which format?", "options": []string{"PDF", "DOCX"}})}},
+		{calls: []openai.ToolCall{call("ask_text_question", map[string]any{"question": "File name?"})}},
+	}, done(true, "ok")...)...)
+	e := newEnv(t, l, nil)
+	res := e.run()
+	var q *Question
+	waitFor(t, "the question", func() bool { q, _ = e.r.Pending(); return q != nil })
+	if st, _ := e.r.Status(); st != store.StatusRunning || len(q.Options) != 2 {
+		t.Fatalf("status %s, question %+v", st, q)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(l.requests()); n != 1 {
+		t.Fatalf("%d LLM requests while the question waits, want 1", n)
+	}
+	if err := e.r.Answer(q.ID, "RTF"); err == nil {
+		t.Fatal("an answer outside the options was accepted")
+	}
+	if err := e.r.Answer("stale", "PDF"); err == nil {
+		t.Fatal("a stale question id was accepted")
+	}
+	if err := e.r.Answer(q.ID, "PDF"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the text question", func() bool { q2, _ := e.r.Pending(); return q2 != nil && q2.ID != q.ID })
+	q2, _ := e.r.Pending()
+	e.r.Answer(q2.ID, "report-2026")
+	wait(t, res)
+	reqs := l.requests()
+	if !strings.Contains(reqs[1], "The user answered: PDF") || !strings.Contains(reqs[2], "The user answered: report-2026") {
+		t.Fatal("the answers did not reach the model")
+	}
+}
+
+func TestPermissionAskAndDeny(t *testing.T) {
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("run_shell", map[string]any{"command": "echo approved > outbox/ok.txt"})}},
+		{calls: []openai.ToolCall{call("run_shell", map[string]any{"command": "echo denied > outbox/no.txt"})}},
+		{calls: []openai.ToolCall{call("open_url", map[string]any{"url": "https://example.com"})}},
+	}, done(true, "ok")...)...)
+	e := newEnv(t, l, func(t *Task) { t.Policy = config.ToolPolicy{"run_shell": config.Ask, "open_url": config.Deny} })
+	res := e.run()
+	for _, approve := range []bool{true, false} {
+		var p *Permission
+		waitFor(t, "a permission request", func() bool { _, p = e.r.Pending(); return p != nil })
+		if p.Tool != "run_shell" {
+			t.Fatalf("permission for %s", p.Tool)
+		}
+		if err := e.r.Respond(p.ID, approve); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the request to clear", func() bool { _, p2 := e.r.Pending(); return p2 == nil || p2.ID != p.ID })
+	}
+	wait(t, res)
+	shared := e.m.Spec().SharedDir()
+	if b, err := os.ReadFile(filepath.Join(shared, "outbox", "ok.txt")); err != nil || strings.TrimSpace(string(b)) != "approved" {
+		t.Fatalf("approved command: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "outbox", "no.txt")); !os.IsNotExist(err) {
+		t.Fatal("a denied command ran")
+	}
+	reqs := l.requests()
+	if !strings.Contains(reqs[2], "the user denied run_shell") || !strings.Contains(reqs[3], "open_url is not allowed") {
+		t.Fatal("the model was not told of the denials")
+	}
+	if strings.Contains(reqs[0], `"name":"open_url"`) {
+		t.Fatal("a denied tool was offered to the model")
+	}
+}
+
+func TestPauseResumeInstructionsAndTakeover(t *testing.T) {
+	hold := make(chan struct{})
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("mouse_move", map[string]any{"x": 1, "y": 1})}, hold: hold},
+		{calls: []openai.ToolCall{call("mouse_move", map[string]any{"x": 2, "y": 2})}},
+		{calls: []openai.ToolCall{call("mouse_move", map[string]any{"x": 3, "y": 3})}},
+	}, done(true, "ok")...)...)
+	e := newEnv(t, l, nil)
+	res := e.run()
+	waitFor(t, "the first LLM request", func() bool { return len(l.requests()) == 1 })
+	// Pause while the LLM answers: its tool call is not made.
+	e.r.TakeOver()
+	close(hold)
+	time.Sleep(200 * time.Millisecond)
+	if st, reason := e.r.Status(); st != store.StatusPaused || !strings.Contains(reason, "user is in control") {
+		t.Fatalf("status %s (%s)", st, reason)
+	}
+	if n := len(e.m.Driver().Actions()); n != 0 {
+		t.Fatalf("%d actions after the takeover", n)
+	}
+	if n := len(l.requests()); n != 1 {
+		t.Fatalf("%d LLM requests while paused", n)
+	}
+	e.r.Resume("Use the second monitor.")
+	waitFor(t, "the next request", func() bool { return len(l.requests()) >= 2 })
+	if !strings.Contains(l.requests()[1], "New instructions from the user: Use the second monitor.") {
+		t.Fatal("the instructions of the resume did not reach the model")
+	}
+	// Instructions without pausing reach the next turn.
+	e.r.Instruct("Hurry up.")
+	wait(t, res)
+	found := false
+	for _, r := range l.requests()[2:] {
+		found = found || strings.Contains(r, "Hurry up.")
+	}
+	if !found {
+		t.Fatal("instructions added without pausing never reached the model")
+	}
+}
+
+func TestCancelInterruptsInFlightWork(t *testing.T) {
+	t.Run("LLM request", func(t *testing.T) {
+		hold := make(chan struct{})
+		defer close(hold)
+		e := newEnv(t, newLLM(t, turn{hold: hold}), nil)
+		res := e.run()
+		time.Sleep(200 * time.Millisecond)
+		t0 := time.Now()
+		e.r.Cancel()
+		r := wait(t, res)
+		if r.Status != store.StatusCancelled || time.Since(t0) > time.Second {
+			t.Fatalf("%+v after %s", r, time.Since(t0))
+		}
+	})
+	t.Run("guest call", func(t *testing.T) {
+		e := newEnv(t, newLLM(t, turn{calls: []openai.ToolCall{call("wait", map[string]any{"seconds": 60})}}), nil)
+		res := e.run()
+		time.Sleep(300 * time.Millisecond)
+		t0 := time.Now()
+		e.r.Cancel()
+		r := wait(t, res)
+		if r.Status != store.StatusCancelled || time.Since(t0) > time.Second {
+			t.Fatalf("%+v after %s", r, time.Since(t0))
+		}
+	})
+}
+
+func TestLimits(t *testing.T) {
+	e := newEnv(t, newLLM(t), func(t *Task) { t.MaxIterations = 3 })
+	if r := wait(t, e.run()); r.Status != store.StatusMaxIterations || r.Steps != 3 {
+		t.Fatalf("max iterations: %+v", r)
+	}
+	hold := make(chan struct{})
+	defer close(hold)
+	e = newEnv(t, newLLM(t, turn{hold: hold}), func(t *Task) { t.Timeout = 300 * time.Millisecond })
+	if r := wait(t, e.run()); r.Status != store.StatusTimedOut {
+		t.Fatalf("timeout: %+v", r)
+	}
+}
+
+// TestProviderFailurePausesTheTask: after the retries are spent the task
+// pauses with the error; resumed, it retries the turn and goes on.
+func TestProviderFailurePausesTheTask(t *testing.T) {
+	l := newLLM(t, append([]turn{{status: 500}, {status: 500}}, done(true, "recovered")...)...)
+	e := newEnv(t, l, nil)
+	res := e.run()
+	waitFor(t, "the pause", func() bool { st, _ := e.r.Status(); return st == store.StatusPaused })
+	if _, reason := e.r.Status(); !strings.Contains(reason, "HTTP 500") {
+		t.Fatalf("reason = %q", reason)
+	}
+	e.r.Resume("")
+	if r := wait(t, res); r.Status != store.StatusCompleted || r.Summary != "recovered" {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// TestPromptStopsGrowing: with old screenshots compacted, the request at
+// step 40 is at most 1.5 times the one at step 5.
+func TestPromptStopsGrowing(t *testing.T) {
+	l := newLLM(t)
+	e := newEnv(t, l, func(t *Task) { t.MaxIterations = 40 })
+	if r := wait(t, e.run()); r.Status != store.StatusMaxIterations {
+		t.Fatalf("%+v", r)
+	}
+	reqs := l.requests()
+	s5, s40 := len(reqs[4]), len(reqs[39])
+	t.Logf("prompt bytes: step 5 %d, step 20 %d, step 40 %d", s5, len(reqs[19]), s40)
+	if float64(s40) > 1.5*float64(s5) {
+		t.Fatalf("step 40 prompt is %d bytes, %.2fx step 5's %d", s40, float64(s40)/float64(s5), s5)
+	}
+}
+
+func TestParallelTasksDoNotMix(t *testing.T) {
+	l := newLLM(t)
+	a := newEnv(t, l, func(t *Task) { t.Description = "TASK-ALPHA"; t.MaxIterations = 4 })
+	b := newEnv(t, l, func(t *Task) { t.Description = "TASK-BRAVO"; t.MaxIterations = 4 })
+	ra, rb := a.run(), b.run()
+	wait(t, ra)
+	wait(t, rb)
+	for i, r := range l.requests() {
+		if strings.Contains(r, "TASK-ALPHA") == strings.Contains(r, "TASK-BRAVO") {
+			t.Fatalf("request %d carries both tasks or neither", i)
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// Question is a question the agent asked the user.
+type Question struct {
+	ID       string    `json:"id"`
+	Text     string    `json:"question"`
+	Options  []string  `json:"suggestedAnswers,omitempty"`
+	Created  time.Time `json:"createdAt"`
+	answered chan string
+}
+
+// Permission is a tool call waiting for the user's approval.
+type Permission struct {
+	ID       string    `json:"id"`
+	Tool     string    `json:"toolName"`
+	Details  string    `json:"details"`
+	Created  time.Time `json:"createdAt"`
+	answered chan bool
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// control is the user's hold on a running agent: pause and resume, take
+// over and hand back, added instructions, and the pending question or
+// permission request. It is safe for concurrent use.
+type control struct {
+	// mu guards everything below.
+	mu           sync.Mutex
+	paused       bool
+	takenOver    bool
+	reason       string
+	resumed      chan struct{} // closed by resume; replaced by pause
+	instructions []string
+	question     *Question
+	permission   *Permission
+	changed      func() // told of every change, outside the lock
+}
+
+func newControl(changed func()) *control {
+	c := &control{resumed: make(chan struct{}), changed: changed}
+	close(c.resumed)
+	return c
+}
+
+func (c *control) notify() {
+	if c.changed != nil {
+		c.changed()
+	}
+}
+
+// pause stops the agent at its next step boundary (or before its next tool
+// call); takeOver also says the user now drives the VM.
+func (c *control) pause(reason string, takeOver bool) {
+	c.mu.Lock()
+	if !c.paused {
+		c.paused = true
+		c.resumed = make(chan struct{})
+	}
+	c.takenOver = c.takenOver || takeOver
+	c.reason = reason
+	c.mu.Unlock()
+	c.notify()
+}
+
+// resume lets the agent go on, with instructions for its next turn when
+// given. It reports whether the agent was paused.
+func (c *control) resume(instructions string) bool {
+	c.mu.Lock()
+	was := c.paused
+	if was {
+		c.paused, c.takenOver, c.reason = false, false, ""
+		close(c.resumed)
+	}
+	if instructions != "" {
+		c.instructions = append(c.instructions, instructions)
+	}
+	c.mu.Unlock()
+	c.notify()
+	return was
+}
+
+// instruct queues instructions for the next turn, without pausing.
+func (c *control) instruct(text string) {
+	c.mu.Lock()
+	c.instructions = append(c.instructions, text)
+	c.mu.Unlock()
+	c.notify()
+}
+
+// takeInstructions returns and clears the queued instructions.
+func (c *control) takeInstructions() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.instructions
+	c.instructions = nil
+	return out
+}
+
+func (c *control) isPaused() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused
+}
+
+// waitResumed blocks while the agent is paused.
+func (c *control) waitResumed(ctx context.Context) error {
+	c.mu.Lock()
+	ch := c.resumed
+	c.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// ask poses a question and waits for its answer.
+func (c *control) ask(ctx context.Context, text string, options []string) (string, *Question, error) {
+	q := &Question{ID: newID(), Text: text, Options: options, Created: time.Now().UTC(), answered: make(chan string, 1)}
+	c.mu.Lock()
+	c.question = q
+	c.mu.Unlock()
+	c.notify()
+	defer func() {
+		c.mu.Lock()
+		if c.question == q {
+			c.question = nil
+		}
+		c.mu.Unlock()
+		c.notify()
+	}()
+	select {
+	case a := <-q.answered:
+		return a, q, nil
+	case <-ctx.Done():
+		return "", q, context.Cause(ctx)
+	}
+}
+
+// answer answers the pending question; a stale id is a conflict. Multiple
+// choice answers must be one of the options.
+func (c *control) answer(id, text string) error {
+	c.mu.Lock()
+	q := c.question
+	c.mu.Unlock()
+	if q == nil || q.ID != id {
+		return errdefs.Conflictf("question %s is not pending", id)
+	}
+	if len(q.Options) > 0 {
+		ok := false
+		for _, o := range q.Options {
+			ok = ok || o == text
+		}
+		if !ok {
+			return errdefs.Invalidf("answer %q is not one of the options", text)
+		}
+	}
+	select {
+	case q.answered <- text:
+		return nil
+	default:
+		return errdefs.Conflictf("question %s was already answered", id)
+	}
+}
+
+// requestPermission asks the user to approve a tool call and waits.
+func (c *control) requestPermission(ctx context.Context, tool, details string) (bool, *Permission, error) {
+	p := &Permission{ID: newID(), Tool: tool, Details: details, Created: time.Now().UTC(), answered: make(chan bool, 1)}
+	c.mu.Lock()
+	c.permission = p
+	c.mu.Unlock()
+	c.notify()
+	defer func() {
+		c.mu.Lock()
+		if c.permission == p {
+			c.permission = nil
+		}
+		c.mu.Unlock()
+		c.notify()
+	}()
+	select {
+	case ok := <-p.answered:
+		return ok, p, nil
+	case <-ctx.Done():
+		return false, p, context.Cause(ctx)
+	}
+}
+
+// respond answers the pending permission request; a stale id is a conflict.
+func (c *control) respond(id string, approved bool) error {
+	c.mu.Lock()
+	p := c.permission
+	c.mu.Unlock()
+	if p == nil || p.ID != id {
+		return errdefs.Conflictf("permission request %s is not pending", id)
+	}
+	select {
+	case p.answered <- approved:
+		return nil
+	default:
+		return errdefs.Conflictf("permission request %s was already answered", id)
+	}
+}
+
+// snapshot returns the pause state and what is pending.
+func (c *control) snapshot() (paused, takenOver bool, reason string, q *Question, p *Permission) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused, c.takenOver, c.reason, c.question, c.permission
+}

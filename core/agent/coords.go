@@ -1,0 +1,19 @@
+package agent
+
+import "math"
+
+// mapping converts the pixels of the screenshot the model saw to the
+// guest's logical points (DESIGN.md, "Coordinates").
+type mapping struct {
+	shotW, shotH     int // screenshot pixels
+	screenW, screenH int // guest logical points
+}
+
+// toGuest maps a screenshot pixel to guest points, clamped to the screen.
+func (m mapping) toGuest(x, y float64) (float64, float64) {
+	gx := x * float64(m.screenW) / float64(m.shotW)
+	gy := y * float64(m.screenH) / float64(m.shotH)
+	return clamp(math.Round(gx), float64(m.screenW-1)), clamp(math.Round(gy), float64(m.screenH-1))
+}
+
+func clamp(v, hi float64) float64 { return math.Max(0, math.Min(v, hi)) }

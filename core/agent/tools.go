@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"encoding/json"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// toolSpec is one function tool the model sees (shared/PROTOCOL.md, "Agent
+// tools"): the guest methods, with coordinates in the pixels of the last
+// screenshot, and the host tools.
+type toolSpec struct {
+	name, description string
+	params            string // JSON schema of the arguments
+}
+
+const (
+	point   = `"x":{"type":"number","description":"pixels from the left of the last screenshot"},"y":{"type":"number","description":"pixels from the top of the last screenshot"}`
+	noArgs  = `{"type":"object","properties":{}}`
+	objOpen = `{"type":"object","properties":{`
+)
+
+var toolSpecs = []toolSpec{
+	{"screenshot", "Take a new screenshot of the screen.", noArgs},
+	{"mouse_click", "Click at a point of the last screenshot.", objOpen + point + `,"button":{"type":"string","enum":["left","right","middle"]},"clickType":{"type":"string","enum":["single","double","triple"]}},"required":["x","y"]}`},
+	{"mouse_move", "Move the pointer to a point of the last screenshot.", objOpen + point + `},"required":["x","y"]}`},
+	{"mouse_drag", "Drag with the left button from one point of the last screenshot to another.", objOpen + `"fromX":{"type":"number"},"fromY":{"type":"number"},"toX":{"type":"number"},"toY":{"type":"number"}},"required":["fromX","fromY","toX","toY"]}`},
+	{"scroll", "Scroll at a point: positive deltaY scrolls down, positive deltaX right, in lines.", objOpen + point + `,"deltaX":{"type":"number"},"deltaY":{"type":"number"}},"required":["x","y"]}`},
+	{"keyboard_type", "Type text (any characters) into the focused element.", objOpen + `"text":{"type":"string"}},"required":["text"]}`},
+	{"keyboard_key", "Press a key with modifiers, e.g. key \"s\" with [\"control\"], or \"return\".", objOpen + `"key":{"type":"string"},"modifiers":{"type":"array","items":{"type":"string","enum":["command","control","option","shift","fn"]}}},"required":["key"]}`},
+	{"open_app", "Open an application by name or bundle/desktop id.", objOpen + `"name":{"type":"string"}},"required":["name"]}`},
+	{"open_file", "Open a file, optionally with a given application.", objOpen + `"path":{"type":"string"},"app":{"type":"string"}},"required":["path"]}`},
+	{"open_url", "Open a URL in the default browser.", objOpen + `"url":{"type":"string"}},"required":["url"]}`},
+	{"run_shell", "Run a shell command in the shared folder; returns exit code, stdout and stderr.", objOpen + `"command":{"type":"string"},"timeoutSeconds":{"type":"number"},"cwd":{"type":"string"}},"required":["command"]}`},
+	{"read_file", "Read a file (paths relative to the shared folder, or absolute inside it).", objOpen + `"path":{"type":"string"},"maxBytes":{"type":"integer"}},"required":["path"]}`},
+	{"write_file", "Write a text file.", objOpen + `"path":{"type":"string"},"contents":{"type":"string"}},"required":["path","contents"]}`},
+	{"list_directory", "List a folder.", objOpen + `"path":{"type":"string"}},"required":["path"]}`},
+	{"move_file", "Move or rename a file or folder.", objOpen + `"source":{"type":"string"},"destination":{"type":"string"}},"required":["source","destination"]}`},
+	{"traverse_accessibility_tree", "Read the accessibility tree (roles, names, values, frames in screen points).", objOpen + `"app":{"type":"string"},"maxDepth":{"type":"integer"},"onlyVisible":{"type":"boolean"}}}`},
+	{"wait", "Wait a number of seconds.", objOpen + `"seconds":{"type":"number"}},"required":["seconds"]}`},
+	{"ask_text_question", "Ask the user a question and wait for the answer.", objOpen + `"question":{"type":"string"}},"required":["question"]}`},
+	{"ask_multiple_choice", "Ask the user to choose one of several options.", objOpen + `"question":{"type":"string"},"options":{"type":"array","items":{"type":"string"},"minItems":2}},"required":["question","options"]}`},
+	{"request_user_intervention", "Ask the user to take over (log in, solve a CAPTCHA); you are paused until they hand back.", objOpen + `"reason":{"type":"string"}},"required":["reason"]}`},
+}
+
+// tools returns the function tools for the LLM, leaving out those the
+// policy denies outright.
+func tools(denied func(string) bool) []openai.Tool {
+	out := make([]openai.Tool, 0, len(toolSpecs))
+	for _, s := range toolSpecs {
+		if denied(s.name) {
+			continue
+		}
+		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: s.name, Description: s.description, Parameters: json.RawMessage(s.params),
+		}})
+	}
+	return out
+}
+
+// hostTools are answered by the user, not the guest.
+var hostTools = map[string]bool{"ask_text_question": true, "ask_multiple_choice": true, "request_user_intervention": true}
+
+// pointArgs lists, per tool, the argument pairs that are screen points.
+var pointArgs = map[string][][2]string{
+	"mouse_click": {{"x", "y"}}, "mouse_move": {{"x", "y"}}, "scroll": {{"x", "y"}},
+	"mouse_drag": {{"fromX", "fromY"}, {"toX", "toY"}},
+}
