@@ -128,7 +128,7 @@ func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	client, err := llm.New(llm.Config{BaseURL: l.srv.URL, Model: "gpt-test", MaxAttempts: 2, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond,
+	client, err := llm.New(llm.Config{BaseURL: l.srv.URL, Model: "gpt-test", BackoffBase: time.Millisecond, BackoffMax: time.Millisecond,
 		Prices: llm.PriceTable{"gpt-test": {PromptPerMTok: 1, CompletionPerMTok: 2}}})
 	if err != nil {
 		t.Fatal(err)
@@ -395,15 +395,19 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestProviderFailurePausesTheTask: after the retries are spent the task
-// pauses with the error; resumed, it retries the turn and goes on.
+// TestProviderFailurePausesTheTask: five 500s spend the client's five
+// attempts and the task pauses with the error; resumed, it retries the turn
+// and goes on.
 func TestProviderFailurePausesTheTask(t *testing.T) {
-	l := newLLM(t, append([]turn{{status: 500}, {status: 500}}, done(true, "recovered")...)...)
+	l := newLLM(t, append([]turn{{status: 500}, {status: 500}, {status: 500}, {status: 500}, {status: 500}}, done(true, "recovered")...)...)
 	e := newEnv(t, l, nil)
 	res := e.run()
 	waitFor(t, "the pause", func() bool { st, _ := e.r.Status(); return st == store.StatusPaused })
-	if _, reason := e.r.Status(); !strings.Contains(reason, "HTTP 500") {
+	if _, reason := e.r.Status(); !strings.Contains(reason, "HTTP 500") || !strings.Contains(reason, "after 5 attempts") {
 		t.Fatalf("reason = %q", reason)
+	}
+	if n := len(l.requests()); n != 5 {
+		t.Fatalf("%d requests before pausing, want 5", n)
 	}
 	e.r.Resume("")
 	if r := wait(t, res); r.Status != store.StatusCompleted || r.Summary != "recovered" {

@@ -132,8 +132,18 @@ type Settings struct {
 	// KillSwitchShortcut is the global shortcut that stops every agent.
 	KillSwitchShortcut string `json:"killSwitchShortcut"`
 
+	// ModelPrices estimate costs, per model id (a trailing "*" matches a
+	// prefix), in US dollars per million tokens.
+	ModelPrices map[string]ModelPrice `json:"modelPrices"`
+
 	// Advanced.
 	DebugLogging bool `json:"debugLogging"`
+}
+
+// ModelPrice is a model's price in US dollars per million tokens.
+type ModelPrice struct {
+	PromptPerMTok     float64 `json:"promptPerMTok"`
+	CompletionPerMTok float64 `json:"completionPerMTok"`
 }
 
 // Defaults returns the settings of a fresh install on an OS for a user whose
@@ -168,6 +178,7 @@ func Defaults(goos, userHome string) Settings {
 // Clone returns a copy of s that shares no map with it.
 func (s Settings) Clone() Settings {
 	s.ToolPolicy = maps.Clone(s.ToolPolicy)
+	s.ModelPrices = maps.Clone(s.ModelPrices)
 	return s
 }
 
@@ -206,6 +217,11 @@ func (s Settings) Validate() error {
 	if err := s.ToolPolicy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("toolPolicy: %w", err))
 	}
+	for _, model := range slices.Sorted(maps.Keys(s.ModelPrices)) {
+		if p := s.ModelPrices[model]; model == "" || p.PromptPerMTok < 0 || p.CompletionPerMTok < 0 {
+			errs = append(errs, fmt.Errorf("modelPrices: %q needs a model id and prices of zero or more", model))
+		}
+	}
 	if !shortcutPattern.MatchString(s.KillSwitchShortcut) {
 		errs = append(errs, fmt.Errorf("killSwitchShortcut %q is not of the form modifier+...+key (e.g. ctrl+shift+escape)", s.KillSwitchShortcut))
 	}
@@ -218,7 +234,7 @@ func (s Settings) Validate() error {
 // Patch applies a partial update, a JSON object of setting names to values,
 // and returns the validated result; s is not modified. Unknown names, wrong
 // types and invalid values are errors of class errdefs.ErrInvalid. A
-// toolPolicy in the patch replaces the whole policy.
+// toolPolicy or modelPrices in the patch replaces the whole map.
 func (s Settings) Patch(patch []byte) (Settings, error) {
 	out := s.Clone()
 	var probe map[string]json.RawMessage
@@ -227,6 +243,9 @@ func (s Settings) Patch(patch []byte) (Settings, error) {
 	}
 	if _, ok := probe["toolPolicy"]; ok {
 		out.ToolPolicy = nil
+	}
+	if _, ok := probe["modelPrices"]; ok {
+		out.ModelPrices = nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(patch))
 	dec.DisallowUnknownFields()

@@ -95,3 +95,17 @@ func TestToolPolicyMerge(t *testing.T) {
 		t.Fatal("Merge of nils returned a nil map")
 	}
 }
+
+func TestModelPrices(t *testing.T) {
+	base := Defaults("linux", "/home/ada")
+	got, err := base.Patch([]byte(`{"modelPrices": {"gpt-4.1": {"promptPerMTok": 2, "completionPerMTok": 8}, "claude-*": {"promptPerMTok": 3, "completionPerMTok": 15}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ModelPrices["claude-*"].CompletionPerMTok != 15 || len(base.ModelPrices) != 0 {
+		t.Fatalf("prices = %+v (base %+v)", got.ModelPrices, base.ModelPrices)
+	}
+	if _, err := base.Patch([]byte(`{"modelPrices": {"x": {"promptPerMTok": -1}}}`)); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Fatalf("negative price = %v", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
@@ -307,5 +308,9 @@ func TestCost(t *testing.T) {
 	}
 	if _, ok := prices.Cost("unknown", Usage{Prompt: 1}); ok {
 		t.Fatal("an unknown model has a price")
+	}
+	fromSettings := PricesFrom(map[string]config.ModelPrice{"gpt-test": {PromptPerMTok: 4}})
+	if usd, ok := fromSettings.Cost("gpt-test", Usage{Prompt: 500_000}); !ok || usd != 2 {
+		t.Fatalf("settings prices: %v, %v", usd, ok)
 	}
 }

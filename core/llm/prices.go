@@ -3,6 +3,8 @@ package llm
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hivecrew/hivecrew/core/config"
 )
 
 // Price is what a model costs, in US dollars per million tokens.
@@ -39,6 +41,15 @@ func (t PriceTable) Cost(model string, u Usage) (usd float64, known bool) {
 		return 0, false
 	}
 	return float64(u.Prompt)/1e6*p.PromptPerMTok + float64(u.Completion)/1e6*p.CompletionPerMTok, true
+}
+
+// PricesFrom builds a table from the user's settings.
+func PricesFrom(settings map[string]config.ModelPrice) PriceTable {
+	t := make(PriceTable, len(settings))
+	for model, p := range settings {
+		t[model] = Price{PromptPerMTok: p.PromptPerMTok, CompletionPerMTok: p.CompletionPerMTok}
+	}
+	return t
 }
 
 // Validate reports negative prices.

@@ -1,0 +1,188 @@
+// Package agent runs the agent loop end to end: a real sandbox with a real
+// desktop and guest agent, real applications, and an OpenAI-compatible
+// server in the test that plays a script of tool calls and records what it
+// was sent (the only fake of the end-to-end tests).
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/hivecrew/hivecrew/core/agent"
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/guest"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/trace"
+	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/core/vm/sandbox"
+	"github.com/hivecrew/hivecrew/tests/testbin"
+)
+
+var agentBin string
+
+func TestMain(m *testing.M) { testbin.MainWithAgent(m, &agentBin) }
+
+// scripted answers chat requests from a list: tool calls, then text, then
+// a verdict for the completion check.
+type scripted struct {
+	mu      sync.Mutex
+	answers []openai.ChatCompletionMessage
+	bodies  []string
+}
+
+func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	n := len(s.bodies)
+	s.bodies = append(s.bodies, string(body))
+	msg := openai.ChatCompletionMessage{Role: "assistant", Content: "out of script"}
+	if n < len(s.answers) {
+		msg = s.answers[n]
+	}
+	s.mu.Unlock()
+	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: msg}}, Usage: openai.Usage{PromptTokens: 1000, CompletionTokens: 20}})
+}
+
+func tool(name string, args any) openai.ChatCompletionMessage {
+	b, _ := json.Marshal(args)
+	return openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "c-" + name, Type: "function", Function: openai.FunctionCall{Name: name, Arguments: string(b)}}}}
+}
+
+const sentence = "Hivecrew agents save their work."
+
+// TestAgentWritesWithATextEditor: the script opens a text editor on a file
+// in outbox/, types a sentence, saves, and finishes. The file holds the
+// sentence, the task is completed with the verifier's summary, and the trace
+// has one screenshot per step.
+func TestAgentWritesWithATextEditor(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	data := t.TempDir()
+	b, err := sandbox.New(sandbox.Config{AgentBinary: agentBin, DataDir: data, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Create(ctx, vm.Spec{ID: "editor", Template: vm.Template{Kind: vm.KindHost}, Dir: filepath.Join(data, "editor"), Network: vm.NetworkOffline, MemoryMB: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Delete(ctx)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+
+	verdict, _ := json.Marshal(llm.Verdict{Success: true, Summary: "Wrote the sentence into outbox/note.txt with Mousepad."})
+	s := &scripted{answers: []openai.ChatCompletionMessage{
+		tool("write_file", map[string]any{"path": "outbox/note.txt", "contents": ""}),
+		tool("open_file", map[string]any{"path": "outbox/note.txt", "app": "mousepad"}),
+		tool("wait", map[string]any{"seconds": 2}),
+		tool("keyboard_type", map[string]any{"text": sentence}),
+		tool("keyboard_key", map[string]any{"key": "s", "modifiers": []string{"control"}}),
+		tool("wait", map[string]any{"seconds": 1}),
+		{Role: "assistant", Content: "I typed the sentence and saved the file."},
+		{Role: "assistant", Content: string(verdict)},
+	}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	client, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "scripted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessionDir := filepath.Join(data, "Sessions", "s1")
+	tw, err := trace.Create(sessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Close()
+	r, err := agent.New(agent.Config{
+		Task: agent.Task{ID: "t1", Description: "Write the sentence into outbox/note.txt with a text editor.",
+			Network: config.NetworkOffline, Policy: config.ToolPolicy{}, Timeout: 2 * time.Minute},
+		LLM: client, Guest: g, Trace: tw, Log: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Run(ctx)
+	if res.Status != store.StatusCompleted || res.Summary != "Wrote the sentence into outbox/note.txt with Mousepad." {
+		t.Fatalf("result = %+v", res)
+	}
+	got, err := os.ReadFile(filepath.Join(m.Spec().SharedDir(), "outbox", "note.txt"))
+	if err != nil || strings.TrimSpace(string(got)) != sentence {
+		t.Fatalf("outbox/note.txt = %q, %v", got, err)
+	}
+	sess, err := trace.Read(sessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := 0
+	for _, e := range sess.Events {
+		if e.Type == "screenshot" {
+			shots++
+		}
+	}
+	if shots != res.Steps || res.Steps != 7 {
+		t.Fatalf("%d screenshots for %d steps (want 7)", shots, res.Steps)
+	}
+}
+
+// TestVerifierSaysNo: the completion check answers success=false (twice,
+// the bound): the task ends failed with that summary.
+func TestVerifierSaysNo(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	data := t.TempDir()
+	b, err := sandbox.New(sandbox.Config{AgentBinary: agentBin, DataDir: data, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Create(ctx, vm.Spec{ID: "no", Template: vm.Template{Kind: vm.KindHost}, Dir: filepath.Join(data, "no"), Network: vm.NetworkOffline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Delete(ctx)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	no, _ := json.Marshal(llm.Verdict{Success: false, Summary: "There is no PDF in inbox/ to summarise."})
+	s := &scripted{answers: []openai.ChatCompletionMessage{
+		{Role: "assistant", Content: "There is nothing in the inbox."}, {Role: "assistant", Content: string(no)},
+		{Role: "assistant", Content: "I cannot do this without a PDF."}, {Role: "assistant", Content: string(no)},
+	}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	client, _ := llm.New(llm.Config{BaseURL: srv.URL, Model: "scripted"})
+	tw, err := trace.Create(filepath.Join(data, "Sessions", "s2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Close()
+	r, _ := agent.New(agent.Config{Task: agent.Task{ID: "t2", Description: "Summarise the PDF in inbox/.", Policy: config.ToolPolicy{}},
+		LLM: client, Guest: g, Trace: tw, Log: log})
+	res := r.Run(ctx)
+	if res.Status != store.StatusFailed || res.Summary != "There is no PDF in inbox/ to summarise." {
+		t.Fatalf("result = %+v", res)
+	}
+}
