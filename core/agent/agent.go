@@ -38,12 +38,14 @@ type Guest interface {
 type Event struct {
 	Type         string // screenshot, tool_call_start, tool_call_result, llm_response, status_change, question, permission_request
 	ActivityType string
-	Summary      string
-	Details      string
-	Reasoning    string
-	Status       store.TaskStatus
-	Screenshot   string // path in the session folder
-	Usage        llm.Usage
+	// Tool names the tool of tool_call_* events.
+	Tool       string
+	Summary    string
+	Details    string
+	Reasoning  string
+	Status     store.TaskStatus
+	Screenshot string // path in the session folder
+	Usage      llm.Usage
 }
 
 // Task is the work and its limits.
@@ -143,11 +145,8 @@ func New(cfg Config) (*Runner, error) {
 
 // emit records an event in the trace and passes it on.
 func (r *Runner) emit(step int, e Event) {
-	te := trace.Event{Type: e.Type, Step: step, Summary: e.Summary, Details: e.Details, Reasoning: e.Reasoning,
+	te := trace.Event{Type: e.Type, Step: step, Tool: e.Tool, Summary: e.Summary, Details: e.Details, Reasoning: e.Reasoning,
 		Status: string(e.Status), Screenshot: e.Screenshot, PromptTokens: e.Usage.Prompt, CompletionTokens: e.Usage.Completion}
-	if e.Type == "tool_call_start" || e.Type == "tool_call_result" {
-		te.Tool = strings.SplitN(e.Summary, " ", 2)[0]
-	}
 	if _, err := r.cfg.Trace.Append(te); err != nil {
 		r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
 	}
@@ -307,7 +306,11 @@ func (r *Runner) loop(ctx context.Context) Result {
 			return Result{Status: store.StatusFailed, Summary: "The VM could not be observed: " + err.Error()}
 		}
 		messages = append(messages, obs)
-		r.cfg.Trace.SaveConversation(messages)
+		// The transcript keeps text only: the screenshots are in the trace
+		// already, and inlining them would rewrite them all every step.
+		if err := r.cfg.Trace.SaveConversation(llm.Compact(messages, 0)); err != nil {
+			r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
+		}
 
 		// Decide.
 		reply, err := r.decide(ctx, step, messages, toolDefs)
@@ -450,7 +453,7 @@ func (r *Runner) check(ctx context.Context, step int, messages []openai.ChatComp
 
 // act runs one tool call and returns what the model is told.
 func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping) string {
-	r.emit(step, Event{Type: "tool_call_start", ActivityType: "tool_call", Summary: call.Name + " " + string(call.Arguments)})
+	r.emit(step, Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Arguments)})
 	out, err := r.run(ctx, step, call, m)
 	summary := call.Name + " " + firstLine(out)
 	activity := "tool_result"
@@ -458,7 +461,7 @@ func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping
 		out = "Error: " + err.Error()
 		summary, activity = call.Name+" failed: "+err.Error(), "error"
 	}
-	r.emit(step, Event{Type: "tool_call_result", ActivityType: activity, Summary: summary, Details: truncate(out, 4000)})
+	r.emit(step, Event{Type: "tool_call_result", ActivityType: activity, Tool: call.Name, Summary: summary, Details: truncate(out, 4000)})
 	return truncate(out, 16000)
 }
 

@@ -224,6 +224,9 @@ func TestClickLandsOnTheWidgetAndTaskCompletes(t *testing.T) {
 	if shots != res.Steps {
 		t.Fatalf("%d screenshots for %d steps", shots, res.Steps)
 	}
+	if len(s.Conversation) == 0 || strings.Contains(string(s.Conversation), "base64") {
+		t.Fatalf("the saved conversation is missing or inlines screenshots (%d bytes)", len(s.Conversation))
+	}
 	if res.Usage.Total == 0 || res.CostUSD <= 0 {
 		t.Fatalf("usage %+v cost %v", res.Usage, res.CostUSD)
 	}

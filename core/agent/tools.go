@@ -58,9 +58,6 @@ func tools(denied func(string) bool) []openai.Tool {
 	return out
 }
 
-// hostTools are answered by the user, not the guest.
-var hostTools = map[string]bool{"ask_text_question": true, "ask_multiple_choice": true, "request_user_intervention": true}
-
 // pointArgs lists, per tool, the argument pairs that are screen points.
 var pointArgs = map[string][][2]string{
 	"mouse_click": {{"x", "y"}}, "mouse_move": {{"x", "y"}}, "scroll": {{"x", "y"}},

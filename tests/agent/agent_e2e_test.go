@@ -61,6 +61,32 @@ func tool(name string, args any) openai.ChatCompletionMessage {
 	return openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "c-" + name, Type: "function", Function: openai.FunctionCall{Name: name, Arguments: string(b)}}}}
 }
 
+// startGuest starts a sandbox of the host template and connects to its guest.
+func startGuest(t *testing.T, id string) (vm.Machine, *guest.Client, string) {
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	data := t.TempDir()
+	b, err := sandbox.New(sandbox.Config{AgentBinary: agentBin, DataDir: data, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Create(ctx, vm.Spec{ID: id, Template: vm.Template{Kind: vm.KindHost}, Dir: filepath.Join(data, id), Network: vm.NetworkOffline, MemoryMB: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Delete(context.Background()) })
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return m, g, data
+}
+
 const sentence = "Hivecrew agents save their work."
 
 // TestAgentWritesWithATextEditor: the script opens a text editor on a file
@@ -70,24 +96,7 @@ const sentence = "Hivecrew agents save their work."
 func TestAgentWritesWithATextEditor(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	data := t.TempDir()
-	b, err := sandbox.New(sandbox.Config{AgentBinary: agentBin, DataDir: data, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := b.Create(ctx, vm.Spec{ID: "editor", Template: vm.Template{Kind: vm.KindHost}, Dir: filepath.Join(data, "editor"), Network: vm.NetworkOffline, MemoryMB: 2048})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Delete(ctx)
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	g, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	m, g, data := startGuest(t, "editor")
 
 	verdict, _ := json.Marshal(llm.Verdict{Success: true, Summary: "Wrote the sentence into outbox/note.txt with Mousepad."})
 	s := &scripted{answers: []openai.ChatCompletionMessage{
@@ -148,24 +157,7 @@ func TestAgentWritesWithATextEditor(t *testing.T) {
 func TestVerifierSaysNo(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	data := t.TempDir()
-	b, err := sandbox.New(sandbox.Config{AgentBinary: agentBin, DataDir: data, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := b.Create(ctx, vm.Spec{ID: "no", Template: vm.Template{Kind: vm.KindHost}, Dir: filepath.Join(data, "no"), Network: vm.NetworkOffline})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Delete(ctx)
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	g, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	_, g, data := startGuest(t, "no")
 	no, _ := json.Marshal(llm.Verdict{Success: false, Summary: "There is no PDF in inbox/ to summarise."})
 	s := &scripted{answers: []openai.ChatCompletionMessage{
 		{Role: "assistant", Content: "There is nothing in the inbox."}, {Role: "assistant", Content: string(no)},
