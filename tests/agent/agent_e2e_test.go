@@ -40,7 +40,15 @@ func TestMain(m *testing.M) { testbin.MainWithAgent(m, &agentBin) }
 type scripted struct {
 	mu      sync.Mutex
 	answers []openai.ChatCompletionMessage
-	bodies  []string
+	// holds, by answer index, delay an answer until the channel closes.
+	holds  map[int]chan struct{}
+	bodies []string
+}
+
+func (s *scripted) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bodies...)
 }
 
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +60,15 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if n < len(s.answers) {
 		msg = s.answers[n]
 	}
+	hold := s.holds[n]
 	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: msg}}, Usage: openai.Usage{PromptTokens: 1000, CompletionTokens: 20}})
 }
 
@@ -176,5 +192,89 @@ func TestVerifierSaysNo(t *testing.T) {
 	res := r.Run(ctx)
 	if res.Status != store.StatusFailed || res.Summary != "There is no PDF in inbox/ to summarise." {
 		t.Fatalf("result = %+v", res)
+	}
+}
+
+// TestUserStaysInControl, on a real sandbox: a multiple-choice question
+// blocks until answered; a takeover during an LLM answer keeps its action
+// from running and the hand-back's instructions reach the model; cancel
+// stops a 60 s guest call within a second.
+func TestUserStaysInControl(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	_, g, data := startGuest(t, "ctl")
+	hold := make(chan struct{})
+	s := &scripted{
+		answers: []openai.ChatCompletionMessage{
+			tool("ask_multiple_choice", map[string]any{"question": "Which report?", "options": []string{"Q1", "Q2"}}),
+			tool("keyboard_type", map[string]any{"text": "should not be typed"}),
+			tool("wait", map[string]any{"seconds": 60}),
+		},
+		holds: map[int]chan struct{}{1: hold},
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	client, _ := llm.New(llm.Config{BaseURL: srv.URL, Model: "scripted"})
+	tw, err := trace.Create(filepath.Join(data, "Sessions", "s3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Close()
+	r, _ := agent.New(agent.Config{Task: agent.Task{ID: "t3", Description: "Pick a report.", Policy: config.ToolPolicy{}}, LLM: client, Guest: g, Trace: tw, Log: log})
+	done := make(chan agent.Result, 1)
+	go func() { done <- r.Run(ctx) }()
+
+	waitUntil(t, "the question", func() bool { q, _ := r.Pending(); return q != nil })
+	q, _ := r.Pending()
+	if st, _ := r.Status(); st != store.StatusRunning {
+		t.Fatalf("status while asking = %s", st)
+	}
+	if err := r.Answer(q.ID, "Q2"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the held LLM request", func() bool { return len(s.requests()) == 2 })
+	if !strings.Contains(s.requests()[1], "The user answered: Q2") {
+		t.Fatal("the answer did not reach the model")
+	}
+	r.TakeOver()
+	close(hold)
+	time.Sleep(500 * time.Millisecond)
+	if st, _ := r.Status(); st != store.StatusPaused {
+		t.Fatalf("status after takeover = %s", st)
+	}
+	// The held answer's keyboard_type never ran: the trace has no result for it.
+	tw.Sync()
+	sess, _ := trace.Read(filepath.Join(data, "Sessions", "s3"))
+	for _, e := range sess.Events {
+		if e.Type == "tool_call_result" && e.Tool == "keyboard_type" {
+			t.Fatal("an action ran after the user took over")
+		}
+	}
+	r.Resume("Only look at Q2.")
+	waitUntil(t, "the next LLM request", func() bool { return len(s.requests()) == 3 })
+	if !strings.Contains(s.requests()[2], "New instructions from the user: Only look at Q2.") {
+		t.Fatal("the hand-back's instructions did not reach the model")
+	}
+	time.Sleep(300 * time.Millisecond) // the 60 s wait is now running in the guest
+	t0 := time.Now()
+	r.Cancel()
+	select {
+	case res := <-done:
+		if res.Status != store.StatusCancelled || time.Since(t0) > time.Second {
+			t.Fatalf("%+v after %s", res, time.Since(t0))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancel did not stop the run")
+	}
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
