@@ -73,6 +73,6 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.released = true
 	l.mu.Unlock()
 	l.p.discard(l.e, "task finished")
-	go l.p.refill()
+	go l.p.refill(l.p.bg)
 	return nil
 }

@@ -111,6 +111,9 @@ type Pool struct {
 	leakSeen bool      // a host slot is held outside the pool
 
 	wg sync.WaitGroup // supervisors and background work
+	// bg is the pool's lifetime: background boots end when Close cancels it.
+	bg     context.Context
+	stopBg context.CancelFunc
 }
 
 type entry struct {
@@ -142,7 +145,9 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.RetryEvery == 0 {
 		cfg.RetryEvery = 10 * time.Second
 	}
-	return &Pool{cfg: cfg, entries: map[string]*entry{}, changed: make(chan struct{}), lastUse: time.Now()}, nil
+	p := &Pool{cfg: cfg, entries: map[string]*entry{}, changed: make(chan struct{}), lastUse: time.Now()}
+	p.bg, p.stopBg = context.WithCancel(context.Background())
+	return p, nil
 }
 
 func key(t vm.Template, n vm.NetworkMode) string {
@@ -277,7 +282,7 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 				p.mu.Unlock()
 				p.record(info)
 				p.cfg.Log.Info("warm VM leased", "vm", info.ID, "task", req.TaskID)
-				go p.refill()
+				go p.refill(p.bg)
 				return l, nil
 			}
 		}
@@ -361,6 +366,17 @@ func (p *Pool) reserveLocked(t vm.Template, n vm.NetworkMode, cpus, mem int, lim
 // boot creates and starts a reserved VM and waits for its guest's hello.
 // On failure the reservation is released.
 func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
+	// A VM discarded while it boots (shutdown, eviction) ends its boot at
+	// once instead of waiting out the ready timeout.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-e.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	lim := p.cfg.Limits()
 	spec := vm.Spec{
 		ID: e.info.ID, Name: e.info.Name, Template: templateOf(e, lim), Dir: e.info.Dir,
@@ -525,7 +541,7 @@ func (p *Pool) fail(e *entry, reason string) {
 	p.mu.Unlock()
 	if l == nil {
 		p.discard(e, reason)
-		go p.refill()
+		go p.refill(p.bg)
 		return
 	}
 	p.setState(e, StateError, reason)
@@ -540,9 +556,13 @@ func (p *Pool) fail(e *entry, reason string) {
 }
 
 // refill boots warm VMs until the warm pool is full (while Hivecrew is in
-// use: the warm pool empties after IdleTimeout without a request).
-func (p *Pool) refill() {
+// use: the warm pool empties after IdleTimeout without a request). Its boots
+// end when ctx does.
+func (p *Pool) refill(ctx context.Context) {
 	for {
+		if ctx.Err() != nil {
+			return
+		}
 		lim := p.cfg.Limits()
 		p.mu.Lock()
 		if p.closed || lim.WarmSize <= 0 || time.Since(p.lastUse) > lim.IdleTimeout {
@@ -563,8 +583,8 @@ func (p *Pool) refill() {
 		e := p.reserveLocked(lim.WarmTemplate, lim.WarmNetwork, lim.CPUs, lim.MemoryMB, lim, wk)
 		p.wg.Add(1)
 		p.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ReadyTimeout)
-		err := p.boot(ctx, e)
+		bctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
+		err := p.boot(bctx, e)
 		cancel()
 		p.wg.Done()
 		if err != nil {
@@ -582,7 +602,7 @@ func (p *Pool) refill() {
 func (p *Pool) Run(ctx context.Context) error {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	p.refill()
+	p.refill(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -604,13 +624,14 @@ func (p *Pool) Run(ctx context.Context) error {
 			p.discard(e, fmt.Sprintf("idle for %s", lim.IdleTimeout))
 		}
 		if !idle {
-			p.refill()
+			p.refill(ctx)
 		}
 	}
 }
 
 // Close stops accepting requests and deletes every VM, leased or not.
 func (p *Pool) Close(ctx context.Context) error {
+	p.stopBg()
 	p.mu.Lock()
 	p.closed = true
 	var all []*entry

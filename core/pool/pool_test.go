@@ -314,3 +314,22 @@ func TestIdleWarmVMsRetire(t *testing.T) {
 	h.setLimits(func(l *Limits) { l.IdleTimeout = 10 * time.Millisecond })
 	waitFor(t, "the idle VM to retire", func() bool { return len(h.p.Snapshot()) == 0 })
 }
+
+// TestCloseEndsBootsAtOnce: closing the pool while a started VM's guest is
+// not answering yet ends the boot at once instead of waiting out the ready
+// timeout.
+func TestCloseEndsBootsAtOnce(t *testing.T) {
+	b := fake.New(fake.Options{ReadyDelay: time.Hour})
+	h := newPool(t, limits(2, 1), b, nil)
+	h.run()
+	waitFor(t, "a booting VM", func() bool { return count(h.p, StateBooting) == 1 })
+	t0 := time.Now()
+	h.stop() // Run returns although its refill is booting
+	h.stop = nil
+	if err := h.p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("stopping the pool took %s with a VM booting", d)
+	}
+}

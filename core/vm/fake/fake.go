@@ -26,8 +26,12 @@ import (
 type Options struct {
 	// MaxRunning simulates a host limit (as macOS has); 0 means none.
 	MaxRunning int
-	// StartDelay simulates boot time.
+	// StartDelay simulates boot time before Start returns.
 	StartDelay time.Duration
+	// ReadyDelay simulates a guest agent that comes up after Start has
+	// returned (as in a VM that is still booting): the guest listens only
+	// then.
+	ReadyDelay time.Duration
 	// Screen of every guest; default 1280x800 at scale 1.
 	Width, Height int
 	Scale         float64
@@ -118,7 +122,6 @@ type Machine struct {
 	mu     sync.Mutex
 	status vm.Status
 	cancel context.CancelFunc
-	ln     net.Listener
 	srv    *server.Server
 	exited chan struct{}
 	served chan struct{}
@@ -172,24 +175,36 @@ func (m *Machine) Start(ctx context.Context) error {
 		}
 	}
 	os.Remove(m.socket())
-	ln, err := net.Listen("unix", m.socket())
-	if err != nil {
-		m.releaseSlot()
-		return err
-	}
 	srv, err := server.New(server.Config{SharedDir: m.spec.SharedDir(), Driver: m.driver, Log: m.b.opts.Log, AgentVersion: "fake"})
 	if err != nil {
-		ln.Close()
 		m.releaseSlot()
 		return err
 	}
+	listen := func() (net.Listener, error) { return net.Listen("unix", m.socket()) }
+	var ln net.Listener
+	if m.b.opts.ReadyDelay == 0 {
+		if ln, err = listen(); err != nil {
+			srv.Close()
+			m.releaseSlot()
+			return err
+		}
+	}
 	sctx, cancel := context.WithCancel(context.Background())
-	m.ln, m.srv, m.cancel = ln, srv, cancel
+	m.srv, m.cancel = srv, cancel
 	m.exited, m.served = make(chan struct{}), make(chan struct{})
 	m.status = vm.Status{State: vm.StateRunning, Limits: "none (fake)"}
 	exited, served := m.exited, m.served
 	go func() {
-		srv.Serve(sctx, ln)
+		if ln == nil { // the guest comes up later
+			select {
+			case <-time.After(m.b.opts.ReadyDelay):
+				ln, _ = listen()
+			case <-sctx.Done():
+			}
+		}
+		if ln != nil {
+			srv.Serve(sctx, ln)
+		}
 		srv.Close()
 		close(served)
 		m.mu.Lock()
