@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // slirp gives a sandbox outbound NAT through slirp4netns, with the host's
-// loopback unreachable (--disable-host-loopback).
+// loopback unreachable (--disable-host-loopback). It runs as the sandbox
+// account with its seccomp filter; its --enable-sandbox (a private mount
+// namespace) cannot be set up when it joins the namespaces by descriptor,
+// which it must (see startSlirp).
 type slirp struct {
 	cmd  *exec.Cmd
 	exit *os.File // closing it tells slirp4netns to exit
@@ -35,12 +39,32 @@ func startSlirp(pid int, id identity) (*slirp, error) {
 		readyW.Close()
 		return nil, err
 	}
+	// The sandbox's network namespace, and the user namespace that owns it:
+	// bubblewrap ends its setup in a nested user namespace (to give the
+	// guest uid 1000), so the PID's own user namespace is the wrong one.
+	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		readyW.Close()
+		exitR.Close()
+		exitW.Close()
+		return nil, fmt.Errorf("open the sandbox's network namespace: %w", err)
+	}
+	defer netns.Close()
+	ufd, err := unix.IoctlRetInt(int(netns.Fd()), unix.NS_GET_USERNS)
+	if err != nil {
+		readyW.Close()
+		exitR.Close()
+		exitW.Close()
+		return nil, fmt.Errorf("find the owner of the sandbox's network namespace: %w", err)
+	}
+	userns := os.NewFile(uintptr(ufd), "userns")
+	defer userns.Close()
 	cmd := exec.Command(path, "--configure", "--mtu=65520", "--disable-host-loopback",
-		"--enable-sandbox", "--enable-seccomp",
+		"--enable-seccomp",
 		"--ready-fd=3", "--exit-fd=4",
-		"--userns-path=/proc/"+strconv.Itoa(pid)+"/ns/user",
-		strconv.Itoa(pid), "tap0")
-	cmd.ExtraFiles = []*os.File{readyW, exitR}
+		"--netns-type=path", "--userns-path=/proc/self/fd/6",
+		"/proc/self/fd/5", "tap0")
+	cmd.ExtraFiles = []*os.File{readyW, exitR, netns, userns}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: id.cred, Pdeathsig: syscall.SIGKILL}
 	out, _ := os.CreateTemp("", "slirp4netns-*.log")
 	if out != nil {

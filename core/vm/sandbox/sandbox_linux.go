@@ -347,15 +347,17 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w%s", err, m.logTail())
 	}
+	if err := m.waitReady(ctx, waited); err != nil {
+		return err
+	}
+	// NAT is attached once the sandbox is fully set up (its guest answers):
+	// earlier, its user namespace may not be ready to be joined.
 	var net *slirp
 	if m.spec.Network == vm.NetworkInternet {
 		if net, err = startSlirp(pid, m.b.id); err != nil {
 			return err
 		}
 		cleanups = append(cleanups, func() error { net.stop(); return nil })
-	}
-	if err := m.waitReady(ctx, waited); err != nil {
-		return err
 	}
 	exited := make(chan struct{})
 	m.mu.Lock()
