@@ -280,7 +280,6 @@ func (r *Runner) loop(ctx context.Context) Result {
 	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
 	toolDefs := tools(denied)
 	failedChecks := 0
-	r.setStatus(store.StatusRunning, "")
 	for {
 		if err := r.ctl.waitResumed(ctx); err != nil {
 			return ended(ctx)
@@ -411,16 +410,24 @@ func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCom
 			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: summary, Reasoning: reply.Text, Usage: reply.Usage})
 			return reply, nil
 		}
-		if ctx.Err() != nil {
-			return llm.Reply{}, ctx.Err()
-		}
-		r.emit(step, Event{Type: "llm_response", ActivityType: "error", Summary: "LLM error: " + err.Error()})
-		r.ctl.pause("LLM error: "+err.Error(), false)
-		r.setStatus(store.StatusPaused, "LLM error: "+err.Error())
-		if err := r.ctl.waitResumed(ctx); err != nil {
+		if err := r.pauseForLLM(ctx, step, err); err != nil {
 			return llm.Reply{}, err
 		}
 	}
+}
+
+// pauseForLLM pauses the task with the provider's error, once the client's
+// retries are spent, and waits for the user to resume (the caller then
+// retries the same call).
+func (r *Runner) pauseForLLM(ctx context.Context, step int, llmErr error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	reason := "LLM error: " + llmErr.Error()
+	r.emit(step, Event{Type: "llm_response", ActivityType: "error", Summary: reason})
+	r.ctl.pause(reason, false)
+	r.setStatus(store.StatusPaused, reason)
+	return r.ctl.waitResumed(ctx)
 }
 
 func (r *Runner) addUsage(u llm.Usage) {
@@ -440,12 +447,7 @@ func (r *Runner) check(ctx context.Context, step int, messages []openai.ChatComp
 			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: fmt.Sprintf("Completion check: success=%v. %s", v.Success, v.Summary), Usage: u})
 			return v, nil
 		}
-		if ctx.Err() != nil {
-			return llm.Verdict{}, ctx.Err()
-		}
-		r.ctl.pause("LLM error: "+err.Error(), false)
-		r.setStatus(store.StatusPaused, "LLM error: "+err.Error())
-		if err := r.ctl.waitResumed(ctx); err != nil {
+		if err := r.pauseForLLM(ctx, step, err); err != nil {
 			return llm.Verdict{}, err
 		}
 	}

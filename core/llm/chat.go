@@ -54,16 +54,7 @@ type Reply struct {
 // Complete sends the conversation with the tools and returns the model's
 // reply.
 func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionMessage, tools []openai.Tool) (Reply, error) {
-	req := openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: messages, Tools: tools}
-	var resp openai.ChatCompletionResponse
-	err := c.do(ctx, func(actx context.Context) error {
-		var err error
-		resp, err = c.api.CreateChatCompletion(actx, req)
-		if err == nil && len(resp.Choices) == 0 {
-			err = fmt.Errorf("the answer has no choices")
-		}
-		return err
-	})
+	resp, err := c.create(ctx, openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: messages, Tools: tools})
 	if err != nil {
 		return Reply{}, err
 	}
@@ -80,6 +71,21 @@ func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionM
 		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
 	return r, nil
+}
+
+// create sends one chat completion request, with retries; an answer
+// without choices counts as a broken one.
+func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	var resp openai.ChatCompletionResponse
+	err := c.do(ctx, func(actx context.Context) error {
+		var err error
+		resp, err = c.api.CreateChatCompletion(actx, req)
+		if err == nil && len(resp.Choices) == 0 {
+			err = fmt.Errorf("the answer has no choices")
+		}
+		return err
+	})
+	return resp, err
 }
 
 // Verdict is the completion check's structured answer.
@@ -103,15 +109,7 @@ func (c *Client) Verify(ctx context.Context, messages []openai.ChatCompletionMes
 			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: "completion_check", Schema: schema, Strict: true},
 		},
 	}
-	var resp openai.ChatCompletionResponse
-	err = c.do(ctx, func(actx context.Context) error {
-		var err error
-		resp, err = c.api.CreateChatCompletion(actx, req)
-		if err == nil && len(resp.Choices) == 0 {
-			err = fmt.Errorf("the answer has no choices")
-		}
-		return err
-	})
+	resp, err := c.create(ctx, req)
 	if err != nil {
 		return Verdict{}, Usage{}, err
 	}

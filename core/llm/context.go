@@ -10,6 +10,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 	"golang.org/x/image/draw"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
 // DefaultKeepImages is how many of the latest screenshots stay images in
@@ -28,7 +30,7 @@ func ImagePart(format string, data []byte, maxW, maxH int) (openai.ChatMessagePa
 		if err != nil {
 			return openai.ChatMessagePart{}, fmt.Errorf("screenshot: %w", err)
 		}
-		w, h := fit(cfg.Width, cfg.Height, maxW, maxH)
+		w, h := protocol.FitSize(cfg.Width, cfg.Height, maxW, maxH)
 		dst := image.NewRGBA(image.Rect(0, 0, w, h))
 		draw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
 		var buf bytes.Buffer
@@ -41,18 +43,6 @@ func ImagePart(format string, data []byte, maxW, maxH int) (openai.ChatMessagePa
 		Type:     openai.ChatMessagePartTypeImageURL,
 		ImageURL: &openai.ChatMessageImageURL{URL: "data:image/" + format + ";base64," + base64.StdEncoding.EncodeToString(data), Detail: openai.ImageURLDetailHigh},
 	}, nil
-}
-
-// fit returns the largest size with w:h's aspect that fits maxW x maxH.
-func fit(w, h, maxW, maxH int) (int, int) {
-	scale := 1.0
-	if maxW > 0 && w > maxW {
-		scale = float64(maxW) / float64(w)
-	}
-	if maxH > 0 && h > maxH && float64(maxH)/float64(h) < scale {
-		scale = float64(maxH) / float64(h)
-	}
-	return max(1, int(float64(w)*scale+0.5)), max(1, int(float64(h)*scale+0.5))
 }
 
 // Compact returns the conversation with only the last keep images left as

@@ -92,3 +92,20 @@ const (
 
 // SharedEnv is the environment variable run_shell sets to the shared folder.
 const SharedEnv = "HIVECREW_SHARED"
+
+// FitSize returns the size a screenshot of w x h has when downscaled (aspect
+// kept) to fit maxW x maxH, as screenshot's maxWidth and maxHeight ask; a
+// zero bound is no bound, and an image is never enlarged.
+func FitSize(w, h, maxW, maxH int) (int, int) {
+	scale := 1.0
+	if maxW > 0 && w > maxW {
+		scale = float64(maxW) / float64(w)
+	}
+	if maxH > 0 && h > maxH && float64(maxH)/float64(h) < scale {
+		scale = float64(maxH) / float64(h)
+	}
+	if scale == 1 {
+		return w, h
+	}
+	return max(1, int(float64(w)*scale+0.5)), max(1, int(float64(h)*scale+0.5))
+}

@@ -168,7 +168,9 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 			return nil, err
 		}
 	}
-	for _, d := range []string{m.path("shared"), m.path("home"), m.path("run")} {
+	// The shared folder is given to the account at every Start (the host
+	// puts inputs there in between); home and run only here.
+	for _, d := range []string{m.path("home"), m.path("run")} {
 		if err := b.id.own(d); err != nil {
 			return nil, fmt.Errorf("give %s to the sandbox account: %w", d, err)
 		}
