@@ -26,7 +26,7 @@ import (
 )
 
 const usage = `usage:
-  hivecrew-helper serve [--home DIR] [--addr HOST:PORT] [--socket PATH] [--print-api-key] [--log-level LEVEL]
+  hivecrew-helper serve [--home DIR] [--addr HOST:PORT] [--socket PATH] [--print-api-key] [--log-level LEVEL] [--guest-agent PATH]
   hivecrew-helper stop  [--home DIR]
   hivecrew-helper version`
 
@@ -60,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		socket := fs.String("socket", "", "unix socket path (default <home>/helper.sock)")
 		printKey := fs.Bool("print-api-key", false, "replace the \"make run\" API key and print the new one")
 		level := fs.String("log-level", "info", "debug, info, warn or error")
+		agent := fs.String("guest-agent", "", "guest agent binary for sandboxes (default: hivecrew-guestagent next to this binary)")
 		if err := fs.Parse(args); err != nil {
 			return usageError{err.Error()}
 		}
@@ -75,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return daemon.Run(ctx, daemon.Config{
-			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log,
+			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log, GuestAgent: *agent,
 		})
 	case "stop":
 		if err := fs.Parse(args); err != nil {

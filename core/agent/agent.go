@@ -76,6 +76,9 @@ type Config struct {
 	Emit func(Event)
 	// Now is the clock for the prompt's date; default time.Now.
 	Now func() time.Time
+	// Changed, if set, is called (outside any lock) whenever the pause
+	// state, the pending question or the pending permission changes.
+	Changed func()
 }
 
 // Result is how a run ended.
@@ -138,7 +141,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, ctl: newControl(nil)}
+	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, ctl: newControl(cfg.Changed)}
 	r.stop, r.cancel = context.WithCancelCause(context.Background())
 	return r, nil
 }
@@ -314,7 +317,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 		// Decide.
 		reply, err := r.decide(ctx, step, messages, toolDefs)
 		if err != nil {
-			return ended(ctx)
+			return r.failed(ctx, err)
 		}
 		messages = append(messages, reply.Message)
 
@@ -322,7 +325,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 		if len(reply.ToolCalls) == 0 {
 			verdict, err := r.check(ctx, step, messages)
 			if err != nil {
-				return ended(ctx)
+				return r.failed(ctx, err)
 			}
 			if verdict.Success {
 				ok := true
@@ -416,15 +419,36 @@ func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCom
 	}
 }
 
+// refused is an LLM error that waiting cannot fix: the provider refused
+// the key, or does not know the model.
+type refused struct{ err error }
+
+func (e refused) Error() string { return e.err.Error() }
+
+// failed turns an error that ended the loop into the run's result.
+func (r *Runner) failed(ctx context.Context, err error) Result {
+	var ref refused
+	if errors.As(err, &ref) {
+		ok := false
+		return Result{Status: store.StatusFailed, Summary: "LLM error: " + ref.Error(), Success: &ok}
+	}
+	return ended(ctx)
+}
+
 // pauseForLLM pauses the task with the provider's error, once the client's
 // retries are spent, and waits for the user to resume (the caller then
-// retries the same call).
+// retries the same call). A refused key or an unknown model fails the task
+// instead: the user has to fix the provider, not resume.
 func (r *Runner) pauseForLLM(ctx context.Context, step int, llmErr error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	reason := "LLM error: " + llmErr.Error()
 	r.emit(step, Event{Type: "llm_response", ActivityType: "error", Summary: reason})
+	var le *llm.Error
+	if errors.As(llmErr, &le) && (le.Status == 401 || le.Status == 403 || le.Status == 404) {
+		return refused{llmErr}
+	}
 	r.ctl.pause(reason, false)
 	r.setStatus(store.StatusPaused, reason)
 	return r.ctl.waitResumed(ctx)
@@ -568,4 +592,11 @@ func scaleTree(raw json.RawMessage, m mapping) string {
 	walk(res.Nodes)
 	out, _ := json.Marshal(res)
 	return string(out)
+}
+
+// TakenOver reports whether the user drives the VM (after TakeOver, until
+// Resume).
+func (r *Runner) TakenOver() bool {
+	_, taken, _, _, _ := r.ctl.snapshot()
+	return taken
 }

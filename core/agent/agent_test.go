@@ -447,3 +447,18 @@ func TestParallelTasksDoNotMix(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedKeyFailsTheTask: a provider answering 401 fails the task at
+// once with the provider's refusal, instead of pausing for a resume that
+// cannot help.
+func TestRefusedKeyFailsTheTask(t *testing.T) {
+	l := newLLM(t, turn{status: 401})
+	e := newEnv(t, l, nil)
+	r := wait(t, e.run())
+	if r.Status != store.StatusFailed || !strings.Contains(r.Summary, "refused the API key") || !strings.Contains(r.Summary, "HTTP 401") {
+		t.Fatalf("%+v", r)
+	}
+	if n := len(l.requests()); n != 1 {
+		t.Fatalf("%d requests, want 1 (a refused key is not retried)", n)
+	}
+}

@@ -95,10 +95,13 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader) (*
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, errdefs.Unavailablef("helper not reachable: %v", err)
+		return nil, unreachable(err)
 	}
 	return resp, nil
 }
+
+// unreachable is the error of a request that reached no helper.
+func unreachable(err error) error { return errdefs.Unavailablef("helper not reachable: %v", err) }
 
 // decodeError turns an API error response into an error of the matching class.
 func decodeError(resp *http.Response) error {
@@ -122,6 +125,10 @@ func decodeError(resp *http.Response) error {
 		class = errdefs.ErrTooLarge
 	case http.StatusServiceUnavailable:
 		class = errdefs.ErrUnavailable
+	case http.StatusNotImplemented:
+		class = errdefs.ErrUnsupported
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return fmt.Errorf("%s (HTTP %d)", msg, resp.StatusCode)
 	default:
 		return fmt.Errorf("helper answered %s: %s", resp.Status, msg)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/vm"
 )
 
 // MakeRunKeyName names the API key `serve --print-api-key` replaces on each start.
@@ -37,6 +38,15 @@ type Config struct {
 	// Stdout receives the banner; nil means no banner.
 	Stdout io.Writer
 	Log    *slog.Logger
+	// GuestAgent is the guest agent binary for sandboxes; default
+	// hivecrew-guestagent next to the running executable.
+	GuestAgent string
+	// Backend overrides the platform's VM backend (tests use the fake).
+	Backend vm.Backend
+	// LLMBackoff is the first retry wait of LLM calls; default 1 s.
+	LLMBackoff time.Duration
+	// DrainTimeout bounds the shutdown of agents and VMs; default 30 s.
+	DrainTimeout time.Duration
 }
 
 // Run runs the helper until ctx is cancelled or a stop request arrives, then
@@ -115,8 +125,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			return err
 		}
 	}
+
+	c, err := startCore(ctx, cfg, st, settings, "http://"+tcpLn.Addr().String())
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, c.stop)
+	srv.mount(c.api)
 	srv.markReady()
-	log.Info("helper ready", "home", cfg.Paths.Home, "socket", sockPath, "addr", tcpLn.Addr().String())
+	log.Info("helper ready", "home", cfg.Paths.Home, "socket", sockPath, "addr", tcpLn.Addr().String(), "backend", c.backend)
 	if cfg.Stdout != nil {
 		printBanner(cfg.Stdout, cfg.Paths, sockPath, tcpLn.Addr().String(), key)
 	}
@@ -126,6 +143,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		log.Info("helper stopping")
 		return nil
 	case err := <-serveErr:
+		return err
+	case err := <-c.failed:
 		return err
 	}
 }

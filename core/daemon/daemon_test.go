@@ -19,6 +19,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/vm/fake"
 )
 
 type running struct {
@@ -56,7 +57,7 @@ func start(t *testing.T, home string, printKey bool) *running {
 	go func() {
 		err := Run(ctx, Config{
 			Paths: r.paths, Addr: "127.0.0.1:0", PrintAPIKey: printKey, Stdout: pw,
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Backend: fake.New(fake.Options{}),
 		})
 		pw.Close()
 		r.done <- err
@@ -95,7 +96,7 @@ func (r *running) wait(t *testing.T) {
 
 func TestHelperServesHealthAndStopsOnRequest(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	r := start(t, tempHome(t), false)
+	r := start(t, tempHome(t), true)
 	ctx := context.Background()
 
 	c := client.NewUnix(r.paths.Socket())
@@ -110,7 +111,18 @@ func TestHelperServesHealthAndStopsOnRequest(t *testing.T) {
 		t.Fatalf("health over TCP: %v", err)
 	}
 
+	// Without a key, the API refuses; with one, an unknown route is a 404.
 	resp, err := http.Get("http://" + r.addr + "/api/v1/nothing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no key: %d, want 401", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+r.addr+"/api/v1/nothing", nil)
+	req.Header.Set("Authorization", "Bearer "+r.apiKey)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +145,7 @@ func TestHelperServesHealthAndStopsOnRequest(t *testing.T) {
 	}
 
 	// A second helper on the same data directory is refused.
-	err = Run(ctx, Config{Paths: r.paths, Addr: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	err = Run(ctx, Config{Paths: r.paths, Addr: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Backend: fake.New(fake.Options{})})
 	if err == nil || !strings.Contains(err.Error(), "another Hivecrew helper is running") {
 		t.Fatalf("second helper: %v", err)
 	}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -15,7 +14,13 @@ type server struct {
 
 	ready chan struct{} // closed by markReady
 	once  sync.Once
+	// api serves everything but /health and the stop request; set by
+	// mount before markReady, read only after ready is closed.
+	api interface{ Handler(unix bool) http.Handler }
 }
+
+// mount sets the API; call before markReady.
+func (s *server) mount(a interface{ Handler(unix bool) http.Handler }) { s.api = a }
 
 func newServer(log *slog.Logger, stop func()) *server {
 	return &server{log: log, stop: stop, ready: make(chan struct{})}
@@ -40,8 +45,13 @@ func (s *server) handler(unix bool) http.Handler {
 			s.stop()
 		}))
 	}
+	var (
+		once sync.Once
+		api  http.Handler
+	)
 	mux.HandleFunc("/", s.gated(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+		once.Do(func() { api = s.api.Handler(unix) })
+		api.ServeHTTP(w, r)
 	}))
 	return mux
 }
@@ -55,11 +65,4 @@ func (s *server) gated(h http.HandlerFunc) http.HandlerFunc {
 		case <-r.Context().Done():
 		}
 	}
-}
-
-// writeError writes the API's error shape: {"error": {"message", "code"}}.
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": message, "code": code}})
 }

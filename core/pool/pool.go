@@ -672,3 +672,28 @@ func (p *Pool) Machine(id string) (vm.Machine, bool) {
 	}
 	return e.m, true
 }
+
+// Remove stops and deletes one VM at the user's request. A leased VM's
+// task loses it (its run ends with reason); a warm VM is replaced as the
+// warm pool needs.
+func (p *Pool) Remove(ctx context.Context, id, reason string) error {
+	p.mu.Lock()
+	e, ok := p.entries[id]
+	var l *Lease
+	if ok {
+		l = e.lease
+	}
+	p.mu.Unlock()
+	if !ok {
+		return errdefs.NotFoundf("vm %s not found", id)
+	}
+	if l != nil {
+		l.lose(reason)
+	}
+	p.discard(e, reason)
+	go p.refill(p.bg)
+	return nil
+}
+
+// HostMemoryMB is the machine's total memory.
+func HostMemoryMB() int { return hostMemoryMB() }

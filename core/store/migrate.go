@@ -22,6 +22,7 @@ type migration struct {
 func migrations() []migration {
 	return []migration{
 		{1, "initial schema", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(models()...) }},
+		{2, "task cost and session", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 	}
 }
 

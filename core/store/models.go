@@ -78,6 +78,10 @@ type Task struct {
 	StepCount        int
 	PromptTokens     int64
 	CompletionTokens int64
+	// CostUSD estimates the task's LLM cost from the price table.
+	CostUSD float64
+	// SessionID is the task's agent session (its trace folder), once started.
+	SessionID string
 }
 
 // FileKind says which side of a task a file is on.

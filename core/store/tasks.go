@@ -23,6 +23,14 @@ const maxTitleRunes = 80
 // unless set), CreatedAt and an empty Title (from the description's first
 // line) are filled in. t is updated with what was stored.
 func (s *Store) CreateTask(ctx context.Context, t *Task, inputs []TaskFile) error {
+	if err := prepareTask(t, inputs); err != nil {
+		return err
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return createTask(tx, t, inputs) })
+}
+
+// prepareTask checks a new task and fills in its defaults and its files'.
+func prepareTask(t *Task, inputs []TaskFile) error {
 	if strings.TrimSpace(t.Description) == "" {
 		return errdefs.Invalidf("a task needs a description")
 	}
@@ -57,21 +65,24 @@ func (s *Store) CreateTask(ctx context.Context, t *Task, inputs []TaskFile) erro
 			f.CreatedAt = now
 		}
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Omit("Task").Create(t).Error; err != nil {
-			return fmt.Errorf("create task: %w", classify(err))
+	return nil
+}
+
+// createTask inserts a prepared task, its inputs and its first event in tx.
+func createTask(tx *gorm.DB, t *Task, inputs []TaskFile) error {
+	if err := tx.Omit("Task").Create(t).Error; err != nil {
+		return fmt.Errorf("create task: %w", classify(err))
+	}
+	if len(inputs) > 0 {
+		if err := tx.Omit("Task").Create(&inputs).Error; err != nil {
+			return fmt.Errorf("create task %s: input files: %w", t.ID, classify(err))
 		}
-		if len(inputs) > 0 {
-			if err := tx.Omit("Task").Create(&inputs).Error; err != nil {
-				return fmt.Errorf("create task %s: input files: %w", t.ID, classify(err))
-			}
-		}
-		_, err := appendEvents(tx, t.ID, []Event{{
-			Type: "status_change", Timestamp: t.CreatedAt, Status: string(t.Status),
-			ActivityType: "info", Summary: "Task created",
-		}})
-		return err
-	})
+	}
+	_, err := appendEvents(tx, t.ID, []Event{{
+		Type: "status_change", Timestamp: t.CreatedAt, Status: string(t.Status),
+		ActivityType: "info", Summary: "Task created",
+	}})
+	return err
 }
 
 func titleFrom(description string) string {

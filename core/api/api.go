@@ -1,0 +1,330 @@
+// Package api serves the helper's REST API v1 (shared/API.md): tasks and
+// their activity (with a server-sent event stream that replays, then
+// follows, and ends after the terminal status), files, interventions, the
+// kill switch, schedules, providers, templates, VMs, settings and API keys.
+//
+// Requests over the unix socket are trusted (its file mode admits only this
+// user). Over TCP every /api/v1 request needs a bearer API key or a web
+// session, the Host header must name this machine (unless remote access is
+// enabled) and a cross-site Origin is refused. Errors are
+// {"error": {"message", "code"}} with the status of their class; bad input is
+// a 400 that names the field, never a 500.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/orchestrator"
+	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxUploadBytes = 512 << 20
+	sessionCookie         = "hivecrew_session"
+	loginLinkTTL          = 5 * time.Minute
+	webSessionTTL         = 7 * 24 * time.Hour
+)
+
+// Pool is what the API needs of the VM pool; *pool.Pool has it.
+type Pool interface {
+	Snapshot() []pool.Info
+	Remove(ctx context.Context, id, reason string) error
+}
+
+// Secrets stores providers' API keys.
+type Secrets interface {
+	Get(ref string) (string, error)
+	Set(ref, value string) error
+	Delete(ref string) error
+}
+
+// Config configures the API. Every field but MaxUploadBytes and Started is
+// required.
+type Config struct {
+	Store        *store.Store
+	Orchestrator *orchestrator.Orchestrator
+	Pool         Pool
+	Secrets      Secrets
+	Paths        config.Paths
+	// Settings returns the current settings; SaveSettings applies a JSON
+	// patch and returns the result.
+	Settings     func() config.Settings
+	SaveSettings func(ctx context.Context, patch []byte) (config.Settings, error)
+	// APIKey returns a provider's key (environment override first).
+	APIKey  func(p store.Provider) (string, error)
+	Version string
+	Backend string
+	// BaseURL is the TCP listener's URL (http://127.0.0.1:5482), for links.
+	BaseURL string
+	Started time.Time
+	// MaxUploadBytes caps a request body with files; default 512 MiB.
+	MaxUploadBytes int64
+	// LLMBackoff is the first retry wait of provider tests; default 1 s.
+	LLMBackoff time.Duration
+	Log        *slog.Logger
+}
+
+// API is the REST API.
+type API struct {
+	cfg Config
+	o   *orchestrator.Orchestrator
+	st  *store.Store
+
+	// mu guards logins and sessions (one-time login tokens and web
+	// sessions, by token).
+	mu       sync.Mutex
+	logins   map[string]time.Time
+	sessions map[string]time.Time
+}
+
+// New returns the API.
+func New(cfg Config) (*API, error) {
+	if cfg.Store == nil || cfg.Orchestrator == nil || cfg.Pool == nil || cfg.Secrets == nil || cfg.Settings == nil ||
+		cfg.SaveSettings == nil || cfg.APIKey == nil || cfg.Log == nil || cfg.Paths.Home == "" {
+		return nil, errors.New("api: Store, Orchestrator, Pool, Secrets, Paths, Settings, SaveSettings, APIKey and Log are required")
+	}
+	if cfg.MaxUploadBytes == 0 {
+		cfg.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if cfg.Started.IsZero() {
+		cfg.Started = time.Now()
+	}
+	if cfg.LLMBackoff == 0 {
+		cfg.LLMBackoff = time.Second
+	}
+	return &API{cfg: cfg, o: cfg.Orchestrator, st: cfg.Store, logins: map[string]time.Time{}, sessions: map[string]time.Time{}}, nil
+}
+
+// handlerFunc is a handler that returns its error; errors are written in
+// the API's shape by their class.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Handler returns the routes of /api/v1 and /login for one listener; unix
+// says the request came over the unix socket.
+func (a *API) Handler(unix bool) http.Handler {
+	mux := http.NewServeMux()
+	a.routes(mux, unix)
+	var h http.Handler = mux
+	if !unix {
+		h = a.guard(h)
+	}
+	return h
+}
+
+func (a *API) routes(mux *http.ServeMux, unix bool) {
+	h := func(pattern string, f handlerFunc) {
+		mux.Handle(pattern, a.wrap(f))
+	}
+	// Tasks.
+	h("POST /api/v1/tasks", a.createTask)
+	h("GET /api/v1/tasks", a.listTasks)
+	h("GET /api/v1/tasks/{id}", a.getTask)
+	h("PATCH /api/v1/tasks/{id}", a.patchTask)
+	h("DELETE /api/v1/tasks/{id}", a.deleteTask)
+	h("GET /api/v1/tasks/{id}/files", a.taskFiles)
+	h("GET /api/v1/tasks/{id}/files/{name...}", a.taskFile)
+	h("GET /api/v1/tasks/{id}/screenshot", a.screenshot)
+	h("GET /api/v1/tasks/{id}/screenshots/{seq}", a.eventScreenshot)
+	h("GET /api/v1/tasks/{id}/activity", a.activity)
+	h("GET /api/v1/tasks/{id}/events", a.events)
+	h("GET /api/v1/tasks/{id}/question", a.question)
+	h("POST /api/v1/tasks/{id}/question/answer", a.answer)
+	h("GET /api/v1/tasks/{id}/permission", a.permission)
+	h("POST /api/v1/tasks/{id}/permission/respond", a.respond)
+	h("POST /api/v1/tasks/{id}/instructions", a.instructions)
+	h("POST /api/v1/tasks/{id}/takeover", a.takeover)
+	h("POST /api/v1/tasks/{id}/input", a.input)
+	h("GET /api/v1/tasks/{id}/stream", a.stream)
+	h("GET /api/v1/tasks/{id}/export", a.export)
+	// Schedules.
+	h("POST /api/v1/schedules", a.createSchedule)
+	h("GET /api/v1/schedules", a.listSchedules)
+	h("GET /api/v1/schedules/{id}", a.getSchedule)
+	h("PATCH /api/v1/schedules/{id}", a.patchSchedule)
+	h("DELETE /api/v1/schedules/{id}", a.deleteSchedule)
+	h("POST /api/v1/schedules/{id}/run", a.runSchedule)
+	// Providers.
+	h("GET /api/v1/providers", a.listProviders)
+	h("POST /api/v1/providers", a.createProvider)
+	h("GET /api/v1/providers/{id}", a.getProvider)
+	h("PATCH /api/v1/providers/{id}", a.patchProvider)
+	h("DELETE /api/v1/providers/{id}", a.deleteProvider)
+	h("GET /api/v1/providers/{id}/models", a.providerModels)
+	h("POST /api/v1/providers/{id}/test", a.testProvider)
+	// Templates, VMs, system.
+	h("GET /api/v1/templates", a.listTemplates)
+	h("GET /api/v1/templates/{id}", a.getTemplate)
+	h("GET /api/v1/vms", a.listVMs)
+	h("POST /api/v1/vms/{id}/start", a.startVM)
+	h("POST /api/v1/vms/{id}/stop", a.stopVM)
+	h("DELETE /api/v1/vms/{id}", a.stopVM)
+	h("GET /api/v1/system/status", a.status)
+	h("GET /api/v1/system/config", a.systemConfig)
+	h("POST /api/v1/system/stop-all", a.stopAll)
+	h("GET /api/v1/settings", a.getSettings)
+	h("PATCH /api/v1/settings", a.patchSettings)
+	h("GET /api/v1/apikeys", a.listAPIKeys)
+	h("POST /api/v1/apikeys", a.createAPIKey)
+	h("DELETE /api/v1/apikeys/{id}", a.revokeAPIKey)
+	if unix {
+		// A login link is minted only for the local user (CLI, app).
+		h("POST /api/v1/auth/login-link", a.loginLink)
+	}
+	mux.Handle("GET /login", a.wrap(a.login))
+	mux.Handle("/api/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		return errdefs.NotFoundf("no route for %s %s", r.Method, r.URL.Path)
+	}))
+}
+
+// wrap turns a handlerFunc into a handler that writes its error.
+func (a *API) wrap(f handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			a.writeErr(w, r, err)
+		}
+	})
+}
+
+// status and code of an error, by class.
+func classify(err error) (int, string) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe), errors.Is(err, errdefs.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, errdefs.ErrNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, errdefs.ErrConflict):
+		return http.StatusConflict, "conflict"
+	case errors.Is(err, errdefs.ErrInvalid):
+		return http.StatusBadRequest, "invalid"
+	case errors.Is(err, errUnauthorized):
+		return http.StatusUnauthorized, "unauthorized"
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, errdefs.ErrUnsupported):
+		return http.StatusNotImplemented, "unsupported"
+	case errors.Is(err, errdefs.ErrUnavailable):
+		return http.StatusServiceUnavailable, "unavailable"
+	}
+	return http.StatusInternalServerError, "internal"
+}
+
+var (
+	errUnauthorized = errors.New("unauthorized")
+	errForbidden    = errors.New("forbidden")
+)
+
+type classedErr struct {
+	class error
+	msg   string
+}
+
+func (e classedErr) Error() string        { return e.msg }
+func (e classedErr) Is(target error) bool { return target == e.class }
+
+func (a *API) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := classify(err)
+	if status >= 500 {
+		a.cfg.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	var mbe *http.MaxBytesError
+	msg := err.Error()
+	if errors.As(err, &mbe) {
+		msg = fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)
+	}
+	WriteError(w, status, code, msg)
+}
+
+// WriteError writes the API's error shape.
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(wire.Error{Error: wire.ErrorBody{Message: message, Code: code}})
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
+// maxJSONBytes caps a JSON request body.
+const maxJSONBytes = 1 << 20
+
+// decode reads a JSON body strictly: one object, known fields only.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return errdefs.Invalidf("Content-Type %q: want application/json", ct)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return errdefs.Invalidf("a JSON body is required")
+		}
+		return errdefs.Invalidf("bad JSON body: %v", jsonProblem(err))
+	}
+	if dec.More() {
+		return errdefs.Invalidf("bad JSON body: more than one value")
+	}
+	return nil
+}
+
+// jsonProblem rewords decoder errors without Go type names.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q has the wrong type (%s)", te.Field, te.Value)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// intParam reads an integer query parameter within [lo, hi].
+func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, errdefs.Invalidf("%s %q: want an integer from %d to %d", name, v, lo, hi)
+	}
+	return n, nil
+}
+
+// loopbackHost reports whether a Host header names this machine.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}

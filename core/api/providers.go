@@ -1,0 +1,201 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// secretRef names a provider's key in the secret store.
+func secretRef(id string) string { return "provider/" + id }
+
+func (a *API) providerJSON(p store.Provider) wire.Provider {
+	key, _ := a.cfg.APIKey(p)
+	return wire.Provider{
+		ID: p.ID, DisplayName: p.DisplayName, BaseURL: p.BaseURL, BackendMode: p.BackendMode, AuthMode: p.AuthMode,
+		IsDefault: p.IsDefault, HasAPIKey: key != "", DefaultModelID: p.DefaultModelID,
+		TimeoutInterval: float64(p.TimeoutSeconds), CreatedAt: p.CreatedAt,
+	}
+}
+
+func (a *API) listProviders(w http.ResponseWriter, r *http.Request) error {
+	ps, err := a.st.ListProviders(r.Context())
+	if err != nil {
+		return err
+	}
+	out := wire.ProviderList{Providers: make([]wire.Provider, len(ps))}
+	for i, p := range ps {
+		out.Providers[i] = a.providerJSON(p)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// findProvider finds a provider by ID or display name.
+func (a *API) findProvider(ctx context.Context, idOrName string) (store.Provider, error) {
+	if idOrName == "" {
+		return store.Provider{}, errdefs.NotFoundf("provider not found")
+	}
+	return a.st.FindProvider(ctx, idOrName)
+}
+
+func (a *API) getProvider(w http.ResponseWriter, r *http.Request) error {
+	p, err := a.findProvider(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, a.providerJSON(p))
+}
+
+// applyProvider copies the given fields of in onto p.
+func applyProvider(p *store.Provider, in wire.ProviderInput) error {
+	if in.DisplayName != nil {
+		p.DisplayName = *in.DisplayName
+	}
+	if in.BaseURL != nil {
+		p.BaseURL = strings.TrimRight(strings.TrimSpace(*in.BaseURL), "/")
+	}
+	if in.BackendMode != nil {
+		p.BackendMode = *in.BackendMode
+	}
+	if in.IsDefault != nil {
+		p.IsDefault = *in.IsDefault
+	}
+	if in.DefaultModelID != nil {
+		p.DefaultModelID = strings.TrimSpace(*in.DefaultModelID)
+	}
+	if in.TimeoutInterval != nil {
+		if *in.TimeoutInterval < 0 || *in.TimeoutInterval > 3600 {
+			return errdefs.Invalidf("timeoutInterval %g: want 0..3600 seconds", *in.TimeoutInterval)
+		}
+		p.TimeoutSeconds = int(*in.TimeoutInterval)
+	}
+	if in.APIKey != nil && strings.ContainsAny(*in.APIKey, "\r\n") {
+		return errdefs.Invalidf("apiKey must be one line")
+	}
+	return nil
+}
+
+func (a *API) createProvider(w http.ResponseWriter, r *http.Request) error {
+	var in wire.ProviderInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	var p store.Provider
+	if err := applyProvider(&p, in); err != nil {
+		return err
+	}
+	if err := a.st.CreateProvider(r.Context(), &p); err != nil {
+		return err
+	}
+	if in.APIKey != nil && strings.TrimSpace(*in.APIKey) != "" {
+		if err := a.cfg.Secrets.Set(secretRef(p.ID), strings.TrimSpace(*in.APIKey)); err != nil {
+			// No provider without the key the user gave.
+			if _, derr := a.st.DeleteProvider(context.WithoutCancel(r.Context()), p.ID); derr != nil {
+				err = errors.Join(err, derr)
+			}
+			return fmt.Errorf("store the API key: %w", err)
+		}
+	}
+	return writeJSON(w, http.StatusCreated, a.providerJSON(p))
+}
+
+func (a *API) patchProvider(w http.ResponseWriter, r *http.Request) error {
+	var in wire.ProviderInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	old, err := a.findProvider(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	p, err := a.st.UpdateProvider(r.Context(), old.ID, func(p *store.Provider) error { return applyProvider(p, in) })
+	if err != nil {
+		return err
+	}
+	if in.APIKey != nil {
+		key := strings.TrimSpace(*in.APIKey)
+		if key == "" {
+			err = a.cfg.Secrets.Delete(secretRef(p.ID))
+		} else {
+			err = a.cfg.Secrets.Set(secretRef(p.ID), key)
+		}
+		if err != nil {
+			return fmt.Errorf("store the API key: %w", err)
+		}
+	}
+	return writeJSON(w, http.StatusOK, a.providerJSON(p))
+}
+
+func (a *API) deleteProvider(w http.ResponseWriter, r *http.Request) error {
+	old, err := a.findProvider(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := a.st.DeleteProvider(r.Context(), old.ID); err != nil {
+		return err
+	}
+	if err := a.cfg.Secrets.Delete(secretRef(old.ID)); err != nil {
+		a.cfg.Log.Error("delete API key of a deleted provider", "provider", old.ID, "err", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// providerClient returns a client of a provider (for listing models and
+// testing it), with one quick attempt.
+func (a *API) providerClient(ctx context.Context, id string) (store.Provider, *llm.Client, error) {
+	p, err := a.findProvider(ctx, id)
+	if err != nil {
+		return p, nil, err
+	}
+	key, err := a.cfg.APIKey(p)
+	if err != nil {
+		return p, nil, err
+	}
+	c, err := llm.New(llm.Config{BaseURL: p.BaseURL, APIKey: key, Model: or(p.DefaultModelID, "test"), Timeout: 20 * time.Second,
+		MaxAttempts: 2, BackoffBase: a.cfg.LLMBackoff})
+	return p, c, err
+}
+
+func (a *API) providerModels(w http.ResponseWriter, r *http.Request) error {
+	_, c, err := a.providerClient(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	models, err := c.Models(r.Context())
+	if err != nil {
+		return errdefs.Unavailablef("list models: %v", err)
+	}
+	out := wire.ModelList{Models: make([]wire.Model, len(models))}
+	for i, m := range models {
+		out.Models[i] = wire.Model{ID: m.ID, Name: or(m.Name, m.ID)}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// testProvider checks that the provider answers with the stored key.
+func (a *API) testProvider(w http.ResponseWriter, r *http.Request) error {
+	p, c, err := a.providerClient(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if p.DefaultModelID != "" {
+		err = c.Test(r.Context())
+	} else {
+		_, err = c.Models(r.Context())
+	}
+	out := wire.ProviderTest{OK: err == nil, Message: "The provider answered.", LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
+	if err != nil {
+		out.Message = err.Error()
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

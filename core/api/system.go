@@ -1,0 +1,210 @@
+package api
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+func templateJSON(t store.Template, def string) wire.Template {
+	return wire.Template{ID: t.ID, Name: t.Name, Description: t.Description, IsDefault: t.ID == def, CPUCount: t.CPUCount,
+		MemoryMB: t.MemoryMB, DiskGB: t.DiskGB, OS: t.OS, Kind: t.Kind, AgentVersion: t.AgentVersion, CreatedAt: t.CreatedAt}
+}
+
+// defaultTemplate is the template new tasks use: the setting, else the one
+// marked default, else the first.
+func defaultTemplate(ts []store.Template, setting string) string {
+	for _, t := range ts {
+		if t.ID == setting {
+			return setting
+		}
+	}
+	for _, t := range ts {
+		if t.IsDefault {
+			return t.ID
+		}
+	}
+	if len(ts) > 0 {
+		return ts[0].ID
+	}
+	return ""
+}
+
+func (a *API) listTemplates(w http.ResponseWriter, r *http.Request) error {
+	ts, err := a.st.ListTemplates(r.Context())
+	if err != nil {
+		return err
+	}
+	def := defaultTemplate(ts, a.cfg.Settings().DefaultTemplateID)
+	out := wire.TemplateList{Templates: make([]wire.Template, len(ts)), DefaultTemplateID: def}
+	for i, t := range ts {
+		out.Templates[i] = templateJSON(t, def)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) getTemplate(w http.ResponseWriter, r *http.Request) error {
+	t, err := a.st.GetTemplate(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ts, err := a.st.ListTemplates(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, templateJSON(t, defaultTemplate(ts, a.cfg.Settings().DefaultTemplateID)))
+}
+
+func (a *API) listVMs(w http.ResponseWriter, r *http.Request) error {
+	infos := a.cfg.Pool.Snapshot()
+	slices.SortFunc(infos, func(x, y pool.Info) int { return x.Created.Compare(y.Created) })
+	out := wire.VMList{VMs: make([]wire.VM, len(infos))}
+	for i, v := range infos {
+		vm := wire.VM{ID: v.ID, Backend: v.Backend, TemplateID: v.TemplateID, State: string(v.State), Reason: v.Reason,
+			TaskID: v.TaskID, CPUCount: v.CPUs, MemoryMB: v.MemoryMB, Network: string(v.Network), Limits: v.Limits, CreatedAt: v.Created}
+		if !v.LastUsed.IsZero() {
+			lu := v.LastUsed
+			vm.LastUsedAt = &lu
+		}
+		if v.TaskID != "" {
+			if t, err := a.st.GetTask(r.Context(), v.TaskID); err == nil {
+				vm.TaskTitle = t.Title
+			}
+		}
+		out.VMs[i] = vm
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// startVM: the pool starts VMs as tasks need them (and keeps the warm pool),
+// so there is no stopped VM to start.
+func (a *API) startVM(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	for _, v := range a.cfg.Pool.Snapshot() {
+		if v.ID == id {
+			return errdefs.Conflictf("vm %s is %s: VMs start with their task, and a stopped VM is removed", id, v.State)
+		}
+	}
+	return errdefs.NotFoundf("vm %s not found", id)
+}
+
+// stopVM stops and removes a VM; the task it served fails with that reason.
+func (a *API) stopVM(w http.ResponseWriter, r *http.Request) error {
+	if err := a.cfg.Pool.Remove(r.Context(), r.PathValue("id"), "stopped by the user"); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) status(w http.ResponseWriter, r *http.Request) error {
+	counts, err := a.st.CountTasks(r.Context())
+	if err != nil {
+		return err
+	}
+	settings := a.cfg.Settings()
+	out := wire.Status{
+		Status: "ok", Version: a.cfg.Version, Uptime: time.Since(a.cfg.Started).Seconds(), Backend: a.cfg.Backend,
+		Agents: wire.AgentCounts{Running: counts[store.StatusRunning], Paused: counts[store.StatusPaused],
+			Queued: counts[store.StatusQueued] + counts[store.StatusWaitingForVM], MaxConcurrent: settings.MaxConcurrentVMs},
+		Resources: wire.ResourceSummary{MemoryTotalGB: float64(pool.HostMemoryMB()) / 1024},
+	}
+	for _, v := range a.cfg.Pool.Snapshot() {
+		switch v.State {
+		case pool.StateBusy:
+			out.VMs.Active++
+		case pool.StateBooting, pool.StateSuspending:
+			out.VMs.Pending++
+		case pool.StateReady:
+			out.VMs.Available++
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) systemConfig(w http.ResponseWriter, r *http.Request) error {
+	s := a.cfg.Settings()
+	ts, err := a.st.ListTemplates(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, wire.SystemConfig{MaxConcurrentVMs: s.MaxConcurrentVMs, DefaultTimeoutMinutes: s.DefaultTimeoutMinutes,
+		DefaultMaxIterations: s.DefaultMaxIterations, DefaultTemplateID: defaultTemplate(ts, s.DefaultTemplateID), APIPort: s.APIPort})
+}
+
+func (a *API) stopAll(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
+	stopped, err := a.o.StopAll(r.Context())
+	if err != nil {
+		return err
+	}
+	if stopped == nil {
+		stopped = []string{}
+	}
+	return writeJSON(w, http.StatusOK, wire.StopAll{Stopped: stopped, DurationMs: float64(time.Since(start).Microseconds()) / 1000})
+}
+
+func (a *API) getSettings(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, a.cfg.Settings())
+}
+
+func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBytes))
+	if err != nil {
+		return err
+	}
+	s, err := a.cfg.SaveSettings(r.Context(), body)
+	if err != nil {
+		return err
+	}
+	a.o.Kick()
+	return writeJSON(w, http.StatusOK, s)
+}
+
+func apiKeyJSON(k store.APIKey) wire.APIKey {
+	return wire.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt}
+}
+
+func (a *API) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := a.st.ListAPIKeys(r.Context())
+	if err != nil {
+		return err
+	}
+	out := wire.APIKeyList{Keys: make([]wire.APIKey, len(keys))}
+	for i, k := range keys {
+		out.Keys[i] = apiKeyJSON(k)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) createAPIKey(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decode(w, r, &body); err != nil {
+		return err
+	}
+	if strings.TrimSpace(body.Name) == "" {
+		return errdefs.Invalidf("name is required")
+	}
+	key, rec, err := a.st.CreateAPIKey(r.Context(), strings.TrimSpace(body.Name))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, wire.CreatedAPIKey{APIKey: apiKeyJSON(rec), Key: key})
+}
+
+func (a *API) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
+	if err := a.st.RevokeAPIKey(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

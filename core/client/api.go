@@ -1,0 +1,490 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// call sends a JSON request (body may be nil) and decodes a JSON answer
+// into out (may be nil); a status outside 2xx is an error of its class.
+func (c *Client) call(ctx context.Context, method, path string, body, out any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		r = bytes.NewReader(b)
+	}
+	resp, err := c.send(ctx, method, path, r, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return decodeError(resp)
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, unreachable(err)
+	}
+	return resp, nil
+}
+
+func esc(s string) string { return url.PathEscape(s) }
+
+// CreateTask queues a task; with files it is sent as multipart, each file
+// as a "files" part.
+func (c *Client) CreateTask(ctx context.Context, in wire.CreateTask, files ...string) (wire.Task, error) {
+	var t wire.Task
+	if len(files) == 0 {
+		return t, c.call(ctx, http.MethodPost, "/api/v1/tasks", in, &t)
+	}
+	fields := map[string]string{
+		"description": in.Description, "providerName": in.ProviderName, "modelId": in.ModelID,
+		"outputDirectory": in.OutputDirectory, "templateId": in.TemplateID, "networkMode": in.NetworkMode,
+	}
+	if in.PlanFirst {
+		fields["planFirst"] = "true"
+	}
+	if in.TimeoutMinutes != 0 {
+		fields["timeoutMinutes"] = strconv.Itoa(in.TimeoutMinutes)
+	}
+	if in.MaxIterations != 0 {
+		fields["maxIterations"] = strconv.Itoa(in.MaxIterations)
+	}
+	if len(in.ToolPolicy) > 0 {
+		b, _ := json.Marshal(in.ToolPolicy)
+		fields["toolPolicy"] = string(b)
+	}
+	return t, c.multipart(ctx, "/api/v1/tasks", fields, files, &t)
+}
+
+// multipart streams fields and files to path and decodes the answer.
+func (c *Client) multipart(ctx context.Context, path string, fields map[string]string, files []string, out any) error {
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return fmt.Errorf("input file: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("input file %s is not a regular file", f)
+		}
+	}
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			for k, v := range fields {
+				if v == "" {
+					continue
+				}
+				if err := mw.WriteField(k, v); err != nil {
+					return err
+				}
+			}
+			for _, f := range files {
+				part, err := mw.CreateFormFile("files", filepath.Base(f))
+				if err != nil {
+					return err
+				}
+				src, err := os.Open(f)
+				if err != nil {
+					return err
+				}
+				_, err = io.Copy(part, src)
+				src.Close()
+				if err != nil {
+					return err
+				}
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	resp, err := c.send(ctx, http.MethodPost, path, pr, mw.FormDataContentType())
+	pr.Close()
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return decodeError(resp)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// TaskQuery selects tasks for ListTasks.
+type TaskQuery struct {
+	Statuses      []string
+	Limit, Offset int
+	Sort, Order   string
+	Search        string
+}
+
+// ListTasks lists tasks.
+func (c *Client) ListTasks(ctx context.Context, q TaskQuery) (wire.TaskList, error) {
+	v := url.Values{}
+	if len(q.Statuses) > 0 {
+		v.Set("status", strings.Join(q.Statuses, ","))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Offset > 0 {
+		v.Set("offset", strconv.Itoa(q.Offset))
+	}
+	for k, s := range map[string]string{"sort": q.Sort, "order": q.Order, "search": q.Search} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	var out wire.TaskList
+	return out, c.call(ctx, http.MethodGet, "/api/v1/tasks?"+v.Encode(), nil, &out)
+}
+
+// Task returns a task.
+func (c *Client) Task(ctx context.Context, id string) (wire.Task, error) {
+	var t wire.Task
+	return t, c.call(ctx, http.MethodGet, "/api/v1/tasks/"+esc(id), nil, &t)
+}
+
+// TaskAction applies an action (cancel, pause, resume, rerun, approve_plan,
+// edit_plan, cancel_plan) and returns the task (the new one for rerun).
+func (c *Client) TaskAction(ctx context.Context, id string, a wire.TaskAction) (wire.Task, error) {
+	var t wire.Task
+	return t, c.call(ctx, http.MethodPatch, "/api/v1/tasks/"+esc(id), a, &t)
+}
+
+// DeleteTask deletes a task.
+func (c *Client) DeleteTask(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/tasks/"+esc(id), nil, nil)
+}
+
+// TaskFiles lists a task's files.
+func (c *Client) TaskFiles(ctx context.Context, id string) (wire.TaskFiles, error) {
+	var f wire.TaskFiles
+	return f, c.call(ctx, http.MethodGet, "/api/v1/tasks/"+esc(id)+"/files", nil, &f)
+}
+
+// Download streams a task's file (kind "output", "input" or "" for either).
+func (c *Client) Download(ctx context.Context, id, name, kind string, w io.Writer) error {
+	path := "/api/v1/tasks/" + esc(id) + "/files/" + esc(name)
+	if kind != "" {
+		path += "?type=" + url.QueryEscape(kind)
+	}
+	return c.stream(ctx, path, w)
+}
+
+// Screenshot streams a task's latest screenshot.
+func (c *Client) Screenshot(ctx context.Context, id string, w io.Writer) error {
+	return c.stream(ctx, "/api/v1/tasks/"+esc(id)+"/screenshot", w)
+}
+
+// Export streams a task's session as json, markdown or html.
+func (c *Client) Export(ctx context.Context, id, format string, w io.Writer) error {
+	return c.stream(ctx, "/api/v1/tasks/"+esc(id)+"/export?format="+url.QueryEscape(format), w)
+}
+
+func (c *Client) stream(ctx context.Context, path string, w io.Writer) error {
+	resp, err := c.send(ctx, http.MethodGet, path, nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return decodeError(resp)
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// Activity returns a task's events after seq since.
+func (c *Client) Activity(ctx context.Context, id string, since int64) (wire.Activity, error) {
+	var a wire.Activity
+	return a, c.call(ctx, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%s/activity?since=%d", esc(id), since), nil, &a)
+}
+
+// Events follows a task's event stream (SSE) from seq since, calling fn
+// for each event, until the stream ends after the terminal status, fn
+// returns an error, or ctx ends.
+func (c *Client) Events(ctx context.Context, id string, since int64, fn func(wire.Event) error) error {
+	resp, err := c.send(ctx, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%s/events?since=%d", esc(id), since), nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return decodeError(resp)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var data []byte
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
+		case line == "" && len(data) > 0:
+			var e wire.Event
+			if err := json.Unmarshal(data, &e); err != nil {
+				return fmt.Errorf("event stream: %w", err)
+			}
+			data = data[:0]
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("event stream: %w", err)
+	}
+	return nil
+}
+
+// Question returns the pending question, or nil.
+func (c *Client) Question(ctx context.Context, id string) (*wire.Question, error) {
+	var q wire.Question
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/tasks/"+esc(id)+"/question", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNoContent:
+		return nil, nil
+	case http.StatusOK:
+		return &q, json.NewDecoder(resp.Body).Decode(&q)
+	}
+	return nil, decodeError(resp)
+}
+
+// Answer answers a question.
+func (c *Client) Answer(ctx context.Context, id, questionID, answer string) error {
+	return c.call(ctx, http.MethodPost, "/api/v1/tasks/"+esc(id)+"/question/answer", wire.Answer{QuestionID: questionID, Answer: answer}, nil)
+}
+
+// Permission returns the pending permission request, or nil.
+func (c *Client) Permission(ctx context.Context, id string) (*wire.Permission, error) {
+	var p wire.Permission
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/tasks/"+esc(id)+"/permission", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNoContent:
+		return nil, nil
+	case http.StatusOK:
+		return &p, json.NewDecoder(resp.Body).Decode(&p)
+	}
+	return nil, decodeError(resp)
+}
+
+// Respond approves or denies a permission request.
+func (c *Client) Respond(ctx context.Context, id, permissionID string, approved bool) error {
+	return c.call(ctx, http.MethodPost, "/api/v1/tasks/"+esc(id)+"/permission/respond", wire.PermissionResponse{PermissionID: permissionID, Approved: &approved}, nil)
+}
+
+// Instruct adds instructions to a running agent.
+func (c *Client) Instruct(ctx context.Context, id, text string) error {
+	return c.call(ctx, http.MethodPost, "/api/v1/tasks/"+esc(id)+"/instructions", wire.Instructions{Text: text}, nil)
+}
+
+// Takeover starts ("start") or ends ("end") a takeover.
+func (c *Client) Takeover(ctx context.Context, id, action, instructions string) (wire.Task, error) {
+	var t wire.Task
+	return t, c.call(ctx, http.MethodPost, "/api/v1/tasks/"+esc(id)+"/takeover", wire.Takeover{Action: action, Instructions: instructions}, &t)
+}
+
+// Input sends a pointer or keyboard event during a takeover.
+func (c *Client) Input(ctx context.Context, id string, in wire.Input) error {
+	return c.call(ctx, http.MethodPost, "/api/v1/tasks/"+esc(id)+"/input", in, nil)
+}
+
+// StopAll is the kill switch.
+func (c *Client) StopAll(ctx context.Context) (wire.StopAll, error) {
+	var s wire.StopAll
+	return s, c.call(ctx, http.MethodPost, "/api/v1/system/stop-all", nil, &s)
+}
+
+// Status returns the helper's status.
+func (c *Client) Status(ctx context.Context) (wire.Status, error) {
+	var s wire.Status
+	return s, c.call(ctx, http.MethodGet, "/api/v1/system/status", nil, &s)
+}
+
+// SystemConfig returns the helper's configuration summary.
+func (c *Client) SystemConfig(ctx context.Context) (wire.SystemConfig, error) {
+	var s wire.SystemConfig
+	return s, c.call(ctx, http.MethodGet, "/api/v1/system/config", nil, &s)
+}
+
+// Settings returns the settings.
+func (c *Client) Settings(ctx context.Context) (config.Settings, error) {
+	var s config.Settings
+	return s, c.call(ctx, http.MethodGet, "/api/v1/settings", nil, &s)
+}
+
+// PatchSettings changes some settings (a JSON object of the fields to set).
+func (c *Client) PatchSettings(ctx context.Context, patch any) (config.Settings, error) {
+	var s config.Settings
+	return s, c.call(ctx, http.MethodPatch, "/api/v1/settings", patch, &s)
+}
+
+// Providers lists the providers.
+func (c *Client) Providers(ctx context.Context) ([]wire.Provider, error) {
+	var l wire.ProviderList
+	return l.Providers, c.call(ctx, http.MethodGet, "/api/v1/providers", nil, &l)
+}
+
+// AddProvider adds a provider.
+func (c *Client) AddProvider(ctx context.Context, in wire.ProviderInput) (wire.Provider, error) {
+	var p wire.Provider
+	return p, c.call(ctx, http.MethodPost, "/api/v1/providers", in, &p)
+}
+
+// UpdateProvider changes a provider (by ID or name).
+func (c *Client) UpdateProvider(ctx context.Context, id string, in wire.ProviderInput) (wire.Provider, error) {
+	var p wire.Provider
+	return p, c.call(ctx, http.MethodPatch, "/api/v1/providers/"+esc(id), in, &p)
+}
+
+// RemoveProvider deletes a provider (by ID or name).
+func (c *Client) RemoveProvider(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/providers/"+esc(id), nil, nil)
+}
+
+// TestProvider checks a provider's endpoint and key.
+func (c *Client) TestProvider(ctx context.Context, id string) (wire.ProviderTest, error) {
+	var r wire.ProviderTest
+	return r, c.call(ctx, http.MethodPost, "/api/v1/providers/"+esc(id)+"/test", nil, &r)
+}
+
+// Models lists a provider's models.
+func (c *Client) Models(ctx context.Context, id string) ([]wire.Model, error) {
+	var l wire.ModelList
+	return l.Models, c.call(ctx, http.MethodGet, "/api/v1/providers/"+esc(id)+"/models", nil, &l)
+}
+
+// Templates lists the templates.
+func (c *Client) Templates(ctx context.Context) (wire.TemplateList, error) {
+	var l wire.TemplateList
+	return l, c.call(ctx, http.MethodGet, "/api/v1/templates", nil, &l)
+}
+
+// VMs lists the VMs.
+func (c *Client) VMs(ctx context.Context) ([]wire.VM, error) {
+	var l wire.VMList
+	return l.VMs, c.call(ctx, http.MethodGet, "/api/v1/vms", nil, &l)
+}
+
+// StopVM stops and removes a VM (its task fails).
+func (c *Client) StopVM(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodPost, "/api/v1/vms/"+esc(id)+"/stop", nil, nil)
+}
+
+// RemoveVM stops and removes a VM.
+func (c *Client) RemoveVM(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/vms/"+esc(id), nil, nil)
+}
+
+// CreateSchedule adds a schedule, with input files as multipart.
+func (c *Client) CreateSchedule(ctx context.Context, in wire.CreateSchedule, files ...string) (wire.Schedule, error) {
+	var s wire.Schedule
+	if len(files) == 0 {
+		return s, c.call(ctx, http.MethodPost, "/api/v1/schedules", in, &s)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return s, err
+	}
+	return s, c.multipart(ctx, "/api/v1/schedules", map[string]string{"schedule": string(b)}, files, &s)
+}
+
+// Schedules lists schedules.
+func (c *Client) Schedules(ctx context.Context) (wire.ScheduleList, error) {
+	var l wire.ScheduleList
+	return l, c.call(ctx, http.MethodGet, "/api/v1/schedules?limit=200", nil, &l)
+}
+
+// UpdateSchedule changes a schedule.
+func (c *Client) UpdateSchedule(ctx context.Context, id string, in wire.CreateSchedule) (wire.Schedule, error) {
+	var s wire.Schedule
+	return s, c.call(ctx, http.MethodPatch, "/api/v1/schedules/"+esc(id), in, &s)
+}
+
+// RemoveSchedule deletes a schedule.
+func (c *Client) RemoveSchedule(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/schedules/"+esc(id), nil, nil)
+}
+
+// RunSchedule creates a schedule's task now.
+func (c *Client) RunSchedule(ctx context.Context, id string) (wire.Task, error) {
+	var t wire.Task
+	return t, c.call(ctx, http.MethodPost, "/api/v1/schedules/"+esc(id)+"/run", nil, &t)
+}
+
+// CreateAPIKey creates an API key; the key is in the answer only.
+func (c *Client) CreateAPIKey(ctx context.Context, name string) (wire.CreatedAPIKey, error) {
+	var k wire.CreatedAPIKey
+	return k, c.call(ctx, http.MethodPost, "/api/v1/apikeys", map[string]string{"name": name}, &k)
+}
+
+// APIKeys lists API keys.
+func (c *Client) APIKeys(ctx context.Context) ([]wire.APIKey, error) {
+	var l wire.APIKeyList
+	return l.Keys, c.call(ctx, http.MethodGet, "/api/v1/apikeys", nil, &l)
+}
+
+// RevokeAPIKey revokes a key by ID or prefix.
+func (c *Client) RevokeAPIKey(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/apikeys/"+esc(id), nil, nil)
+}
+
+// LoginLink mints a one-time link to the web UI (unix socket only).
+func (c *Client) LoginLink(ctx context.Context) (wire.LoginLink, error) {
+	var l wire.LoginLink
+	return l, c.call(ctx, http.MethodPost, "/api/v1/auth/login-link", nil, &l)
+}

@@ -1,0 +1,296 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/api"
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/orchestrator"
+	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/secrets"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/version"
+	"github.com/hivecrew/hivecrew/core/vm"
+)
+
+// core is what the helper runs once the store is open: the VM backend and
+// pool, the orchestrator and the API.
+type core struct {
+	api     *api.API
+	backend string
+	failed  chan error // a background part that stopped for good
+	stop    func() error
+}
+
+// settingsHolder keeps the current settings for everyone who asks.
+type settingsHolder struct {
+	st       *store.Store
+	defaults config.Settings
+	// mu guards cur and warm.
+	mu   sync.Mutex
+	cur  config.Settings
+	warm vm.Template
+}
+
+func (h *settingsHolder) get() config.Settings {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur.Clone()
+}
+
+func (h *settingsHolder) patch(ctx context.Context, patch []byte) (config.Settings, error) {
+	s, err := h.st.PatchSettings(ctx, h.defaults, patch)
+	if err != nil {
+		return config.Settings{}, err
+	}
+	h.mu.Lock()
+	h.cur = s
+	h.mu.Unlock()
+	if err := h.refreshWarm(ctx); err != nil {
+		return config.Settings{}, err
+	}
+	return s.Clone(), nil
+}
+
+// refreshWarm resolves the template the warm pool keeps ready.
+func (h *settingsHolder) refreshWarm(ctx context.Context) error {
+	ts, err := h.st.ListTemplates(ctx)
+	if err != nil {
+		return err
+	}
+	s := h.get()
+	var pick *store.Template
+	for i, t := range ts {
+		if t.ID == s.DefaultTemplateID || (pick == nil && t.IsDefault) {
+			pick = &ts[i]
+		}
+	}
+	if pick == nil && len(ts) > 0 {
+		pick = &ts[0]
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.warm = vm.Template{}
+	if pick != nil {
+		h.warm = vm.Template{ID: pick.ID, Kind: vm.TemplateKind(pick.Kind), Path: pick.Path}
+	}
+	return nil
+}
+
+func (h *settingsHolder) limits() pool.Limits {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.cur
+	warm := s.WarmPoolSize
+	if h.warm.ID == "" {
+		warm = 0
+	}
+	return pool.Limits{
+		MaxConcurrent: s.MaxConcurrentVMs, WarmSize: warm, IdleTimeout: time.Duration(s.IdleTimeoutMinutes) * time.Minute,
+		CPUs: s.VMCPUCount, MemoryMB: s.VMMemoryMB, DiskGB: s.VMDiskGB,
+		WarmTemplate: h.warm, WarmNetwork: vm.NetworkMode(s.NetworkMode),
+	}
+}
+
+// recorder keeps the store's VM table in step with the pool.
+type recorder struct{ st *store.Store }
+
+func (r recorder) RecordVM(ctx context.Context, i pool.Info) error {
+	v := store.VM{ID: i.ID, Name: i.Name, Backend: i.Backend, TemplateID: i.TemplateID, State: string(i.State), StateReason: i.Reason,
+		CPUCount: i.CPUs, MemoryMB: i.MemoryMB, NetworkMode: string(i.Network), Dir: i.Dir, TaskID: i.TaskID, Limits: i.Limits,
+		CreatedAt: i.Created, UpdatedAt: time.Now().UTC()}
+	if !i.LastUsed.IsZero() {
+		lu := i.LastUsed
+		v.LastUsedAt = &lu
+	}
+	return r.st.SaveVM(ctx, v)
+}
+
+func (r recorder) ForgetVM(ctx context.Context, id string) error { return r.st.DeleteVM(ctx, id) }
+
+// startCore builds and starts the backend, pool, orchestrator and API.
+func startCore(ctx context.Context, cfg Config, st *store.Store, settings config.Settings, baseURL string) (_ *core, err error) {
+	log := cfg.Log
+	var cleanups []func() error
+	stop := func() error {
+		var errs []error
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			errs = append(errs, cleanups[i]())
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, stop())
+		}
+	}()
+
+	sec, err := secrets.Open(cfg.Paths, log)
+	if err != nil {
+		return nil, fmt.Errorf("open the secret store: %w", err)
+	}
+	backend := cfg.Backend
+	if backend == nil {
+		if backend, err = platformBackend(cfg); err != nil {
+			return nil, fmt.Errorf("VM backend: %w", err)
+		}
+	}
+	caps := backend.Capabilities()
+	if err := seedTemplates(ctx, st, caps); err != nil {
+		return nil, err
+	}
+	if err := removeOrphans(ctx, st, backend, cfg.Paths, log); err != nil {
+		return nil, err
+	}
+	h := &settingsHolder{st: st, defaults: config.Defaults(goos(), userHome()), cur: settings}
+	if err := h.refreshWarm(ctx); err != nil {
+		return nil, err
+	}
+	p, err := pool.New(pool.Config{Backend: backend, Dir: cfg.Paths.VMs(), Limits: h.limits, Log: log, Recorder: recorder{st}})
+	if err != nil {
+		return nil, err
+	}
+	apiKey := func(pr store.Provider) (string, error) {
+		if v, ok := secrets.EnvOverride(pr.DisplayName, os.Getenv); ok {
+			return v, nil
+		}
+		v, err := sec.Get("provider/" + pr.ID)
+		if err != nil && !errorsIsNotFound(err) {
+			return "", err
+		}
+		return v, nil
+	}
+	orch, err := orchestrator.New(orchestrator.Config{Store: st, Pool: p, Paths: cfg.Paths, Settings: h.get, APIKey: apiKey,
+		Log: log, LLMBackoff: cfg.LLMBackoff})
+	if err != nil {
+		return nil, err
+	}
+	if n, err := orch.Recover(ctx); err != nil {
+		return nil, fmt.Errorf("recover tasks: %w", err)
+	} else if n > 0 {
+		log.Warn("tasks interrupted by the previous helper marked failed", "count", n)
+	}
+	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
+		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
+		LLMBackoff: cfg.LLMBackoff, Log: log})
+	if err != nil {
+		return nil, err
+	}
+
+	c := &core{api: a, backend: caps.Name, failed: make(chan error, 2)}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := p.Run(runCtx); err != nil && runCtx.Err() == nil {
+			c.failed <- fmt.Errorf("VM pool: %w", err)
+		}
+	}()
+	orchDone := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		defer close(orchDone)
+		if err := orch.Run(runCtx); err != nil && runCtx.Err() == nil {
+			c.failed <- fmt.Errorf("orchestrator: %w", err)
+		}
+	}()
+	drain := cfg.DrainTimeout
+	if drain == 0 {
+		drain = 30 * time.Second
+	}
+	cleanups = append(cleanups, func() error {
+		// Agents first (recorded as interrupted), then every VM.
+		cancel()
+		<-orchDone
+		dctx, dcancel := context.WithTimeout(context.Background(), drain)
+		defer dcancel()
+		err := p.Close(dctx)
+		wg.Wait()
+		if err != nil {
+			return fmt.Errorf("stop VMs: %w", err)
+		}
+		return nil
+	})
+	c.stop = stop
+	return c, nil
+}
+
+// seedTemplates registers the backend's built-in template when no template
+// exists: on Linux the host's own root filesystem, read-only.
+func seedTemplates(ctx context.Context, st *store.Store, caps vm.Capabilities) error {
+	ts, err := st.ListTemplates(ctx)
+	if err != nil || len(ts) > 0 {
+		return err
+	}
+	for _, k := range caps.Kinds {
+		if k == vm.KindHost {
+			return st.SaveTemplate(ctx, store.Template{ID: "host", Name: "Host desktop", OS: caps.GuestOS, Kind: string(vm.KindHost),
+				Description: "This machine's own system, read-only, with a private desktop, home and shared folder", IsDefault: true,
+				AgentVersion: version.Version})
+		}
+	}
+	return nil
+}
+
+// removeOrphans deletes the VMs a previous helper left behind (after a
+// crash): every VM still in the store, and every folder under VMs/.
+func removeOrphans(ctx context.Context, st *store.Store, b vm.Backend, paths config.Paths, log *slog.Logger) error {
+	vms, err := st.ListVMs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range vms {
+		spec := vm.Spec{ID: v.ID, Name: v.Name, Template: vm.Template{ID: v.TemplateID}, Dir: v.Dir, CPUs: v.CPUCount,
+			MemoryMB: v.MemoryMB, Network: vm.NetworkMode(v.NetworkMode)}
+		if m, err := b.Load(ctx, spec); err == nil {
+			if err := m.Delete(ctx); err != nil {
+				log.Warn("delete a VM left by the previous helper", "vm", v.ID, "err", err)
+			}
+		}
+		if err := st.DeleteVM(ctx, v.ID); err != nil {
+			return err
+		}
+		log.Info("removed a VM left by the previous helper", "vm", v.ID)
+	}
+	ents, err := os.ReadDir(paths.VMs())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read VM folder: %w", err)
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(paths.VMs(), e.Name())); err != nil {
+			log.Warn("remove a VM folder left by the previous helper", "dir", e.Name(), "err", err)
+		}
+	}
+	return nil
+}
+
+func goos() string { return runtime.GOOS }
+
+func errorsIsNotFound(err error) bool { return errors.Is(err, errdefs.ErrNotFound) }
+
+// guestAgentPath is the guest agent binary: the configured one, else
+// hivecrew-guestagent next to the running executable.
+func guestAgentPath(cfg Config) (string, error) {
+	if cfg.GuestAgent != "" {
+		return cfg.GuestAgent, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the guest agent: %w", err)
+	}
+	p := filepath.Join(filepath.Dir(exe), "hivecrew-guestagent")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("the guest agent is not next to the helper (%s): build it with `make build` or pass --guest-agent", p)
+	}
+	return p, nil
+}

@@ -1,0 +1,31 @@
+//go:build unix
+
+package files
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// noFollow refuses a symbolic link as the last path element.
+const noFollow = syscall.O_NOFOLLOW
+
+func ownerOf(fi fs.FileInfo) Owner {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return Owner{int(st.Uid), int(st.Gid)}
+	}
+	return Owner{-1, -1}
+}
+
+// chown gives path to owner when it is someone else (only root can).
+func chown(path string, owner Owner) error {
+	if owner.UID < 0 || owner.UID == os.Geteuid() {
+		return nil
+	}
+	if err := os.Lchown(path, owner.UID, owner.GID); err != nil {
+		return fmt.Errorf("give %s to the guest: %w", path, err)
+	}
+	return nil
+}

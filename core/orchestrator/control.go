@@ -1,0 +1,289 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/agent"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// Live is what only a running agent knows: what it waits on and whether the
+// user drives its VM.
+type Live struct {
+	Question   *agent.Question
+	Permission *agent.Permission
+	TakenOver  bool
+	VMID       string
+}
+
+// Live returns a task's live state; ok is false when it has no agent.
+func (o *Orchestrator) Live(id string) (Live, bool) {
+	r, ok := o.activeRun(id)
+	if !ok {
+		return Live{}, false
+	}
+	runner, lease, _ := r.get()
+	if runner == nil {
+		return Live{}, false
+	}
+	q, p := runner.Pending()
+	return Live{Question: q, Permission: p, TakenOver: runner.TakenOver(), VMID: lease.ID()}, true
+}
+
+// agentOf returns a task's running agent, or a conflict error saying what
+// the task is doing instead.
+func (o *Orchestrator) agentOf(ctx context.Context, id, action string) (*run, *agent.Runner, error) {
+	if r, ok := o.activeRun(id); ok {
+		if runner, _, _ := r.get(); runner != nil {
+			return r, runner, nil
+		}
+	}
+	t, err := o.cfg.Store.GetTask(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.StatusReason == "waiting for plan approval" {
+		return nil, nil, errdefs.Conflictf("cannot %s task %s: its plan waits for approval (approve_plan, edit_plan or cancel_plan)", action, id)
+	}
+	return nil, nil, errdefs.Conflictf("cannot %s task %s: it is %s, not running", action, id, t.Status)
+}
+
+// intervene records what the user did in the agent's session.
+func (o *Orchestrator) intervene(r *run, kind store.InterventionKind, text string) {
+	_, _, sid := r.get()
+	if err := o.cfg.Store.AddIntervention(background(), store.Intervention{SessionID: sid, Kind: kind, Text: text}); err != nil {
+		o.cfg.Log.Error("record intervention", "task", r.id, "err", err)
+	}
+}
+
+// Pause stops a running agent before its next action.
+func (o *Orchestrator) Pause(ctx context.Context, id string) error {
+	r, runner, err := o.agentOf(ctx, id, "pause")
+	if err != nil {
+		return err
+	}
+	if st, _ := runner.Status(); st != store.StatusRunning {
+		return errdefs.Conflictf("cannot pause task %s: it is %s", id, st)
+	}
+	runner.Pause()
+	o.intervene(r, store.InterventionPause, "")
+	return nil
+}
+
+// Resume lets a paused agent go on, with optional new instructions. After a
+// takeover it hands the VM back.
+func (o *Orchestrator) Resume(ctx context.Context, id, instructions string) error {
+	r, runner, err := o.agentOf(ctx, id, "resume")
+	if err != nil {
+		return err
+	}
+	taken := runner.TakenOver()
+	if !runner.Resume(instructions) {
+		return errdefs.Conflictf("cannot resume task %s: it is not paused", id)
+	}
+	kind := store.InterventionResume
+	if taken {
+		kind = store.InterventionHandBack
+	}
+	o.intervene(r, kind, instructions)
+	return nil
+}
+
+// TakeOver pauses the agent and gives the VM to the user.
+func (o *Orchestrator) TakeOver(ctx context.Context, id string) error {
+	r, runner, err := o.agentOf(ctx, id, "take over")
+	if err != nil {
+		return err
+	}
+	if runner.TakenOver() {
+		return errdefs.Conflictf("task %s is already taken over", id)
+	}
+	runner.TakeOver()
+	o.intervene(r, store.InterventionTakeover, "")
+	return nil
+}
+
+// HandBack ends a takeover and resumes the agent.
+func (o *Orchestrator) HandBack(ctx context.Context, id, instructions string) error {
+	_, runner, err := o.agentOf(ctx, id, "hand back")
+	if err != nil {
+		return err
+	}
+	if !runner.TakenOver() {
+		return errdefs.Conflictf("task %s is not taken over", id)
+	}
+	return o.Resume(ctx, id, instructions)
+}
+
+// Instruct adds instructions for the agent's next turn without pausing it.
+func (o *Orchestrator) Instruct(ctx context.Context, id, text string) error {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return errdefs.Invalidf("text is required")
+	}
+	r, runner, err := o.agentOf(ctx, id, "instruct")
+	if err != nil {
+		return err
+	}
+	runner.Instruct(text)
+	o.intervene(r, store.InterventionInstructions, text)
+	return nil
+}
+
+// Cancel stops a task: an active one at once (its VM is destroyed), a
+// queued one before it starts.
+func (o *Orchestrator) Cancel(ctx context.Context, id string) error {
+	if r, ok := o.activeRun(id); ok {
+		if runner, _, _ := r.get(); runner != nil {
+			runner.Cancel()
+			o.intervene(r, store.InterventionCancel, "")
+		} else {
+			r.stop(errUserCancel)
+		}
+		select {
+		case <-r.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	_, err := o.finishTask(ctx, id, outcome{status: store.StatusCancelled, summary: "Cancelled by the user before it started.", requireQueued: true}, nil)
+	if errors.Is(err, errdefs.ErrConflict) {
+		// It left the queue meanwhile: it is active now, or finished.
+		if r, ok := o.activeRun(id); ok {
+			r.stop(errUserCancel)
+			<-r.done
+			return nil
+		}
+		t, gerr := o.cfg.Store.GetTask(ctx, id)
+		if gerr == nil && t.Status.Terminal() {
+			return errdefs.Conflictf("task %s has already ended (%s)", id, t.Status)
+		}
+	}
+	return err
+}
+
+// Answer answers the agent's pending question.
+func (o *Orchestrator) Answer(ctx context.Context, id, questionID, answer string) error {
+	r, runner, err := o.agentOf(ctx, id, "answer")
+	if err != nil {
+		return err
+	}
+	q, _ := runner.Pending()
+	if err := runner.Answer(questionID, answer); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	kind := "text"
+	if len(q.Options) > 0 {
+		kind = "multipleChoice"
+	}
+	if err := o.cfg.Store.SaveQuestion(background(), store.Question{ID: q.ID, TaskID: id, Kind: kind, Question: q.Text, Options: q.Options,
+		CreatedAt: q.Created, Answer: &answer, AnsweredAt: &now}); err != nil {
+		o.cfg.Log.Error("save answer", "task", r.id, "err", err)
+	}
+	return nil
+}
+
+// Respond approves or denies the agent's pending permission request.
+func (o *Orchestrator) Respond(ctx context.Context, id, permissionID string, approved bool) error {
+	r, runner, err := o.agentOf(ctx, id, "respond to")
+	if err != nil {
+		return err
+	}
+	_, p := runner.Pending()
+	if err := runner.Respond(permissionID, approved); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	if err := o.cfg.Store.SavePermission(background(), store.PermissionRequest{ID: p.ID, TaskID: id, ToolName: p.Tool, Details: p.Details,
+		CreatedAt: p.Created, Approved: &approved, RespondedAt: &now}); err != nil {
+		o.cfg.Log.Error("save permission answer", "task", r.id, "err", err)
+	}
+	return nil
+}
+
+// inputMethods maps the takeover view's event types to guest methods.
+var inputMethods = map[string]string{
+	"click": protocol.MethodMouseClick, "move": protocol.MethodMouseMove, "drag": protocol.MethodMouseDrag,
+	"scroll": protocol.MethodScroll, "type": protocol.MethodKeyboardType, "key": protocol.MethodKeyboardKey,
+}
+
+// Input forwards one pointer or keyboard event of the user to the guest.
+// Only a taken-over task accepts input; coordinates are guest points.
+func (o *Orchestrator) Input(ctx context.Context, id string, in wire.Input) error {
+	method, ok := inputMethods[in.Type]
+	if !ok {
+		return errdefs.Invalidf("input type %q: want click, move, drag, scroll, type or key", in.Type)
+	}
+	r, runner, err := o.agentOf(ctx, id, "send input to")
+	if err != nil {
+		return err
+	}
+	if !runner.TakenOver() {
+		return errdefs.Conflictf("task %s is not taken over: take over before sending input", id)
+	}
+	_, lease, _ := r.get()
+	scr := lease.Guest().Hello().Screen
+	inside := func(x, y float64) error {
+		if x < 0 || y < 0 || x >= float64(scr.Width) || y >= float64(scr.Height) {
+			return errdefs.Invalidf("point (%g, %g) is outside the %dx%d screen", x, y, scr.Width, scr.Height)
+		}
+		return nil
+	}
+	var params any
+	switch in.Type {
+	case "click":
+		if err := inside(in.X, in.Y); err != nil {
+			return err
+		}
+		params = protocol.ClickParams{X: in.X, Y: in.Y, Button: or(in.Button, "left"), ClickType: or(in.ClickType, "single")}
+	case "move":
+		if err := inside(in.X, in.Y); err != nil {
+			return err
+		}
+		params = protocol.PointParams{X: in.X, Y: in.Y}
+	case "drag":
+		if err := errors.Join(inside(in.X, in.Y), inside(in.ToX, in.ToY)); err != nil {
+			return err
+		}
+		params = protocol.DragParams{FromX: in.X, FromY: in.Y, ToX: in.ToX, ToY: in.ToY}
+	case "scroll":
+		if err := inside(in.X, in.Y); err != nil {
+			return err
+		}
+		params = protocol.ScrollParams{X: in.X, Y: in.Y, DeltaX: in.DeltaX, DeltaY: in.DeltaY}
+	case "type":
+		if in.Text == "" {
+			return errdefs.Invalidf("type input needs text")
+		}
+		params = protocol.TypeParams{Text: in.Text}
+	case "key":
+		if in.Key == "" {
+			return errdefs.Invalidf("key input needs key")
+		}
+		params = protocol.KeyParams{Key: in.Key, Modifiers: in.Modifiers}
+	}
+	if err := lease.Guest().Call(ctx, method, params, nil); err != nil {
+		return fmt.Errorf("forward %s to the guest: %w", in.Type, err)
+	}
+	return nil
+}
+
+// Frame takes a live screenshot of a task's VM for watching.
+func (o *Orchestrator) Frame(ctx context.Context, id string, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+	r, ok := o.activeRun(id)
+	if ok {
+		if _, lease, _ := r.get(); lease != nil {
+			return lease.Guest().Screenshot(ctx, p)
+		}
+	}
+	return protocol.ScreenshotResult{}, errdefs.Conflictf("task %s has no running VM to watch", id)
+}

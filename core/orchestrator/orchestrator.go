@@ -1,0 +1,234 @@
+// Package orchestrator runs the task queue: a persistent FIFO of queued
+// tasks dispatched to agents as the pool admits VMs, the user's hold on each
+// running agent (pause, resume, instructions, takeover, answers, approvals,
+// cancel), the kill switch that stops every agent at once, and schedules
+// that create tasks at a time or on a recurrence.
+//
+// Every state change is written to the store first (task row and activity
+// event in one transaction) and then announced to watchers, so the API's
+// event stream and the database never disagree. After a crash, Recover marks
+// the tasks that were in flight as failed ("helper restarted"); queued tasks
+// stay queued and run.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/store"
+)
+
+// Pool hands out VMs; *pool.Pool is one.
+type Pool interface {
+	Acquire(ctx context.Context, req pool.Request) (*pool.Lease, error)
+}
+
+// Config configures an Orchestrator. Store, Pool, Paths, Settings, APIKey
+// and Log are required.
+type Config struct {
+	Store *store.Store
+	Pool  Pool
+	Paths config.Paths
+	// Settings returns the current settings.
+	Settings func() config.Settings
+	// APIKey returns a provider's API key (empty when it has none).
+	APIKey func(p store.Provider) (string, error)
+	Log    *slog.Logger
+	// LLMBackoff is the first retry wait of LLM calls; default 1 s.
+	LLMBackoff time.Duration
+	// Now is the clock of schedules; default time.Now.
+	Now func() time.Time
+}
+
+// Causes a run ends with besides the agent's own.
+var (
+	errUserCancel = errors.New("cancelled by the user")
+	errKillSwitch = errors.New("stopped by the kill switch")
+	errShutdown   = errors.New("interrupted: the helper stopped")
+)
+
+// Orchestrator owns the queue and the running agents. It is safe for
+// concurrent use.
+type Orchestrator struct {
+	cfg Config
+	hub *hub
+
+	// mu guards runs, base and closed.
+	mu     sync.Mutex
+	runs   map[string]*run // active tasks: acquiring a VM, running or paused
+	base   context.Context // parent of every run; cancelled by Run's end
+	closed bool
+
+	kick chan struct{} // wakes the dispatcher; buffered 1
+	wg   sync.WaitGroup
+}
+
+// New returns an orchestrator; call Recover, then Run.
+func New(cfg Config) (*Orchestrator, error) {
+	if cfg.Store == nil || cfg.Pool == nil || cfg.Paths.Home == "" || cfg.Settings == nil || cfg.APIKey == nil || cfg.Log == nil {
+		return nil, errors.New("orchestrator: Store, Pool, Paths, Settings, APIKey and Log are required")
+	}
+	if cfg.LLMBackoff == 0 {
+		cfg.LLMBackoff = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Orchestrator{cfg: cfg, hub: newHub(), runs: map[string]*run{}, kick: make(chan struct{}, 1)}, nil
+}
+
+// Kick wakes the dispatcher (after a task is queued or a slot frees).
+func (o *Orchestrator) Kick() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Recover ends what a previous helper left in flight: tasks waiting for a
+// VM, running or paused are marked failed with the reason "helper
+// restarted". Queued tasks stay queued.
+func (o *Orchestrator) Recover(ctx context.Context) (int, error) {
+	tasks, err := o.cfg.Store.TasksInStatus(ctx, store.StatusWaitingForVM, store.StatusRunning, store.StatusPaused)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range tasks {
+		if _, err := o.finishTask(ctx, t.ID, outcome{status: store.StatusFailed, summary: "helper restarted"}, nil); err != nil {
+			return 0, err
+		}
+		o.cfg.Log.Warn("task interrupted by a helper restart", "task", t.ID)
+	}
+	return len(tasks), nil
+}
+
+// Run dispatches queued tasks and fires schedules until ctx ends; then it
+// stops every running agent (recording it as interrupted), waits for them to
+// finish, and returns.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	base, cancelAll := context.WithCancelCause(context.WithoutCancel(ctx))
+	o.mu.Lock()
+	o.base = base
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		o.closed = true
+		o.mu.Unlock()
+		cancelAll(errShutdown)
+		o.wg.Wait()
+	}()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		o.dispatch(ctx)
+		next := o.fireSchedules(ctx)
+		timer.Reset(next)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.kick:
+		case <-timer.C:
+		}
+	}
+}
+
+// dispatch starts queued tasks, oldest first, while slots are free. A task
+// holds its slot from VM acquisition to its end, paused included.
+func (o *Orchestrator) dispatch(ctx context.Context) {
+	limit := o.cfg.Settings().MaxConcurrentVMs
+	o.mu.Lock()
+	free := limit - len(o.runs)
+	closed := o.closed || o.base == nil
+	o.mu.Unlock()
+	if free <= 0 || closed {
+		return
+	}
+	queued, err := o.cfg.Store.TasksInStatus(ctx, store.StatusQueued)
+	if err != nil {
+		o.cfg.Log.Error("read the queue", "err", err)
+		return
+	}
+	for _, t := range queued {
+		if free == 0 {
+			return
+		}
+		if o.start(t) {
+			free--
+		}
+	}
+}
+
+// activeRun returns a task's run, if it is active.
+func (o *Orchestrator) activeRun(id string) (*run, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r, ok := o.runs[id]
+	return r, ok
+}
+
+// Active returns the IDs of the active tasks.
+func (o *Orchestrator) Active() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]string, 0, len(o.runs))
+	for id := range o.runs {
+		out = append(out, id)
+	}
+	return out
+}
+
+// Watch returns a channel closed at the task's next change (event or
+// pending question/permission). Take it before reading the state it guards.
+func (o *Orchestrator) Watch(taskID string) <-chan struct{} { return o.hub.watch(taskID) }
+
+// StopAll is the kill switch: every active task (waiting for a VM, running
+// or paused) is cancelled and its VM destroyed, and queued tasks are
+// cancelled so that nothing starts in their place. It returns the stopped
+// tasks once all of them have ended, or when ctx ends.
+func (o *Orchestrator) StopAll(ctx context.Context) ([]string, error) {
+	o.mu.Lock()
+	runs := make([]*run, 0, len(o.runs))
+	for _, r := range o.runs {
+		runs = append(runs, r)
+	}
+	o.mu.Unlock()
+	var stopped []string
+	for _, r := range runs {
+		r.stop(errKillSwitch)
+		stopped = append(stopped, r.id)
+	}
+	queued, err := o.cfg.Store.TasksInStatus(ctx, store.StatusQueued)
+	if err != nil {
+		return stopped, err
+	}
+	for _, t := range queued {
+		if r, ok := o.activeRun(t.ID); ok {
+			r.stop(errKillSwitch)
+			runs = append(runs, r)
+			stopped = append(stopped, t.ID)
+			continue
+		}
+		_, err := o.finishTask(ctx, t.ID, outcome{status: store.StatusCancelled, summary: "Stopped by the kill switch before it started.", requireQueued: true}, nil)
+		if err == nil {
+			stopped = append(stopped, t.ID)
+		} else if !errors.Is(err, errdefs.ErrConflict) {
+			return stopped, err
+		}
+	}
+	for _, r := range runs {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return stopped, fmt.Errorf("stop all: %d agents still stopping: %w", len(runs), ctx.Err())
+		}
+	}
+	o.cfg.Log.Warn("kill switch: every agent stopped", "tasks", len(stopped))
+	return stopped, nil
+}

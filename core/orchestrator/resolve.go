@@ -1,0 +1,61 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/store"
+)
+
+// llmFor returns the LLM client of a task's provider and model.
+func (o *Orchestrator) llmFor(ctx context.Context, t store.Task, settings config.Settings) (*llm.Client, error) {
+	p, err := o.cfg.Store.FindProvider(ctx, t.ProviderName)
+	if err != nil {
+		return nil, fmt.Errorf("LLM provider %q: %w", t.ProviderName, err)
+	}
+	return o.clientFor(p, t.ModelID, settings)
+}
+
+// clientFor returns a client of provider p for a model.
+func (o *Orchestrator) clientFor(p store.Provider, model string, settings config.Settings) (*llm.Client, error) {
+	key, err := o.cfg.APIKey(p)
+	if err != nil {
+		return nil, fmt.Errorf("API key of provider %s: %w", p.DisplayName, err)
+	}
+	cfg := llm.Config{BaseURL: p.BaseURL, APIKey: key, Model: model, Prices: llm.PricesFrom(settings.ModelPrices), BackoffBase: o.cfg.LLMBackoff}
+	if p.TimeoutSeconds > 0 {
+		cfg.Timeout = time.Duration(p.TimeoutSeconds) * time.Second
+	}
+	return llm.New(cfg)
+}
+
+// template resolves a task's template (or the default) to its record.
+func (o *Orchestrator) template(ctx context.Context, id string, settings config.Settings) (store.Template, error) {
+	if id == "" {
+		id = settings.DefaultTemplateID
+	}
+	if id == "" {
+		ts, err := o.cfg.Store.ListTemplates(ctx)
+		if err != nil {
+			return store.Template{}, err
+		}
+		for _, t := range ts {
+			if t.IsDefault || id == "" {
+				id = t.ID
+			}
+		}
+	}
+	if id == "" {
+		return store.Template{}, errdefs.NotFoundf("no VM template exists yet: create one with `hivecrew templates create`")
+	}
+	t, err := o.cfg.Store.GetTemplate(ctx, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return store.Template{}, errdefs.NotFoundf("VM template %q does not exist (see `hivecrew templates ls`)", id)
+	}
+	return t, err
+}

@@ -1,0 +1,476 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hivecrew/hivecrew/core/agent"
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/trace"
+	"github.com/hivecrew/hivecrew/core/vm"
+)
+
+// run is one active task: from claiming it off the queue to its end.
+type run struct {
+	id     string
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the task has its terminal status and its VM is gone
+
+	// mu guards everything below.
+	mu        sync.Mutex
+	runner    *agent.Runner
+	lease     *pool.Lease
+	sessionID string
+	plan      chan planDecision // set while a plan waits for approval
+	saved     map[string]bool   // questions and permission requests already in the store
+}
+
+// stop ends the run with cause: the agent is interrupted wherever it is.
+func (r *run) stop(cause error) { r.cancel(cause) }
+
+func (r *run) get() (*agent.Runner, *pool.Lease, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runner, r.lease, r.sessionID
+}
+
+// firstSave reports whether key is saved for the first time.
+func (r *run) firstSave(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.saved[key] {
+		return false
+	}
+	r.saved[key] = true
+	return true
+}
+
+// outcome is how a task ends.
+type outcome struct {
+	status  store.TaskStatus
+	summary string
+	success *bool
+	steps   int
+	usage   llm.Usage
+	cost    float64
+	files   []store.TaskFile
+	events  []store.Event
+	// requireQueued refuses to end a task that has left the queue.
+	requireQueued bool
+}
+
+// background is the context of writes that must happen even when the run
+// was cancelled: recording how it ended.
+func background() context.Context { return context.Background() }
+
+// start claims a queued task and runs it; it reports whether a run began.
+func (o *Orchestrator) start(t store.Task) bool {
+	o.mu.Lock()
+	if o.closed || o.base == nil {
+		o.mu.Unlock()
+		return false
+	}
+	if _, ok := o.runs[t.ID]; ok {
+		o.mu.Unlock()
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(o.base)
+	r := &run{id: t.ID, ctx: ctx, cancel: cancel, done: make(chan struct{}), saved: map[string]bool{}}
+	o.runs[t.ID] = r
+	o.wg.Add(1)
+	o.mu.Unlock()
+	go o.execute(r)
+	return true
+}
+
+func (o *Orchestrator) execute(r *run) {
+	defer o.wg.Done()
+	defer func() {
+		o.mu.Lock()
+		delete(o.runs, r.id)
+		o.mu.Unlock()
+		close(r.done)
+		o.Kick()
+	}()
+	defer r.cancel(nil)
+	log := o.cfg.Log.With("task", r.id)
+	t, err := o.update(r.id, store.Update{
+		Mutate: func(t *store.Task) error {
+			if t.Status != store.StatusQueued {
+				return errdefs.Conflictf("task %s is %s, not queued", t.ID, t.Status)
+			}
+			t.Status, t.StatusReason = store.StatusWaitingForVM, "preparing a VM"
+			return nil
+		},
+		Events: []store.Event{statusEvent(store.StatusWaitingForVM, "Preparing a VM")},
+	})
+	if err != nil {
+		if !errors.Is(err, errdefs.ErrConflict) && !errors.Is(err, errdefs.ErrNotFound) {
+			log.Error("claim task", "err", err)
+		}
+		return
+	}
+	out := o.work(r, t)
+	if _, err := o.finishTask(background(), r.id, out, nil); err != nil {
+		log.Error("record the end of the task", "err", err)
+	}
+	log.Info("task ended", "status", out.status, "summary", out.summary)
+}
+
+// work runs a claimed task and returns how it ended. The VM is destroyed
+// before it returns.
+func (o *Orchestrator) work(r *run, t store.Task) outcome {
+	ctx := r.ctx
+	settings := o.cfg.Settings()
+	client, err := o.llmFor(ctx, t, settings)
+	if err != nil {
+		return failed(err.Error())
+	}
+	tmpl, err := o.template(ctx, t.TemplateID, settings)
+	if err != nil {
+		return failed(err.Error())
+	}
+	description := t.Description
+	if t.PlanFirst {
+		plan, out, ok := o.planFirst(r, t, client)
+		if !ok {
+			return out
+		}
+		description += "\n\nFollow this plan, which the user approved:\n" + plan
+	}
+	network := vm.NetworkMode(or(t.NetworkMode, string(settings.NetworkMode)))
+	lease, err := o.cfg.Pool.Acquire(ctx, pool.Request{
+		TaskID: t.ID, Template: vm.Template{ID: tmpl.ID, Kind: vm.TemplateKind(tmpl.Kind), Path: tmpl.Path},
+		Network: network, CPUs: tmpl.CPUCount, MemoryMB: tmpl.MemoryMB,
+		OnWait: func(reason string) { o.setWaiting(t.ID, reason) },
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return stopped(ctx, nil)
+		}
+		return failed("No VM for this task: " + err.Error())
+	}
+	defer func() {
+		if err := lease.Release(background()); err != nil {
+			o.cfg.Log.Error("release VM", "task", t.ID, "vm", lease.ID(), "err", err)
+		}
+	}()
+
+	sid := uuid.NewString()
+	tw, err := trace.Create(o.cfg.Paths.Session(sid))
+	if err != nil {
+		return failed(err.Error())
+	}
+	defer tw.Close()
+	sess := store.AgentSession{ID: sid, TaskID: t.ID, TracePath: filepath.Join("Sessions", sid)}
+	if err := o.cfg.Store.CreateSession(background(), &sess); err != nil {
+		return failed(err.Error())
+	}
+	shared := lease.Machine().Spec().SharedDir()
+	if err := o.copyInputs(ctx, t.ID, shared); err != nil {
+		return failed("Could not give the input files to the VM: " + err.Error())
+	}
+
+	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)
+	maxIter := t.MaxIterations
+	if maxIter == 0 {
+		maxIter = settings.DefaultMaxIterations
+	}
+	policy := settings.ToolPolicy.Merge(toPolicy(t.ToolPolicy))
+	runner, err := agent.New(agent.Config{
+		Task: agent.Task{ID: t.ID, Description: description, Network: config.NetworkMode(network), Policy: policy,
+			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight},
+		LLM: client, Guest: lease.Guest(), Trace: tw, Log: o.cfg.Log.With("task", t.ID, "vm", lease.ID()),
+		Emit:    o.emitter(r, sid, client),
+		Changed: o.changed(r),
+	})
+	if err != nil {
+		return failed(err.Error())
+	}
+	r.mu.Lock()
+	r.runner, r.lease, r.sessionID = runner, lease, sid
+	r.mu.Unlock()
+	now := time.Now().UTC()
+	if _, err := o.update(t.ID, store.Update{
+		Mutate: func(t *store.Task) error {
+			t.Status, t.StatusReason, t.StartedAt, t.VMID, t.SessionID = store.StatusRunning, "", &now, lease.ID(), sid
+			return nil
+		},
+		Events: []store.Event{statusEvent(store.StatusRunning, "Agent started in VM "+lease.ID())},
+	}); err != nil {
+		return failed(err.Error())
+	}
+
+	// A VM that fails ends the run.
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	go func() {
+		select {
+		case <-lease.Lost():
+			cancelRun(vmLost{lease.LostReason()})
+		case <-runCtx.Done():
+		}
+	}()
+	res := runner.Run(runCtx)
+	out := outcome{status: res.Status, summary: res.Summary, success: res.Success, steps: res.Steps, usage: res.Usage, cost: res.CostUSD}
+	if res.Status == store.StatusCancelled {
+		out = stopped(runCtx, &out)
+	}
+	sess.StepCount, sess.PromptTokens, sess.CompletionTokens, sess.CostUSD = res.Steps, int64(res.Usage.Prompt), int64(res.Usage.Completion), res.CostUSD
+	if err := o.cfg.Store.EndSession(background(), sess); err != nil {
+		o.cfg.Log.Error("end session", "task", t.ID, "err", err)
+	}
+	o.collect(t, tw.Dir(), shared, settings, &out)
+	return out
+}
+
+// vmLost is the cause of a run whose VM failed.
+type vmLost struct{ reason string }
+
+func (e vmLost) Error() string { return "the VM failed: " + e.reason }
+
+// stopped says how a run that was stopped from outside ended, by its cause.
+func stopped(ctx context.Context, base *outcome) outcome {
+	out := outcome{}
+	if base != nil {
+		out = *base
+	}
+	cause := context.Cause(ctx)
+	var lost vmLost
+	switch {
+	case errors.As(cause, &lost):
+		out.status, out.summary = store.StatusFailed, "The VM failed: "+lost.reason
+	case errors.Is(cause, errShutdown):
+		out.status, out.summary = store.StatusFailed, "Interrupted: the helper was stopped."
+	case errors.Is(cause, errKillSwitch):
+		out.status, out.summary = store.StatusCancelled, "Stopped by the kill switch."
+	case errors.Is(cause, errUserCancel), cause == nil:
+		out.status, out.summary = store.StatusCancelled, or(out.summary, "Cancelled by the user.")
+	default:
+		out.status, out.summary = store.StatusCancelled, "Stopped: "+cause.Error()
+	}
+	return out
+}
+
+func failed(summary string) outcome {
+	return outcome{status: store.StatusFailed, summary: summary}
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func minutes(n, def int) time.Duration {
+	if n <= 0 {
+		n = def
+	}
+	return time.Duration(n) * time.Minute
+}
+
+func toPolicy(m map[string]string) config.ToolPolicy {
+	p := make(config.ToolPolicy, len(m))
+	for k, v := range m {
+		p[k] = config.Permission(v)
+	}
+	return p
+}
+
+func statusEvent(s store.TaskStatus, summary string) store.Event {
+	return store.Event{Type: "status_change", ActivityType: "info", Status: string(s), Summary: summary}
+}
+
+// update writes a change to a task and tells its watchers.
+func (o *Orchestrator) update(id string, u store.Update) (store.Task, error) {
+	t, _, err := o.cfg.Store.UpdateTask(background(), id, u)
+	if err == nil {
+		o.hub.notify(id)
+	}
+	return t, err
+}
+
+// setWaiting records why a task waits for a VM.
+func (o *Orchestrator) setWaiting(id, reason string) {
+	_, err := o.update(id, store.Update{
+		Mutate: func(t *store.Task) error {
+			if t.Status != store.StatusWaitingForVM {
+				return errdefs.Conflictf("task %s is %s", id, t.Status)
+			}
+			t.StatusReason = reason
+			return nil
+		},
+		Events: []store.Event{{Type: "status_change", ActivityType: "info", Status: string(store.StatusWaitingForVM), Summary: "Waiting for a VM: " + reason}},
+	})
+	if err != nil && !errors.Is(err, errdefs.ErrConflict) {
+		o.cfg.Log.Error("record wait", "task", id, "err", err)
+	}
+}
+
+// finishTask gives a task its terminal status, its result, its output files
+// and its last event, in one transaction.
+func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, mutate func(*store.Task)) (store.Task, error) {
+	now := time.Now().UTC()
+	success := out.success
+	if success == nil {
+		ok := out.status == store.StatusCompleted
+		success = &ok
+	}
+	summary := out.summary
+	activity := "info"
+	if out.status != store.StatusCompleted {
+		activity = "error"
+	}
+	ev := store.Event{Type: "status_change", ActivityType: activity, Status: string(out.status), Summary: summary}
+	t, _, err := o.cfg.Store.UpdateTask(ctx, id, store.Update{
+		Mutate: func(t *store.Task) error {
+			if t.Status.Terminal() {
+				return errdefs.Conflictf("task %s has already ended (%s)", id, t.Status)
+			}
+			if out.requireQueued && t.Status != store.StatusQueued {
+				return errdefs.Conflictf("task %s is %s, no longer queued", id, t.Status)
+			}
+			t.Status, t.StatusReason = out.status, ""
+			t.CompletedAt, t.ResultSummary, t.WasSuccessful = &now, &summary, success
+			if out.steps > 0 {
+				t.StepCount = out.steps
+			}
+			if out.usage.Prompt > 0 || out.usage.Completion > 0 {
+				t.PromptTokens, t.CompletionTokens, t.CostUSD = int64(out.usage.Prompt), int64(out.usage.Completion), out.cost
+			}
+			if mutate != nil {
+				mutate(t)
+			}
+			return nil
+		},
+		Files:  out.files,
+		Events: append(out.events, ev),
+	})
+	if err == nil {
+		o.hub.notify(id)
+	}
+	return t, err
+}
+
+// emitter turns the agent's events into stored activity events. The agent's
+// terminal status is left out: finishTask writes it once the outputs are in.
+func (o *Orchestrator) emitter(r *run, sid string, client *llm.Client) func(agent.Event) {
+	return func(e agent.Event) {
+		if e.Type == "status_change" && e.Status.Terminal() {
+			return
+		}
+		ev := store.Event{Type: e.Type, Summary: e.Summary, ActivityType: e.ActivityType, Details: e.Details,
+			Reasoning: e.Reasoning, Status: string(e.Status)}
+		if e.Screenshot != "" {
+			ev.ScreenshotPath = filepath.ToSlash(filepath.Join("Sessions", sid, e.Screenshot))
+		}
+		u := store.Update{Events: []store.Event{ev}}
+		runner, _, _ := r.get()
+		switch {
+		case e.Type == "status_change" && runner != nil:
+			status, reason := runner.Status()
+			u.Mutate = func(t *store.Task) error {
+				if t.Status.Terminal() {
+					return errdefs.Conflictf("task %s has ended", t.ID)
+				}
+				t.Status, t.StatusReason = status, reason
+				return nil
+			}
+		case e.Type == "llm_response" && runner != nil:
+			steps, usage := runner.Steps(), runner.Usage()
+			cost, _ := client.Cost(usage)
+			u.Mutate = func(t *store.Task) error {
+				t.StepCount, t.PromptTokens, t.CompletionTokens = steps, int64(usage.Prompt), int64(usage.Completion)
+				t.CostUSD = cost
+				return nil
+			}
+		}
+		if _, err := o.update(r.id, u); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+			o.cfg.Log.Error("record event", "task", r.id, "type", e.Type, "err", err)
+		}
+	}
+}
+
+// changed persists new questions and permission requests and tells watchers.
+func (o *Orchestrator) changed(r *run) func() {
+	return func() {
+		runner, _, _ := r.get()
+		if runner != nil {
+			q, p := runner.Pending()
+			if q != nil && r.firstSave("q"+q.ID) {
+				kind := "text"
+				if len(q.Options) > 0 {
+					kind = "multipleChoice"
+				}
+				if err := o.cfg.Store.SaveQuestion(background(), store.Question{ID: q.ID, TaskID: r.id, Kind: kind, Question: q.Text, Options: q.Options, CreatedAt: q.Created}); err != nil {
+					o.cfg.Log.Error("save question", "task", r.id, "err", err)
+				}
+			}
+			if p != nil && r.firstSave("p"+p.ID) {
+				if err := o.cfg.Store.SavePermission(background(), store.PermissionRequest{ID: p.ID, TaskID: r.id, ToolName: p.Tool, Details: p.Details, CreatedAt: p.Created}); err != nil {
+					o.cfg.Log.Error("save permission request", "task", r.id, "err", err)
+				}
+			}
+		}
+		o.hub.notify(r.id)
+	}
+}
+
+// copyInputs puts the task's input files into the VM's inbox.
+func (o *Orchestrator) copyInputs(ctx context.Context, taskID, shared string) error {
+	tf, err := o.cfg.Store.TaskFiles(ctx, taskID, store.FileInput)
+	if err != nil {
+		return err
+	}
+	ins := make([]files.Input, len(tf))
+	for i, f := range tf {
+		ins[i] = files.Input{Name: f.Name, Path: filepath.Join(o.cfg.Paths.Home, f.Path)}
+	}
+	return files.CopyIn(shared, ins)
+}
+
+// collect copies the outbox into the session's artifacts and the output
+// directory, and adds the output files and any problems to out.
+func (o *Orchestrator) collect(t store.Task, sessionDir, shared string, settings config.Settings, out *outcome) {
+	artifacts := filepath.Join(sessionDir, trace.ArtifactsDir)
+	got, skipped, err := files.Collect(filepath.Join(shared, files.Outbox), artifacts, files.Limits{})
+	if err != nil {
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not collect the outbox: " + err.Error()})
+	}
+	for _, s := range skipped {
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
+			Summary: fmt.Sprintf("Outbox file %s not collected: %s", s.Name, s.Reason)})
+	}
+	now := time.Now().UTC()
+	for _, c := range got {
+		rel, _ := filepath.Rel(o.cfg.Paths.Home, c.Path)
+		out.files = append(out.files, store.TaskFile{Kind: store.FileOutput, Name: c.Name, Size: c.Size,
+			MimeType: files.MimeType(c.Name), Path: filepath.ToSlash(rel), CreatedAt: now})
+	}
+	if len(got) == 0 {
+		return
+	}
+	dir := or(t.OutputDirectory, settings.OutputDirectory)
+	placed, err := files.Place(dir, got)
+	if err != nil {
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not copy the results to " + dir + ": " + err.Error()})
+	}
+	if len(placed) > 0 {
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "info",
+			Summary: fmt.Sprintf("%d output file(s) saved to %s", len(placed), dir), Details: strings.Join(placed, "\n")})
+	}
+}

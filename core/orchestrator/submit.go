@@ -1,0 +1,271 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// Limits of a task's configuration.
+const (
+	maxDescription    = 100_000
+	maxTimeoutMinutes = 24 * 60
+	maxIterationsCap  = 10_000
+)
+
+// Upload is an input file received with a new task: its bytes are in a
+// temporary file that Submit moves into the task's folder.
+type Upload struct {
+	Name string
+	Path string
+}
+
+// inputSource is a file to become a task input.
+type inputSource struct{ name, path, mime string }
+
+// taskDir is where a task's input files live.
+func (o *Orchestrator) taskDir(id string) string { return filepath.Join(o.cfg.Paths.Tasks(), id) }
+
+// Check validates a new task's configuration, fills in the provider's name
+// and default model, and returns the task to store. Every problem is an
+// error of class invalid that names the field.
+func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Task, error) {
+	var t store.Task
+	desc := strings.TrimSpace(in.Description)
+	switch {
+	case desc == "":
+		return t, errdefs.Invalidf("description is required")
+	case len(desc) > maxDescription:
+		return t, errdefs.Invalidf("description is %d bytes, over the limit of %d", len(desc), maxDescription)
+	}
+	providers, err := o.cfg.Store.ListProviders(ctx)
+	if err != nil {
+		return t, err
+	}
+	if len(providers) == 0 {
+		return t, errdefs.Invalidf("no LLM provider is configured: add one with `hivecrew providers add --name NAME --base-url URL --api-key KEY` (or in Settings)")
+	}
+	p, err := o.cfg.Store.FindProvider(ctx, in.ProviderName)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		names := make([]string, len(providers))
+		for i, p := range providers {
+			names[i] = p.DisplayName
+		}
+		return t, errdefs.Invalidf("providerName %q: no such provider (configured: %s)", in.ProviderName, strings.Join(names, ", "))
+	}
+	if err != nil {
+		return t, err
+	}
+	model := or(in.ModelID, p.DefaultModelID)
+	if model == "" {
+		return t, errdefs.Invalidf("modelId is required: provider %s has no default model", p.DisplayName)
+	}
+	if in.TimeoutMinutes < 0 || in.TimeoutMinutes > maxTimeoutMinutes {
+		return t, errdefs.Invalidf("timeoutMinutes %d: want 1..%d (or 0 for the default)", in.TimeoutMinutes, maxTimeoutMinutes)
+	}
+	if in.MaxIterations < 0 || in.MaxIterations > maxIterationsCap {
+		return t, errdefs.Invalidf("maxIterations %d: want 1..%d (or 0 for the default)", in.MaxIterations, maxIterationsCap)
+	}
+	if in.NetworkMode != "" && !config.NetworkMode(in.NetworkMode).Valid() {
+		return t, errdefs.Invalidf("networkMode %q: want internet or offline", in.NetworkMode)
+	}
+	if err := toPolicy(in.ToolPolicy).Validate(); err != nil {
+		return t, errdefs.Invalidf("toolPolicy: %v", err)
+	}
+	out, err := outputDir(in.OutputDirectory)
+	if err != nil {
+		return t, err
+	}
+	if in.TemplateID != "" {
+		if _, err := o.cfg.Store.GetTemplate(ctx, in.TemplateID); errors.Is(err, errdefs.ErrNotFound) {
+			return t, errdefs.Invalidf("templateId %q: no such template", in.TemplateID)
+		} else if err != nil {
+			return t, err
+		}
+	}
+	return store.Task{
+		ID: uuid.NewString(), Description: desc, ProviderName: p.DisplayName, ModelID: model,
+		OutputDirectory: out, PlanFirst: in.PlanFirst, TemplateID: in.TemplateID, TimeoutMinutes: in.TimeoutMinutes,
+		MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
+	}, nil
+}
+
+// outputDir checks an output directory: absolute, or starting with ~/.
+func outputDir(dir string) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	if rest, ok := strings.CutPrefix(dir, "~/"); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", errdefs.Invalidf("outputDirectory %q: no home directory to expand ~ in", dir)
+		}
+		dir = filepath.Join(home, rest)
+	}
+	if !filepath.IsAbs(dir) {
+		return "", errdefs.Invalidf("outputDirectory %q: want an absolute path", dir)
+	}
+	return filepath.Clean(dir), nil
+}
+
+// Submit checks and queues a new task with its uploaded input files. The
+// uploads' temporary files are moved; on error they are left to the caller.
+func (o *Orchestrator) Submit(ctx context.Context, in wire.CreateTask, uploads []Upload) (store.Task, error) {
+	t, err := o.Check(ctx, in)
+	if err != nil {
+		return store.Task{}, err
+	}
+	srcs := make([]inputSource, len(uploads))
+	for i, u := range uploads {
+		srcs[i] = inputSource{name: u.Name, path: u.Path}
+	}
+	return o.queue(ctx, t, srcs, true)
+}
+
+// queue stores a checked task and its inputs and wakes the dispatcher.
+func (o *Orchestrator) queue(ctx context.Context, t store.Task, srcs []inputSource, move bool) (store.Task, error) {
+	inputs, err := o.stageInputs(t.ID, srcs, move)
+	if err != nil {
+		return store.Task{}, err
+	}
+	if err := o.cfg.Store.CreateTask(ctx, &t, inputs); err != nil {
+		os.RemoveAll(o.taskDir(t.ID))
+		return store.Task{}, err
+	}
+	o.hub.notify(t.ID)
+	o.Kick()
+	return t, nil
+}
+
+// stageInputs puts input files into the task's folder (moving or copying
+// them) and returns their rows.
+func (o *Orchestrator) stageInputs(taskID string, srcs []inputSource, move bool) ([]store.TaskFile, error) {
+	if len(srcs) == 0 {
+		return nil, nil
+	}
+	dir := filepath.Join(o.taskDir(taskID), "inputs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create task folder: %w", err)
+	}
+	out := make([]store.TaskFile, 0, len(srcs))
+	seen := map[string]bool{}
+	for _, s := range srcs {
+		name, err := files.CheckName(s.name)
+		if err != nil {
+			os.RemoveAll(o.taskDir(taskID))
+			return nil, err
+		}
+		if seen[name] {
+			os.RemoveAll(o.taskDir(taskID))
+			return nil, errdefs.Invalidf("input file %q given twice", name)
+		}
+		seen[name] = true
+		dst := filepath.Join(dir, name)
+		if err := place(s.path, dst, move); err != nil {
+			os.RemoveAll(o.taskDir(taskID))
+			return nil, fmt.Errorf("store input file %s: %w", name, err)
+		}
+		fi, err := os.Stat(dst)
+		if err != nil {
+			os.RemoveAll(o.taskDir(taskID))
+			return nil, fmt.Errorf("store input file %s: %w", name, err)
+		}
+		rel, _ := filepath.Rel(o.cfg.Paths.Home, dst)
+		out = append(out, store.TaskFile{Name: name, Size: fi.Size(), MimeType: or(s.mime, files.MimeType(name)), Path: filepath.ToSlash(rel)})
+	}
+	return out, nil
+}
+
+// place moves (or copies) src to dst.
+func place(src, dst string, move bool) error {
+	if move {
+		if err := os.Rename(src, dst); err == nil {
+			return nil
+		}
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Rerun queues a new task with a finished task's configuration and inputs.
+func (o *Orchestrator) Rerun(ctx context.Context, id string) (store.Task, error) {
+	old, err := o.cfg.Store.GetTask(ctx, id)
+	if err != nil {
+		return store.Task{}, err
+	}
+	if !old.Status.Terminal() {
+		return store.Task{}, errdefs.Conflictf("task %s is %s: only a finished task can be rerun", id, old.Status)
+	}
+	in, err := o.cfg.Store.TaskFiles(ctx, id, store.FileInput)
+	if err != nil {
+		return store.Task{}, err
+	}
+	srcs := make([]inputSource, len(in))
+	for i, f := range in {
+		srcs[i] = inputSource{name: f.Name, path: filepath.Join(o.cfg.Paths.Home, f.Path), mime: f.MimeType}
+	}
+	oldID := old.ID
+	t := store.Task{
+		ID: uuid.NewString(), Title: old.Title, Description: old.Description, ProviderName: old.ProviderName, ModelID: old.ModelID,
+		OutputDirectory: old.OutputDirectory, PlanFirst: old.PlanFirst, TemplateID: old.TemplateID,
+		TimeoutMinutes: old.TimeoutMinutes, MaxIterations: old.MaxIterations, NetworkMode: old.NetworkMode,
+		ToolPolicy: old.ToolPolicy, RerunOfID: &oldID,
+	}
+	return o.queue(ctx, t, srcs, false)
+}
+
+// Delete deletes a task, its files and its traces; an active task is
+// cancelled first.
+func (o *Orchestrator) Delete(ctx context.Context, id string) error {
+	if r, ok := o.activeRun(id); ok {
+		r.stop(errUserCancel)
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	t, err := o.cfg.Store.GetTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := o.cfg.Store.DeleteTask(ctx, id); err != nil {
+		return err
+	}
+	// A run that claimed the task meanwhile has nothing left to record.
+	if r, ok := o.activeRun(id); ok {
+		r.stop(errUserCancel)
+		<-r.done
+	}
+	var errs []error
+	errs = append(errs, os.RemoveAll(o.taskDir(id)))
+	if t.SessionID != "" {
+		errs = append(errs, os.RemoveAll(o.cfg.Paths.Session(t.SessionID)))
+	}
+	o.hub.notify(id)
+	return errors.Join(errs...)
+}

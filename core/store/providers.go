@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// Provider backend modes.
+const (
+	BackendChatCompletions = "chat_completions"
+	BackendResponses       = "responses"
+)
+
+// checkProvider validates a provider's fields.
+func checkProvider(p *Provider) error {
+	p.DisplayName = strings.TrimSpace(p.DisplayName)
+	if p.DisplayName == "" {
+		return errdefs.Invalidf("a provider needs a displayName")
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errdefs.Invalidf("baseURL %q: want an http(s) URL such as https://api.openai.com/v1", p.BaseURL)
+	}
+	if p.BackendMode == "" {
+		p.BackendMode = BackendChatCompletions
+	}
+	if p.BackendMode != BackendChatCompletions && p.BackendMode != BackendResponses {
+		return errdefs.Invalidf("backendMode %q: want chat_completions or responses", p.BackendMode)
+	}
+	if p.AuthMode == "" {
+		p.AuthMode = "api_key"
+	}
+	if p.TimeoutSeconds < 0 {
+		return errdefs.Invalidf("timeoutInterval %d: must not be negative", p.TimeoutSeconds)
+	}
+	return nil
+}
+
+// CreateProvider stores a new provider. The first provider, or one marked
+// default, becomes the default.
+func (s *Store) CreateProvider(ctx context.Context, p *Provider) error {
+	if err := checkProvider(p); err != nil {
+		return err
+	}
+	if p.ID == "" {
+		p.ID = uuid.NewString()
+	}
+	p.CreatedAt = time.Now().UTC()
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&Provider{}).Count(&n).Error; err != nil {
+			return fmt.Errorf("create provider: %w", classify(err))
+		}
+		if n == 0 {
+			p.IsDefault = true
+		}
+		if err := claimDefault(tx, p); err != nil {
+			return err
+		}
+		if err := tx.Create(p).Error; err != nil {
+			if errors.Is(err, gorm.ErrDuplicatedKey) {
+				return errdefs.Conflictf("a provider named %q exists already", p.DisplayName)
+			}
+			return fmt.Errorf("create provider: %w", classify(err))
+		}
+		return nil
+	})
+}
+
+// claimDefault clears the default flag of other providers when p is default.
+func claimDefault(tx *gorm.DB, p *Provider) error {
+	if !p.IsDefault {
+		return nil
+	}
+	if err := tx.Model(&Provider{}).Where("id <> ? AND is_default", p.ID).Update("is_default", false).Error; err != nil {
+		return fmt.Errorf("set default provider: %w", classify(err))
+	}
+	return nil
+}
+
+// UpdateProvider edits a provider atomically.
+func (s *Store) UpdateProvider(ctx context.Context, id string, mutate func(*Provider) error) (Provider, error) {
+	var p Provider
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Where("id = ?", id).Take(&p).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return errdefs.NotFoundf("provider %s not found", id)
+		}
+		if err != nil {
+			return fmt.Errorf("update provider %s: %w", id, classify(err))
+		}
+		wasDefault := p.IsDefault
+		if err := mutate(&p); err != nil {
+			return err
+		}
+		if err := checkProvider(&p); err != nil {
+			return err
+		}
+		if wasDefault && !p.IsDefault {
+			return errdefs.Invalidf("make another provider the default instead of unsetting this one")
+		}
+		if err := claimDefault(tx, &p); err != nil {
+			return err
+		}
+		if err := tx.Save(&p).Error; err != nil {
+			if errors.Is(err, gorm.ErrDuplicatedKey) {
+				return errdefs.Conflictf("a provider named %q exists already", p.DisplayName)
+			}
+			return fmt.Errorf("update provider %s: %w", id, classify(err))
+		}
+		return nil
+	})
+	return p, err
+}
+
+// DeleteProvider deletes a provider; when it was the default, the oldest
+// remaining one becomes the default.
+func (s *Store) DeleteProvider(ctx context.Context, id string) (Provider, error) {
+	var p Provider
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Where("id = ?", id).Take(&p).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return errdefs.NotFoundf("provider %s not found", id)
+		}
+		if err != nil {
+			return fmt.Errorf("delete provider %s: %w", id, classify(err))
+		}
+		if err := tx.Delete(&p).Error; err != nil {
+			return fmt.Errorf("delete provider %s: %w", id, classify(err))
+		}
+		if !p.IsDefault {
+			return nil
+		}
+		var next Provider
+		err = tx.Order("created_at, id").Take(&next).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("delete provider %s: %w", id, classify(err))
+		}
+		return tx.Model(&next).Update("is_default", true).Error
+	})
+	return p, err
+}
+
+// ListProviders returns every provider, oldest first.
+func (s *Store) ListProviders(ctx context.Context) ([]Provider, error) {
+	var ps []Provider
+	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&ps).Error; err != nil {
+		return nil, fmt.Errorf("list providers: %w", classify(err))
+	}
+	return ps, nil
+}
+
+// FindProvider returns the provider whose ID or display name is
+// nameOrID (names case-insensitively); an empty nameOrID means the default.
+func (s *Store) FindProvider(ctx context.Context, nameOrID string) (Provider, error) {
+	var p Provider
+	q := s.db.WithContext(ctx)
+	if nameOrID == "" {
+		q = q.Where("is_default")
+	} else {
+		q = q.Where("id = ? OR LOWER(display_name) = LOWER(?)", nameOrID, nameOrID)
+	}
+	err := q.Order(clause.Expr{SQL: "id = ? DESC", Vars: []any{nameOrID}}).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		if nameOrID == "" {
+			return Provider{}, errdefs.NotFoundf("no default provider")
+		}
+		return Provider{}, errdefs.NotFoundf("provider %q not found", nameOrID)
+	}
+	if err != nil {
+		return Provider{}, fmt.Errorf("find provider %q: %w", nameOrID, classify(err))
+	}
+	return p, nil
+}

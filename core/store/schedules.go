@@ -1,0 +1,175 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// CreateSchedule stores a schedule and its input files in one transaction.
+func (s *Store) CreateSchedule(ctx context.Context, sc *Schedule, files []ScheduleFile) error {
+	if strings.TrimSpace(sc.Description) == "" {
+		return errdefs.Invalidf("a schedule needs a description")
+	}
+	if sc.ID == "" {
+		sc.ID = uuid.NewString()
+	}
+	if sc.Title == "" {
+		sc.Title = titleFrom(sc.Description)
+	}
+	now := time.Now().UTC()
+	sc.CreatedAt = now
+	seen := map[string]bool{}
+	for i := range files {
+		f := &files[i]
+		if seen[f.Name] {
+			return errdefs.Invalidf("input file %q given twice", f.Name)
+		}
+		seen[f.Name] = true
+		f.ID, f.ScheduleID, f.CreatedAt = 0, sc.ID, now
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(sc).Error; err != nil {
+			return fmt.Errorf("create schedule: %w", classify(err))
+		}
+		if len(files) > 0 {
+			if err := tx.Omit("Schedule").Create(&files).Error; err != nil {
+				return fmt.Errorf("create schedule %s: files: %w", sc.ID, classify(err))
+			}
+		}
+		return nil
+	})
+}
+
+// GetSchedule returns a schedule, or an error of class not found.
+func (s *Store) GetSchedule(ctx context.Context, id string) (Schedule, error) {
+	var sc Schedule
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&sc).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Schedule{}, errdefs.NotFoundf("schedule %s not found", id)
+	}
+	if err != nil {
+		return Schedule{}, fmt.Errorf("get schedule %s: %w", id, classify(err))
+	}
+	return sc, nil
+}
+
+// ScheduleFiles returns a schedule's input files, by name.
+func (s *Store) ScheduleFiles(ctx context.Context, id string) ([]ScheduleFile, error) {
+	var fs []ScheduleFile
+	if err := s.db.WithContext(ctx).Where("schedule_id = ?", id).Order("name").Find(&fs).Error; err != nil {
+		return nil, fmt.Errorf("schedule %s files: %w", id, classify(err))
+	}
+	return fs, nil
+}
+
+// ListSchedules returns schedules by creation, newest first, and the total.
+func (s *Store) ListSchedules(ctx context.Context, limit, offset int) ([]Schedule, int64, error) {
+	var total int64
+	if err := s.db.WithContext(ctx).Model(&Schedule{}).Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("count schedules: %w", classify(err))
+	}
+	q := s.db.WithContext(ctx).Order("created_at DESC, rowid DESC").Offset(offset)
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	var out []Schedule
+	if err := q.Find(&out).Error; err != nil {
+		return nil, 0, fmt.Errorf("list schedules: %w", classify(err))
+	}
+	return out, total, nil
+}
+
+// UpdateSchedule edits a schedule atomically.
+func (s *Store) UpdateSchedule(ctx context.Context, id string, mutate func(*Schedule) error) (Schedule, error) {
+	var sc Schedule
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Where("id = ?", id).Take(&sc).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return errdefs.NotFoundf("schedule %s not found", id)
+		}
+		if err != nil {
+			return fmt.Errorf("update schedule %s: %w", id, classify(err))
+		}
+		if err := mutate(&sc); err != nil {
+			return err
+		}
+		if err := tx.Save(&sc).Error; err != nil {
+			return fmt.Errorf("update schedule %s: %w", id, classify(err))
+		}
+		return nil
+	})
+	return sc, err
+}
+
+// DeleteSchedule deletes a schedule and its file rows; tasks it created stay.
+func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
+	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Schedule{})
+	if res.Error != nil {
+		return fmt.Errorf("delete schedule %s: %w", id, classify(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return errdefs.NotFoundf("schedule %s not found", id)
+	}
+	return nil
+}
+
+// DueSchedules returns the enabled schedules whose next run is at or before
+// now, earliest first.
+func (s *Store) DueSchedules(ctx context.Context, now time.Time) ([]Schedule, error) {
+	var out []Schedule
+	err := s.db.WithContext(ctx).Where("is_enabled AND next_run_at IS NOT NULL AND next_run_at <= ?", now.UTC()).
+		Order("next_run_at").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("due schedules: %w", classify(err))
+	}
+	return out, nil
+}
+
+// NextScheduleRun returns the earliest next run of an enabled schedule.
+func (s *Store) NextScheduleRun(ctx context.Context) (*time.Time, error) {
+	var sc Schedule
+	err := s.db.WithContext(ctx).Where("is_enabled AND next_run_at IS NOT NULL").Order("next_run_at").Take(&sc).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("next schedule run: %w", classify(err))
+	}
+	return sc.NextRunAt, nil
+}
+
+// FireSchedule creates a task for a schedule and updates the schedule (its
+// last and next run) in one transaction, so a run is never lost nor doubled
+// by a crash in between.
+func (s *Store) FireSchedule(ctx context.Context, id string, t *Task, inputs []TaskFile, mutate func(*Schedule) error) error {
+	sid := id
+	t.ScheduleID = &sid
+	if err := prepareTask(t, inputs); err != nil {
+		return err
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var sc Schedule
+		err := tx.Where("id = ?", id).Take(&sc).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return errdefs.NotFoundf("schedule %s not found", id)
+		}
+		if err != nil {
+			return fmt.Errorf("run schedule %s: %w", id, classify(err))
+		}
+		if err := mutate(&sc); err != nil {
+			return err
+		}
+		if err := tx.Save(&sc).Error; err != nil {
+			return fmt.Errorf("run schedule %s: %w", id, classify(err))
+		}
+		return createTask(tx, t, inputs)
+	})
+}

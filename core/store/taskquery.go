@@ -1,0 +1,220 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// TaskSort orders a task listing.
+type TaskSort string
+
+// Task listing orders (the API's sort values).
+const (
+	SortCreatedAt   TaskSort = "createdAt"
+	SortStartedAt   TaskSort = "startedAt"
+	SortCompletedAt TaskSort = "completedAt"
+)
+
+var sortColumns = map[TaskSort]string{
+	SortCreatedAt: "created_at", SortStartedAt: "started_at", SortCompletedAt: "completed_at",
+}
+
+// TaskQuery selects and orders tasks. The zero value lists every task,
+// newest first, without a limit.
+type TaskQuery struct {
+	Statuses []TaskStatus
+	// Search matches title or description, case-insensitively.
+	Search string
+	Sort   TaskSort
+	Asc    bool
+	Limit  int
+	Offset int
+}
+
+// TaskSummary is a task with its file counts, as listings show it.
+type TaskSummary struct {
+	Task
+	InputFileCount  int
+	OutputFileCount int
+}
+
+// ListTasks returns the tasks q selects and how many there are in all.
+func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]TaskSummary, int64, error) {
+	col, ok := sortColumns[q.Sort]
+	if q.Sort == "" {
+		col, ok = "created_at", true
+	}
+	if !ok {
+		return nil, 0, errdefs.Invalidf("unknown sort %q: want createdAt, startedAt or completedAt", q.Sort)
+	}
+	for _, st := range q.Statuses {
+		if !st.Valid() {
+			return nil, 0, errdefs.Invalidf("unknown status %q", st)
+		}
+	}
+	where := s.db.WithContext(ctx).Model(&Task{})
+	if len(q.Statuses) > 0 {
+		where = where.Where("status IN ?", q.Statuses)
+	}
+	if q.Search != "" {
+		like := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(strings.ToLower(q.Search)) + "%"
+		where = where.Where(`(LOWER(title) LIKE ? ESCAPE '\' OR LOWER(description) LIKE ? ESCAPE '\')`, like, like)
+	}
+	var total int64
+	if err := where.Session(&gorm.Session{}).Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("count tasks: %w", classify(err))
+	}
+	dir := "DESC"
+	if q.Asc {
+		dir = "ASC"
+	}
+	// NULLs (not started, not completed) last either way; rowid breaks ties
+	// in creation order.
+	list := where.Session(&gorm.Session{}).Order(fmt.Sprintf("%s IS NULL, %s %s, rowid %s", col, col, dir, dir))
+	if q.Limit > 0 {
+		list = list.Limit(q.Limit)
+	}
+	if q.Offset > 0 {
+		list = list.Offset(q.Offset)
+	}
+	var tasks []Task
+	if err := list.Find(&tasks).Error; err != nil {
+		return nil, 0, fmt.Errorf("list tasks: %w", classify(err))
+	}
+	out := make([]TaskSummary, len(tasks))
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		out[i].Task = t
+		ids[i] = t.ID
+	}
+	if len(ids) == 0 {
+		return out, total, nil
+	}
+	var counts []struct {
+		TaskID string
+		Kind   FileKind
+		N      int
+	}
+	if err := s.db.WithContext(ctx).Model(&TaskFile{}).Select("task_id, kind, COUNT(*) AS n").
+		Where("task_id IN ?", ids).Group("task_id, kind").Scan(&counts).Error; err != nil {
+		return nil, 0, fmt.Errorf("count task files: %w", classify(err))
+	}
+	byID := make(map[string]*TaskSummary, len(out))
+	for i := range out {
+		byID[out[i].ID] = &out[i]
+	}
+	for _, c := range counts {
+		if ts := byID[c.TaskID]; ts != nil {
+			if c.Kind == FileInput {
+				ts.InputFileCount = c.N
+			} else {
+				ts.OutputFileCount = c.N
+			}
+		}
+	}
+	return out, total, nil
+}
+
+// TasksInStatus returns the tasks in any of the statuses, oldest first (the
+// queue's order).
+func (s *Store) TasksInStatus(ctx context.Context, statuses ...TaskStatus) ([]Task, error) {
+	var tasks []Task
+	if err := s.db.WithContext(ctx).Where("status IN ?", statuses).Order("created_at, rowid").Find(&tasks).Error; err != nil {
+		return nil, fmt.Errorf("tasks in %v: %w", statuses, classify(err))
+	}
+	return tasks, nil
+}
+
+// CountTasks counts tasks by status.
+func (s *Store) CountTasks(ctx context.Context) (map[TaskStatus]int, error) {
+	var rows []struct {
+		Status TaskStatus
+		N      int
+	}
+	if err := s.db.WithContext(ctx).Model(&Task{}).Select("status, COUNT(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count tasks: %w", classify(err))
+	}
+	out := make(map[TaskStatus]int, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// Update is a change to a task made in one transaction: Mutate edits the
+// row (return an error to abort), Files are added to the task's files and
+// Events to its activity log.
+type Update struct {
+	Mutate func(*Task) error
+	Files  []TaskFile
+	Events []Event
+}
+
+// UpdateTask applies u to a task atomically and returns the task and events
+// as stored.
+func (s *Store) UpdateTask(ctx context.Context, id string, u Update) (Task, []Event, error) {
+	var (
+		t   Task
+		out []Event
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Where("id = ?", id).Take(&t).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return errdefs.NotFoundf("task %s not found", id)
+		}
+		if err != nil {
+			return fmt.Errorf("update task %s: %w", id, classify(err))
+		}
+		if u.Mutate != nil {
+			if err := u.Mutate(&t); err != nil {
+				return err
+			}
+			if err := tx.Omit("Task").Save(&t).Error; err != nil {
+				return fmt.Errorf("update task %s: %w", id, classify(err))
+			}
+		}
+		if len(u.Files) > 0 {
+			for i := range u.Files {
+				u.Files[i].ID, u.Files[i].TaskID = 0, id
+			}
+			if err := tx.Omit("Task").Create(&u.Files).Error; err != nil {
+				return fmt.Errorf("add files to task %s: %w", id, classify(err))
+			}
+		}
+		out, err = appendEvents(tx, id, u.Events)
+		return err
+	})
+	if err != nil {
+		return Task{}, nil, err
+	}
+	return t, out, nil
+}
+
+// LastScreenshot returns the data-directory-relative path of a task's latest
+// screenshot, or an error of class not found.
+func (s *Store) LastScreenshot(ctx context.Context, taskID string) (string, error) {
+	var e Event
+	err := s.db.WithContext(ctx).Where("task_id = ? AND screenshot_path <> ''", taskID).Order("seq DESC").Take(&e).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", errdefs.NotFoundf("task %s has no screenshot yet", taskID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("last screenshot of task %s: %w", taskID, classify(err))
+	}
+	return e.ScreenshotPath, nil
+}
+
+// CountEvents returns the number of events of a task.
+func (s *Store) CountEvents(ctx context.Context, taskID string) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&Event{}).Where("task_id = ?", taskID).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count events of task %s: %w", taskID, classify(err))
+	}
+	return n, nil
+}

@@ -1,0 +1,437 @@
+// Package wire holds the JSON bodies of the helper's REST API v1
+// (shared/API.md): what the API writes and the client reads. Field names are
+// the API's camelCase names; times are RFC 3339 UTC.
+package wire
+
+import "time"
+
+// Error is the body of every error answer.
+type Error struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody says what went wrong; Code is a stable machine-readable class.
+type ErrorBody struct {
+	Message string `json:"message"`
+	Code    string `json:"code"`
+}
+
+// TokenUsage counts a task's LLM tokens.
+type TokenUsage struct {
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+	Total      int64 `json:"total"`
+}
+
+// File is one input or output file of a task.
+type File struct {
+	Name       string     `json:"name"`
+	Size       int64      `json:"size"`
+	MimeType   string     `json:"mimeType,omitempty"`
+	UploadedAt *time.Time `json:"uploadedAt,omitempty"` // input files
+	CreatedAt  *time.Time `json:"createdAt,omitempty"`  // output files
+}
+
+// Question is a question the agent asked the user.
+type Question struct {
+	ID               string    `json:"id"`
+	Question         string    `json:"question"`
+	SuggestedAnswers []string  `json:"suggestedAnswers,omitempty"`
+	CreatedAt        time.Time `json:"createdAt"`
+}
+
+// Permission is a tool call waiting for the user's approval.
+type Permission struct {
+	ID        string    `json:"id"`
+	ToolName  string    `json:"toolName"`
+	Details   string    `json:"details"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Task is a task as GET /tasks/:id answers it. In listings InputFiles and
+// OutputFiles are left out and the counts are set instead.
+type Task struct {
+	ID                string      `json:"id"`
+	Title             string      `json:"title"`
+	Description       string      `json:"description"`
+	Status            string      `json:"status"`
+	StatusReason      string      `json:"statusReason,omitempty"`
+	ProviderName      string      `json:"providerName"`
+	ModelID           string      `json:"modelId"`
+	CreatedAt         time.Time   `json:"createdAt"`
+	StartedAt         *time.Time  `json:"startedAt,omitempty"`
+	CompletedAt       *time.Time  `json:"completedAt,omitempty"`
+	ResultSummary     *string     `json:"resultSummary,omitempty"`
+	WasSuccessful     *bool       `json:"wasSuccessful,omitempty"`
+	VMID              string      `json:"vmId,omitempty"`
+	Duration          *float64    `json:"duration,omitempty"`
+	StepCount         *int        `json:"stepCount,omitempty"`
+	TokenUsage        *TokenUsage `json:"tokenUsage,omitempty"`
+	CostUSD           *float64    `json:"costUSD,omitempty"`
+	PlanFirst         bool        `json:"planFirst"`
+	PlanMarkdown      *string     `json:"planMarkdown,omitempty"`
+	PendingQuestion   *Question   `json:"pendingQuestion,omitempty"`
+	PendingPermission *Permission `json:"pendingPermission,omitempty"`
+	TakenOver         bool        `json:"takenOver,omitempty"`
+	// Configuration (extensions).
+	OutputDirectory string            `json:"outputDirectory,omitempty"`
+	TemplateID      string            `json:"templateId,omitempty"`
+	TimeoutMinutes  int               `json:"timeoutMinutes,omitempty"`
+	MaxIterations   int               `json:"maxIterations,omitempty"`
+	NetworkMode     string            `json:"networkMode,omitempty"`
+	ToolPolicy      map[string]string `json:"toolPolicy,omitempty"`
+	ScheduleID      string            `json:"scheduleId,omitempty"`
+	RerunOf         string            `json:"rerunOf,omitempty"`
+
+	InputFiles      []File `json:"inputFiles,omitempty"`
+	OutputFiles     []File `json:"outputFiles,omitempty"`
+	InputFileCount  *int   `json:"inputFileCount,omitempty"`
+	OutputFileCount *int   `json:"outputFileCount,omitempty"`
+}
+
+// CreateTask is the body of POST /tasks (JSON, or the fields of a
+// multipart form).
+type CreateTask struct {
+	Description     string            `json:"description"`
+	ProviderName    string            `json:"providerName,omitempty"`
+	ModelID         string            `json:"modelId,omitempty"`
+	OutputDirectory string            `json:"outputDirectory,omitempty"`
+	PlanFirst       bool              `json:"planFirst,omitempty"`
+	TemplateID      string            `json:"templateId,omitempty"`
+	TimeoutMinutes  int               `json:"timeoutMinutes,omitempty"`
+	MaxIterations   int               `json:"maxIterations,omitempty"`
+	NetworkMode     string            `json:"networkMode,omitempty"`
+	ToolPolicy      map[string]string `json:"toolPolicy,omitempty"`
+}
+
+// TaskList is the answer of GET /tasks.
+type TaskList struct {
+	Tasks  []Task `json:"tasks"`
+	Total  int64  `json:"total"`
+	Limit  int    `json:"limit"`
+	Offset int    `json:"offset"`
+}
+
+// TaskAction is the body of PATCH /tasks/:id.
+type TaskAction struct {
+	Action       string `json:"action"`
+	Instructions string `json:"instructions,omitempty"`
+	PlanMarkdown string `json:"planMarkdown,omitempty"`
+}
+
+// Task actions.
+const (
+	ActionCancel      = "cancel"
+	ActionPause       = "pause"
+	ActionResume      = "resume"
+	ActionRerun       = "rerun"
+	ActionApprovePlan = "approve_plan"
+	ActionEditPlan    = "edit_plan"
+	ActionCancelPlan  = "cancel_plan"
+)
+
+// TaskFiles is the answer of GET /tasks/:id/files.
+type TaskFiles struct {
+	TaskID      string `json:"taskId"`
+	InputFiles  []File `json:"inputFiles"`
+	OutputFiles []File `json:"outputFiles"`
+}
+
+// Event is one entry of a task's activity log.
+type Event struct {
+	// Seq numbers a task's events from 1 (extension; the SSE id too).
+	Seq       int64     `json:"seq"`
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      EventData `json:"data"`
+}
+
+// EventData is what an event says.
+type EventData struct {
+	Summary      string `json:"summary"`
+	ActivityType string `json:"activityType"`
+	Details      string `json:"details,omitempty"`
+	Reasoning    string `json:"reasoning,omitempty"`
+	Status       string `json:"status,omitempty"`
+	TaskID       string `json:"taskId,omitempty"`
+	SubagentID   string `json:"subagentId,omitempty"`
+	// Screenshot is the URL of the event's screenshot (extension).
+	Screenshot string `json:"screenshot,omitempty"`
+}
+
+// Activity is the answer of GET /tasks/:id/activity.
+type Activity struct {
+	Events []Event `json:"events"`
+	Total  int64   `json:"total"`
+}
+
+// Answer is the body of POST /tasks/:id/question/answer.
+type Answer struct {
+	QuestionID string `json:"questionId"`
+	Answer     string `json:"answer"`
+}
+
+// PermissionResponse is the body of POST /tasks/:id/permission/respond.
+type PermissionResponse struct {
+	PermissionID string `json:"permissionId"`
+	Approved     *bool  `json:"approved"`
+}
+
+// Instructions is the body of POST /tasks/:id/instructions.
+type Instructions struct {
+	Text string `json:"text"`
+}
+
+// Takeover is the body of POST /tasks/:id/takeover.
+type Takeover struct {
+	Action       string `json:"action"` // start, end
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// Input is one pointer or keyboard event of the web takeover view, in the
+// guest's logical screen points (POST /tasks/:id/input).
+type Input struct {
+	Type      string   `json:"type"` // click, move, drag, scroll, type, key
+	X         float64  `json:"x,omitempty"`
+	Y         float64  `json:"y,omitempty"`
+	ToX       float64  `json:"toX,omitempty"`
+	ToY       float64  `json:"toY,omitempty"`
+	Button    string   `json:"button,omitempty"`
+	ClickType string   `json:"clickType,omitempty"`
+	DeltaX    float64  `json:"deltaX,omitempty"`
+	DeltaY    float64  `json:"deltaY,omitempty"`
+	Text      string   `json:"text,omitempty"`
+	Key       string   `json:"key,omitempty"`
+	Modifiers []string `json:"modifiers,omitempty"`
+}
+
+// StopAll is the answer of POST /system/stop-all.
+type StopAll struct {
+	// Stopped lists the tasks that were cancelled.
+	Stopped []string `json:"stopped"`
+	// DurationMs is how long stopping took.
+	DurationMs float64 `json:"durationMs"`
+}
+
+// Recurrence is when a recurring schedule runs, in its time zone.
+type Recurrence struct {
+	Type       string `json:"type"` // daily, weekly, monthly
+	DaysOfWeek []int  `json:"daysOfWeek,omitempty"`
+	DayOfMonth int    `json:"dayOfMonth,omitempty"`
+	Hour       int    `json:"hour"`
+	Minute     int    `json:"minute"`
+}
+
+// When is a schedule's timing: a time, or a recurrence.
+type When struct {
+	ScheduledAt *time.Time  `json:"scheduledAt,omitempty"`
+	Recurrence  *Recurrence `json:"recurrence,omitempty"`
+	// TimeZone is an IANA zone name (extension); default the helper's.
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// CreateSchedule is the body of POST /schedules and of PATCH (all fields
+// optional there).
+type CreateSchedule struct {
+	Title           string            `json:"title"`
+	Description     string            `json:"description"`
+	ProviderName    string            `json:"providerName,omitempty"`
+	ModelID         string            `json:"modelId,omitempty"`
+	OutputDirectory string            `json:"outputDirectory,omitempty"`
+	Schedule        *When             `json:"schedule,omitempty"`
+	IsEnabled       *bool             `json:"isEnabled,omitempty"`
+	TemplateID      string            `json:"templateId,omitempty"`
+	TimeoutMinutes  int               `json:"timeoutMinutes,omitempty"`
+	MaxIterations   int               `json:"maxIterations,omitempty"`
+	NetworkMode     string            `json:"networkMode,omitempty"`
+	ToolPolicy      map[string]string `json:"toolPolicy,omitempty"`
+}
+
+// Schedule is a schedule as the API answers it.
+type Schedule struct {
+	ID              string      `json:"id"`
+	Title           string      `json:"title"`
+	Description     string      `json:"description"`
+	ProviderName    string      `json:"providerName"`
+	ModelID         string      `json:"modelId"`
+	OutputDirectory string      `json:"outputDirectory,omitempty"`
+	IsEnabled       bool        `json:"isEnabled"`
+	ScheduleType    string      `json:"scheduleType"` // one-time, recurring
+	ScheduledAt     *time.Time  `json:"scheduledAt,omitempty"`
+	Recurrence      *Recurrence `json:"recurrence,omitempty"`
+	TimeZone        string      `json:"timeZone"`
+	NextRunAt       *time.Time  `json:"nextRunAt,omitempty"`
+	LastRunAt       *time.Time  `json:"lastRunAt,omitempty"`
+	CreatedAt       time.Time   `json:"createdAt"`
+	InputFiles      []File      `json:"inputFiles"`
+	InputFileCount  int         `json:"inputFileCount"`
+}
+
+// ScheduleList is the answer of GET /schedules.
+type ScheduleList struct {
+	Schedules []Schedule `json:"schedules"`
+	Total     int64      `json:"total"`
+	Limit     int        `json:"limit"`
+	Offset    int        `json:"offset"`
+}
+
+// Provider is an LLM provider; its API key is never sent back.
+type Provider struct {
+	ID              string    `json:"id"`
+	DisplayName     string    `json:"displayName"`
+	BaseURL         string    `json:"baseURL"`
+	BackendMode     string    `json:"backendMode"`
+	AuthMode        string    `json:"authMode"`
+	IsDefault       bool      `json:"isDefault"`
+	HasAPIKey       bool      `json:"hasAPIKey"`
+	DefaultModelID  string    `json:"defaultModelId,omitempty"`
+	TimeoutInterval float64   `json:"timeoutInterval,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+}
+
+// ProviderInput is the body of POST /providers and PATCH /providers/:id
+// (all fields optional there). APIKey is write-only.
+type ProviderInput struct {
+	DisplayName     *string  `json:"displayName,omitempty"`
+	BaseURL         *string  `json:"baseURL,omitempty"`
+	APIKey          *string  `json:"apiKey,omitempty"`
+	BackendMode     *string  `json:"backendMode,omitempty"`
+	IsDefault       *bool    `json:"isDefault,omitempty"`
+	DefaultModelID  *string  `json:"defaultModelId,omitempty"`
+	TimeoutInterval *float64 `json:"timeoutInterval,omitempty"`
+}
+
+// ProviderList is the answer of GET /providers.
+type ProviderList struct {
+	Providers []Provider `json:"providers"`
+}
+
+// Model is one model a provider offers.
+type Model struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	ContextLength int    `json:"contextLength,omitempty"`
+}
+
+// ModelList is the answer of GET /providers/:id/models.
+type ModelList struct {
+	Models []Model `json:"models"`
+}
+
+// ProviderTest is the answer of POST /providers/:id/test (extension).
+type ProviderTest struct {
+	OK        bool    `json:"ok"`
+	Message   string  `json:"message"`
+	LatencyMs float64 `json:"latencyMs"`
+}
+
+// Template is a VM template.
+type Template struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Description  string    `json:"description,omitempty"`
+	IsDefault    bool      `json:"isDefault"`
+	CPUCount     int       `json:"cpuCount,omitempty"`
+	MemoryMB     int       `json:"memoryMB,omitempty"`
+	DiskGB       int       `json:"diskGB,omitempty"`
+	OS           string    `json:"os"`
+	Kind         string    `json:"kind"`
+	AgentVersion string    `json:"agentVersion,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// TemplateList is the answer of GET /templates.
+type TemplateList struct {
+	Templates         []Template `json:"templates"`
+	DefaultTemplateID string     `json:"defaultTemplateId"`
+}
+
+// VM is a machine of the pool (extension).
+type VM struct {
+	ID         string     `json:"id"`
+	Backend    string     `json:"backend"`
+	TemplateID string     `json:"templateId"`
+	State      string     `json:"state"`
+	Reason     string     `json:"reason,omitempty"`
+	TaskID     string     `json:"taskId,omitempty"`
+	TaskTitle  string     `json:"taskTitle,omitempty"`
+	CPUCount   int        `json:"cpuCount"`
+	MemoryMB   int        `json:"memoryMB"`
+	Network    string     `json:"networkMode"`
+	Limits     string     `json:"limits,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+}
+
+// VMList is the answer of GET /vms.
+type VMList struct {
+	VMs []VM `json:"vms"`
+}
+
+// Status is the answer of GET /system/status.
+type Status struct {
+	Status    string          `json:"status"`
+	Version   string          `json:"version"`
+	Uptime    float64         `json:"uptime"` // seconds
+	Agents    AgentCounts     `json:"agents"`
+	VMs       VMCounts        `json:"vms"`
+	Resources ResourceSummary `json:"resources"`
+	Backend   string          `json:"backend"`
+}
+
+// AgentCounts counts tasks by state.
+type AgentCounts struct {
+	Running       int `json:"running"`
+	Paused        int `json:"paused"`
+	Queued        int `json:"queued"`
+	MaxConcurrent int `json:"maxConcurrent"`
+}
+
+// VMCounts counts the pool's machines.
+type VMCounts struct {
+	Active    int `json:"active"`
+	Pending   int `json:"pending"`
+	Available int `json:"available"`
+}
+
+// ResourceSummary describes the host.
+type ResourceSummary struct {
+	MemoryTotalGB float64 `json:"memoryTotalGB"`
+}
+
+// SystemConfig is the answer of GET /system/config.
+type SystemConfig struct {
+	MaxConcurrentVMs      int    `json:"maxConcurrentVMs"`
+	DefaultTimeoutMinutes int    `json:"defaultTimeoutMinutes"`
+	DefaultMaxIterations  int    `json:"defaultMaxIterations"`
+	DefaultTemplateID     string `json:"defaultTemplateId"`
+	APIPort               int    `json:"apiPort"`
+}
+
+// APIKey describes an API key; the key itself is only in CreatedAPIKey.
+type APIKey struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+}
+
+// CreatedAPIKey answers POST /apikeys: the key, shown this once.
+type CreatedAPIKey struct {
+	APIKey
+	Key string `json:"key"`
+}
+
+// APIKeyList is the answer of GET /apikeys.
+type APIKeyList struct {
+	Keys []APIKey `json:"keys"`
+}
+
+// LoginLink is the answer of POST /auth/login-link: a one-time link that
+// opens the web UI with a session.
+type LoginLink struct {
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
