@@ -120,7 +120,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (a *API) Handler(unix bool) http.Handler {
 	mux := http.NewServeMux()
 	a.routes(mux, unix)
-	var h http.Handler = mux
+	var h http.Handler = jsonMisses(mux)
 	if !unix {
 		h = a.guard(h)
 	}
@@ -187,10 +187,38 @@ func (a *API) routes(mux *http.ServeMux, unix bool) {
 		h("POST /api/v1/auth/login-link", a.loginLink)
 	}
 	mux.Handle("GET /login", a.wrap(a.login))
-	mux.Handle("/api/", a.wrap(func(w http.ResponseWriter, r *http.Request) error {
-		return errdefs.NotFoundf("no route for %s %s", r.Method, r.URL.Path)
-	}))
 }
+
+// jsonMisses answers requests no route takes (404, or 405 with Allow) in
+// the API's error shape instead of the mux's plain text.
+func jsonMisses(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &statusProbe{header: http.Header{}}
+		mux.ServeHTTP(probe, r)
+		if allow := probe.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		if probe.status == http.StatusMethodNotAllowed {
+			WriteError(w, probe.status, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.header.Get("Allow")))
+			return
+		}
+		WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+	})
+}
+
+// statusProbe records what the mux would answer, and discards the body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(s int)           { p.status = s }
 
 // wrap turns a handlerFunc into a handler that writes its error.
 func (a *API) wrap(f handlerFunc) http.Handler {

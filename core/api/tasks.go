@@ -197,11 +197,11 @@ func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) 
 		name := part.FormName()
 		switch {
 		case name == "files" || name == "file":
-			fname, err := files.CheckName(filepath.Base(strings.ReplaceAll(part.FileName(), `\`, "/")))
-			if err != nil || part.FileName() != fname {
-				if err == nil {
-					err = errdefs.Invalidf("file name %q must not contain a path", part.FileName())
-				}
+			// The raw name, not Part.FileName (which drops directories):
+			// a name with a path is refused, not silently shortened.
+			_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+			fname, err := files.CheckName(params["filename"])
+			if err != nil {
 				return nil, nil, err
 			}
 			if seen[fname] {

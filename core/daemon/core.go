@@ -181,7 +181,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, settings config
 	}
 	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
 		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
-		LLMBackoff: cfg.LLMBackoff, Log: log})
+		LLMBackoff: cfg.LLMBackoff, MaxUploadBytes: cfg.MaxUploadBytes, Log: log})
 	if err != nil {
 		return nil, err
 	}

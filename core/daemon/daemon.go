@@ -47,6 +47,8 @@ type Config struct {
 	LLMBackoff time.Duration
 	// DrainTimeout bounds the shutdown of agents and VMs; default 30 s.
 	DrainTimeout time.Duration
+	// MaxUploadBytes caps a request with files; default api.DefaultMaxUploadBytes.
+	MaxUploadBytes int64
 }
 
 // Run runs the helper until ctx is cancelled or a stop request arrives, then

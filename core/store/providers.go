@@ -64,6 +64,9 @@ func (s *Store) CreateProvider(ctx context.Context, p *Provider) error {
 		if n == 0 {
 			p.IsDefault = true
 		}
+		if err := uniqueName(tx, p); err != nil {
+			return err
+		}
 		if err := claimDefault(tx, p); err != nil {
 			return err
 		}
@@ -75,6 +78,19 @@ func (s *Store) CreateProvider(ctx context.Context, p *Provider) error {
 		}
 		return nil
 	})
+}
+
+// uniqueName refuses a display name another provider has, in any case
+// (tasks find providers by name, case-insensitively).
+func uniqueName(tx *gorm.DB, p *Provider) error {
+	var n int64
+	if err := tx.Model(&Provider{}).Where("LOWER(display_name) = LOWER(?) AND id <> ?", p.DisplayName, p.ID).Count(&n).Error; err != nil {
+		return fmt.Errorf("check provider name: %w", classify(err))
+	}
+	if n > 0 {
+		return errdefs.Conflictf("a provider named %q exists already", p.DisplayName)
+	}
+	return nil
 }
 
 // claimDefault clears the default flag of other providers when p is default.
@@ -108,6 +124,9 @@ func (s *Store) UpdateProvider(ctx context.Context, id string, mutate func(*Prov
 		}
 		if wasDefault && !p.IsDefault {
 			return errdefs.Invalidf("make another provider the default instead of unsetting this one")
+		}
+		if err := uniqueName(tx, &p); err != nil {
+			return err
 		}
 		if err := claimDefault(tx, &p); err != nil {
 			return err

@@ -1,0 +1,133 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// TestSchedules: create (recurring and one-time, with files), list, get,
+// edit, run now, delete, and the errors; a one-time schedule fires on time
+// and disables itself; a run missed while the helper was down runs once
+// when it starts again.
+func TestSchedules(t *testing.T) {
+	home, err := os.MkdirTemp("", "hc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	h := startHelper(t, nil)
+	h.addProvider()
+	ctx := context.Background()
+
+	daily := map[string]any{"title": "Morning report", "description": "Write the morning report",
+		"schedule": map[string]any{"recurrence": map[string]any{"type": "daily", "hour": 9, "minute": 30}, "timeZone": "Europe/Berlin"}}
+	var sc wire.Schedule
+	json.Unmarshal(h.expect(201, "POST", "/api/v1/schedules", daily), &sc)
+	if sc.ScheduleType != "recurring" || !sc.IsEnabled || sc.NextRunAt == nil || sc.Recurrence == nil || sc.Recurrence.Hour != 9 {
+		t.Fatalf("schedule = %+v", sc)
+	}
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	if n := sc.NextRunAt.In(berlin); n.Hour() != 9 || n.Minute() != 30 || !n.After(time.Now()) || n.After(time.Now().Add(25*time.Hour)) {
+		t.Fatalf("next run %s is not the next 09:30 in Berlin", n)
+	}
+	for name, bad := range map[string]map[string]any{
+		"no timing":   {"description": "x", "schedule": map[string]any{}},
+		"both":        {"description": "x", "schedule": map[string]any{"scheduledAt": time.Now().Add(time.Hour), "recurrence": map[string]any{"type": "daily"}}},
+		"past":        {"description": "x", "schedule": map[string]any{"scheduledAt": time.Now().Add(-time.Hour)}},
+		"hour 24":     {"description": "x", "schedule": map[string]any{"recurrence": map[string]any{"type": "daily", "hour": 24}}},
+		"hourly":      {"description": "x", "schedule": map[string]any{"recurrence": map[string]any{"type": "hourly"}}},
+		"weekly/none": {"description": "x", "schedule": map[string]any{"recurrence": map[string]any{"type": "weekly", "hour": 1}}},
+		"zone":        {"description": "x", "schedule": map[string]any{"recurrence": map[string]any{"type": "daily"}, "timeZone": "Mars/Olympus"}},
+		"provider":    {"description": "x", "providerName": "Nobody", "schedule": map[string]any{"recurrence": map[string]any{"type": "daily"}}},
+	} {
+		if code, out := h.req("POST", "/api/v1/schedules", bad); code != 400 {
+			t.Errorf("%s: %d %s", name, code, out)
+		}
+	}
+	var list wire.ScheduleList
+	json.Unmarshal(h.expect(200, "GET", "/api/v1/schedules?limit=10", nil), &list)
+	if list.Total != 1 || len(list.Schedules) != 1 {
+		t.Fatalf("list = %+v", list)
+	}
+	h.expect(400, "GET", "/api/v1/schedules?limit=0", nil)
+	h.expect(404, "GET", "/api/v1/schedules/nope", nil)
+	json.Unmarshal(h.expect(200, "PATCH", "/api/v1/schedules/"+sc.ID, map[string]any{"isEnabled": false}), &sc)
+	if sc.IsEnabled {
+		t.Fatal("schedule still enabled")
+	}
+	var task wire.Task
+	json.Unmarshal(h.expect(201, "POST", "/api/v1/schedules/"+sc.ID+"/run", nil), &task)
+	if task.ScheduleID != sc.ID || task.Title != "Morning report" {
+		t.Fatalf("run now = %+v", task)
+	}
+	h.waitTask(task.ID, "the scheduled task's end", terminal)
+	h.expect(204, "DELETE", "/api/v1/schedules/"+sc.ID, nil)
+	h.expect(404, "DELETE", "/api/v1/schedules/"+sc.ID, nil)
+	if _, err := h.unix.Task(ctx, task.ID); err != nil {
+		t.Fatalf("deleting the schedule deleted its task: %v", err)
+	}
+
+	// One-time, with a file: fires on time, once, and disables itself.
+	f := h.paths.Home + "/brief.txt"
+	os.WriteFile(f, []byte("brief"), 0o600)
+	once, err := h.unix.CreateSchedule(ctx, wire.CreateSchedule{Description: "One shot", Schedule: &wire.When{ScheduledAt: ptr(time.Now().Add(500 * time.Millisecond))}}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if once.InputFileCount != 1 || once.ScheduleType != "one-time" {
+		t.Fatalf("one-time schedule = %+v", once)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := h.unix.Schedules(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Schedules[0].LastRunAt != nil {
+			if s.Schedules[0].IsEnabled || s.Schedules[0].NextRunAt != nil {
+				t.Fatalf("one-time schedule after its run: %+v", s.Schedules[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the one-time schedule did not run")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tasks, _ := h.unix.ListTasks(ctx, client.TaskQuery{Search: "One shot"})
+	if tasks.Total != 1 || *tasks.Tasks[0].InputFileCount != 1 {
+		t.Fatalf("tasks from the one-time schedule: %+v", tasks)
+	}
+
+	// Missed while down: runs once at the next start.
+	h2 := startHelperAt(t, home, h.llm, nil)
+	h2.addProvider()
+	if _, err := h2.unix.CreateSchedule(ctx, wire.CreateSchedule{Description: "Missed one", Schedule: &wire.When{ScheduledAt: ptr(time.Now().Add(300 * time.Millisecond))}}); err != nil {
+		t.Fatal(err)
+	}
+	h2.stop()
+	time.Sleep(600 * time.Millisecond)
+	h3 := startHelperAt(t, home, h.llm, nil)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		l, err := h3.unix.ListTasks(ctx, client.TaskQuery{Search: "Missed one"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Total == 1 {
+			break
+		}
+		if l.Total > 1 || time.Now().After(deadline) {
+			t.Fatalf("%d tasks for the missed run, want 1", l.Total)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,189 @@
+// Package llmtest is the one fake of the end-to-end tests: an
+// OpenAI-compatible HTTP server that plays scripts of answers (tool calls,
+// text, completion verdicts, HTTP errors, held answers) and records every
+// request it was sent. A script is chosen by a marker string found in the
+// request (put it in the task's description); requests that match no
+// script get the default: a text answer, then a successful verdict.
+package llmtest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Turn is one answer of a script.
+type Turn struct {
+	Msg openai.ChatCompletionMessage
+	// Status, when set, answers with this HTTP status and an error body.
+	Status int
+	// Hold, when set, delays the answer until it is closed (or the client
+	// gives up).
+	Hold <-chan struct{}
+	// Delay waits before answering.
+	Delay time.Duration
+	// Repeat makes a script's last turn answer every later request too.
+	Repeat bool
+}
+
+// Tool is a turn that calls one tool.
+func Tool(name string, args any) Turn {
+	b, _ := json.Marshal(args)
+	return Turn{Msg: openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{
+		ID: "call-" + name, Type: "function", Function: openai.FunctionCall{Name: name, Arguments: string(b)}}}}}
+}
+
+// Text is a turn that answers without a tool call.
+func Text(s string) Turn {
+	return Turn{Msg: openai.ChatCompletionMessage{Role: "assistant", Content: s}}
+}
+
+// Verdict is the answer to the completion check.
+func Verdict(success bool, summary string) Turn {
+	b, _ := json.Marshal(map[string]any{"success": success, "summary": summary})
+	return Text(string(b))
+}
+
+// Status is a turn that fails with an HTTP status.
+func Status(code int) Turn { return Turn{Status: code} }
+
+// Done is the usual end of a script: a text answer and a successful verdict.
+func Done(summary string) []Turn { return []Turn{Text("I am done."), Verdict(true, summary)} }
+
+type script struct {
+	turns  []Turn
+	next   int
+	bodies []string
+}
+
+// Server is the scripted provider.
+type Server struct {
+	// URL is the base URL to configure (ends in /v1).
+	URL string
+	// Key, if set, is the only API key accepted; others get 401.
+	Key string
+
+	// mu guards scripts and all.
+	mu      sync.Mutex
+	scripts map[string]*script
+	all     []string
+}
+
+// New starts a server, closed when the test ends.
+func New(t testing.TB) *Server {
+	s := &Server{scripts: map[string]*script{}}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL + "/v1"
+	return s
+}
+
+// Script sets the answers to requests containing marker.
+func (s *Server) Script(marker string, turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scripts[marker] = &script{turns: turns}
+}
+
+// Requests returns the bodies of the chat requests that matched marker.
+func (s *Server) Requests(marker string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc := s.scripts[marker]; sc != nil {
+		return append([]string(nil), sc.bodies...)
+	}
+	return nil
+}
+
+// Count returns how many chat requests the server has answered.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.all)
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.Key != "" && r.Header.Get("Authorization") != "Bearer "+s.Key {
+		writeStatus(w, http.StatusUnauthorized, "Incorrect API key provided.")
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{{"id": "scripted", "object": "model"}}})
+		return
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	raw, _ := io.ReadAll(r.Body)
+	body := string(raw)
+	s.mu.Lock()
+	s.all = append(s.all, body)
+	var turn Turn
+	matched := false
+	for marker, sc := range s.scripts {
+		if !strings.Contains(body, marker) {
+			continue
+		}
+		matched = true
+		sc.bodies = append(sc.bodies, body)
+		if sc.next < len(sc.turns) {
+			turn = sc.turns[sc.next]
+			sc.next++
+		} else if n := len(sc.turns); n > 0 && sc.turns[n-1].Repeat {
+			turn = sc.turns[n-1]
+		} else {
+			turn = defaultTurn(body)
+		}
+		break
+	}
+	if !matched {
+		turn = defaultTurn(body)
+	}
+	s.mu.Unlock()
+	if turn.Delay > 0 {
+		select {
+		case <-time.After(turn.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if turn.Hold != nil {
+		select {
+		case <-turn.Hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if turn.Status != 0 {
+		writeStatus(w, turn.Status, http.StatusText(turn.Status))
+		return
+	}
+	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
+		ID: "scripted", Object: "chat.completion", Model: "scripted",
+		Choices: []openai.ChatCompletionChoice{{Message: turn.Msg, FinishReason: "stop"}},
+		Usage:   openai.Usage{PromptTokens: 1000, CompletionTokens: 20, TotalTokens: 1020},
+	})
+}
+
+// defaultTurn finishes any task: a text answer, then a successful verdict.
+func defaultTurn(body string) Turn {
+	if strings.Contains(body, "Was the task fully accomplished") {
+		return Verdict(true, "Done.")
+	}
+	return Text("Finished.")
+}
+
+func writeStatus(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+}
