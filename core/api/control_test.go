@@ -200,3 +200,34 @@ func TestCancelAndStopAll(t *testing.T) {
 		}
 	}
 }
+
+// TestLostVMFailsTheTask: a VM that crashes, or that the user stops, ends
+// its task as failed with the reason, and the queue goes on.
+func TestLostVMFailsTheTask(t *testing.T) {
+	h := startHelper(t, nil)
+	h.addProvider()
+	block := make(chan struct{})
+	defer close(block)
+	h.llm.Script("[[crash]]", llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: block, Repeat: true})
+	ctx := context.Background()
+	a, _ := h.unix.CreateTask(ctx, wire.CreateTask{Description: "Crash [[crash]]"})
+	b, _ := h.unix.CreateTask(ctx, wire.CreateTask{Description: "Stopped [[crash]]"})
+	ta := h.waitTask(a.ID, "running", func(t wire.Task) bool { return t.Status == "running" })
+	tb := h.waitTask(b.ID, "running", func(t wire.Task) bool { return t.Status == "running" })
+	h.backend.Machine(ta.VMID).Crash()
+	if err := h.unix.StopVM(ctx, tb.VMID); err != nil {
+		t.Fatal(err)
+	}
+	ta = h.waitTask(a.ID, "the end", terminal)
+	tb = h.waitTask(b.ID, "the end", terminal)
+	if ta.Status != "failed" || !strings.Contains(*ta.ResultSummary, "The VM failed") {
+		t.Fatalf("crashed VM's task: %s %s", ta.Status, *ta.ResultSummary)
+	}
+	if tb.Status != "failed" || !strings.Contains(*tb.ResultSummary, "stopped by the user") {
+		t.Fatalf("stopped VM's task: %s %s", tb.Status, *tb.ResultSummary)
+	}
+	c, _ := h.unix.CreateTask(ctx, wire.CreateTask{Description: "After the crash"})
+	if tc := h.waitTask(c.ID, "the end", terminal); tc.Status != "completed" {
+		t.Fatalf("next task: %s", tc.Status)
+	}
+}

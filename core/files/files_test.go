@@ -1,0 +1,131 @@
+package files
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCollectNeverFollowsLinks: symlinks (to files outside, to folders
+// outside, to files inside), FIFOs and files over the caps are skipped with
+// a reason; regular files, nested ones included, are copied.
+func TestCollectNeverFollowsLinks(t *testing.T) {
+	shared := t.TempDir()
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "secret.txt"), "secret")
+	outbox := filepath.Join(shared, Outbox)
+	write(t, filepath.Join(outbox, "report.txt"), "report")
+	write(t, filepath.Join(outbox, "charts", "q3.csv"), "1,2,3")
+	write(t, filepath.Join(outbox, "big.bin"), strings.Repeat("x", 2000))
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(outbox, "x"))
+	os.Symlink("/etc/passwd", filepath.Join(outbox, "passwd"))
+	os.Symlink(outside, filepath.Join(outbox, "dir"))
+	os.Symlink("report.txt", filepath.Join(outbox, "inner"))
+	if err := mkfifo(filepath.Join(outbox, "pipe")); err != nil {
+		t.Fatal(err)
+	}
+	dest := t.TempDir()
+	got, skipped, err := Collect(outbox, dest, Limits{MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Name)
+	}
+	sort.Strings(names)
+	if strings.Join(names, ",") != "charts/q3.csv,report.txt" {
+		t.Fatalf("collected %v", names)
+	}
+	reasons := map[string]string{}
+	for _, s := range skipped {
+		reasons[s.Name] = s.Reason
+	}
+	for _, name := range []string{"x", "passwd", "dir", "inner", "pipe", "big.bin"} {
+		if reasons[name] == "" {
+			t.Errorf("%s was not reported as skipped (%v)", name, reasons)
+		}
+	}
+	if !strings.Contains(reasons["x"], "symbolic link") || !strings.Contains(reasons["big.bin"], "cap") {
+		t.Errorf("reasons: %v", reasons)
+	}
+	filepath.WalkDir(dest, func(p string, d os.DirEntry, err error) error {
+		if b, _ := os.ReadFile(p); string(b) == "secret" {
+			t.Errorf("%s holds a file from outside the outbox", p)
+		}
+		return nil
+	})
+	if got, _, err := Collect(filepath.Join(shared, "missing"), dest, Limits{}); err != nil || len(got) != 0 {
+		t.Fatalf("missing outbox: %v %v", got, err)
+	}
+}
+
+// TestCollectTaskCap: files beyond the per-task cap are skipped.
+func TestCollectTaskCap(t *testing.T) {
+	outbox := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		write(t, filepath.Join(outbox, n), strings.Repeat("x", 400))
+	}
+	got, skipped, err := Collect(outbox, t.TempDir(), Limits{MaxTaskBytes: 1000})
+	if err != nil || len(got) != 2 || len(skipped) != 1 {
+		t.Fatalf("got %d, skipped %v, %v", len(got), skipped, err)
+	}
+}
+
+// TestPlaceIsCollisionSafe: existing files are never overwritten.
+func TestPlaceIsCollisionSafe(t *testing.T) {
+	src := t.TempDir()
+	write(t, filepath.Join(src, "report.txt"), "new")
+	out := t.TempDir()
+	write(t, filepath.Join(out, "report.txt"), "old")
+	write(t, filepath.Join(out, "report (1).txt"), "older")
+	c := []Collected{{Name: "report.txt", Path: filepath.Join(src, "report.txt")}}
+	placed, err := Place(out, c)
+	if err != nil || len(placed) != 1 || filepath.Base(placed[0]) != "report (2).txt" {
+		t.Fatalf("placed %v, %v", placed, err)
+	}
+	for name, want := range map[string]string{"report.txt": "old", "report (1).txt": "older", "report (2).txt": "new"} {
+		if b, _ := os.ReadFile(filepath.Join(out, name)); string(b) != want {
+			t.Errorf("%s = %q, want %q", name, b, want)
+		}
+	}
+}
+
+// TestCopyInAndNames: inputs land in inbox/; bad names are refused.
+func TestCopyInAndNames(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "in.txt")
+	write(t, src, "data")
+	shared := t.TempDir()
+	if err := CopyIn(shared, []Input{{Name: "in.txt", Path: src}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(shared, Inbox, "in.txt")); string(b) != "data" {
+		t.Fatalf("inbox/in.txt = %q", b)
+	}
+	for _, bad := range []string{"", ".", "..", "../x", "a/b", `a\b`, "nul\x00", "tab\there", strings.Repeat("n", 256), "\xff"} {
+		if _, err := CheckName(bad); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("CheckName(%q) = %v", bad, err)
+		}
+		if err := CopyIn(shared, []Input{{Name: bad, Path: src}}); err == nil {
+			t.Errorf("CopyIn accepted %q", bad)
+		}
+	}
+	if _, err := CheckName("Q3 report (final).pdf"); err != nil {
+		t.Fatal(err)
+	}
+}

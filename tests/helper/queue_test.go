@@ -1,0 +1,187 @@
+package helper
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/llmtest"
+)
+
+// TestQueueSurvivesSIGKILL: 100 tasks queued with 2 slots; the helper is
+// SIGKILLed halfway and started again. None is lost: the two that were in
+// flight end failed with "helper restarted", every other one completes,
+// the database passes its integrity check, and no sandbox is left.
+func TestQueueSurvivesSIGKILL(t *testing.T) {
+	home := newHome(t)
+	p := startHelper(t, home)
+	llm := llmtest.New(t)
+	p.addProvider(llm, "sk-test")
+	p.settings(map[string]any{"maxConcurrentVMs": 2, "warmPoolSize": 0, "vmMemoryMB": 1024})
+	p.dropWarmVMs()
+	ctx := context.Background()
+	// Each task takes a few steps, so that the kill lands mid-task.
+	slow := llmtest.Turn{Msg: llmtest.Tool("wait", map[string]any{"seconds": 0.05}).Msg, Delay: 20 * time.Millisecond}
+	var ids []string
+	for i := range 100 {
+		marker := fmt.Sprintf("[[q%03d]]", i)
+		llm.Script(marker, append([]llmtest.Turn{slow, slow}, llmtest.Done("done "+marker)...)...)
+		task, err := p.unix.CreateTask(ctx, wire.CreateTask{Description: "Queued job " + marker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	// Halfway: 50 tasks have ended.
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		l, err := p.unix.ListTasks(ctx, client.TaskQuery{Statuses: []string{"completed"}, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Total >= 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d tasks completed in 5 minutes", l.Total)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.kill()
+	st := checkStore(t, home)
+	inflight, err := st.TasksInStatus(ctx, store.StatusWaitingForVM, store.StatusRunning, store.StatusPaused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if len(inflight) == 0 || len(inflight) > 2 {
+		t.Fatalf("%d tasks in flight at the kill, want 1 or 2", len(inflight))
+	}
+	t.Logf("killed with %d tasks in flight", len(inflight))
+
+	p2 := startHelper(t, home)
+	for _, id := range ids {
+		p2.waitTask(id, "the end of "+id, 5*time.Minute, terminal)
+	}
+	all, err := p2.unix.ListTasks(ctx, client.TaskQuery{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Total != 100 {
+		t.Fatalf("%d tasks after the restart, want 100", all.Total)
+	}
+	restarted := map[string]bool{}
+	for _, task := range inflight {
+		restarted[task.ID] = true
+	}
+	for _, task := range all.Tasks {
+		switch {
+		case restarted[task.ID]:
+			if task.Status != "failed" || task.ResultSummary == nil || *task.ResultSummary != "helper restarted" {
+				t.Errorf("interrupted task %s: %s %v", task.ID, task.Status, task.ResultSummary)
+			}
+		case task.Status != "completed":
+			t.Errorf("task %s: %s (%v)", task.ID, task.Status, *task.ResultSummary)
+		}
+	}
+	p2.term(30 * time.Second)
+	checkStore(t, home)
+	if procs := sandboxProcs(home); len(procs) > 0 {
+		t.Fatalf("sandboxes left behind:\n%s", strings.Join(procs, "\n"))
+	}
+	if dirs := vmDirs(home); len(dirs) > 0 {
+		t.Fatalf("VM folders left behind: %v", dirs)
+	}
+}
+
+// TestStopAllWithEightAgents: the kill switch cancels 8 running agents
+// and removes all their sandboxes.
+func TestStopAllWithEightAgents(t *testing.T) {
+	home := newHome(t)
+	p := startHelper(t, home)
+	llm := llmtest.New(t)
+	p.addProvider(llm, "sk-test")
+	p.settings(map[string]any{"maxConcurrentVMs": 8, "warmPoolSize": 0, "vmMemoryMB": 512, "vmCpuCount": 1})
+	p.dropWarmVMs()
+	block := make(chan struct{})
+	defer close(block)
+	// Each agent works: a 30 s guest call, then an LLM answer that never comes.
+	llm.Script("[[busy]]", llmtest.Tool("wait", map[string]any{"seconds": 30}), llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: block, Repeat: true})
+	ctx := context.Background()
+	var ids []string
+	for range 8 {
+		task, err := p.unix.CreateTask(ctx, wire.CreateTask{Description: "Stay busy [[busy]]"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	for _, id := range ids {
+		p.waitTask(id, "running", time.Minute, func(t wire.Task) bool { return t.Status == "running" })
+	}
+	if n := countVMs(sandboxProcs(home)); n != 8 {
+		t.Fatalf("%d sandboxes for 8 running agents", n)
+	}
+	start := time.Now()
+	res, err := p.unix.StopAll(ctx)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stop-all: %d agents stopped in %s (helper measured %.0f ms)", len(res.Stopped), took, res.DurationMs)
+	if len(res.Stopped) != 8 {
+		t.Fatalf("stopped %d tasks, want 8", len(res.Stopped))
+	}
+	for _, id := range ids {
+		task, err := p.unix.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Status != "cancelled" {
+			t.Errorf("task %s is %s after stop-all", id, task.Status)
+		}
+	}
+	if procs := sandboxProcs(home); len(procs) > 0 {
+		t.Fatalf("sandboxes left after stop-all:\n%s", strings.Join(procs, "\n"))
+	}
+	if dirs := vmDirs(home); len(dirs) > 0 {
+		t.Fatalf("VM folders left after stop-all: %v", dirs)
+	}
+}
+
+// TestSIGTERMDrains: SIGTERM stops a running agent, records its task as
+// interrupted, removes its sandbox, and the helper exits cleanly.
+func TestSIGTERMDrains(t *testing.T) {
+	home := newHome(t)
+	p := startHelper(t, home)
+	llm := llmtest.New(t)
+	p.addProvider(llm, "sk-test")
+	block := make(chan struct{})
+	defer close(block)
+	llm.Script("[[term]]", llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: block, Repeat: true})
+	task, err := p.unix.CreateTask(context.Background(), wire.CreateTask{Description: "Run until stopped [[term]]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitTask(task.ID, "running", time.Minute, func(t wire.Task) bool { return t.Status == "running" })
+	p.term(20 * time.Second)
+	if procs := sandboxProcs(home); len(procs) > 0 {
+		t.Fatalf("sandboxes left after SIGTERM:\n%s", strings.Join(procs, "\n"))
+	}
+	st := checkStore(t, home)
+	got, err := st.GetTask(context.Background(), task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.StatusFailed || got.ResultSummary == nil || !strings.Contains(*got.ResultSummary, "Interrupted") {
+		t.Fatalf("task after SIGTERM: %s %v", got.Status, got.ResultSummary)
+	}
+	if vms, _ := st.ListVMs(context.Background()); len(vms) > 0 {
+		t.Fatalf("VM records left after SIGTERM: %+v", vms)
+	}
+}
