@@ -1,75 +1,218 @@
 // Command hivecrew is the Hivecrew menu-bar app and, with a subcommand, the
 // command-line client of the helper. It is a thin client: it never owns a VM
-// and never reads an LLM API key.
+// and never reads an LLM API key. Every subcommand talks to the helper over
+// its unix socket (core/client) and starts the helper when none answers.
 //
-//	hivecrew status [--home DIR]
-//	hivecrew version
+//	hivecrew run "<task>" [--wait | --follow] ...
+//	hivecrew ls | show | logs | pause | resume | say | cancel | rerun ...
+//	hivecrew providers | templates | vms | schedules | apikey ...
+//	hivecrew status | version | help [COMMAND]
+//
+// Each subcommand lives in its own file, cmd_<name>.go. Exit codes: 0 ok,
+// 1 error, 2 usage.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"time"
-
-	"github.com/hivecrew/hivecrew/core/client"
-	"github.com/hivecrew/hivecrew/core/config"
-	"github.com/hivecrew/hivecrew/core/version"
+	"os/signal"
+	"strings"
+	"syscall"
 )
 
-const usage = `usage:
-  hivecrew status [--home DIR]   is the helper running and healthy?
-  hivecrew version`
+// command is one entry of a dispatch table.
+type command struct {
+	name    string
+	args    string // the synopsis after the name
+	summary string
+	run     func(e *env, args []string) error
+}
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "hivecrew:", err)
-		var u usageError
-		if errors.As(err, &u) {
-			fmt.Fprintln(os.Stderr, usage)
-			os.Exit(2)
-		}
-		os.Exit(1)
+// commands is the top-level dispatch table, in the order usage lists them.
+// It is built by a function so that the help command can refer to it.
+func commands() []command {
+	return []command{
+		{"run", `"<task>" [--wait | --follow] [flags]`, "run a task in a new VM", cmdRun},
+		{"ls", "[--status S,S] [--limit N] [--all]", "list tasks, newest first", cmdLs},
+		{"show", "ID", "show a task's details", cmdShow},
+		{"logs", "[-f] ID", "print a task's activity (-f: follow it to the end)", cmdLogs},
+		{"pause", "ID", "pause a running task", cmdPause},
+		{"resume", "ID [--instructions TEXT]", "resume a paused task", cmdResume},
+		{"say", `ID "<instructions>"`, "give a running task more instructions", cmdSay},
+		{"cancel", "ID", "cancel a task", cmdCancel},
+		{"rerun", "ID", "run a finished task again", cmdRerun},
+		{"answer", `ID "<answer>"`, "answer a task's pending question", cmdAnswer},
+		{"approve", "ID", "allow a task's pending tool call", cmdApprove},
+		{"deny", "ID", "refuse a task's pending tool call", cmdDeny},
+		{"stop-all", "", "kill switch: stop every running and paused task", cmdStopAll},
+		{"export", "ID [--format html|md|json] [-o FILE]", "export a task's session", cmdExport},
+		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},
+		{"templates", "ls", "list VM templates", cmdTemplates},
+		{"vms", "ls|stop|rm ...", "list and stop VMs", cmdVMs},
+		{"schedules", "add|ls|rm|run ...", "manage scheduled tasks", cmdSchedules},
+		{"apikey", "create|ls|revoke ...", "manage API keys of the REST API", cmdAPIKey},
+		{"open", "[--print]", "open the web UI in a browser", cmdOpen},
+		{"status", "", "is the helper running, and what is it doing?", cmdStatus},
+		{"version", "", "print the version", cmdVersion},
+		{"help", "[COMMAND]", "show help", cmdHelp},
 	}
 }
 
-type usageError struct{ msg string }
+// usage is the top-level usage text.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: hivecrew [--home DIR] [--json] COMMAND [ARGS]\n\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nEvery command takes --home DIR (default: $HIVECREW_HOME or the OS default)\n")
+	b.WriteString("and --json (print the API's JSON on stdout). `hivecrew help COMMAND` shows a command's flags.")
+	return b.String()
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the CLI with args (without the program name) and returns the
+// exit code: 0 ok, 1 error, 2 usage (130 when interrupted). Errors go to
+// stderr as "hivecrew: <message>".
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{ctx: ctx, stdout: stdout, stderr: stderr}
+	err := e.dispatch(args)
+	var (
+		u    usageError
+		h    helpRequest
+		code exitCode
+	)
+	switch {
+	case err == nil:
+		return 0
+	case ctx.Err() != nil:
+		// Interrupted: say what goes on unless it is only the interruption.
+		if !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(stderr, "hivecrew:", err)
+		}
+		return 130
+	case errors.As(err, &h):
+		fmt.Fprintln(stdout, h.usage)
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	case errors.As(err, &u):
+		fmt.Fprintln(stderr, "hivecrew:", u.msg)
+		fmt.Fprintln(stderr, or(u.usage, usage()))
+		return 2
+	}
+	fmt.Fprintln(stderr, "hivecrew:", err)
+	return 1
+}
+
+// dispatch parses the global flags before the command and runs it.
+func (e *env) dispatch(args []string) error {
+	args, err := e.leadingFlags(args, usage())
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return usageError{msg: "a command is required"}
+	}
+	return runTable(e, "", commands(), args)
+}
+
+// leadingFlags parses the global flags that come before a command
+// (hivecrew --home X ls, hivecrew providers --json ls) and returns the rest.
+func (e *env) leadingFlags(args []string, usageText string) ([]string, error) {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		if args[0] == "--" {
+			return args[1:], nil
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		switch name {
+		case "home":
+			if !hasValue {
+				if len(args) < 2 {
+					return nil, usageError{msg: "flag needs an argument: --home", usage: usageText}
+				}
+				value, args = args[1], args[1:]
+			}
+			e.home = value
+		case "json":
+			e.json = !hasValue || value == "true"
+		case "h", "help":
+			return nil, helpRequest{usageText}
+		case "version":
+			if e.cmd == "" {
+				return nil, cmdVersion(e, nil)
+			}
+			fallthrough
+		default:
+			return nil, usageError{msg: fmt.Sprintf("unknown flag %s (global flags: --home DIR, --json)", args[0]), usage: usageText}
+		}
+		args = args[1:]
+	}
+	return args, nil
+}
+
+// runTable finds args[0] in table and runs it; group names the parent
+// command ("" at the top level).
+func runTable(e *env, group string, table []command, args []string) error {
+	groupUsage := usage()
+	if group != "" {
+		groupUsage = tableUsage(group, table)
+		var err error
+		if args, err = e.leadingFlags(args, groupUsage); err != nil {
+			return err
+		}
+	}
+	if len(args) == 0 {
+		return usageError{msg: group + ": a subcommand is required", usage: groupUsage}
+	}
+	for _, c := range table {
+		if c.name == args[0] {
+			e.cmd = strings.TrimSpace(group + " " + c.name)
+			e.synopsis = strings.TrimSpace(e.cmd + " " + c.args)
+			return c.run(e, args[1:])
+		}
+	}
+	if args[0] == "help" {
+		return helpRequest{groupUsage}
+	}
+	what := "command"
+	if group != "" {
+		what = group + " subcommand"
+	}
+	return usageError{msg: fmt.Sprintf("unknown %s %q", what, args[0]), usage: groupUsage}
+}
+
+// tableUsage is the usage of a command group.
+func tableUsage(group string, table []command) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage:\n")
+	for _, c := range table {
+		fmt.Fprintf(&b, "  %s\n", strings.TrimSpace("hivecrew "+group+" "+c.name+" "+c.args))
+	}
+	b.WriteString("\n`hivecrew " + group + " SUBCOMMAND -h` shows its flags.")
+	return b.String()
+}
+
+// usageError is a command line that does not fit: exit code 2.
+type usageError struct{ msg, usage string }
 
 func (u usageError) Error() string { return u.msg }
 
-func run(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"a command is required"}
-	}
-	cmd, args := args[0], args[1:]
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	home := fs.String("home", "", "data directory (default: $"+config.HomeEnv+" or the OS default)")
-	switch cmd {
-	case "status":
-		if err := fs.Parse(args); err != nil {
-			return usageError{err.Error()}
-		}
-		paths, err := config.ResolvePaths(*home)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := client.NewUnix(paths.Socket()).Health(ctx); err != nil {
-			return fmt.Errorf("helper for %s: %w", paths.Home, err)
-		}
-		fmt.Fprintf(stdout, "helper running (data directory %s)\n", paths.Home)
-		return nil
-	case "version", "--version":
-		fmt.Fprintln(stdout, "hivecrew", version.Version)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	}
-	return usageError{fmt.Sprintf("unknown command %q", cmd)}
-}
+// helpRequest asks for usage on stdout: exit code 0.
+type helpRequest struct{ usage string }
+
+func (h helpRequest) Error() string { return "help requested" }
+
+// exitCode ends the CLI with a code and no message (the command printed
+// what there was to say).
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit code %d", int(c)) }

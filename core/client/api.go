@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -257,13 +258,26 @@ func (c *Client) Events(ctx context.Context, id string, since int64, fn func(wir
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var data []byte
+	var (
+		data  []byte
+		event string
+	)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
 		case strings.HasPrefix(line, "data:"):
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
+		case line == "" && event == "error":
+			// The helper could not read the log: its message is a JSON string.
+			var msg string
+			if json.Unmarshal(data, &msg) != nil {
+				msg = string(data)
+			}
+			return errdefs.Unavailablef("event stream: %s", msg)
 		case line == "" && len(data) > 0:
+			event = ""
 			var e wire.Event
 			if err := json.Unmarshal(data, &e); err != nil {
 				return fmt.Errorf("event stream: %w", err)

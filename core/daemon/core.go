@@ -242,8 +242,8 @@ func seedTemplates(ctx context.Context, st *store.Store, caps vm.Capabilities) e
 	return nil
 }
 
-// removeOrphans deletes the VMs a previous helper left behind (after a
-// crash): every VM still in the store, and every folder under VMs/.
+// removeOrphans deletes what a previous helper left behind after a crash:
+// every VM still in the store, every folder under VMs/, partial uploads.
 func removeOrphans(ctx context.Context, st *store.Store, b vm.Backend, paths config.Paths, log *slog.Logger) error {
 	vms, err := st.ListVMs(ctx)
 	if err != nil {
@@ -261,6 +261,12 @@ func removeOrphans(ctx context.Context, st *store.Store, b vm.Backend, paths con
 			return err
 		}
 		log.Info("removed a VM left by the previous helper", "vm", v.ID)
+	}
+	// Uploads a crash cut short.
+	if partial, err := filepath.Glob(filepath.Join(paths.Tasks(), ".upload-*")); err == nil {
+		for _, p := range partial {
+			os.RemoveAll(p)
+		}
 	}
 	ents, err := os.ReadDir(paths.VMs())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

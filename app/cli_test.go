@@ -1,0 +1,587 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+var taskIDLine = regexp.MustCompile(`^[0-9a-f-]{36}\n$`)
+
+// runTask starts a task and returns its id (what `run` prints).
+func (h *helper) runTask(args ...string) string {
+	h.t.Helper()
+	r := h.ok(append([]string{"run"}, args...)...)
+	if !taskIDLine.MatchString(r.stdout) {
+		h.t.Fatalf("run printed %q, want a task id", r.stdout)
+	}
+	return strings.TrimSpace(r.stdout)
+}
+
+func TestRunWithoutAProviderSaysHowToAddOne(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	r := h.cli("run", "Summarise the PDF in my inbox.", "--wait")
+	if r.code != 1 || r.stdout != "" {
+		t.Fatalf("want exit 1 and nothing on stdout: %s", r)
+	}
+	want := "hivecrew: no LLM provider is configured: add one with `hivecrew providers add --name NAME --base-url URL --api-key KEY`"
+	if !strings.HasPrefix(r.stderr, want) {
+		t.Fatalf("stderr = %q, want it to start %q", r.stderr, want)
+	}
+	if l, _ := h.c.ListTasks(context.Background(), client.TaskQuery{}); len(l.Tasks) != 0 {
+		t.Fatalf("a task was created: %+v", l.Tasks)
+	}
+}
+
+func TestProvidersAddLsNeverPrintTheKey(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	_, url := newScripted(t)
+	const key = "sk-test-secret-1234"
+	r := h.ok("providers", "add", "--name", "Scripted", "--base-url", url, "--api-key", key, "--default", "--model", "scripted")
+	if !strings.Contains(r.stdout, "Added provider Scripted") {
+		t.Fatalf("add: %s", r)
+	}
+	ls := h.ok("providers", "ls")
+	lines := strings.Split(strings.TrimSpace(ls.stdout), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") {
+		t.Fatalf("ls: %s", ls)
+	}
+	for _, want := range []string{"Scripted", url, "scripted", "yes", "set"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("ls row %q lacks %q", lines[1], want)
+		}
+	}
+	js := h.ok("providers", "ls", "--json")
+	var list wire.ProviderList
+	decodeOne(t, js.stdout, &list)
+	if len(list.Providers) != 1 || !list.Providers[0].HasAPIKey || !list.Providers[0].IsDefault || list.Providers[0].DefaultModelID != "scripted" {
+		t.Fatalf("ls --json: %+v", list)
+	}
+	for _, out := range []result{r, ls, js} {
+		if strings.Contains(out.stdout+out.stderr, key) || strings.Contains(out.stdout+out.stderr, "1234") {
+			t.Fatalf("the API key was printed: %s", out)
+		}
+	}
+	if m := h.ok("providers", "models", "Scripted"); m.stdout != "other\nscripted\n" {
+		t.Fatalf("models: %s", m)
+	}
+	if tr := h.ok("providers", "test", list.Providers[0].ID); !strings.HasPrefix(tr.stdout, "OK (") {
+		t.Fatalf("test: %s", tr)
+	}
+	h.ok("providers", "rm", "Scripted")
+	if ls := h.ok("providers", "ls"); !strings.HasPrefix(ls.stdout, "No providers yet") {
+		t.Fatalf("ls after rm: %s", ls)
+	}
+	if r := h.cli("providers", "rm", "Scripted"); r.code != 1 || !strings.HasPrefix(r.stderr, "hivecrew: ") {
+		t.Fatalf("rm of a removed provider: %s", r)
+	}
+}
+
+// TestRunWaitCompletes: the agent writes a file and finishes; run --wait
+// exits 0 and prints the status, the verifier's summary and the output
+// file, which is in the output directory; nothing is printed on the way
+// when stderr is not a terminal.
+func TestRunWaitCompletes(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	_, url := newScripted(t,
+		tool("write_file", map[string]any{"path": "outbox/note.txt", "contents": "hello from the agent"}),
+		text("I wrote the note."),
+		verdict(true, "Wrote outbox/note.txt."),
+	)
+	h.addProvider(url)
+	out := t.TempDir()
+	r := h.cli("run", "Write a note.", "--wait", "--output-dir", out)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("run --wait: %s", r)
+	}
+	for _, want := range []string{`(?m)^Status: +completed \(2 steps, \d+:\d\d\)$`, `(?m)^Summary: +Wrote outbox/note\.txt\.$`,
+		`(?m)^Outputs: +` + regexp.QuoteMeta(filepath.Join(out, "note.txt")) + ` \(20 B\)$`} {
+		if !regexp.MustCompile(want).MatchString(r.stdout) {
+			t.Errorf("result lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "note.txt")); err != nil || string(b) != "hello from the agent" {
+		t.Fatalf("output file: %q, %v", b, err)
+	}
+}
+
+// TestRunWaitFailsWithExitCode1: a task the verifier rejects ends failed;
+// run --wait prints why and exits 1.
+func TestRunWaitFailsWithExitCode1(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	no := verdict(false, "There is no PDF to summarise.")
+	_, url := newScripted(t, text("Nothing there."), no, text("Still nothing."), no)
+	h.addProvider(url)
+	r := h.cli("run", "Summarise the PDF.", "--wait")
+	if r.code != 1 || !strings.Contains(r.stdout, "failed") || !strings.Contains(r.stdout, "There is no PDF to summarise.") {
+		t.Fatalf("run --wait of a failing task: %s", r)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	_, url := newScripted(t, text("Done."), verdict(true, "Nothing to do."))
+	h.addProvider(url)
+	r := h.ok("run", "--json", "Do nothing.", "--max-iterations", "5", "--offline", "--allow", "run_shell")
+	var created wire.Task
+	decodeOne(t, r.stdout, &created)
+	if created.ID == "" || created.Description != "Do nothing." || created.MaxIterations != 5 || created.NetworkMode != "offline" ||
+		created.ToolPolicy["run_shell"] != "allow" || created.ProviderName != "Scripted" || created.ModelID != "scripted" {
+		t.Fatalf("created task: %+v", created)
+	}
+	// --wait --json: the final task, and only it.
+	_, url2 := newScripted(t, text("Done."), verdict(true, "Nothing to do either."))
+	h.ok("providers", "add", "--name", "Second", "--base-url", url2, "--model", "scripted")
+	r = h.ok("run", "Do nothing again.", "--provider", "Second", "--wait", "--json")
+	var final wire.Task
+	decodeOne(t, r.stdout, &final)
+	if final.Status != "completed" || final.ResultSummary == nil || *final.ResultSummary != "Nothing to do either." || final.ProviderName != "Second" {
+		t.Fatalf("final task: %+v", final)
+	}
+}
+
+// TestAllowRunsAToolWithoutAsking: run_shell asks by default; --allow
+// run_shell lets the task run it at once.
+func TestAllowRunsAToolWithoutAsking(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	_, url := newScripted(t,
+		tool("run_shell", map[string]any{"command": "echo allowed > outbox/shell.txt"}),
+		text("Ran it."), verdict(true, "Ran the command."),
+	)
+	h.addProvider(url)
+	out := t.TempDir()
+	h.ok("run", "Run a command.", "--allow", "run_shell", "--output-dir", out, "--wait")
+	if b, err := os.ReadFile(filepath.Join(out, "shell.txt")); err != nil || strings.TrimSpace(string(b)) != "allowed" {
+		t.Fatalf("shell.txt: %q, %v", b, err)
+	}
+}
+
+// TestLsShowLogsExportRerun on a finished task, addressed by id prefix.
+func TestLsShowLogsExportRerun(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	_, url := newScripted(t,
+		tool("write_file", map[string]any{"path": "outbox/a.txt", "contents": "a"}),
+		text("Done."), verdict(true, "Wrote a.txt."),
+		text("Done again."), verdict(true, "Nothing left."),
+	)
+	h.addProvider(url)
+	in := filepath.Join(t.TempDir(), "brief.txt")
+	if err := os.WriteFile(in, []byte("the brief"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := h.runTask("Write a.txt from the brief.", "--file", in, "--output-dir", t.TempDir())
+	h.waitStatus(id, "completed")
+
+	ls := h.ok("ls")
+	lines := strings.Split(strings.TrimSpace(ls.stdout), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ID") || !strings.HasPrefix(lines[1], id[:8]+"  completed") ||
+		!strings.Contains(lines[1], "Write a.txt from the brief.") {
+		t.Fatalf("ls:\n%s", ls.stdout)
+	}
+	if ls := h.ok("ls", "--status", "running,queued"); !strings.HasPrefix(ls.stdout, "No running or queued tasks.") {
+		t.Fatalf("ls --status: %s", ls)
+	}
+	var list wire.TaskList
+	decodeOne(t, h.ok("ls", "--json", "--all").stdout, &list)
+	if len(list.Tasks) != 1 || list.Tasks[0].ID != id || list.Total != 1 {
+		t.Fatalf("ls --json: %+v", list)
+	}
+
+	show := h.ok("show", id[:8])
+	for _, want := range []string{"ID: +" + id, "Status: +completed", "Summary: +Wrote a.txt.", "Input files: +brief.txt \\(9 B\\)",
+		"Output files: +a.txt \\(1 B\\)", "Provider: +Scripted / scripted", "Description: +Write a.txt from the brief."} {
+		if !regexp.MustCompile("(?m)^" + want + "$").MatchString(show.stdout) {
+			t.Errorf("show lacks %s:\n%s", want, show.stdout)
+		}
+	}
+	if r := h.cli("show", "zzzz"); r.code != 1 || !strings.Contains(r.stderr, "no task with id zzzz") {
+		t.Fatalf("show of an unknown id: %s", r)
+	}
+
+	logs := h.ok("logs", id[:6])
+	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  tool_call_result  `).MatchString(logs.stdout) ||
+		!regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  status_change     Wrote a.txt.$`).MatchString(logs.stdout) {
+		t.Fatalf("logs:\n%s", logs.stdout)
+	}
+	var act wire.Activity
+	decodeOne(t, h.ok("logs", "--json", id).stdout, &act)
+	if act.Total == 0 || int64(len(act.Events)) != act.Total || act.Events[len(act.Events)-1].Data.Status != "completed" {
+		t.Fatalf("logs --json: %+v", act)
+	}
+	// logs -f of a finished task replays and ends.
+	if f := h.ok("logs", "-f", id); f.stdout != logs.stdout {
+		t.Fatalf("logs -f of a finished task:\n%s\nwant:\n%s", f.stdout, logs.stdout)
+	}
+
+	md := h.ok("export", id, "--format", "md")
+	if !strings.Contains(md.stdout, "Wrote a.txt.") {
+		t.Fatalf("export md:\n%s", md.stdout)
+	}
+	file := filepath.Join(t.TempDir(), "replay.html")
+	h.ok("export", id, "-o", file)
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(strings.ToLower(string(b)), "<html") {
+		t.Fatalf("export html: %.200q, %v", b, err)
+	}
+	if r := h.cli("export", id, "--format", "pdf"); r.code != 2 {
+		t.Fatalf("export --format pdf: %s", r)
+	}
+
+	again := strings.TrimSpace(h.ok("rerun", id[:8]).stdout)
+	if !taskIDLine.MatchString(again+"\n") || again == id {
+		t.Fatalf("rerun printed %q", again)
+	}
+	if tk := h.waitStatus(again, "completed"); tk.RerunOf != id {
+		t.Fatalf("rerun: %+v", tk)
+	}
+}
+
+// TestCancelARunningTask and follow it with logs -f to its end.
+func TestCancelARunningTask(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	s, url := newScripted(t, text("never answered"))
+	defer s.hold(0)()
+	h.addProvider(url)
+	id := h.runTask("Wait forever.")
+	waitFor(t, "the LLM request", func() bool { return len(s.requests()) == 1 })
+	h.waitStatus(id, "running")
+
+	follow := h.cliAsync("logs", "-f", id)
+	r := h.ok("cancel", id)
+	if !strings.HasPrefix(r.stdout, id+"  ") {
+		t.Fatalf("cancel: %s", r)
+	}
+	h.waitStatus(id, "cancelled")
+	var f result
+	select {
+	case f = <-follow:
+	case <-time.After(cliTimeout):
+		t.Fatal("logs -f did not end with the task")
+	}
+	if f.code != 0 || !strings.Contains(f.stdout, "status_change     ") || !strings.Contains(lastLine2(f.stdout), "status_change") {
+		t.Fatalf("logs -f: %s", f)
+	}
+	if r := h.cli("cancel", id); r.code != 1 || !strings.HasPrefix(r.stderr, "hivecrew: ") {
+		t.Fatalf("cancel of a cancelled task: %s", r)
+	}
+}
+
+func lastLine2(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestStopAll(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	s, url := newScripted(t, text("never"), text("never"))
+	defer s.hold(0)()
+	defer s.hold(1)()
+	h.addProvider(url)
+	a := h.runTask("First.")
+	b := h.runTask("Second.")
+	waitFor(t, "both LLM requests", func() bool { return len(s.requests()) == 2 })
+	r := h.ok("stop-all")
+	if !regexp.MustCompile(`^Stopped 2 tasks in \d+ ms\.\n`).MatchString(r.stdout) || !strings.Contains(r.stdout, a) || !strings.Contains(r.stdout, b) {
+		t.Fatalf("stop-all: %s", r)
+	}
+	h.waitStatus(a, "cancelled")
+	h.waitStatus(b, "cancelled")
+	var none wire.StopAll
+	decodeOne(t, h.ok("stop-all", "--json").stdout, &none)
+	if len(none.Stopped) != 0 {
+		t.Fatalf("second stop-all: %+v", none)
+	}
+}
+
+// TestAnswerApproveDeny: a question answered with `answer`, then two
+// run_shell calls, one approved and one denied.
+func TestAnswerApproveDeny(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	s, url := newScripted(t,
+		tool("ask_multiple_choice", map[string]any{"question": "Which report?", "options": []string{"Q1", "Q2"}}),
+		tool("run_shell", map[string]any{"command": "echo approved > outbox/ok.txt"}),
+		tool("run_shell", map[string]any{"command": "echo denied > outbox/no.txt"}),
+		text("Done."), verdict(true, "Did what was allowed."),
+	)
+	h.addProvider(url)
+	out := t.TempDir()
+	id := h.runTask("Pick a report.", "--output-dir", out)
+	if r := h.cli("approve", id); r.code != 1 || !strings.Contains(r.stderr, "no pending permission request") {
+		t.Fatalf("approve without a request: %s", r)
+	}
+	waitFor(t, "the question", func() bool { return h.task(id).PendingQuestion != nil })
+	show := h.ok("show", id)
+	if !strings.Contains(show.stdout, "Question:") || !strings.Contains(show.stdout, "Which report?") || !strings.Contains(show.stdout, "choices: Q1 | Q2") {
+		t.Fatalf("show with a question:\n%s", show.stdout)
+	}
+	if r := h.ok("answer", id[:8], "Q2"); !strings.Contains(r.stdout, "Q2") {
+		t.Fatalf("answer: %s", r)
+	}
+	waitFor(t, "the permission request", func() bool { return h.task(id).PendingPermission != nil })
+	if !strings.Contains(s.requests()[1], "The user answered: Q2") {
+		t.Fatal("the answer did not reach the model")
+	}
+	if r := h.cli("answer", id, "again"); r.code != 1 || !strings.Contains(r.stderr, "no pending question") {
+		t.Fatalf("answer without a question: %s", r)
+	}
+	if !strings.Contains(h.ok("show", id).stdout, "Permission:") {
+		t.Fatal("show does not list the permission request")
+	}
+	h.ok("approve", id)
+	waitFor(t, "the second permission request", func() bool {
+		p := h.task(id).PendingPermission
+		return p != nil && strings.Contains(p.Details, "denied")
+	})
+	h.ok("deny", id)
+	h.waitStatus(id, "completed")
+	if b, err := os.ReadFile(filepath.Join(out, "ok.txt")); err != nil || strings.TrimSpace(string(b)) != "approved" {
+		t.Fatalf("approved command: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "no.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the denied command ran: %v", err)
+	}
+}
+
+// TestSayPauseResume: instructions reach the model's next turn; pause and
+// resume change the status.
+func TestSayPauseResume(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	s, url := newScripted(t, tool("wait", map[string]any{"seconds": 0.1}), text("Done."), verdict(true, "Followed the instructions."))
+	release := s.hold(0)
+	defer release()
+	h.addProvider(url)
+	id := h.runTask("Work slowly.")
+	waitFor(t, "the first LLM request", func() bool { return len(s.requests()) == 1 })
+	h.waitStatus(id, "running")
+	h.ok("say", id, "Use", "the blue folder.")
+	if r := h.ok("pause", id); !strings.Contains(r.stdout, id) {
+		t.Fatalf("pause: %s", r)
+	}
+	h.waitStatus(id, "paused")
+	release()
+	h.ok("resume", id, "--instructions", "Go on.")
+	h.waitStatus(id, "completed")
+	reqs := s.requests()
+	if len(reqs) < 2 || !strings.Contains(reqs[1], "Use the blue folder.") || !strings.Contains(reqs[1], "Go on.") {
+		t.Fatalf("instructions did not reach the model: %d requests", len(reqs))
+	}
+}
+
+func TestRunFollowPrintsEventsThenTheResult(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	_, url := newScripted(t, tool("mouse_click", map[string]any{"x": 10, "y": 20}), text("Clicked."), verdict(true, "Clicked the button."),
+		text("Again."), verdict(true, "Clicked again."))
+	h.addProvider(url)
+	r := h.ok("run", "--follow", "Click the button.")
+	lines := strings.Split(r.stdout, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool {
+		return strings.Contains(l, "  tool_call_result  ") && strings.Contains(l, "mouse_click")
+	})
+	j := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Summary:") })
+	if i < 0 || j < i || !strings.Contains(lines[j], "Clicked the button.") {
+		t.Fatalf("run --follow:\n%s", r.stdout)
+	}
+	r = h.ok("run", "--follow", "--json", "Click again.")
+	dec := jsonLines(t, r.stdout)
+	if len(dec) < 3 || !strings.Contains(dec[len(dec)-1], `"status": "`) {
+		t.Fatalf("run --follow --json:\n%s", r.stdout)
+	}
+}
+
+// jsonLines splits the output of --follow --json: one event a line, then
+// the indented task.
+func jsonLines(t *testing.T, s string) []string {
+	t.Helper()
+	var out []string
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l == "{" {
+			return append(out, strings.Join(lines[i:], "\n"))
+		}
+		var ev wire.Event
+		decodeOne(t, l, &ev)
+		if ev.Type == "" || ev.Seq == 0 {
+			t.Fatalf("not an event: %s", l)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func TestAPIKeyCreatePrintsOnlyTheKey(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	r := h.ok("apikey", "create", "--name", "scripts")
+	if !regexp.MustCompile(`^hc_\S+\n$`).MatchString(r.stdout) {
+		t.Fatalf("apikey create printed %q", r.stdout)
+	}
+	key := strings.TrimSpace(r.stdout)
+	ls := h.ok("apikey", "ls")
+	if strings.Contains(ls.stdout, key) || !strings.Contains(ls.stdout, "scripts") {
+		t.Fatalf("apikey ls: %s", ls)
+	}
+	var keys wire.APIKeyList
+	decodeOne(t, h.ok("apikey", "ls", "--json").stdout, &keys)
+	if len(keys.Keys) != 1 || !strings.HasPrefix(key, keys.Keys[0].Prefix) {
+		t.Fatalf("apikey ls --json: %+v", keys)
+	}
+	h.ok("apikey", "revoke", keys.Keys[0].Prefix)
+	decodeOne(t, h.ok("apikey", "ls", "--json").stdout, &keys)
+	if keys.Keys[0].RevokedAt == nil {
+		t.Fatalf("not revoked: %+v", keys.Keys[0])
+	}
+	// A default name.
+	if r := h.ok("apikey", "create"); !strings.HasPrefix(r.stdout, "hc_") {
+		t.Fatalf("apikey create without a name: %s", r)
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	_, url := newScripted(t, text("Done."), verdict(true, "Reported."))
+	h.addProvider(url)
+	r := h.ok("schedules", "add", "--title", "Morning report", "Write the morning report.", "--daily", "09:30", "--tz", "Europe/Berlin")
+	if !regexp.MustCompile(`^Added schedule [0-9a-f]{8}: daily 09:30 \(Europe/Berlin\), next run \d{4}-\d\d-\d\d 09:30 CES?T\.\n$`).MatchString(r.stdout) {
+		t.Fatalf("schedules add: %s", r)
+	}
+	ls := h.ok("schedules", "ls")
+	lines := strings.Split(strings.TrimSpace(ls.stdout), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "NEXT RUN") ||
+		!regexp.MustCompile(`Morning report\s+daily 09:30 \(Europe/Berlin\)\s+\d{4}-\d\d-\d\d 09:30 CES?T\s+-\s+yes$`).MatchString(lines[1]) {
+		t.Fatalf("schedules ls:\n%s", ls.stdout)
+	}
+	r = h.ok("schedules", "add", "--json", "Weekly review.", "--weekly", "mon,wed@08:05")
+	var sc wire.Schedule
+	decodeOne(t, r.stdout, &sc)
+	if sc.Recurrence == nil || !slices.Equal(sc.Recurrence.DaysOfWeek, []int{2, 4}) || sc.Recurrence.Hour != 8 || sc.Recurrence.Minute != 5 || sc.NextRunAt == nil {
+		t.Fatalf("weekly schedule: %+v", sc)
+	}
+	task := strings.TrimSpace(h.ok("schedules", "run", sc.ID[:8]).stdout)
+	if tk := h.waitStatus(task, "completed"); tk.ScheduleID != sc.ID {
+		t.Fatalf("scheduled task: %+v", tk)
+	}
+	h.ok("schedules", "rm", sc.ID)
+	if ls := h.ok("schedules", "ls"); strings.Contains(ls.stdout, "Weekly review") {
+		t.Fatalf("ls after rm:\n%s", ls.stdout)
+	}
+	for _, bad := range [][]string{
+		{"schedules", "add", "No timing."},
+		{"schedules", "add", "Two timings.", "--daily", "09:00", "--monthly", "1@09:00"},
+		{"schedules", "add", "Bad time.", "--daily", "25:00"},
+		{"schedules", "add", "Bad day.", "--weekly", "funday@09:00"},
+	} {
+		if r := h.cli(bad...); r.code != 2 || !strings.Contains(r.stderr, "usage: hivecrew schedules add") {
+			t.Errorf("%q: %s", bad, r)
+		}
+	}
+}
+
+func TestParseDays(t *testing.T) {
+	for in, want := range map[string][]int{
+		"mon,wed": {2, 4}, "sun": {1}, "Saturday": {7}, "mon-fri": {2, 3, 4, 5, 6}, "fri-mon": {1, 2, 6, 7}, "1,7": {1, 7}, "tue,tue": {3},
+	} {
+		if got, err := parseDays(in); err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseDays(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "mo", "8", "mon,,wed", "xyz-fri"} {
+		if got, err := parseDays(in); err == nil {
+			t.Errorf("parseDays(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+func TestTemplatesVMsStatusVersion(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	tl := h.ok("templates", "ls")
+	if !regexp.MustCompile(`(?m)^host\s+Host desktop\s+linux\s+host\s+.*yes$`).MatchString(tl.stdout) {
+		t.Fatalf("templates ls:\n%s", tl.stdout)
+	}
+	var vms wire.VMList
+	decodeOne(t, h.ok("vms", "ls", "--json").stdout, &vms)
+	st := h.ok("status")
+	if !strings.Contains(st.stdout, "Helper:   ok, version") || !strings.Contains(st.stdout, "Backend:  fake") || !strings.Contains(st.stdout, h.home) {
+		t.Fatalf("status:\n%s", st.stdout)
+	}
+	var s wire.Status
+	decodeOne(t, h.ok("--json", "status").stdout, &s)
+	if s.Status != "ok" || s.Backend != "fake" {
+		t.Fatalf("status --json: %+v", s)
+	}
+	if v := h.ok("version"); !strings.HasPrefix(v.stdout, "hivecrew ") {
+		t.Fatalf("version: %s", v)
+	}
+	if r := h.cli("vms", "stop", "vm-nope"); r.code != 1 || !strings.HasPrefix(r.stderr, "hivecrew: ") {
+		t.Fatalf("vms stop of an unknown vm: %s", r)
+	}
+	if r := h.ok("open", "--print"); !strings.HasPrefix(r.stdout, "http://127.0.0.1:") || !strings.Contains(r.stdout, "/login") {
+		t.Fatalf("open --print: %s", r)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"run", "--bogus", "x"},
+		{"run"},
+		{"run", "x", "--wait", "--follow"},
+		{"ls", "--limit", "many"},
+		{"show"},
+		{"show", "a", "b"},
+		{"nosuchcommand"},
+		{"providers"},
+		{"providers", "add", "--name", "x"},
+		{"schedules", "frob"},
+		{},
+	} {
+		var out, errOut strings.Builder
+		code := run(args, &out, &errOut)
+		if code != 2 || out.Len() != 0 || !strings.HasPrefix(errOut.String(), "hivecrew: ") || !strings.Contains(errOut.String(), "usage:") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
+		}
+	}
+	var out, errOut strings.Builder
+	if code := run([]string{"run", "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "usage: hivecrew run") || !strings.Contains(out.String(), "-follow") {
+		t.Fatalf("run -h: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := run([]string{"help", "schedules", "add"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-weekly") {
+		t.Fatalf("help schedules add: exit %d\n%s", code, out.String())
+	}
+}
+
+// TestStatusDoesNotStartTheHelper and every other command names the helper
+// it could not find.
+func TestNoHelper(t *testing.T) {
+	home := shortHome(t)
+	t.Setenv("PATH", t.TempDir())
+	var out, errOut strings.Builder
+	if code := run([]string{"status", "--home", home}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is not running") {
+		t.Fatalf("status: exit %d: %s", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"ls", "--home", home}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "hivecrew-helper was not found") {
+		t.Fatalf("ls: exit %d: %s", code, errOut.String())
+	}
+}

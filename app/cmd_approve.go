@@ -1,0 +1,34 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// cmdApprove: hivecrew approve ID
+func cmdApprove(e *env, args []string) error { return respond(e, e.flags(), args, true) }
+
+// respond approves or denies a task's pending permission request.
+func respond(e *env, fs *flag.FlagSet, args []string, approved bool) error {
+	c, id, err := e.oneTask(args, fs)
+	if err != nil {
+		return err
+	}
+	p, err := c.Permission(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return errdefs.Conflictf("task %s has no pending permission request", shortID(id))
+	}
+	if err := c.Respond(e.ctx, id, p.ID, approved); err != nil {
+		return err
+	}
+	verb := "Denied"
+	if approved {
+		verb = "Approved"
+	}
+	e.out("%s %s for task %s.", verb, p.ToolName, shortID(id))
+	return nil
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// cmdSchedules: hivecrew schedules add|ls|rm|run
+func cmdSchedules(e *env, args []string) error {
+	return runTable(e, "schedules", []command{
+		{"add", `[--title T] "<task>" (--at TIME | --daily HH:MM | --weekly DAYS@HH:MM | --monthly DAY@HH:MM) [flags]`, "schedule a task", schedulesAdd},
+		{"ls", "", "list schedules", schedulesLs},
+		{"rm", "ID", "delete a schedule", schedulesRm},
+		{"run", "ID", "run a schedule's task now (prints the task id)", schedulesRun},
+	}, args)
+}
+
+func schedulesAdd(e *env, args []string) error {
+	fs := e.flags()
+	var tf taskFlags
+	tf.register(fs)
+	title := fs.String("title", "", "the schedule's `TITLE` (default: from the task)")
+	at := fs.String("at", "", "run once at `TIME` (RFC 3339, or 2006-01-02T15:04 in --tz)")
+	daily := fs.String("daily", "", "run every day at `HH:MM`")
+	weekly := fs.String("weekly", "", "run on `DAYS@HH:MM`, e.g. mon,wed@09:30 or mon-fri@08:00")
+	monthly := fs.String("monthly", "", "run on `DAY@HH:MM` of every month, e.g. 1@07:00")
+	tz := fs.String("tz", "", "IANA time `ZONE` of the times (default: the helper's)")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	desc := strings.TrimSpace(strings.Join(pos, " "))
+	if desc == "" {
+		return e.bad(fs, `schedules add needs a task: hivecrew schedules add --daily 09:00 "<task>"`)
+	}
+	when, err := parseWhen(*at, *daily, *weekly, *monthly, *tz)
+	if err != nil {
+		return e.bad(fs, "%s", err.Error())
+	}
+	in := wire.CreateSchedule{
+		Title: strings.TrimSpace(*title), Description: desc, ProviderName: tf.provider, ModelID: tf.model,
+		OutputDirectory: tf.outputDir, Schedule: &when,
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	sc, err := c.CreateSchedule(e.ctx, in, tf.files...)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(sc)
+	}
+	e.out("Added schedule %s: %s, next run %s.", shortID(sc.ID), describeWhen(sc), nextRun(sc))
+	return nil
+}
+
+// parseWhen turns the timing flags (exactly one of them) into a When.
+func parseWhen(at, daily, weekly, monthly, tz string) (wire.When, error) {
+	when := wire.When{TimeZone: tz}
+	set := 0
+	for _, v := range []string{at, daily, weekly, monthly} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return when, errors.New("give exactly one of --at, --daily, --weekly and --monthly")
+	}
+	switch {
+	case at != "":
+		t, err := parseAt(at, tz)
+		if err != nil {
+			return when, err
+		}
+		when.ScheduledAt = &t
+		return when, nil
+	case daily != "":
+		h, m, err := parseClock(daily)
+		if err != nil {
+			return when, fmt.Errorf("--daily: %w", err)
+		}
+		when.Recurrence = &wire.Recurrence{Type: "daily", Hour: h, Minute: m}
+	case weekly != "":
+		days, hm, ok := strings.Cut(weekly, "@")
+		if !ok {
+			return when, fmt.Errorf("--weekly %q: want DAYS@HH:MM, e.g. mon,wed@09:30", weekly)
+		}
+		dow, err := parseDays(days)
+		if err != nil {
+			return when, fmt.Errorf("--weekly: %w", err)
+		}
+		h, m, err := parseClock(hm)
+		if err != nil {
+			return when, fmt.Errorf("--weekly: %w", err)
+		}
+		when.Recurrence = &wire.Recurrence{Type: "weekly", DaysOfWeek: dow, Hour: h, Minute: m}
+	default:
+		day, hm, ok := strings.Cut(monthly, "@")
+		if !ok {
+			return when, fmt.Errorf("--monthly %q: want DAY@HH:MM, e.g. 1@07:00", monthly)
+		}
+		d, err := strconv.Atoi(strings.TrimSpace(day))
+		if err != nil || d < 1 || d > 31 {
+			return when, fmt.Errorf("--monthly: day %q: want 1..31", day)
+		}
+		h, m, err := parseClock(hm)
+		if err != nil {
+			return when, fmt.Errorf("--monthly: %w", err)
+		}
+		when.Recurrence = &wire.Recurrence{Type: "monthly", DayOfMonth: d, Hour: h, Minute: m}
+	}
+	return when, nil
+}
+
+// parseAt reads an RFC 3339 time, or a time without zone in tz (else local).
+func parseAt(s, tz string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	loc := time.Local
+	if tz != "" {
+		l, err := time.LoadLocation(tz)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--tz %q: not an IANA time zone", tz)
+		}
+		loc = l
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--at %q: want a time like 2026-01-02T15:04:05Z or 2026-01-02T15:04", s)
+}
+
+// parseClock reads HH:MM.
+func parseClock(s string) (int, int, error) {
+	hs, ms, ok := strings.Cut(strings.TrimSpace(s), ":")
+	h, herr := strconv.Atoi(hs)
+	m, merr := strconv.Atoi(ms)
+	if !ok || herr != nil || merr != nil || h < 0 || h > 23 || m < 0 || m > 59 || len(ms) != 2 {
+		return 0, 0, fmt.Errorf("time %q: want HH:MM (00:00 to 23:59)", s)
+	}
+	return h, m, nil
+}
+
+// weekdays are the day names in the API's order (1 = Sunday).
+var weekdays = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
+
+// parseDays reads days of the week (mon,wed or mon-fri, names of at least
+// three letters, or 1..7 with 1 = Sunday) as the API's numbers, in order.
+func parseDays(s string) ([]int, error) {
+	day := func(name string) (int, error) {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if n, err := strconv.Atoi(name); err == nil && n >= 1 && n <= 7 {
+			return n, nil
+		}
+		for i, d := range weekdays {
+			if len(name) >= 3 && strings.HasPrefix(d, name) {
+				return i + 1, nil
+			}
+		}
+		return 0, fmt.Errorf("day %q: want mon, tue, wed, thu, fri, sat or sun", name)
+	}
+	var seen [8]bool
+	for _, part := range strings.Split(s, ",") {
+		from, to, isRange := strings.Cut(part, "-")
+		a, err := day(from)
+		if err != nil {
+			return nil, err
+		}
+		b := a
+		if isRange {
+			if b, err = day(to); err != nil {
+				return nil, err
+			}
+		}
+		for d := a; ; d = d%7 + 1 { // a range may wrap: fri-mon
+			seen[d] = true
+			if d == b {
+				break
+			}
+		}
+	}
+	var out []int
+	for d := 1; d <= 7; d++ {
+		if seen[d] {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// describeWhen says when a schedule runs: "daily 09:30 (Europe/Berlin)".
+func describeWhen(sc wire.Schedule) string {
+	r := sc.Recurrence
+	var s string
+	switch {
+	case r == nil && sc.ScheduledAt != nil:
+		return "once at " + inZone(*sc.ScheduledAt, sc.TimeZone)
+	case r == nil:
+		return sc.ScheduleType
+	case r.Type == "daily":
+		s = fmt.Sprintf("daily %02d:%02d", r.Hour, r.Minute)
+	case r.Type == "weekly":
+		names := make([]string, 0, len(r.DaysOfWeek))
+		for _, d := range r.DaysOfWeek {
+			if d >= 1 && d <= 7 {
+				names = append(names, weekdays[d-1][:3])
+			}
+		}
+		s = fmt.Sprintf("weekly %s %02d:%02d", strings.Join(names, ","), r.Hour, r.Minute)
+	case r.Type == "monthly":
+		s = fmt.Sprintf("monthly on day %d %02d:%02d", r.DayOfMonth, r.Hour, r.Minute)
+	default:
+		s = fmt.Sprintf("%s %02d:%02d", r.Type, r.Hour, r.Minute)
+	}
+	if sc.TimeZone != "" {
+		s += " (" + sc.TimeZone + ")"
+	}
+	return s
+}
+
+// nextRun is a schedule's next run in its time zone, or "none".
+func nextRun(sc wire.Schedule) string {
+	if sc.NextRunAt == nil {
+		return "none"
+	}
+	return inZone(*sc.NextRunAt, sc.TimeZone)
+}
+
+// inZone formats t in the IANA zone tz (local when unknown).
+func inZone(t time.Time, tz string) string {
+	if loc, err := time.LoadLocation(tz); err == nil && tz != "" {
+		return t.In(loc).Format("2006-01-02 15:04 MST")
+	}
+	return localTime(t)
+}
+
+func schedulesLs(e *env, args []string) error {
+	if _, err := e.parseN(e.flags(), args, 0); err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	l, err := c.Schedules(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(l)
+	}
+	if len(l.Schedules) == 0 {
+		e.out(`No schedules yet: add one with hivecrew schedules add --daily 09:00 "<task>".`)
+		return nil
+	}
+	tw := table(e.stdout, "ID", "TITLE", "WHEN", "NEXT RUN", "LAST RUN", "ENABLED")
+	for _, sc := range l.Schedules {
+		enabled := "yes"
+		if !sc.IsEnabled {
+			enabled = "no"
+		}
+		last := "-"
+		if sc.LastRunAt != nil {
+			last = inZone(*sc.LastRunAt, sc.TimeZone)
+		}
+		row(tw, shortID(sc.ID), clip(oneLine(sc.Title), 40), describeWhen(sc), nextRun(sc), last, enabled)
+	}
+	return tw.Flush()
+}
+
+// scheduleID resolves a schedule id or a unique prefix of one.
+func (e *env) scheduleID(c *client.Client, id string) (string, error) {
+	l, err := c.Schedules(e.ctx)
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, sc := range l.Schedules {
+		if sc.ID == id {
+			return id, nil
+		}
+		if strings.HasPrefix(sc.ID, id) {
+			found = append(found, sc.ID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return id, nil // the helper says what is wrong with it
+	case 1:
+		return found[0], nil
+	}
+	return "", errdefs.Invalidf("schedule id %s is ambiguous: it starts %d schedules", id, len(found))
+}
+
+// oneSchedule parses a command that takes one schedule id.
+func (e *env) oneSchedule(args []string) (*client.Client, string, error) {
+	pos, err := e.parseN(e.flags(), args, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := e.client()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := e.scheduleID(c, pos[0])
+	return c, id, err
+}
+
+func schedulesRm(e *env, args []string) error {
+	c, id, err := e.oneSchedule(args)
+	if err != nil {
+		return err
+	}
+	if err := c.RemoveSchedule(e.ctx, id); err != nil {
+		return err
+	}
+	e.out("Deleted schedule %s.", shortID(id))
+	return nil
+}
+
+func schedulesRun(e *env, args []string) error {
+	c, id, err := e.oneSchedule(args)
+	if err != nil {
+		return err
+	}
+	t, err := c.RunSchedule(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(t)
+	}
+	e.out("%s", t.ID)
+	return nil
+}

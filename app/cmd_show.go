@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// cmdShow: hivecrew show ID
+func cmdShow(e *env, args []string) error {
+	c, id, err := e.oneTask(args, e.flags())
+	if err != nil {
+		return err
+	}
+	t, err := c.Task(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(t)
+	}
+	showTask(e.stdout, t)
+	return nil
+}
+
+// showTask prints a task's details.
+func showTask(w io.Writer, t wire.Task) {
+	status := t.Status
+	if t.StatusReason != "" {
+		status += " (" + t.StatusReason + ")"
+	}
+	if t.TakenOver {
+		status += ", taken over by the user"
+	}
+	fs := []field{
+		{"ID", t.ID},
+		{"Title", t.Title},
+		{"Status", status},
+		{"Provider", strings.TrimSuffix(t.ProviderName+" / "+t.ModelID, " / ")},
+		{"Created", localTime(t.CreatedAt)},
+	}
+	if t.StartedAt != nil {
+		fs = append(fs, field{"Started", localTime(*t.StartedAt)})
+	}
+	if t.CompletedAt != nil {
+		fs = append(fs, field{"Ended", localTime(*t.CompletedAt)})
+	}
+	if t.Duration != nil {
+		fs = append(fs, field{"Duration", clock(time.Duration(*t.Duration * float64(time.Second)))})
+	}
+	if t.StepCount != nil {
+		fs = append(fs, field{"Steps", fmt.Sprint(*t.StepCount)})
+	}
+	if u := t.TokenUsage; u != nil {
+		tokens := fmt.Sprintf("%d (%d prompt, %d completion)", u.Total, u.Prompt, u.Completion)
+		if t.CostUSD != nil && *t.CostUSD > 0 {
+			tokens += fmt.Sprintf(", $%.4f", *t.CostUSD)
+		}
+		fs = append(fs, field{"Tokens", tokens})
+	}
+	fs = append(fs,
+		field{"Template", t.TemplateID},
+		field{"Network", t.NetworkMode},
+		field{"VM", t.VMID},
+		field{"Output dir", t.OutputDirectory},
+		field{"Schedule", t.ScheduleID},
+		field{"Rerun of", t.RerunOf},
+	)
+	if t.TimeoutMinutes > 0 {
+		fs = append(fs, field{"Timeout", fmt.Sprintf("%d min", t.TimeoutMinutes)})
+	}
+	if t.MaxIterations > 0 {
+		fs = append(fs, field{"Max steps", fmt.Sprint(t.MaxIterations)})
+	}
+	if len(t.ToolPolicy) > 0 {
+		var p []string
+		for tool, perm := range t.ToolPolicy {
+			p = append(p, tool+"="+perm)
+		}
+		slices.Sort(p)
+		fs = append(fs, field{"Tool policy", strings.Join(p, ", ")})
+	}
+	if t.PlanFirst {
+		fs = append(fs, field{"Plan first", "yes"})
+	}
+	fs = append(fs, field{"Description", t.Description})
+	if t.PlanMarkdown != nil {
+		fs = append(fs, field{"Plan", *t.PlanMarkdown})
+	}
+	if t.ResultSummary != nil {
+		fs = append(fs, field{"Summary", *t.ResultSummary})
+	}
+	if q := t.PendingQuestion; q != nil {
+		text := q.Question
+		if len(q.SuggestedAnswers) > 0 {
+			text += "\nchoices: " + strings.Join(q.SuggestedAnswers, " | ")
+		}
+		text += fmt.Sprintf("\nanswer with: hivecrew answer %s \"<answer>\"", shortID(t.ID))
+		fs = append(fs, field{"Question", text})
+	}
+	if p := t.PendingPermission; p != nil {
+		text := p.ToolName
+		if p.Details != "" {
+			text += ": " + p.Details
+		}
+		text += fmt.Sprintf("\nhivecrew approve %s  or  hivecrew deny %s", shortID(t.ID), shortID(t.ID))
+		fs = append(fs, field{"Permission", text})
+	}
+	fs = append(fs, field{"Input files", fileList(t.InputFiles)}, field{"Output files", fileList(t.OutputFiles)})
+	fields(w, fs...)
+}
+
+// fileList lists files one a line with their sizes.
+func fileList(files []wire.File) string {
+	var b strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&b, "%s (%s)\n", f.Name, size(f.Size))
+	}
+	return b.String()
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/config"
+)
+
+// helperBinary is the helper's executable name.
+const helperBinary = "hivecrew-helper"
+
+// helperStartTimeout bounds how long a started helper may take to answer.
+const helperStartTimeout = 20 * time.Second
+
+// helperAlreadyRunning is what a helper says when another one holds the data
+// directory: a helper another command started at the same moment.
+const helperAlreadyRunning = "another Hivecrew helper is running"
+
+// ensureHelper returns nil once the helper of paths answers /health,
+// starting it when it does not: `hivecrew-helper serve --home <home>`,
+// detached, logging to <home>/Logs/helper.log.
+func ensureHelper(ctx context.Context, c *client.Client, paths config.Paths, stderr io.Writer) error {
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	err := c.Health(hctx)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	bin, err := findHelper()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(paths.Logs(), 0o700); err != nil {
+		return fmt.Errorf("start the helper: %w", err)
+	}
+	logPath := filepath.Join(paths.Logs(), "helper.log")
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start the helper: %w", err)
+	}
+	defer logFile.Close()
+	logStart, _ := logFile.Seek(0, io.SeekEnd)
+	fmt.Fprintf(stderr, "Starting the helper for %s (log: %s)\n", paths.Home, logPath)
+
+	cmd := exec.Command(bin, "serve", "--home", paths.Home)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = "/"
+	detach(cmd)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the helper (%s): %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reaps the helper only if it fails to start
+
+	wctx, wcancel := context.WithTimeout(ctx, helperStartTimeout)
+	defer wcancel()
+	healthy := make(chan error, 1)
+	go func() { healthy <- c.WaitHealthy(wctx) }()
+	select {
+	case err := <-healthy:
+		if err != nil {
+			return fmt.Errorf("the helper did not answer within %s (see %s): %w", helperStartTimeout, logPath, err)
+		}
+		return nil
+	case err := <-exited:
+		last := lastLine(logPath, logStart)
+		if strings.Contains(last, helperAlreadyRunning) {
+			// Another command started it at the same moment: wait for that one.
+			if err := <-healthy; err != nil {
+				return fmt.Errorf("another helper holds %s but does not answer: %w", paths.Home, err)
+			}
+			return nil
+		}
+		wcancel()
+		<-healthy
+		if last == "" {
+			last = "no output"
+		}
+		return fmt.Errorf("the helper exited at once (%w): %s (log: %s)", err, last, logPath)
+	}
+}
+
+// findHelper finds hivecrew-helper next to the running executable, else in
+// PATH.
+func findHelper() (string, error) {
+	var next string
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		next = filepath.Join(filepath.Dir(exe), helperBinary)
+		if fi, err := os.Stat(next); err == nil && fi.Mode().IsRegular() {
+			return next, nil
+		}
+	}
+	p, err := exec.LookPath(helperBinary)
+	if err == nil {
+		return p, nil
+	}
+	where := "in PATH"
+	if next != "" {
+		where = "at " + next + " or in PATH"
+	}
+	return "", fmt.Errorf("the helper is not running and %s was not found %s: install it next to hivecrew (`make build` puts both in bin/)", helperBinary, where)
+}
+
+// lastLine returns the last non-empty line written to the file at path
+// after offset from.
+func lastLine(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	start := max(from, fi.Size()-4096)
+	buf := make([]byte, fi.Size()-start)
+	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimSpace(buf), []byte("\n"))
+	return strings.TrimSpace(string(lines[len(lines)-1]))
+}
