@@ -117,19 +117,14 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		in      wire.CreateSchedule
 		uploads []orchestrator.Upload
 	)
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt == "multipart/form-data" {
-		tmp, err := os.MkdirTemp(a.cfg.Paths.Tasks(), ".upload-")
-		if err != nil {
-			return fmt.Errorf("receive upload: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		form, ups, err := a.readMultipart(w, r, tmp)
-		if err != nil {
-			return err
-		}
-		raw, ok := form["schedule"]
-		if !ok || len(form) != 1 {
+	rec, err := a.receive(w, r, &in)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		defer rec.cleanup()
+		raw, ok := rec.form["schedule"]
+		if !ok || len(rec.form) != 1 {
 			return errdefs.Invalidf("a multipart schedule has one JSON part named \"schedule\" and \"files\" parts")
 		}
 		dec := json.NewDecoder(strings.NewReader(raw))
@@ -137,9 +132,7 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		if err := dec.Decode(&in); err != nil {
 			return errdefs.Invalidf("schedule part: %v", jsonProblem(err))
 		}
-		uploads = ups
-	} else if err := decode(w, r, &in); err != nil {
-		return err
+		uploads = rec.uploads
 	}
 	sc := store.Schedule{
 		Title: strings.TrimSpace(in.Title), Description: in.Description, ProviderName: in.ProviderName, ModelID: in.ModelID,

@@ -105,28 +105,48 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 	return a.taskJSON(t, in, out, nil), nil
 }
 
+// received is a request body with files: its form fields and uploads,
+// staged in a temporary folder that cleanup removes.
+type received struct {
+	form    map[string]string
+	uploads []orchestrator.Upload
+	cleanup func()
+}
+
+// receive reads a JSON body into v, or a multipart body into fields and
+// staged uploads (then rec is non-nil; call rec.cleanup when done).
+func (a *API) receive(w http.ResponseWriter, r *http.Request, v any) (*received, error) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		return nil, decode(w, r, v)
+	}
+	tmp, err := os.MkdirTemp(a.cfg.Paths.Tasks(), ".upload-")
+	if err != nil {
+		return nil, fmt.Errorf("receive upload: %w", err)
+	}
+	form, ups, err := a.readMultipart(w, r, tmp)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return &received{form: form, uploads: ups, cleanup: func() { os.RemoveAll(tmp) }}, nil
+}
+
 func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 	var (
 		in      wire.CreateTask
 		uploads []orchestrator.Upload
 	)
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt == "multipart/form-data" {
-		tmp, err := os.MkdirTemp(a.cfg.Paths.Tasks(), ".upload-")
-		if err != nil {
-			return fmt.Errorf("receive upload: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		form, ups, err := a.readMultipart(w, r, tmp)
-		if err != nil {
-			return err
-		}
-		if in, err = taskFromForm(form); err != nil {
-			return err
-		}
-		uploads = ups
-	} else if err := decode(w, r, &in); err != nil {
+	rec, err := a.receive(w, r, &in)
+	if err != nil {
 		return err
+	}
+	if rec != nil {
+		defer rec.cleanup()
+		if in, err = taskFromForm(rec.form); err != nil {
+			return err
+		}
+		uploads = rec.uploads
 	}
 	t, err := a.o.Submit(r.Context(), in, uploads)
 	if err != nil {

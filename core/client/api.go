@@ -299,8 +299,12 @@ func (c *Client) Events(ctx context.Context, id string, since int64, fn func(wir
 
 // Question returns the pending question, or nil.
 func (c *Client) Question(ctx context.Context, id string) (*wire.Question, error) {
-	var q wire.Question
-	resp, err := c.send(ctx, http.MethodGet, "/api/v1/tasks/"+esc(id)+"/question", nil, "")
+	return optional[wire.Question](ctx, c, "/api/v1/tasks/"+esc(id)+"/question")
+}
+
+// optional gets a resource that may be absent (204 No Content: nil).
+func optional[T any](ctx context.Context, c *Client, path string) (*T, error) {
+	resp, err := c.send(ctx, http.MethodGet, path, nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +313,11 @@ func (c *Client) Question(ctx context.Context, id string) (*wire.Question, error
 	case http.StatusNoContent:
 		return nil, nil
 	case http.StatusOK:
-		return &q, json.NewDecoder(resp.Body).Decode(&q)
+		var v T
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			return nil, fmt.Errorf("GET %s: decode answer: %w", path, err)
+		}
+		return &v, nil
 	}
 	return nil, decodeError(resp)
 }
@@ -321,19 +329,7 @@ func (c *Client) Answer(ctx context.Context, id, questionID, answer string) erro
 
 // Permission returns the pending permission request, or nil.
 func (c *Client) Permission(ctx context.Context, id string) (*wire.Permission, error) {
-	var p wire.Permission
-	resp, err := c.send(ctx, http.MethodGet, "/api/v1/tasks/"+esc(id)+"/permission", nil, "")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusNoContent:
-		return nil, nil
-	case http.StatusOK:
-		return &p, json.NewDecoder(resp.Body).Decode(&p)
-	}
-	return nil, decodeError(resp)
+	return optional[wire.Permission](ctx, c, "/api/v1/tasks/"+esc(id)+"/permission")
 }
 
 // Respond approves or denies a permission request.

@@ -226,6 +226,15 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	}()
 	res := runner.Run(runCtx)
 	out := outcome{status: res.Status, summary: res.Summary, success: res.Success, steps: res.Steps, usage: res.Usage, cost: res.CostUSD}
+	if res.Status == store.StatusFailed && !lease.Guest().Healthy() {
+		// The agent may see the guest go before the pool says why: a VM
+		// that failed is the reason, not the agent's failed call.
+		select {
+		case <-lease.Lost():
+			out.status, out.summary = store.StatusFailed, "The VM failed: "+lease.LostReason()
+		case <-time.After(vmLostGrace):
+		}
+	}
 	if res.Status == store.StatusCancelled {
 		out = stopped(runCtx, &out)
 	}
@@ -236,6 +245,10 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	o.collect(t, tw.Dir(), shared, settings, &out)
 	return out
 }
+
+// vmLostGrace is how long a run whose guest went away waits for the pool
+// to say whether the VM failed.
+const vmLostGrace = 2 * time.Second
 
 // vmLost is the cause of a run whose VM failed.
 type vmLost struct{ reason string }

@@ -108,12 +108,8 @@ func claimDefault(tx *gorm.DB, p *Provider) error {
 func (s *Store) UpdateProvider(ctx context.Context, id string, mutate func(*Provider) error) (Provider, error) {
 	var p Provider
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Where("id = ?", id).Take(&p).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return errdefs.NotFoundf("provider %s not found", id)
-		}
-		if err != nil {
-			return fmt.Errorf("update provider %s: %w", id, classify(err))
+		if err := take(tx, "provider", id, &p); err != nil {
+			return err
 		}
 		wasDefault := p.IsDefault
 		if err := mutate(&p); err != nil {
@@ -147,12 +143,8 @@ func (s *Store) UpdateProvider(ctx context.Context, id string, mutate func(*Prov
 func (s *Store) DeleteProvider(ctx context.Context, id string) (Provider, error) {
 	var p Provider
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Where("id = ?", id).Take(&p).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return errdefs.NotFoundf("provider %s not found", id)
-		}
-		if err != nil {
-			return fmt.Errorf("delete provider %s: %w", id, classify(err))
+		if err := take(tx, "provider", id, &p); err != nil {
+			return err
 		}
 		if err := tx.Delete(&p).Error; err != nil {
 			return fmt.Errorf("delete provider %s: %w", id, classify(err))
@@ -161,7 +153,7 @@ func (s *Store) DeleteProvider(ctx context.Context, id string) (Provider, error)
 			return nil
 		}
 		var next Provider
-		err = tx.Order("created_at, id").Take(&next).Error
+		err := tx.Order("created_at, id").Take(&next).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return nil
 		}

@@ -51,12 +51,8 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *Schedule, files []Schedu
 // GetSchedule returns a schedule, or an error of class not found.
 func (s *Store) GetSchedule(ctx context.Context, id string) (Schedule, error) {
 	var sc Schedule
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&sc).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Schedule{}, errdefs.NotFoundf("schedule %s not found", id)
-	}
-	if err != nil {
-		return Schedule{}, fmt.Errorf("get schedule %s: %w", id, classify(err))
+	if err := take(s.db.WithContext(ctx), "schedule", id, &sc); err != nil {
+		return Schedule{}, err
 	}
 	return sc, nil
 }
@@ -91,12 +87,8 @@ func (s *Store) ListSchedules(ctx context.Context, limit, offset int) ([]Schedul
 func (s *Store) UpdateSchedule(ctx context.Context, id string, mutate func(*Schedule) error) (Schedule, error) {
 	var sc Schedule
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Where("id = ?", id).Take(&sc).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return errdefs.NotFoundf("schedule %s not found", id)
-		}
-		if err != nil {
-			return fmt.Errorf("update schedule %s: %w", id, classify(err))
+		if err := take(tx, "schedule", id, &sc); err != nil {
+			return err
 		}
 		if err := mutate(&sc); err != nil {
 			return err
@@ -157,12 +149,8 @@ func (s *Store) FireSchedule(ctx context.Context, id string, t *Task, inputs []T
 	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var sc Schedule
-		err := tx.Where("id = ?", id).Take(&sc).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return errdefs.NotFoundf("schedule %s not found", id)
-		}
-		if err != nil {
-			return fmt.Errorf("run schedule %s: %w", id, classify(err))
+		if err := take(tx, "schedule", id, &sc); err != nil {
+			return err
 		}
 		if err := mutate(&sc); err != nil {
 			return err

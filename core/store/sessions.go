@@ -2,14 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-
-	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
 // CreateSession records the start of an agent session.
@@ -105,12 +101,8 @@ func (s *Store) ListTemplates(ctx context.Context) ([]Template, error) {
 // GetTemplate returns a template by ID, or an error of class not found.
 func (s *Store) GetTemplate(ctx context.Context, id string) (Template, error) {
 	var t Template
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&t).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Template{}, errdefs.NotFoundf("template %s not found", id)
-	}
-	if err != nil {
-		return Template{}, fmt.Errorf("get template %s: %w", id, classify(err))
+	if err := take(s.db.WithContext(ctx), "template", id, &t); err != nil {
+		return Template{}, err
 	}
 	return t, nil
 }

@@ -116,3 +116,16 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// take reads the row of type T with this id into v; a missing row is an
+// error of class not found that names what.
+func take[T any](db *gorm.DB, what, id string, v *T) error {
+	err := db.Where("id = ?", id).Take(v).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return errdefs.NotFoundf("%s %s not found", what, id)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s %s: %w", what, id, classify(err))
+	}
+	return nil
+}

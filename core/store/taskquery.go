@@ -164,12 +164,8 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u Update) (Task, []Ev
 		out []Event
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Where("id = ?", id).Take(&t).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return errdefs.NotFoundf("task %s not found", id)
-		}
-		if err != nil {
-			return fmt.Errorf("update task %s: %w", id, classify(err))
+		if err := take(tx, "task", id, &t); err != nil {
+			return err
 		}
 		if u.Mutate != nil {
 			if err := u.Mutate(&t); err != nil {
@@ -187,6 +183,7 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u Update) (Task, []Ev
 				return fmt.Errorf("add files to task %s: %w", id, classify(err))
 			}
 		}
+		var err error
 		out, err = appendEvents(tx, id, u.Events)
 		return err
 	})

@@ -98,12 +98,8 @@ func titleFrom(description string) string {
 // GetTask returns a task, or an error of class errdefs.ErrNotFound.
 func (s *Store) GetTask(ctx context.Context, id string) (Task, error) {
 	var t Task
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&t).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Task{}, errdefs.NotFoundf("task %s not found", id)
-	}
-	if err != nil {
-		return Task{}, fmt.Errorf("get task %s: %w", id, classify(err))
+	if err := take(s.db.WithContext(ctx), "task", id, &t); err != nil {
+		return Task{}, err
 	}
 	return t, nil
 }
