@@ -57,6 +57,11 @@ func TestSchedules(t *testing.T) {
 	}
 	h.expect(400, "GET", "/api/v1/schedules?limit=0", nil)
 	h.expect(404, "GET", "/api/v1/schedules/nope", nil)
+	var one wire.Schedule
+	json.Unmarshal(h.expect(200, "GET", "/api/v1/schedules/"+sc.ID, nil), &one)
+	if one.ID != sc.ID || one.TimeZone != "Europe/Berlin" || one.Title != "Morning report" {
+		t.Fatalf("GET schedule = %+v", one)
+	}
 	json.Unmarshal(h.expect(200, "PATCH", "/api/v1/schedules/"+sc.ID, map[string]any{"isEnabled": false}), &sc)
 	if sc.IsEnabled {
 		t.Fatal("schedule still enabled")
