@@ -7,11 +7,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
+	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
 var taskIDLine = regexp.MustCompile(`^[0-9a-f-]{36}\n$`)
@@ -45,7 +48,9 @@ func TestRunWithoutAProviderSaysHowToAddOne(t *testing.T) {
 func TestProvidersAddLsNeverPrintTheKey(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	_, url := newScripted(t)
+	llm := llmtest.New(t)
+	llm.Models = []string{"scripted", "other"}
+	url := llm.URL
 	const key = "sk-test-secret-1234"
 	r := h.ok("providers", "add", "--name", "Scripted", "--base-url", url, "--api-key", key, "--default", "--model", "scripted")
 	if !strings.Contains(r.stdout, "Added provider Scripted") {
@@ -94,12 +99,11 @@ func TestProvidersAddLsNeverPrintTheKey(t *testing.T) {
 func TestRunWaitCompletes(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	_, url := newScripted(t,
-		tool("write_file", map[string]any{"path": "outbox/note.txt", "contents": "hello from the agent"}),
-		text("I wrote the note."),
-		verdict(true, "Wrote outbox/note.txt."),
+	h.scripted("Write a note.",
+		llmtest.Tool("write_file", map[string]any{"path": "outbox/note.txt", "contents": "hello from the agent"}),
+		llmtest.Text("I wrote the note."),
+		llmtest.Verdict(true, "Wrote outbox/note.txt."),
 	)
-	h.addProvider(url)
 	out := t.TempDir()
 	r := h.cli("run", "Write a note.", "--wait", "--output-dir", out)
 	if r.code != 0 || r.stderr != "" {
@@ -121,9 +125,8 @@ func TestRunWaitCompletes(t *testing.T) {
 func TestRunWaitFailsWithExitCode1(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	no := verdict(false, "There is no PDF to summarise.")
-	_, url := newScripted(t, text("Nothing there."), no, text("Still nothing."), no)
-	h.addProvider(url)
+	no := llmtest.Verdict(false, "There is no PDF to summarise.")
+	h.scripted("Summarise the PDF.", llmtest.Text("Nothing there."), no, llmtest.Text("Still nothing."), no)
 	r := h.cli("run", "Summarise the PDF.", "--wait")
 	if r.code != 1 || !strings.Contains(r.stdout, "failed") || !strings.Contains(r.stdout, "There is no PDF to summarise.") {
 		t.Fatalf("run --wait of a failing task: %s", r)
@@ -133,8 +136,7 @@ func TestRunWaitFailsWithExitCode1(t *testing.T) {
 func TestRunJSON(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	_, url := newScripted(t, text("Done."), verdict(true, "Nothing to do."))
-	h.addProvider(url)
+	h.scripted("Do nothing.", llmtest.Done("Nothing to do.")...)
 	r := h.ok("run", "--json", "Do nothing.", "--max-iterations", "5", "--offline", "--allow", "run_shell")
 	var created wire.Task
 	decodeOne(t, r.stdout, &created)
@@ -143,8 +145,9 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("created task: %+v", created)
 	}
 	// --wait --json: the final task, and only it.
-	_, url2 := newScripted(t, text("Done."), verdict(true, "Nothing to do either."))
-	h.ok("providers", "add", "--name", "Second", "--base-url", url2, "--model", "scripted")
+	llm2 := llmtest.New(t)
+	llm2.Script("Do nothing again.", llmtest.Done("Nothing to do either.")...)
+	h.ok("providers", "add", "--name", "Second", "--base-url", llm2.URL, "--model", "scripted")
 	r = h.ok("run", "Do nothing again.", "--provider", "Second", "--wait", "--json")
 	var final wire.Task
 	decodeOne(t, r.stdout, &final)
@@ -158,11 +161,10 @@ func TestRunJSON(t *testing.T) {
 func TestAllowRunsAToolWithoutAsking(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	_, url := newScripted(t,
-		tool("run_shell", map[string]any{"command": "echo allowed > outbox/shell.txt"}),
-		text("Ran it."), verdict(true, "Ran the command."),
+	h.scripted("Run a command.",
+		llmtest.Tool("run_shell", map[string]any{"command": "echo allowed > outbox/shell.txt"}),
+		llmtest.Text("Ran it."), llmtest.Verdict(true, "Ran the command."),
 	)
-	h.addProvider(url)
 	out := t.TempDir()
 	h.ok("run", "Run a command.", "--allow", "run_shell", "--output-dir", out, "--wait")
 	if b, err := os.ReadFile(filepath.Join(out, "shell.txt")); err != nil || strings.TrimSpace(string(b)) != "allowed" {
@@ -174,12 +176,11 @@ func TestAllowRunsAToolWithoutAsking(t *testing.T) {
 func TestLsShowLogsExportRerun(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	_, url := newScripted(t,
-		tool("write_file", map[string]any{"path": "outbox/a.txt", "contents": "a"}),
-		text("Done."), verdict(true, "Wrote a.txt."),
-		text("Done again."), verdict(true, "Nothing left."),
+	h.scripted("Write a.txt from the brief.", // the task and its rerun
+		llmtest.Tool("write_file", map[string]any{"path": "outbox/a.txt", "contents": "a"}),
+		llmtest.Text("Done."), llmtest.Verdict(true, "Wrote a.txt."),
+		llmtest.Text("Done again."), llmtest.Verdict(true, "Nothing left."),
 	)
-	h.addProvider(url)
 	in := filepath.Join(t.TempDir(), "brief.txt")
 	if err := os.WriteFile(in, []byte("the brief"), 0o600); err != nil {
 		t.Fatal(err)
@@ -254,11 +255,11 @@ func TestLsShowLogsExportRerun(t *testing.T) {
 func TestCancelARunningTask(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	s, url := newScripted(t, text("never answered"))
-	defer s.hold(0)()
-	h.addProvider(url)
+	hold := make(chan struct{})
+	defer close(hold)
+	llm := h.scripted("Wait forever.", llmtest.Turn{Msg: llmtest.Text("never answered").Msg, Hold: hold})
 	id := h.runTask("Wait forever.")
-	waitFor(t, "the LLM request", func() bool { return len(s.requests()) == 1 })
+	waitFor(t, "the LLM request", func() bool { return len(llm.Requests("Wait forever.")) == 1 })
 	h.waitStatus(id, "running")
 
 	follow := h.cliAsync("logs", "-f", id)
@@ -289,13 +290,14 @@ func lastLine2(s string) string {
 func TestStopAll(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	s, url := newScripted(t, text("never"), text("never"))
-	defer s.hold(0)()
-	defer s.hold(1)()
-	h.addProvider(url)
+	hold := make(chan struct{})
+	defer close(hold)
+	never := llmtest.Turn{Msg: llmtest.Text("never").Msg, Hold: hold}
+	llm := h.scripted("First.", never)
+	llm.Script("Second.", never)
 	a := h.runTask("First.")
 	b := h.runTask("Second.")
-	waitFor(t, "both LLM requests", func() bool { return len(s.requests()) == 2 })
+	waitFor(t, "both LLM requests", func() bool { return len(llm.Requests("First."))+len(llm.Requests("Second.")) == 2 })
 	r := h.ok("stop-all")
 	if !regexp.MustCompile(`^Stopped 2 tasks in \d+ ms\.\n`).MatchString(r.stdout) || !strings.Contains(r.stdout, a) || !strings.Contains(r.stdout, b) {
 		t.Fatalf("stop-all: %s", r)
@@ -314,13 +316,12 @@ func TestStopAll(t *testing.T) {
 func TestAnswerApproveDeny(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	s, url := newScripted(t,
-		tool("ask_multiple_choice", map[string]any{"question": "Which report?", "options": []string{"Q1", "Q2"}}),
-		tool("run_shell", map[string]any{"command": "echo approved > outbox/ok.txt"}),
-		tool("run_shell", map[string]any{"command": "echo denied > outbox/no.txt"}),
-		text("Done."), verdict(true, "Did what was allowed."),
+	llm := h.scripted("Pick a report.",
+		llmtest.Tool("ask_multiple_choice", map[string]any{"question": "Which report?", "options": []string{"Q1", "Q2"}}),
+		llmtest.Tool("run_shell", map[string]any{"command": "echo approved > outbox/ok.txt"}),
+		llmtest.Tool("run_shell", map[string]any{"command": "echo denied > outbox/no.txt"}),
+		llmtest.Text("Done."), llmtest.Verdict(true, "Did what was allowed."),
 	)
-	h.addProvider(url)
 	out := t.TempDir()
 	id := h.runTask("Pick a report.", "--output-dir", out)
 	if r := h.cli("approve", id); r.code != 1 || !strings.Contains(r.stderr, "no pending permission request") {
@@ -335,7 +336,7 @@ func TestAnswerApproveDeny(t *testing.T) {
 		t.Fatalf("answer: %s", r)
 	}
 	waitFor(t, "the permission request", func() bool { return h.task(id).PendingPermission != nil })
-	if !strings.Contains(s.requests()[1], "The user answered: Q2") {
+	if !strings.Contains(llm.Requests("Pick a report.")[1], "The user answered: Q2") {
 		t.Fatal("the answer did not reach the model")
 	}
 	if r := h.cli("answer", id, "again"); r.code != 1 || !strings.Contains(r.stderr, "no pending question") {
@@ -364,12 +365,14 @@ func TestAnswerApproveDeny(t *testing.T) {
 func TestSayPauseResume(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	s, url := newScripted(t, tool("wait", map[string]any{"seconds": 0.1}), text("Done."), verdict(true, "Followed the instructions."))
-	release := s.hold(0)
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
 	defer release()
-	h.addProvider(url)
+	wait := llmtest.Tool("wait", map[string]any{"seconds": 0.1})
+	wait.Hold = hold
+	llm := h.scripted("Work slowly.", wait, llmtest.Text("Done."), llmtest.Verdict(true, "Followed the instructions."))
 	id := h.runTask("Work slowly.")
-	waitFor(t, "the first LLM request", func() bool { return len(s.requests()) == 1 })
+	waitFor(t, "the first LLM request", func() bool { return len(llm.Requests("Work slowly.")) == 1 })
 	h.waitStatus(id, "running")
 	h.ok("say", id, "Use", "the blue folder.")
 	if r := h.ok("pause", id); !strings.Contains(r.stdout, id) {
@@ -379,7 +382,7 @@ func TestSayPauseResume(t *testing.T) {
 	release()
 	h.ok("resume", id, "--instructions", "Go on.")
 	h.waitStatus(id, "completed")
-	reqs := s.requests()
+	reqs := llm.Requests("Work slowly.")
 	if len(reqs) < 2 || !strings.Contains(reqs[1], "Use the blue folder.") || !strings.Contains(reqs[1], "Go on.") {
 		t.Fatalf("instructions did not reach the model: %d requests", len(reqs))
 	}
@@ -388,9 +391,8 @@ func TestSayPauseResume(t *testing.T) {
 func TestRunFollowPrintsEventsThenTheResult(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	_, url := newScripted(t, tool("mouse_click", map[string]any{"x": 10, "y": 20}), text("Clicked."), verdict(true, "Clicked the button."),
-		text("Again."), verdict(true, "Clicked again."))
-	h.addProvider(url)
+	llm := h.scripted("Click the button.", llmtest.Tool("mouse_click", map[string]any{"x": 10, "y": 20}), llmtest.Text("Clicked."), llmtest.Verdict(true, "Clicked the button."))
+	llm.Script("Click again.", llmtest.Text("Again."), llmtest.Verdict(true, "Clicked again."))
 	r := h.ok("run", "--follow", "Click the button.")
 	lines := strings.Split(r.stdout, "\n")
 	i := slices.IndexFunc(lines, func(l string) bool {
@@ -458,8 +460,7 @@ func TestAPIKeyCreatePrintsOnlyTheKey(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	_, url := newScripted(t, text("Done."), verdict(true, "Reported."))
-	h.addProvider(url)
+	h.scripted("Weekly review.", llmtest.Done("Reported.")...)
 	r := h.ok("schedules", "add", "--title", "Morning report", "Write the morning report.", "--daily", "09:30", "--tz", "Europe/Berlin")
 	if !regexp.MustCompile(`^Added schedule [0-9a-f]{8}: daily 09:30 \(Europe/Berlin\), next run \d{4}-\d\d-\d\d 09:30 CES?T\.\n$`).MatchString(r.stdout) {
 		t.Fatalf("schedules add: %s", r)
@@ -574,7 +575,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 // TestStatusDoesNotStartTheHelper and every other command names the helper
 // it could not find.
 func TestNoHelper(t *testing.T) {
-	home := shortHome(t)
+	home := daemontest.NewHome(t)
 	t.Setenv("PATH", t.TempDir())
 	var out, errOut strings.Builder
 	if code := run([]string{"status", "--home", home}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is not running") {

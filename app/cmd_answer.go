@@ -1,36 +1,14 @@
 package main
 
-import (
-	"strings"
-
-	"github.com/hivecrew/hivecrew/core/errdefs"
-)
-
 // cmdAnswer: hivecrew answer ID "<answer>"
 func cmdAnswer(e *env, args []string) error {
-	fs := e.flags()
-	pos, err := e.parse(fs, args)
+	c, id, answer, err := e.taskAndText(args, `answer needs a task id and the answer: hivecrew answer ID "<answer>"`)
 	if err != nil {
 		return err
 	}
-	if len(pos) < 2 {
-		return e.bad(fs, `answer needs a task id and the answer: hivecrew answer ID "<answer>"`)
-	}
-	answer := strings.TrimSpace(strings.Join(pos[1:], " "))
-	c, err := e.client()
+	q, err := pending(e, id, "question", c.Question)
 	if err != nil {
 		return err
-	}
-	id, err := e.taskID(c, pos[0])
-	if err != nil {
-		return err
-	}
-	q, err := c.Question(e.ctx, id)
-	if err != nil {
-		return err
-	}
-	if q == nil {
-		return errdefs.Conflictf("task %s has no pending question", shortID(id))
 	}
 	if err := c.Answer(e.ctx, id, q.ID, answer); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -20,16 +21,13 @@ func cmdAPIKey(e *env, args []string) error {
 func apikeyCreate(e *env, args []string) error {
 	fs := e.flags()
 	name := fs.String("name", "", "`NAME` saying what the key is for (default \"cli on <host>\")")
-	if _, err := e.parseN(fs, args, 0); err != nil {
+	c, _, err := e.connect(fs, args, 0)
+	if err != nil {
 		return err
 	}
 	if *name == "" {
 		host, _ := os.Hostname()
 		*name = "cli on " + or(host, "this machine")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
 	}
 	k, err := c.CreateAPIKey(e.ctx, *name)
 	if err != nil {
@@ -44,54 +42,25 @@ func apikeyCreate(e *env, args []string) error {
 }
 
 func apikeyLs(e *env, args []string) error {
-	if _, err := e.parseN(e.flags(), args, 0); err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	keys, err := c.APIKeys(e.ctx)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		if keys == nil {
-			keys = []wire.APIKey{}
-		}
-		return e.printJSON(wire.APIKeyList{Keys: keys})
-	}
-	if len(keys) == 0 {
-		e.out("No API keys yet: create one with `hivecrew apikey create --name NAME`.")
-		return nil
-	}
-	now := time.Now()
-	tw := table(e.stdout, "ID", "NAME", "PREFIX", "CREATED", "LAST USED", "REVOKED")
-	for _, k := range keys {
-		last, revoked := "never", "-"
-		if k.LastUsedAt != nil {
-			last = ago(*k.LastUsedAt, now)
-		}
-		if k.RevokedAt != nil {
-			revoked = ago(*k.RevokedAt, now)
-		}
-		row(tw, k.ID, k.Name, k.Prefix, ago(k.CreatedAt, now), last, revoked)
-	}
-	return tw.Flush()
+	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.APIKeyList, error) {
+		keys, err := c.APIKeys(e.ctx)
+		return wire.APIKeyList{Keys: nonNil(keys)}, err
+	}, func(l wire.APIKeyList) error {
+		now := time.Now()
+		return printTable(e, l.Keys, "No API keys yet: create one with `hivecrew apikey create --name NAME`.",
+			[]string{"ID", "NAME", "PREFIX", "CREATED", "LAST USED", "REVOKED"}, func(k wire.APIKey) []string {
+				last, revoked := "never", "-"
+				if k.LastUsedAt != nil {
+					last = ago(*k.LastUsedAt, now)
+				}
+				if k.RevokedAt != nil {
+					revoked = ago(*k.RevokedAt, now)
+				}
+				return []string{k.ID, k.Name, k.Prefix, ago(k.CreatedAt, now), last, revoked}
+			})
+	})
 }
 
 func apikeyRevoke(e *env, args []string) error {
-	pos, err := e.parseN(e.flags(), args, 1)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	if err := c.RevokeAPIKey(e.ctx, pos[0]); err != nil {
-		return err
-	}
-	e.out("Revoked API key %s.", pos[0])
-	return nil
+	return e.act(args, (*client.Client).RevokeAPIKey, "Revoked API key %s.")
 }

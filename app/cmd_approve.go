@@ -1,10 +1,6 @@
 package main
 
-import (
-	"flag"
-
-	"github.com/hivecrew/hivecrew/core/errdefs"
-)
+import "flag"
 
 // cmdApprove: hivecrew approve ID
 func cmdApprove(e *env, args []string) error { return respond(e, e.flags(), args, true) }
@@ -15,12 +11,9 @@ func respond(e *env, fs *flag.FlagSet, args []string, approved bool) error {
 	if err != nil {
 		return err
 	}
-	p, err := c.Permission(e.ctx, id)
+	p, err := pending(e, id, "permission request", c.Permission)
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return errdefs.Conflictf("task %s has no pending permission request", shortID(id))
 	}
 	if err := c.Respond(e.ctx, id, p.ID, approved); err != nil {
 		return err

@@ -37,11 +37,7 @@ func cmdExport(e *env, args []string) error {
 	if !ok {
 		return e.bad(fs, "--format %q: want html, md or json", *format)
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	id, err := e.taskID(c, pos[0])
+	c, id, err := e.connectTask(pos[0])
 	if err != nil {
 		return err
 	}

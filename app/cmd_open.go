@@ -10,10 +10,7 @@ import (
 func cmdOpen(e *env, args []string) error {
 	fs := e.flags()
 	printOnly := fs.Bool("print", false, "print the link instead of opening it")
-	if _, err := e.parseN(fs, args, 0); err != nil {
-		return err
-	}
-	c, err := e.client()
+	c, _, err := e.connect(fs, args, 0)
 	if err != nil {
 		return err
 	}

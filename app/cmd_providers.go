@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -75,76 +76,34 @@ func providersAdd(e *env, args []string) error {
 }
 
 func providersLs(e *env, args []string) error {
-	if _, err := e.parseN(e.flags(), args, 0); err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	ps, err := c.Providers(e.ctx)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		if ps == nil {
-			ps = []wire.Provider{}
-		}
-		return e.printJSON(wire.ProviderList{Providers: ps})
-	}
-	if len(ps) == 0 {
-		e.out("No providers yet: add one with `hivecrew providers add --name NAME --base-url URL --api-key KEY`.")
-		return nil
-	}
-	tw := table(e.stdout, "NAME", "ID", "BASE URL", "MODEL", "DEFAULT", "API KEY")
-	for _, p := range ps {
-		def, key := "", "missing"
-		if p.IsDefault {
-			def = "yes"
-		}
-		if p.HasAPIKey {
-			key = "set"
-		}
-		row(tw, p.DisplayName, shortID(p.ID), p.BaseURL, or(p.DefaultModelID, "-"), def, key)
-	}
-	return tw.Flush()
-}
-
-// providerArg parses a command that takes one provider name or id.
-func providerArg(e *env, args []string) (string, error) {
-	pos, err := e.parseN(e.flags(), args, 1)
-	if err != nil {
-		return "", err
-	}
-	return pos[0], nil
+	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.ProviderList, error) {
+		ps, err := c.Providers(e.ctx)
+		return wire.ProviderList{Providers: nonNil(ps)}, err
+	}, func(l wire.ProviderList) error {
+		return printTable(e, l.Providers, "No providers yet: add one with `hivecrew providers add --name NAME --base-url URL --api-key KEY`.",
+			[]string{"NAME", "ID", "BASE URL", "MODEL", "DEFAULT", "API KEY"}, func(p wire.Provider) []string {
+				def, key := "", "missing"
+				if p.IsDefault {
+					def = "yes"
+				}
+				if p.HasAPIKey {
+					key = "set"
+				}
+				return []string{p.DisplayName, shortID(p.ID), p.BaseURL, or(p.DefaultModelID, "-"), def, key}
+			})
+	})
 }
 
 func providersRm(e *env, args []string) error {
-	name, err := providerArg(e, args)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	if err := c.RemoveProvider(e.ctx, name); err != nil {
-		return err
-	}
-	e.out("Removed provider %s.", name)
-	return nil
+	return e.act(args, (*client.Client).RemoveProvider, "Removed provider %s.")
 }
 
 func providersTest(e *env, args []string) error {
-	name, err := providerArg(e, args)
+	c, pos, err := e.connect(e.flags(), args, 1)
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	r, err := c.TestProvider(e.ctx, name)
+	r, err := c.TestProvider(e.ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -164,30 +123,17 @@ func providersTest(e *env, args []string) error {
 }
 
 func providersModels(e *env, args []string) error {
-	name, err := providerArg(e, args)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	ms, err := c.Models(e.ctx, name)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		if ms == nil {
-			ms = []wire.Model{}
+	return ask(e, e.flags(), args, 1, func(c *client.Client, pos []string) (wire.ModelList, error) {
+		ms, err := c.Models(e.ctx, pos[0])
+		return wire.ModelList{Models: nonNil(ms)}, err
+	}, func(l wire.ModelList) error {
+		for _, m := range l.Models {
+			if m.Name != "" && m.Name != m.ID {
+				e.out("%s  (%s)", m.ID, m.Name)
+			} else {
+				e.out("%s", m.ID)
+			}
 		}
-		return e.printJSON(wire.ModelList{Models: ms})
-	}
-	for _, m := range ms {
-		if m.Name != "" && m.Name != m.ID {
-			e.out("%s  (%s)", m.ID, m.Name)
-		} else {
-			e.out("%s", m.ID)
-		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -10,9 +10,5 @@ func cmdResume(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.TaskAction(e.ctx, id, wire.TaskAction{Action: wire.ActionResume, Instructions: *instructions})
-	if err != nil {
-		return err
-	}
-	return e.printTaskState(t)
+	return e.printTaskState(c.TaskAction(e.ctx, id, wire.TaskAction{Action: wire.ActionResume, Instructions: *instructions}))
 }

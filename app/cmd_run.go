@@ -49,7 +49,7 @@ func cmdRun(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	desc := strings.TrimSpace(strings.Join(pos, " "))
+	desc := joinArgs(pos)
 	switch {
 	case desc == "":
 		return e.bad(fs, `run needs a task: hivecrew run "<task>"`)
@@ -80,11 +80,7 @@ func cmdRun(e *env, args []string) error {
 		return err
 	}
 	if !*wait && !*follow {
-		if e.json {
-			return e.printJSON(t)
-		}
-		e.out("%s", t.ID)
-		return nil
+		return e.printNewTask(t, nil)
 	}
 	final, err := e.waitTask(c, t, *follow)
 	if e.ctx.Err() != nil {

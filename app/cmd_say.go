@@ -1,23 +1,8 @@
 package main
 
-import "strings"
-
 // cmdSay: hivecrew say ID "<instructions>"
 func cmdSay(e *env, args []string) error {
-	fs := e.flags()
-	pos, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) < 2 {
-		return e.bad(fs, `say needs a task id and instructions: hivecrew say ID "<instructions>"`)
-	}
-	text := strings.TrimSpace(strings.Join(pos[1:], " "))
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	id, err := e.taskID(c, pos[0])
+	c, id, text, err := e.taskAndText(args, `say needs a task id and instructions: hivecrew say ID "<instructions>"`)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func schedulesAdd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	desc := strings.TrimSpace(strings.Join(pos, " "))
+	desc := joinArgs(pos)
 	if desc == "" {
 		return e.bad(fs, `schedules add needs a task: hivecrew schedules add --daily 09:00 "<task>"`)
 	}
@@ -247,37 +247,22 @@ func inZone(t time.Time, tz string) string {
 }
 
 func schedulesLs(e *env, args []string) error {
-	if _, err := e.parseN(e.flags(), args, 0); err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	l, err := c.Schedules(e.ctx)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(l)
-	}
-	if len(l.Schedules) == 0 {
-		e.out(`No schedules yet: add one with hivecrew schedules add --daily 09:00 "<task>".`)
-		return nil
-	}
-	tw := table(e.stdout, "ID", "TITLE", "WHEN", "NEXT RUN", "LAST RUN", "ENABLED")
-	for _, sc := range l.Schedules {
-		enabled := "yes"
-		if !sc.IsEnabled {
-			enabled = "no"
-		}
-		last := "-"
-		if sc.LastRunAt != nil {
-			last = inZone(*sc.LastRunAt, sc.TimeZone)
-		}
-		row(tw, shortID(sc.ID), clip(oneLine(sc.Title), 40), describeWhen(sc), nextRun(sc), last, enabled)
-	}
-	return tw.Flush()
+	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.ScheduleList, error) {
+		return c.Schedules(e.ctx)
+	}, func(l wire.ScheduleList) error {
+		return printTable(e, l.Schedules, `No schedules yet: add one with hivecrew schedules add --daily 09:00 "<task>".`,
+			[]string{"ID", "TITLE", "WHEN", "NEXT RUN", "LAST RUN", "ENABLED"}, func(sc wire.Schedule) []string {
+				enabled := "yes"
+				if !sc.IsEnabled {
+					enabled = "no"
+				}
+				last := "-"
+				if sc.LastRunAt != nil {
+					last = inZone(*sc.LastRunAt, sc.TimeZone)
+				}
+				return []string{shortID(sc.ID), clip(oneLine(sc.Title), 40), describeWhen(sc), nextRun(sc), last, enabled}
+			})
+	})
 }
 
 // scheduleID resolves a schedule id or a unique prefix of one.
@@ -304,13 +289,10 @@ func (e *env) scheduleID(c *client.Client, id string) (string, error) {
 	return "", errdefs.Invalidf("schedule id %s is ambiguous: it starts %d schedules", id, len(found))
 }
 
-// oneSchedule parses a command that takes one schedule id.
+// oneSchedule parses a command that takes one schedule id, connects and
+// resolves the id.
 func (e *env) oneSchedule(args []string) (*client.Client, string, error) {
-	pos, err := e.parseN(e.flags(), args, 1)
-	if err != nil {
-		return nil, "", err
-	}
-	c, err := e.client()
+	c, pos, err := e.connect(e.flags(), args, 1)
 	if err != nil {
 		return nil, "", err
 	}
@@ -335,13 +317,5 @@ func schedulesRun(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.RunSchedule(e.ctx, id)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(t)
-	}
-	e.out("%s", t.ID)
-	return nil
+	return e.printNewTask(c.RunSchedule(e.ctx, id))
 }

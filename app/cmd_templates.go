@@ -1,6 +1,11 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
 
 // cmdTemplates: hivecrew templates ls
 func cmdTemplates(e *env, args []string) error {
@@ -10,33 +15,18 @@ func cmdTemplates(e *env, args []string) error {
 }
 
 func templatesLs(e *env, args []string) error {
-	if _, err := e.parseN(e.flags(), args, 0); err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	l, err := c.Templates(e.ctx)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(l)
-	}
-	if len(l.Templates) == 0 {
-		e.out("No VM templates yet.")
-		return nil
-	}
-	tw := table(e.stdout, "ID", "NAME", "OS", "KIND", "CPUS", "MEMORY", "DISK", "DEFAULT")
-	for _, t := range l.Templates {
-		def := ""
-		if t.IsDefault || t.ID == l.DefaultTemplateID {
-			def = "yes"
-		}
-		row(tw, t.ID, t.Name, t.OS, t.Kind, orDash(t.CPUCount, ""), orDash(t.MemoryMB, " MB"), orDash(t.DiskGB, " GB"), def)
-	}
-	return tw.Flush()
+	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.TemplateList, error) {
+		return c.Templates(e.ctx)
+	}, func(l wire.TemplateList) error {
+		return printTable(e, l.Templates, "No VM templates yet.",
+			[]string{"ID", "NAME", "OS", "KIND", "CPUS", "MEMORY", "DISK", "DEFAULT"}, func(t wire.Template) []string {
+				def := ""
+				if t.IsDefault || t.ID == l.DefaultTemplateID {
+					def = "yes"
+				}
+				return []string{t.ID, t.Name, t.OS, t.Kind, orDash(t.CPUCount, ""), orDash(t.MemoryMB, " MB"), orDash(t.DiskGB, " GB"), def}
+			})
+	})
 }
 
 // orDash formats n with a unit, or "-" for 0 (the default).

@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -16,74 +17,33 @@ func cmdVMs(e *env, args []string) error {
 }
 
 func vmsLs(e *env, args []string) error {
-	if _, err := e.parseN(e.flags(), args, 0); err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	vms, err := c.VMs(e.ctx)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		if vms == nil {
-			vms = []wire.VM{}
-		}
-		return e.printJSON(wire.VMList{VMs: vms})
-	}
-	if len(vms) == 0 {
-		e.out("No VMs.")
-		return nil
-	}
-	now := time.Now()
-	tw := table(e.stdout, "ID", "STATE", "TASK", "TEMPLATE", "CPUS", "MEMORY", "NETWORK", "CREATED")
-	for _, v := range vms {
-		state := v.State
-		if v.Reason != "" {
-			state += " (" + v.Reason + ")"
-		}
-		task := "-"
-		if v.TaskID != "" {
-			task = shortID(v.TaskID)
-			if v.TaskTitle != "" {
-				task += " " + clip(oneLine(v.TaskTitle), 30)
-			}
-		}
-		row(tw, v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), ago(v.CreatedAt, now))
-	}
-	return tw.Flush()
+	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.VMList, error) {
+		vms, err := c.VMs(e.ctx)
+		return wire.VMList{VMs: nonNil(vms)}, err
+	}, func(l wire.VMList) error {
+		now := time.Now()
+		return printTable(e, l.VMs, "No VMs.",
+			[]string{"ID", "STATE", "TASK", "TEMPLATE", "CPUS", "MEMORY", "NETWORK", "CREATED"}, func(v wire.VM) []string {
+				state := v.State
+				if v.Reason != "" {
+					state += " (" + v.Reason + ")"
+				}
+				task := "-"
+				if v.TaskID != "" {
+					task = shortID(v.TaskID)
+					if v.TaskTitle != "" {
+						task += " " + clip(oneLine(v.TaskTitle), 30)
+					}
+				}
+				return []string{v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), ago(v.CreatedAt, now)}
+			})
+	})
 }
 
 func vmsStop(e *env, args []string) error {
-	pos, err := e.parseN(e.flags(), args, 1)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	if err := c.StopVM(e.ctx, pos[0]); err != nil {
-		return err
-	}
-	e.out("Stopped VM %s.", pos[0])
-	return nil
+	return e.act(args, (*client.Client).StopVM, "Stopped VM %s.")
 }
 
 func vmsRm(e *env, args []string) error {
-	pos, err := e.parseN(e.flags(), args, 1)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	if err := c.RemoveVM(e.ctx, pos[0]); err != nil {
-		return err
-	}
-	e.out("Removed VM %s.", pos[0])
-	return nil
+	return e.act(args, (*client.Client).RemoveVM, "Removed VM %s.")
 }

@@ -5,25 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/daemon"
-	"github.com/hivecrew/hivecrew/core/llm"
-	"github.com/hivecrew/hivecrew/core/vm/fake"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
+	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
 // TestMain keeps the helpers of the tests away from the user's home and
@@ -72,57 +68,22 @@ type helper struct {
 	c    *client.Client
 }
 
-// shortHome returns a new data directory with a short path (unix socket
-// paths are limited to ~104 bytes).
-func shortHome(t *testing.T) string {
-	home, err := os.MkdirTemp("", "hc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	return home
-}
-
+// startHelper runs a helper until the test ends; its log is shown if the
+// test fails. It prints no API key (the CLI creates the only ones).
 func startHelper(t *testing.T) *helper {
 	t.Helper()
-	home := shortHome(t)
 	logs := &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, daemon.Config{
-			Paths: config.Paths{Home: home}, Addr: "127.0.0.1:0", Backend: fake.New(fake.Options{}),
-			Log: slog.New(slog.NewTextHandler(logs, nil)), LLMBackoff: time.Millisecond, DrainTimeout: 5 * time.Second,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("helper: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("the helper did not stop within 15 s")
-		}
+	t.Cleanup(func() { // after the helper stops
 		if t.Failed() {
 			t.Logf("helper log:\n%s", logs.String())
 		}
 	})
-	c := client.NewUnix(config.Paths{Home: home}.Socket())
-	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
-	defer wcancel()
-	healthy := make(chan error, 1)
-	go func() { healthy <- c.WaitHealthy(wctx) }()
-	select {
-	case err := <-healthy:
-		if err != nil {
-			t.Fatalf("helper not healthy: %v\n%s", err, logs.String())
-		}
-	case err := <-done:
-		t.Fatalf("helper stopped: %v\n%s", err, logs.String())
-	}
-	return &helper{t: t, home: home, c: c}
+	d := daemontest.Start(t, func(c *daemon.Config) {
+		c.PrintAPIKey = false
+		c.Log = slog.New(slog.NewTextHandler(logs, nil))
+		c.DrainTimeout = 5 * time.Second
+	})
+	return &helper{t: t, home: d.Paths.Home, c: d.Unix}
 }
 
 // result is what one CLI run printed.
@@ -188,23 +149,19 @@ func (h *helper) task(id string) wire.Task {
 // waitStatus waits until a task has one of the statuses.
 func (h *helper) waitStatus(id string, statuses ...string) wire.Task {
 	h.t.Helper()
-	var t wire.Task
-	waitFor(h.t, "task status "+strings.Join(statuses, "|"), func() bool {
-		t = h.task(id)
-		for _, s := range statuses {
-			if t.Status == s {
-				return true
-			}
-		}
-		return false
-	})
-	return t
+	return daemontest.WaitTask(h.t, h.c, id, "task status "+strings.Join(statuses, "|"), 15*time.Second,
+		func(t wire.Task) bool { return slices.Contains(statuses, t.Status) })
 }
 
-// addProvider adds the scripted LLM as the default provider "Scripted".
-func (h *helper) addProvider(llmURL string) {
+// scripted starts a scripted LLM whose turns answer the requests that
+// contain marker (put it in the task), and adds it with the CLI as the
+// default provider "Scripted".
+func (h *helper) scripted(marker string, turns ...llmtest.Turn) *llmtest.Server {
 	h.t.Helper()
-	h.ok("providers", "add", "--name", "Scripted", "--base-url", llmURL, "--api-key", "sk-test-secret-1234", "--default", "--model", "scripted")
+	llm := llmtest.New(h.t)
+	llm.Script(marker, turns...)
+	h.ok("providers", "add", "--name", "Scripted", "--base-url", llm.URL, "--api-key", "sk-test-secret-1234", "--default", "--model", "scripted")
+	return llm
 }
 
 func waitFor(t *testing.T, what string, ok func() bool) {
@@ -216,84 +173,6 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// scripted is an OpenAI-compatible server that answers chat requests from
-// a list (tool calls, then text, then the completion check's verdict) and
-// records what it was sent.
-type scripted struct {
-	answers []openai.ChatCompletionMessage
-
-	// mu guards holds and bodies.
-	mu sync.Mutex
-	// holds, by answer index, delay an answer until the channel closes.
-	holds  map[int]chan struct{}
-	bodies []string
-}
-
-// newScripted starts a scripted LLM server and returns it with its base URL.
-func newScripted(t *testing.T, answers ...openai.ChatCompletionMessage) (*scripted, string) {
-	s := &scripted{answers: answers, holds: map[int]chan struct{}{}}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return s, srv.URL + "/v1"
-}
-
-// hold makes answer n wait until the returned function is called.
-func (s *scripted) hold(n int) func() {
-	ch := make(chan struct{})
-	s.mu.Lock()
-	s.holds[n] = ch
-	s.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { close(ch) }) }
-}
-
-func (s *scripted) requests() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.bodies...)
-}
-
-func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasSuffix(r.URL.Path, "/models") {
-		json.NewEncoder(w).Encode(openai.ModelsList{Models: []openai.Model{{ID: "scripted", Object: "model"}, {ID: "other", Object: "model"}}})
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	n := len(s.bodies)
-	s.bodies = append(s.bodies, string(body))
-	msg := openai.ChatCompletionMessage{Role: "assistant", Content: "out of script"}
-	if n < len(s.answers) {
-		msg = s.answers[n]
-	}
-	hold := s.holds[n]
-	s.mu.Unlock()
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: msg}},
-		Usage: openai.Usage{PromptTokens: 1000, CompletionTokens: 20}})
-}
-
-func tool(name string, args any) openai.ChatCompletionMessage {
-	b, _ := json.Marshal(args)
-	return openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "c-" + name, Type: "function",
-		Function: openai.FunctionCall{Name: name, Arguments: string(b)}}}}
-}
-
-func text(s string) openai.ChatCompletionMessage {
-	return openai.ChatCompletionMessage{Role: "assistant", Content: s}
-}
-
-func verdict(success bool, summary string) openai.ChatCompletionMessage {
-	b, _ := json.Marshal(llm.Verdict{Success: success, Summary: summary})
-	return text(string(b))
 }
 
 // decodeOne decodes s as exactly one JSON value into v.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
 // openPTY returns a pseudo-terminal's two ends.
@@ -43,8 +45,7 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 func TestRunWaitShowsALiveLineOnATerminal(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	_, url := newScripted(t, tool("mouse_click", map[string]any{"x": 10, "y": 20}), text("Clicked."), verdict(true, "Clicked the button."))
-	h.addProvider(url)
+	h.scripted("Click the button.", llmtest.Tool("mouse_click", map[string]any{"x": 10, "y": 20}), llmtest.Text("Clicked."), llmtest.Verdict(true, "Clicked the button."))
 	master, tty := openPTY(t)
 	defer master.Close()
 	seen := make(chan []byte, 1)

@@ -21,6 +21,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/daemon"
 	"github.com/hivecrew/hivecrew/core/vm/fake"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
 )
 
 // fakeHelperMain is `hivecrew-helper serve --home DIR` played by the test
@@ -64,7 +65,7 @@ func TestStartsTheHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin)
-	home := shortHome(t)
+	home := daemontest.NewHome(t)
 	c := client.NewUnix(config.Paths{Home: home}.Socket())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -122,7 +123,7 @@ func TestAHelperThatCannotStartIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin)
-	home := shortHome(t)
+	home := daemontest.NewHome(t)
 	var out, errOut strings.Builder
 	start := time.Now()
 	code := run([]string{"ls", "--home", home}, &out, &errOut)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 
@@ -66,19 +65,4 @@ func short(items []string, n int) []string {
 		return items
 	}
 	return append(items[:n:n], fmt.Sprintf("… %d more", len(items)-n))
-}
-
-// oneTask is the start of the commands that act on one task: it parses
-// the flags with one positional ID, connects and resolves the id.
-func (e *env) oneTask(args []string, fs *flag.FlagSet) (*client.Client, string, error) {
-	pos, err := e.parseN(fs, args, 1)
-	if err != nil {
-		return nil, "", err
-	}
-	c, err := e.client()
-	if err != nil {
-		return nil, "", err
-	}
-	id, err := e.taskID(c, pos[0])
-	return c, id, err
 }

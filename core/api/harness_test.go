@@ -1,17 +1,12 @@
 package api_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +15,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/daemon"
 	"github.com/hivecrew/hivecrew/core/vm/fake"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
@@ -35,79 +31,28 @@ type helper struct {
 	unix    *client.Client
 	// stop stops the helper (idempotent).
 	stop func()
+	d    *daemontest.Helper
 }
 
-var (
-	apiLine = regexp.MustCompile(`API:\s+http://(\S+)/api/v1`)
-	keyLine = regexp.MustCompile(`API key:\s+(hc_\S+)`)
-)
-
-// startHelper runs a helper until the test ends.
+// startHelper runs a helper on a new data directory until the test ends.
 func startHelper(t *testing.T, mutate func(*daemon.Config)) *helper {
 	t.Helper()
-	home, err := os.MkdirTemp("", "hc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	return startHelperAt(t, home, llmtest.New(t), mutate)
+	llm := llmtest.New(t) // closed after the helper stops
+	return newHelper(t, daemontest.Start(t, mutate), llm)
 }
 
 // startHelperAt runs a helper on an existing data directory.
 func startHelperAt(t *testing.T, home string, llm *llmtest.Server, mutate func(*daemon.Config)) *helper {
 	t.Helper()
-	h := &helper{t: t, paths: config.Paths{Home: home}, backend: fake.New(fake.Options{}), llm: llm}
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	cfg := daemon.Config{Paths: h.paths, Addr: "127.0.0.1:0", PrintAPIKey: true, Stdout: pw, Backend: h.backend,
-		LLMBackoff: time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	go func() {
-		err := daemon.Run(ctx, cfg)
-		pw.Close()
-		done <- err
-	}()
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
-			h.addr = m[1]
-		}
-		if m := keyLine.FindStringSubmatch(sc.Text()); m != nil {
-			h.key = m[1]
-		}
-		if strings.HasPrefix(sc.Text(), "Press Ctrl+C") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
-	if h.addr == "" {
-		cancel()
-		t.Fatalf("helper did not start: %v", <-done)
-	}
-	var once sync.Once
-	h.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("helper stopped with %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("helper did not stop")
-			}
-		})
-	}
-	t.Cleanup(h.stop)
-	h.unix = client.NewUnix(h.paths.Socket())
-	return h
+	return newHelper(t, daemontest.StartAt(t, home, mutate), llm)
+}
+
+func newHelper(t *testing.T, d *daemontest.Helper, llm *llmtest.Server) *helper {
+	return &helper{t: t, paths: d.Paths, addr: d.Addr, key: d.Key, backend: d.Backend, llm: llm, unix: d.Unix, stop: d.Stop, d: d}
 }
 
 // tcp returns a client over TCP with the helper's key.
-func (h *helper) tcp() *client.Client { return client.NewTCP("http://"+h.addr, h.key) }
+func (h *helper) tcp() *client.Client { return h.d.TCP() }
 
 // req sends a request over TCP with the key and returns status and body.
 func (h *helper) req(method, path string, body any, hdr ...string) (int, []byte) {
@@ -180,20 +125,7 @@ func (h *helper) addProvider() wire.Provider {
 // waitTask polls a task until ok says so.
 func (h *helper) waitTask(id, what string, ok func(wire.Task) bool) wire.Task {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		task, err := h.unix.Task(context.Background(), id)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if ok(task) {
-			return task
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s; task is %s (%s)", what, task.Status, task.StatusReason)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return daemontest.WaitTask(h.t, h.unix, id, what, 20*time.Second, ok)
 }
 
 func terminal(t wire.Task) bool {

@@ -243,38 +243,54 @@ func seedTemplates(ctx context.Context, st *store.Store, caps vm.Capabilities) e
 }
 
 // removeOrphans deletes what a previous helper left behind after a crash:
-// every VM still in the store, every folder under VMs/, partial uploads.
+// every VM still in the store or with a folder under VMs/ (a VM that was
+// still booting may have no record yet), and partial uploads.
 func removeOrphans(ctx context.Context, st *store.Store, b vm.Backend, paths config.Paths, log *slog.Logger) error {
-	vms, err := st.ListVMs(ctx)
+	rows, err := st.ListVMs(ctx)
 	if err != nil {
 		return err
 	}
-	for _, v := range vms {
-		spec := vm.Spec{ID: v.ID, Name: v.Name, Template: vm.Template{ID: v.TemplateID}, Dir: v.Dir, CPUs: v.CPUCount,
-			MemoryMB: v.MemoryMB, Network: vm.NetworkMode(v.NetworkMode)}
-		if m, err := b.Load(ctx, spec); err == nil {
-			if err := m.Delete(ctx); err != nil {
-				log.Warn("delete a VM left by the previous helper", "vm", v.ID, "err", err)
-			}
-		}
-		if err := st.DeleteVM(ctx, v.ID); err != nil {
-			return err
-		}
-		log.Info("removed a VM left by the previous helper", "vm", v.ID)
-	}
-	// Uploads a crash cut short.
-	if partial, err := filepath.Glob(filepath.Join(paths.Tasks(), ".upload-*")); err == nil {
-		for _, p := range partial {
-			os.RemoveAll(p)
-		}
+	orphans := map[string]store.VM{}
+	for _, v := range rows {
+		orphans[v.ID] = v
 	}
 	ents, err := os.ReadDir(paths.VMs())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read VM folder: %w", err)
 	}
 	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(paths.VMs(), e.Name())); err != nil {
-			log.Warn("remove a VM folder left by the previous helper", "dir", e.Name(), "err", err)
+		if _, ok := orphans[e.Name()]; !ok && e.IsDir() {
+			orphans[e.Name()] = store.VM{ID: e.Name(), Dir: filepath.Join(paths.VMs(), e.Name())}
+		}
+	}
+	for id, v := range orphans {
+		if v.Dir == "" {
+			v.Dir = filepath.Join(paths.VMs(), id)
+		}
+		tmpl := vm.Template{ID: v.TemplateID, Kind: vm.KindHost}
+		if t, err := st.GetTemplate(ctx, v.TemplateID); err == nil {
+			tmpl = vm.Template{ID: t.ID, Kind: vm.TemplateKind(t.Kind), Path: t.Path}
+		}
+		// Loading undoes what the backend left mounted; Delete removes the rest.
+		m, err := b.Load(ctx, vm.Spec{ID: id, Name: v.Name, Template: tmpl, Dir: v.Dir, Network: vm.NetworkOffline})
+		if err == nil {
+			err = m.Delete(ctx)
+		}
+		if err != nil {
+			log.Warn("delete a VM left by the previous helper", "vm", id, "err", err)
+		}
+		if err := os.RemoveAll(v.Dir); err != nil {
+			log.Warn("remove a VM folder left by the previous helper", "vm", id, "err", err)
+		}
+		if err := st.DeleteVM(ctx, id); err != nil {
+			return err
+		}
+		log.Info("removed a VM left by the previous helper", "vm", id)
+	}
+	// Uploads a crash cut short.
+	if partial, err := filepath.Glob(filepath.Join(paths.Tasks(), ".upload-*")); err == nil {
+		for _, p := range partial {
+			os.RemoveAll(p)
 		}
 	}
 	return nil

@@ -110,6 +110,11 @@ type Pool struct {
 	lastUse  time.Time // last Acquire, for the warm pool's idle timeout
 	leakSeen bool      // a host slot is held outside the pool
 
+	// recMu serialises the Recorder's calls and guards gone, the VMs
+	// already forgotten.
+	recMu sync.Mutex
+	gone  map[string]bool
+
 	wg sync.WaitGroup // supervisors and background work
 	// bg is the pool's lifetime: background boots end when Close cancels it.
 	bg     context.Context
@@ -145,7 +150,7 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.RetryEvery == 0 {
 		cfg.RetryEvery = 10 * time.Second
 	}
-	p := &Pool{cfg: cfg, entries: map[string]*entry{}, changed: make(chan struct{}), lastUse: time.Now()}
+	p := &Pool{cfg: cfg, entries: map[string]*entry{}, changed: make(chan struct{}), lastUse: time.Now(), gone: map[string]bool{}}
 	p.bg, p.stopBg = context.WithCancel(context.Background())
 	return p, nil
 }
@@ -193,6 +198,13 @@ func (p *Pool) record(info Info) {
 	if p.cfg.Recorder == nil {
 		return
 	}
+	// A state change that loses the race with the VM's removal must not
+	// bring its record back.
+	p.recMu.Lock()
+	defer p.recMu.Unlock()
+	if p.gone[info.ID] {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.cfg.Recorder.RecordVM(ctx, info); err != nil {
@@ -204,6 +216,9 @@ func (p *Pool) forget(id string) {
 	if p.cfg.Recorder == nil {
 		return
 	}
+	p.recMu.Lock()
+	defer p.recMu.Unlock()
+	p.gone[id] = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.cfg.Recorder.ForgetVM(ctx, id); err != nil {

@@ -118,7 +118,11 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 		NewContext:  func() context.Context { return ctx },
 	})
 	srv.Start(transport.Line(conn, conn))
-	stop := context.AfterFunc(ctx, srv.Stop)
+	// Ending the connection, not srv.Stop: jrpc2 v1.3.6 panics when Stop
+	// races a request its reader has already received ("send on closed
+	// channel"); a closed connection makes the reader stop the server
+	// itself.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 
 	var wg sync.WaitGroup
@@ -128,9 +132,10 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 		s.heartbeat(ctx, srv)
 	}()
 	err := srv.Wait()
+	stopped := ctx.Err() != nil
 	cancel()
 	wg.Wait()
-	if ctx.Err() != nil && errors.Is(err, jrpc2.ErrConnClosed) {
+	if stopped || errors.Is(err, jrpc2.ErrConnClosed) {
 		return nil
 	}
 	return err

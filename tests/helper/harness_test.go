@@ -4,7 +4,6 @@
 package helper
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 	"github.com/hivecrew/hivecrew/tests/testbin"
 )
@@ -41,11 +41,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var (
-	apiLine = regexp.MustCompile(`API:\s+http://(\S+)/api/v1`)
-	keyLine = regexp.MustCompile(`API key:\s+(hc_\S+)`)
-)
-
 // proc is a running hivecrew-helper.
 type proc struct {
 	t    *testing.T
@@ -60,16 +55,8 @@ type proc struct {
 	exited chan error
 }
 
-// newHome returns a fresh, short data directory (unix socket paths are
-// limited to ~104 bytes).
-func newHome(t *testing.T) string {
-	home, err := os.MkdirTemp("", "hc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	return home
-}
+// newHome returns a fresh, short data directory.
+func newHome(t *testing.T) string { return daemontest.NewHome(t) }
 
 // startHelper starts the helper on home and waits for its banner.
 func startHelper(t *testing.T, home string) *proc {
@@ -86,18 +73,7 @@ func startHelper(t *testing.T, home string) *proc {
 		t.Fatal(err)
 	}
 	go func() { p.exited <- p.cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
-			p.addr = m[1]
-		}
-		if m := keyLine.FindStringSubmatch(sc.Text()); m != nil {
-			p.key = m[1]
-		}
-		if strings.HasPrefix(sc.Text(), "Press Ctrl+C") {
-			break
-		}
-	}
+	p.addr, p.key = daemontest.ReadBanner(stdout)
 	go io.Copy(io.Discard, stdout)
 	if p.addr == "" {
 		p.cmd.Process.Kill()
@@ -107,6 +83,12 @@ func startHelper(t *testing.T, home string) *proc {
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			p.term(30 * time.Second)
+		}
+		// Whatever happened, nothing of this helper's sandboxes stays
+		// mounted once it has stopped (a killed helper's are undone by the
+		// next start, which stops before this runs).
+		if m := mountsOf(home); len(m) > 0 {
+			t.Errorf("mounts left after the helper stopped:\n%s", strings.Join(m, "\n"))
 		}
 		if t.Failed() {
 			t.Logf("helper log:\n%s", p.logText())
@@ -190,20 +172,7 @@ func (p *proc) dropWarmVMs() {
 // waitTask polls a task until ok says so.
 func (p *proc) waitTask(id, what string, within time.Duration, ok func(wire.Task) bool) wire.Task {
 	p.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		task, err := p.unix.Task(context.Background(), id)
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		if ok(task) {
-			return task
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("timed out waiting for %s; task is %s (%s)", what, task.Status, task.StatusReason)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return daemontest.WaitTask(p.t, p.unix, id, what, within, ok)
 }
 
 func terminal(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() }
@@ -240,6 +209,19 @@ func countVMs(procs []string) int {
 		seen[vmID.FindString(p)] = true
 	}
 	return len(seen)
+}
+
+// mountsOf lists the mounts whose source is under home (a sandbox's
+// staged folders that were never unmounted).
+func mountsOf(home string) []string {
+	raw, _ := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, home+"/") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // vmDirs lists the VM folders under home.

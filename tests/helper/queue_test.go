@@ -97,6 +97,9 @@ func TestQueueSurvivesSIGKILL(t *testing.T) {
 	if dirs := vmDirs(home); len(dirs) > 0 {
 		t.Fatalf("VM folders left behind: %v", dirs)
 	}
+	if m := mountsOf(home); len(m) > 0 {
+		t.Fatalf("mounts left behind:\n%s", strings.Join(m, "\n"))
+	}
 }
 
 // TestStopAllWithEightAgents: the kill switch cancels 8 running agents
@@ -151,6 +154,9 @@ func TestStopAllWithEightAgents(t *testing.T) {
 	}
 	if dirs := vmDirs(home); len(dirs) > 0 {
 		t.Fatalf("VM folders left after stop-all: %v", dirs)
+	}
+	if m := mountsOf(home); len(m) > 0 {
+		t.Fatalf("mounts left after stop-all:\n%s", strings.Join(m, "\n"))
 	}
 }
 

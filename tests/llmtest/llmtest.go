@@ -69,6 +69,9 @@ type Server struct {
 	URL string
 	// Key, if set, is the only API key accepted; others get 401.
 	Key string
+	// Models, if set, are the model ids GET /models lists; the default is
+	// "scripted" alone.
+	Models []string
 
 	// mu guards scripts and all.
 	mu      sync.Mutex
@@ -116,7 +119,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
-		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{{"id": "scripted", "object": "model"}}})
+		ids := s.Models
+		if len(ids) == 0 {
+			ids = []string{"scripted"}
+		}
+		models := make([]map[string]any, len(ids))
+		for i, id := range ids {
+			models[i] = map[string]any{"id": id, "object": "model"}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": models})
 		return
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
 	default:
