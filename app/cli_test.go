@@ -586,3 +586,66 @@ func TestNoHelper(t *testing.T) {
 		t.Fatalf("ls: exit %d: %s", code, errOut.String())
 	}
 }
+
+// TestRunWaitSaysWhenTheTaskNeedsTheUser: while run --wait waits, a
+// question and a permission request are announced on stderr with the
+// command that answers them; an output saved under a collision-safe name is
+// printed with that name.
+func TestRunWaitSaysWhenTheTaskNeedsTheUser(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	h.scripted("Ask first.",
+		llmtest.Tool("ask_text_question", map[string]any{"question": "Which colour?"}),
+		llmtest.Tool("run_shell", map[string]any{"command": "echo blue > outbox/colour.txt"}),
+		llmtest.Text("Done."), llmtest.Verdict(true, "Wrote the colour."))
+	out := t.TempDir()
+	os.WriteFile(filepath.Join(out, "colour.txt"), []byte("taken"), 0o600)
+	done := h.cliAsync("run", "Ask first.", "--wait", "--output-dir", out)
+	var id string
+	waitFor(t, "the question", func() bool {
+		l, err := h.c.ListTasks(context.Background(), client.TaskQuery{Limit: 1})
+		if err != nil || len(l.Tasks) == 0 {
+			return false
+		}
+		id = l.Tasks[0].ID
+		return h.task(id).PendingQuestion != nil
+	})
+	h.ok("answer", id, "blue")
+	waitFor(t, "the permission request", func() bool { return h.task(id).PendingPermission != nil })
+	h.ok("approve", id)
+	r := <-done
+	if r.code != 0 {
+		t.Fatalf("run --wait: %s", r)
+	}
+	short := id[:8]
+	for _, want := range []string{"The agent asks: Which colour?", "hivecrew answer " + short, "Approve run_shell?", "hivecrew approve " + short} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if !strings.Contains(r.stdout, filepath.Join(out, "colour (1).txt")) {
+		t.Errorf("the output's saved name is not printed:\n%s", r.stdout)
+	}
+}
+
+// TestAttention: which events ask the user to act, and which do not.
+func TestAttention(t *testing.T) {
+	id := "0123456789abcdef"
+	for _, c := range []struct {
+		ev   wire.Event
+		want string
+	}{
+		{wire.Event{Type: "status_change", Data: wire.EventData{Status: "paused", Summary: "paused: LLM error: the provider could not be reached"}}, "hivecrew resume 01234567"},
+		{wire.Event{Type: "status_change", Data: wire.EventData{Status: "paused", Summary: "paused: the agent asks for help: log in"}}, "the agent asks for help"},
+		{wire.Event{Type: "status_change", Data: wire.EventData{Status: "paused", Summary: "paused: paused by the user"}}, ""},
+		{wire.Event{Type: "status_change", Data: wire.EventData{Status: "paused", Summary: "paused: the user is in control"}}, ""},
+		{wire.Event{Type: "status_change", Data: wire.EventData{Status: "running", Summary: "running"}}, ""},
+		{wire.Event{Type: "question", Data: wire.EventData{ActivityType: "user_answer", Summary: "Answer: blue"}}, ""},
+		{wire.Event{Type: "tool_call_result", Data: wire.EventData{Summary: "mouse_click Done."}}, ""},
+	} {
+		got := attention(id, c.ev)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("attention(%+v) = %q, want it to contain %q", c.ev, got, c.want)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -179,10 +178,33 @@ func (p *progress) tick(ctx context.Context) {
 	}
 }
 
+// attention says what the user has to do when a task waits for them (a
+// question, a permission request, a pause the user did not ask for), or ""
+// when nothing is needed.
+func attention(id string, ev wire.Event) string {
+	short := shortID(id)
+	switch {
+	case ev.Type == "question" && ev.Data.ActivityType == "user_question":
+		return fmt.Sprintf("The agent asks: %s\n  answer with: hivecrew answer %s \"...\"", oneLine(ev.Data.Summary), short)
+	case ev.Type == "permission_request":
+		return fmt.Sprintf("%s\n  hivecrew approve %s   or   hivecrew deny %s", oneLine(ev.Data.Summary), short, short)
+	case ev.Type == "status_change" && ev.Data.Status == "paused" &&
+		!strings.Contains(ev.Data.Summary, "by the user") && !strings.Contains(ev.Data.Summary, "the user is in control"):
+		return fmt.Sprintf("Task %s is %s\n  resume with: hivecrew resume %s", short, oneLine(ev.Data.Summary), short)
+	}
+	return ""
+}
+
 // waitTask waits for a task's end; with follow it prints every event on
-// stdout, else, on a terminal, a live progress line on stderr.
+// stdout, else, on a terminal, a live progress line on stderr. Either way,
+// when the task needs the user, it says so on stderr.
 func (e *env) waitTask(c *client.Client, t wire.Task, follow bool) (wire.Task, error) {
 	var onEvent func(wire.Event)
+	notice := func(ev wire.Event) {
+		if msg := attention(t.ID, ev); msg != "" && !follow {
+			fmt.Fprintln(e.stderr, msg)
+		}
+	}
 	switch width, tty := terminalWidth(e.stderr); {
 	case follow:
 		onEvent = func(ev wire.Event) {
@@ -204,7 +226,15 @@ func (e *env) waitTask(c *client.Client, t wire.Task, follow bool) (wire.Task, e
 			p.clear()
 		}()
 		p.draw()
-		onEvent = func(ev wire.Event) { p.event(ctx, ev) }
+		onEvent = func(ev wire.Event) {
+			if attention(t.ID, ev) != "" {
+				p.clear()
+				notice(ev)
+			}
+			p.event(ctx, ev)
+		}
+	default:
+		onEvent = notice
 	}
 	return watchTask(e.ctx, c, t.ID, pollInterval, onEvent)
 }
@@ -234,15 +264,13 @@ func (e *env) printResult(c *client.Client, t wire.Task) error {
 		}
 		fs := []field{{"Task", t.ID}, {"Status", status}, {"Summary", summary}}
 		if len(t.OutputFiles) > 0 {
-			dir := t.OutputDirectory
-			if dir == "" {
-				if s, err := c.Settings(e.ctx); err == nil {
-					dir = s.OutputDirectory
-				}
-			}
 			var b strings.Builder
 			for _, f := range t.OutputFiles {
-				fmt.Fprintf(&b, "%s (%s)\n", filepath.Join(dir, f.Name), size(f.Size))
+				where := f.SavedTo
+				if where == "" {
+					where = f.Name + " (not copied out; `hivecrew show " + shortID(t.ID) + "` lists it)"
+				}
+				fmt.Fprintf(&b, "%s (%s)\n", where, size(f.Size))
 			}
 			fs = append(fs, field{"Outputs", b.String()})
 		}

@@ -78,7 +78,7 @@ func filesJSON(fs []store.TaskFile) []wire.File {
 	out := make([]wire.File, len(fs))
 	for i, f := range fs {
 		at := f.CreatedAt
-		out[i] = wire.File{Name: f.Name, Size: f.Size, MimeType: f.MimeType}
+		out[i] = wire.File{Name: f.Name, Size: f.Size, MimeType: f.MimeType, SavedTo: f.SavedPath}
 		if f.Kind == store.FileInput {
 			out[i].UploadedAt = &at
 		} else {

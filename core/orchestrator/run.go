@@ -479,6 +479,10 @@ func (o *Orchestrator) collect(t store.Task, sessionDir, shared string, settings
 	}
 	dir := or(t.OutputDirectory, settings.OutputDirectory)
 	placed, err := files.Place(dir, got)
+	first := len(out.files) - len(got)
+	for i, p := range placed {
+		out.files[first+i].SavedPath = p
+	}
 	if err != nil {
 		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not copy the results to " + dir + ": " + err.Error()})
 	}

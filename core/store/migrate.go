@@ -23,6 +23,7 @@ func migrations() []migration {
 	return []migration{
 		{1, "initial schema", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(models()...) }},
 		{2, "task cost and session", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
+		{3, "where output files were saved", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&TaskFile{}) }},
 	}
 }
 

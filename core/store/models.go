@@ -105,6 +105,9 @@ type TaskFile struct {
 	MimeType  string
 	Path      string    `gorm:"not null"`
 	CreatedAt time.Time `gorm:"not null"`
+	// SavedPath is where an output file was copied for the user (in the
+	// output directory, under a collision-safe name); empty if it was not.
+	SavedPath string
 }
 
 // AgentSession is one run of an agent on a task (a rerun is a new task; a

@@ -30,6 +30,8 @@ type File struct {
 	MimeType   string     `json:"mimeType,omitempty"`
 	UploadedAt *time.Time `json:"uploadedAt,omitempty"` // input files
 	CreatedAt  *time.Time `json:"createdAt,omitempty"`  // output files
+	// SavedTo is where an output file was copied for the user (extension).
+	SavedTo string `json:"savedTo,omitempty"`
 }
 
 // Question is a question the agent asked the user.

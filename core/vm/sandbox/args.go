@@ -39,10 +39,23 @@ type launch struct {
 	// Home, Shared, Run, Agent and Root (rootfs only) are the host paths to bind.
 	Home, Shared, Run, Agent, Root string
 	// Mask lists further host paths to hide (the data directory).
-	Mask                        []string
+	Mask []string
+	// RootEntries are the host's top-level entries (host template): each
+	// is bound read-only on its own, never "/" as a whole (see hostRoot).
+	RootEntries                 []RootEntry
 	DisplayWidth, DisplayHeight int
 	LogLevel                    string
 }
+
+// RootEntry is a top-level entry of the host's root: a folder (or file)
+// to bind, or a symbolic link (Link, its target) to recreate.
+type RootEntry struct {
+	Name, Link string
+}
+
+// unboundRoot are the top-level entries a host-template sandbox never
+// binds: its own /dev and /proc, and the masked folders (empty tmpfs).
+var unboundRoot = map[string]bool{"dev": true, "proc": true, "tmp": true, "run": true, "home": true, "root": true, "mnt": true, "media": true, "lost+found": true}
 
 // covered reports whether path lies inside one of the masked folders.
 func covered(path string) bool {
@@ -66,7 +79,13 @@ func bwrapArgs(l launch) []string {
 	if l.Kind == vm.KindRootFS {
 		a = append(a, "--bind", l.Root, "/")
 	} else {
-		a = append(a, "--ro-bind", "/", "/")
+		for _, e := range l.RootEntries {
+			if e.Link != "" {
+				a = append(a, "--symlink", e.Link, "/"+e.Name)
+			} else {
+				a = append(a, "--ro-bind", "/"+e.Name, "/"+e.Name)
+			}
+		}
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc")
 	for _, m := range maskedDirs {
@@ -90,6 +109,9 @@ func bwrapArgs(l launch) []string {
 	)
 	if l.Network == vm.NetworkInternet {
 		a = append(a, "--ro-bind-data", fd(fdResolv), "/etc/resolv.conf")
+	}
+	if l.Kind != vm.KindRootFS {
+		a = append(a, "--remount-ro", "/")
 	}
 	a = append(a,
 		"--clearenv",

@@ -23,7 +23,8 @@ func operands(args []string, flag string, n int) [][]string {
 }
 
 func TestBwrapArgsIsolate(t *testing.T) {
-	args := bwrapArgs(launch{ID: "0123456789", Kind: vm.KindHost, Network: vm.NetworkOffline,
+	root := []RootEntry{{Name: "usr"}, {Name: "etc"}, {Name: "bin", Link: "usr/bin"}, {Name: "srv"}, {Name: "var"}}
+	args := bwrapArgs(launch{ID: "0123456789", Kind: vm.KindHost, Network: vm.NetworkOffline, RootEntries: root,
 		Mask: []string{"/srv/hivecrew-data", "/root/.local/share/hivecrew"}, DisplayWidth: 1280, DisplayHeight: 800, LogLevel: "info"})
 	for _, ns := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent"} {
 		if !slices.Contains(args, ns) {
@@ -46,8 +47,23 @@ func TestBwrapArgsIsolate(t *testing.T) {
 	if i, j := slices.Index(args, "--tmpfs"), slices.Index(args, "--bind"); i < 0 || j < i {
 		t.Error("a bind comes before the masks")
 	}
-	if ro := operands(args, "--ro-bind", 2); len(ro) == 0 || ro[0][0] != "/" || ro[0][1] != "/" {
-		t.Errorf("host root not bound read-only first: %v", ro)
+	// The host's top-level entries are bound read-only one by one (never
+	// "/" as a whole, never /run), links recreated, then the root made
+	// read-only.
+	ro := operands(args, "--ro-bind", 2)
+	if len(ro) < 4 || ro[0][0] != "/usr" || ro[1][0] != "/etc" || ro[2][0] != "/srv" || ro[3][0] != "/var" {
+		t.Errorf("host root entries not bound read-only first: %v", ro)
+	}
+	for _, b := range ro {
+		if b[0] == "/" || b[0] == "/run" {
+			t.Errorf("binds %s", b[0])
+		}
+	}
+	if l := operands(args, "--symlink", 2); len(l) != 1 || l[0][0] != "usr/bin" || l[0][1] != "/bin" {
+		t.Errorf("links = %v", l)
+	}
+	if ro := operands(args, "--remount-ro", 1); len(ro) != 1 || ro[0][0] != "/" {
+		t.Errorf("root not made read-only: %v", ro)
 	}
 	if slices.Contains(args, "/etc/resolv.conf") {
 		t.Error("an offline sandbox gets a resolver")

@@ -309,8 +309,14 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	if lim.cleanup != nil {
 		cleanups = append(cleanups, lim.cleanup)
 	}
+	var root []RootEntry
+	if m.spec.Template.Kind == vm.KindHost {
+		if root, err = hostRoot(); err != nil {
+			return err
+		}
+	}
 	args := bwrapArgs(launch{
-		ID: m.spec.ID, Kind: m.spec.Template.Kind, Network: m.spec.Network,
+		ID: m.spec.ID, Kind: m.spec.Template.Kind, Network: m.spec.Network, RootEntries: root,
 		Home: src.home, Shared: src.shared, Run: src.run, Agent: src.agent, Root: src.root,
 		Mask: []string{m.b.cfg.DataDir}, DisplayWidth: m.spec.DisplayWidth, DisplayHeight: m.spec.DisplayHeight,
 		LogLevel: m.b.cfg.AgentLogLevel,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,6 +15,33 @@ import (
 // path; the data directory (under /root, say) is not for that account to
 // walk, so it sees only these staged views.
 const stageRoot = "/run/hivecrew-sandbox"
+
+// hostRoot lists the host's top-level entries a host-template sandbox
+// binds. Binding "/" as a whole would copy every mount below it, staged
+// folders of other sandboxes included, and bubblewrap then fails when one
+// of them is unmounted while it remounts the copies read-only ("Can't bind
+// mount ... No such file or directory"); /run, where staging lives, is
+// never bound.
+func hostRoot() ([]RootEntry, error) {
+	ents, err := os.ReadDir("/")
+	if err != nil {
+		return nil, fmt.Errorf("read /: %w", err)
+	}
+	var out []RootEntry
+	for _, e := range ents {
+		if unboundRoot[e.Name()] {
+			continue
+		}
+		re := RootEntry{Name: e.Name()}
+		if e.Type()&os.ModeSymlink != 0 {
+			if re.Link, err = os.Readlink("/" + e.Name()); err != nil {
+				return nil, fmt.Errorf("read /%s: %w", e.Name(), err)
+			}
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
 
 // sources are the host paths bubblewrap binds into a sandbox.
 type sources struct {
@@ -41,9 +67,6 @@ func (m *Machine) stage() (sources, func() error, error) {
 		return sources{}, nil, err
 	}
 	os.Chmod(stageRoot, 0o711)
-	if err := unbindable(stageRoot); err != nil {
-		return sources{}, nil, err
-	}
 	if err := os.Mkdir(dir, 0o711); err != nil {
 		return sources{}, nil, err
 	}
@@ -76,44 +99,6 @@ func (m *Machine) stage() (sources, func() error, error) {
 		}
 	}
 	return s, cleanup, nil
-}
-
-// unbindable makes dir a mount point that recursive bind mounts skip.
-// Every sandbox binds the host's / recursively and then remounts each
-// submount read-only; without this, the staging mounts of other sandboxes
-// would be copied in, and one unstaged at that moment makes bubblewrap
-// fail ("Can't bind mount ... No such file or directory").
-func unbindable(dir string) error {
-	mounted, err := isMountPoint(dir)
-	if err != nil {
-		return err
-	}
-	if !mounted {
-		// Recursive, so that mounts already there stay reachable by path.
-		if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("make %s a mount point: %w", dir, err)
-		}
-	}
-	if err := unix.Mount("", dir, "", unix.MS_UNBINDABLE, ""); err != nil {
-		return fmt.Errorf("make %s unbindable: %w", dir, err)
-	}
-	return nil
-}
-
-// isMountPoint reports whether dir is the mount point of a mount in this
-// mount namespace.
-func isMountPoint(dir string) (bool, error) {
-	raw, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false, fmt.Errorf("read mountinfo: %w", err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		// Field 5 is the mount point (octal escapes for spaces; none here).
-		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // unstage unmounts and removes a staging folder, including one left by a
