@@ -125,6 +125,8 @@ type Machine struct {
 	srv    *server.Server
 	exited chan struct{}
 	served chan struct{}
+	// deleted refuses a Start after Delete.
+	deleted bool
 }
 
 var _ vm.Machine = (*Machine)(nil)
@@ -152,6 +154,9 @@ func (m *Machine) socket() string { return filepath.Join(m.spec.Dir, "agent.sock
 func (m *Machine) Start(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.deleted {
+		return errdefs.NotFoundf("machine %s was deleted", m.spec.ID)
+	}
 	if m.status.State == vm.StateRunning {
 		return nil
 	}
@@ -260,6 +265,9 @@ func (m *Machine) Stop(ctx context.Context) error {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
+	m.mu.Lock()
+	m.deleted = true // no Start after this one
+	m.mu.Unlock()
 	if err := m.Stop(ctx); err != nil {
 		return err
 	}

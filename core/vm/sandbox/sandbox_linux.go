@@ -196,6 +196,11 @@ type Machine struct {
 	childPID int // the sandbox's PID 1, as the host sees it
 	exited   chan struct{}
 	stopping bool
+	// cancelStart and started belong to a Start in progress: Stop cancels
+	// it and waits for it to clean up.
+	cancelStart context.CancelFunc
+	started     chan struct{}
+	deleted     bool // no Start after Delete
 }
 
 var _ vm.Machine = (*Machine)(nil)
@@ -223,6 +228,10 @@ func (m *Machine) Exited() <-chan struct{} {
 // Start implements vm.Machine.
 func (m *Machine) Start(ctx context.Context) error {
 	m.mu.Lock()
+	if m.deleted {
+		m.mu.Unlock()
+		return errdefs.NotFoundf("machine %s was deleted", m.spec.ID)
+	}
 	switch m.status.State {
 	case vm.StateRunning:
 		m.mu.Unlock()
@@ -232,11 +241,20 @@ func (m *Machine) Start(ctx context.Context) error {
 		return errdefs.Conflictf("machine %s is %s", m.spec.ID, m.status.State)
 	}
 	m.status = vm.Status{State: vm.StateStarting}
+	ctx, cancel := context.WithCancel(ctx)
+	started := make(chan struct{})
+	m.cancelStart, m.started = cancel, started
 	m.mu.Unlock()
-	if err := m.start(ctx); err != nil {
-		m.mu.Lock()
+	err := m.start(ctx)
+	m.mu.Lock()
+	if err != nil {
 		m.status = vm.Status{State: vm.StateError, Reason: err.Error()}
-		m.mu.Unlock()
+	}
+	m.cancelStart, m.started = nil, nil
+	m.mu.Unlock()
+	cancel()
+	close(started)
+	if err != nil {
 		return fmt.Errorf("start sandbox %s: %w", m.spec.ID, err)
 	}
 	return nil
@@ -480,6 +498,18 @@ func (m *Machine) logTail() string {
 // sandbox's PID 1, which takes every process in the sandbox with it.
 func (m *Machine) Stop(ctx context.Context) error {
 	m.mu.Lock()
+	if started := m.started; started != nil {
+		// A Start in progress: cancel it and let it undo what it set up
+		// (or, if it got through, stop the machine it started).
+		m.cancelStart()
+		m.mu.Unlock()
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return fmt.Errorf("stop sandbox %s while it starts: %w", m.spec.ID, ctx.Err())
+		}
+		m.mu.Lock()
+	}
 	if m.cmd == nil {
 		m.mu.Unlock()
 		return nil
@@ -526,6 +556,9 @@ func firstChild(pid int) int {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
+	m.mu.Lock()
+	m.deleted = true
+	m.mu.Unlock()
 	if err := m.Stop(ctx); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ package vmtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -60,6 +61,44 @@ func Run(t *testing.T, h Harness) {
 	t.Run("SharedFolder", func(t *testing.T) { sharedFolder(t, h) })
 	t.Run("Isolation", func(t *testing.T) { isolation(t, h) })
 	t.Run("Reload", func(t *testing.T) { reload(t, h) })
+	t.Run("DeleteWhileStarting", func(t *testing.T) { deleteWhileStarting(t, h) })
+}
+
+// deleteWhileStarting: Delete during a Start (a pool letting go of a VM
+// that is still booting) ends that Start and leaves a machine that is not
+// running, whose folder is gone and stays gone.
+func deleteWhileStarting(t *testing.T, h Harness) {
+	ctx := h.ctx(t)
+	for i, delay := range []time.Duration{0, 5 * time.Millisecond, 30 * time.Millisecond} {
+		spec := h.spec(fmt.Sprintf("dws%d", i))
+		m, err := h.Backend.Create(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan error, 1)
+		go func() { started <- m.Start(ctx) }()
+		time.Sleep(delay)
+		if err := m.Delete(ctx); err != nil {
+			t.Fatalf("delete %s while starting: %v", spec.ID, err)
+		}
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Start of %s did not end after Delete", spec.ID)
+		}
+		if st := m.Status().State; st == vm.StateRunning || st == vm.StateStarting {
+			// The start won the race: a second Delete must stop it.
+			if err := m.Delete(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := m.Status().State; st == vm.StateRunning || st == vm.StateStarting {
+			t.Fatalf("%s is %s after Delete", spec.ID, st)
+		}
+		if _, err := os.Stat(spec.Dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s's folder is still there: %v", spec.ID, err)
+		}
+	}
 }
 
 func lifecycle(t *testing.T, h Harness) {

@@ -157,6 +157,11 @@ type Machine struct {
 	status   vm.Status
 	exited   chan struct{}
 	stopping bool
+	// cancelBoot and booted belong to a boot in progress: Stop cancels it
+	// and waits for it to end.
+	cancelBoot context.CancelFunc
+	booted     chan struct{}
+	deleted    bool // no boot after Delete
 }
 
 var (
@@ -325,12 +330,26 @@ func (m *Machine) Start(ctx context.Context) error {
 // followed by Resume), then supervises it.
 func (m *Machine) boot(ctx context.Context, start func(*codehex.VirtualMachine) error) error {
 	m.mu.Lock()
+	if m.deleted {
+		m.mu.Unlock()
+		return errdefs.NotFoundf("VM %s was deleted", m.spec.ID)
+	}
 	if m.status.State == vm.StateRunning || m.status.State == vm.StateStarting {
 		m.mu.Unlock()
 		return nil
 	}
 	m.status.State = vm.StateStarting
+	ctx, cancel := context.WithCancel(ctx)
+	booted := make(chan struct{})
+	m.cancelBoot, m.booted = cancel, booted
 	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.cancelBoot, m.booted = nil, nil
+		m.mu.Unlock()
+		cancel()
+		close(booted)
+	}()
 	fail := func(err error) error {
 		m.mu.Lock()
 		m.status = vm.Status{State: vm.StateError, Reason: err.Error(), Limits: m.status.Limits}
@@ -396,6 +415,17 @@ func (m *Machine) supervise(v *codehex.VirtualMachine, states <-chan codehex.Vir
 // wait up to the grace period, then stop it by force.
 func (m *Machine) Stop(ctx context.Context) error {
 	m.mu.Lock()
+	if booted := m.booted; booted != nil {
+		// A boot in progress: cancel it; if it got through, stop the VM.
+		m.cancelBoot()
+		m.mu.Unlock()
+		select {
+		case <-booted:
+		case <-ctx.Done():
+			return fmt.Errorf("stop VM %s while it boots: %w", m.spec.ID, ctx.Err())
+		}
+		m.mu.Lock()
+	}
 	v, exited := m.v, m.exited
 	if v == nil {
 		m.mu.Unlock()
@@ -432,6 +462,9 @@ func (m *Machine) Stop(ctx context.Context) error {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
+	m.mu.Lock()
+	m.deleted = true
+	m.mu.Unlock()
 	if err := m.Stop(ctx); err != nil {
 		return err
 	}
