@@ -77,7 +77,9 @@ type Config struct {
 	MaxUploadBytes int64
 	// LLMBackoff is the first retry wait of provider tests; default 1 s.
 	LLMBackoff time.Duration
-	Log        *slog.Logger
+	// Web, if set, serves the web UI: every GET outside /api/ and /login.
+	Web http.Handler
+	Log *slog.Logger
 }
 
 // API is the REST API.
@@ -168,8 +170,7 @@ func (a *API) routes(mux *http.ServeMux, unix bool) {
 	h("GET /api/v1/providers/{id}/models", a.providerModels)
 	h("POST /api/v1/providers/{id}/test", a.testProvider)
 	// Templates, VMs, system.
-	h("GET /api/v1/templates", a.listTemplates)
-	h("GET /api/v1/templates/{id}", a.getTemplate)
+	a.templateRoutes(h)
 	h("GET /api/v1/vms", a.listVMs)
 	h("POST /api/v1/vms/{id}/start", a.startVM)
 	h("POST /api/v1/vms/{id}/stop", a.stopVM)
@@ -187,6 +188,9 @@ func (a *API) routes(mux *http.ServeMux, unix bool) {
 		h("POST /api/v1/auth/login-link", a.loginLink)
 	}
 	mux.Handle("GET /login", a.wrap(a.login))
+	if a.cfg.Web != nil {
+		mux.Handle("GET /", a.cfg.Web)
+	}
 }
 
 // jsonMisses answers requests no route takes (404, or 405 with Allow) in
