@@ -3,6 +3,7 @@ module github.com/hivecrew/hivecrew
 go 1.26.0
 
 require (
+	fyne.io/systray v1.12.2
 	github.com/Code-Hex/vz/v3 v3.7.1
 	github.com/creachadair/jrpc2 v1.3.6
 	github.com/godbus/dbus/v5 v5.2.4
@@ -11,8 +12,10 @@ require (
 	github.com/keybase/dbus v0.0.0-20220506165403-5aa21ea2c23a
 	github.com/keybase/go-keychain v0.0.1
 	github.com/mdlayher/vsock v1.4.0
+	github.com/progrium/darwinkit v0.5.0
 	github.com/sashabaranov/go-openai v1.43.0
 	go.uber.org/goleak v1.3.0
+	golang.design/x/hotkey v0.4.1
 	golang.org/x/image v0.33.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0

@@ -554,13 +554,18 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"providers"},
 		{"providers", "add", "--name", "x"},
 		{"schedules", "frob"},
-		{},
 	} {
 		var out, errOut strings.Builder
 		code := run(args, &out, &errOut)
 		if code != 2 || out.Len() != 0 || !strings.HasPrefix(errOut.String(), "hivecrew: ") || !strings.Contains(errOut.String(), "usage:") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
 		}
+	}
+	// No command is the menu-bar app: without a session bus (as here) it
+	// says why it cannot show, and exits 1 without starting anything.
+	var bar, barErr strings.Builder
+	if code := run(nil, &bar, &barErr); code != 1 || !strings.Contains(barErr.String(), "the menu-bar icon cannot be shown: no D-Bus session bus") {
+		t.Errorf("no command: exit %d, stderr %q", code, barErr.String())
 	}
 	var out, errOut strings.Builder
 	if code := run([]string{"run", "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "usage: hivecrew run") || !strings.Contains(out.String(), "-follow") {

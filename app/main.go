@@ -3,6 +3,7 @@
 // and never reads an LLM API key. Every subcommand talks to the helper over
 // its unix socket (core/client) and starts the helper when none answers.
 //
+//	hivecrew                      the menu-bar app
 //	hivecrew run "<task>" [--wait | --follow] ...
 //	hivecrew ls | show | logs | pause | resume | say | cancel | rerun ...
 //	hivecrew providers | templates | vms | schedules | apikey ...
@@ -64,7 +65,7 @@ func commands() []command {
 // usage is the top-level usage text.
 func usage() string {
 	var b strings.Builder
-	b.WriteString("usage: hivecrew [--home DIR] [--json] COMMAND [ARGS]\n\ncommands:\n")
+	b.WriteString("usage: hivecrew [--home DIR] [--json] COMMAND [ARGS]\n       hivecrew            (no command: the menu-bar app)\n\ncommands:\n")
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
@@ -120,7 +121,7 @@ func (e *env) dispatch(args []string) error {
 		return err
 	}
 	if len(args) == 0 {
-		return usageError{msg: "a command is required"}
+		return cmdMenuBar(e, nil) // the menu-bar app
 	}
 	return runTable(e, "", commands(), args)
 }

@@ -61,6 +61,15 @@ func (a *API) authenticate(r *http.Request) error {
 	return fmt.Errorf("an API key is required: send \"Authorization: Bearer hc_...\" (create one with `hivecrew apikey create`)")
 }
 
+// localPath returns next when it is a path on this site (the page a login
+// link opens), else "/".
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/"
+	}
+	return next
+}
+
 func newToken() string {
 	b := make([]byte, 32)
 	rand.Read(b)
@@ -113,6 +122,6 @@ func (a *API) login(w http.ResponseWriter, r *http.Request) error {
 	a.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: session, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(webSessionTTL.Seconds())})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
 	return nil
 }

@@ -1,0 +1,109 @@
+// Package killswitch is the global shortcut that stops every agent
+// (Settings' killSwitchShortcut: ⌘⇧⎋ on macOS, Ctrl+Shift+Escape on
+// Linux). Parse turns the setting into modifiers and a key; Listen grabs the
+// shortcut system-wide and calls back on every press until its context
+// ends: on Linux/X11 with a passive key grab (pure Go, XGB), on macOS with
+// golang.design/x/hotkey.
+package killswitch
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Modifier is a modifier key.
+type Modifier string
+
+// Modifiers.
+const (
+	Cmd    Modifier = "cmd"
+	Ctrl   Modifier = "ctrl"
+	Shift  Modifier = "shift"
+	Option Modifier = "option"
+)
+
+// Shortcut is a parsed shortcut.
+type Shortcut struct {
+	Mods []Modifier
+	Key  string // lower case: "escape", "k", "f12"
+}
+
+// Parse reads a shortcut such as "ctrl+shift+escape" ("alt" is "option").
+func Parse(s string) (Shortcut, error) {
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), "+")
+	if len(parts) < 2 {
+		return Shortcut{}, fmt.Errorf("shortcut %q: want modifier+...+key, e.g. ctrl+shift+escape", s)
+	}
+	var sc Shortcut
+	seen := map[Modifier]bool{}
+	for _, p := range parts[:len(parts)-1] {
+		m := Modifier(p)
+		if p == "alt" {
+			m = Option
+		}
+		switch m {
+		case Cmd, Ctrl, Shift, Option:
+		default:
+			return Shortcut{}, fmt.Errorf("shortcut %q: unknown modifier %q (cmd, ctrl, shift, option)", s, p)
+		}
+		if seen[m] {
+			return Shortcut{}, fmt.Errorf("shortcut %q: %s given twice", s, m)
+		}
+		seen[m] = true
+		sc.Mods = append(sc.Mods, m)
+	}
+	sc.Key = parts[len(parts)-1]
+	if sc.Key == "esc" {
+		sc.Key = "escape"
+	}
+	if _, ok := keys[sc.Key]; !ok {
+		return Shortcut{}, fmt.Errorf("shortcut %q: unknown key %q", s, sc.Key)
+	}
+	return sc, nil
+}
+
+// Symbols is the shortcut as macOS menus show it ("⌘⇧⎋"), or as text
+// elsewhere ("Ctrl+Shift+Esc").
+func (sc Shortcut) Symbols(mac bool) string {
+	if mac {
+		sym := map[Modifier]string{Ctrl: "⌃", Option: "⌥", Shift: "⇧", Cmd: "⌘"}
+		var b strings.Builder
+		for _, m := range []Modifier{Ctrl, Option, Shift, Cmd} { // Apple's order
+			for _, have := range sc.Mods {
+				if have == m {
+					b.WriteString(sym[m])
+				}
+			}
+		}
+		if sc.Key == "escape" {
+			return b.String() + "⎋"
+		}
+		return b.String() + strings.ToUpper(sc.Key)
+	}
+	var parts []string
+	for _, m := range sc.Mods {
+		parts = append(parts, strings.ToUpper(string(m[:1]))+string(m[1:]))
+	}
+	key := strings.ToUpper(sc.Key[:1]) + sc.Key[1:]
+	if sc.Key == "escape" {
+		key = "Esc"
+	}
+	return strings.Join(append(parts, key), "+")
+}
+
+// keys maps key names to X11 keysyms (macOS virtual key codes are mapped
+// in the darwin file).
+var keys = map[string]uint32{
+	"escape": 0xff1b, "space": 0x20, "return": 0xff0d, "tab": 0xff09, "delete": 0xffff, "backspace": 0xff08,
+	"f1": 0xffbe, "f2": 0xffbf, "f3": 0xffc0, "f4": 0xffc1, "f5": 0xffc2, "f6": 0xffc3,
+	"f7": 0xffc4, "f8": 0xffc5, "f9": 0xffc6, "f10": 0xffc7, "f11": 0xffc8, "f12": 0xffc9,
+}
+
+func init() {
+	for c := 'a'; c <= 'z'; c++ {
+		keys[string(c)] = uint32(c)
+	}
+	for c := '0'; c <= '9'; c++ {
+		keys[string(c)] = uint32(c)
+	}
+}

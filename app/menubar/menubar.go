@@ -1,0 +1,364 @@
+package menubar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"fyne.io/systray"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// Slots is how many agents the menu lists by name.
+const Slots = 8
+
+// Client is what the menu needs of the helper; *client.Client has it.
+type Client interface {
+	ListTasks(ctx context.Context, q client.TaskQuery) (wire.TaskList, error)
+	Task(ctx context.Context, id string) (wire.Task, error)
+	TaskAction(ctx context.Context, id string, a wire.TaskAction) (wire.Task, error)
+	StopAll(ctx context.Context) (wire.StopAll, error)
+	LoginLink(ctx context.Context) (wire.LoginLink, error)
+}
+
+// Config configures the menu. Client, Open and Log are required.
+type Config struct {
+	Client Client
+	// Open shows a page of the web UI (a login link with its path): a
+	// native window on macOS, the browser on Linux.
+	Open func(link string) error
+	// Notify, if set, shows a desktop notification.
+	Notify func(title, body string) error
+	// Shortcut is the kill switch as shown in the menu ("⌘⇧⎋").
+	Shortcut string
+	// StartAtLogin, if set, backs the Start at Login checkbox.
+	StartAtLogin interface {
+		Enabled() bool
+		Set(on bool) error
+	}
+	// Poll is how often the menu reads the agents; default 1 s.
+	Poll time.Duration
+	// OnQuit is called when the user quits the menu (the helper and its
+	// agents keep running).
+	OnQuit func()
+	Log    *slog.Logger
+}
+
+// Menu is the running menu.
+type Menu struct {
+	cfg Config
+
+	headline, newTask, more, stopAll, dashboard, settings, login, quit *systray.MenuItem
+	slots                                                              [Slots]slot
+
+	// mu guards shown (the agents in the slots) and last (the previous
+	// view of the active tasks, for notifications).
+	mu    sync.Mutex
+	shown [Slots]Agent
+	last  map[string]wire.Task
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// slot is one agent entry and its submenu.
+type slot struct {
+	item, open, pause, cancel *systray.MenuItem
+}
+
+// New checks cfg and returns a menu; hand Ready and Exit to systray.
+func New(cfg Config) (*Menu, error) {
+	if cfg.Client == nil || cfg.Open == nil || cfg.Log == nil {
+		return nil, errors.New("menubar: Client, Open and Log are required")
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = time.Second
+	}
+	return &Menu{cfg: cfg, stop: make(chan struct{})}, nil
+}
+
+// Run shows the menu and blocks until Quit (Linux and other systray
+// platforms that own their loop).
+func Run(cfg Config) error {
+	m, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	systray.Run(m.Ready, m.Exit)
+	return nil
+}
+
+// Ready builds the menu and starts watching the helper (systray's onReady).
+func (m *Menu) Ready() {
+	systray.SetTemplateIcon(icon(Idle, true), icon(Idle, false))
+	systray.SetTitle("")
+	systray.SetTooltip("Hivecrew")
+	m.headline = systray.AddMenuItem("Hivecrew", "")
+	m.headline.Disable()
+	m.newTask = systray.AddMenuItem("New Task…", "Describe a task for an agent")
+	systray.AddSeparator()
+	for i := range m.slots {
+		s := &m.slots[i]
+		s.item = systray.AddMenuItem("", "")
+		s.open = s.item.AddSubMenuItem("Open", "Watch or take over this agent")
+		s.pause = s.item.AddSubMenuItem("Pause", "Pause this agent")
+		s.cancel = s.item.AddSubMenuItem("Cancel", "Stop this agent")
+		s.item.Hide()
+	}
+	m.more = systray.AddMenuItem("", "Open the dashboard")
+	m.more.Hide()
+	systray.AddSeparator()
+	stopLabel := "Stop All Agents"
+	if m.cfg.Shortcut != "" {
+		stopLabel += "  " + m.cfg.Shortcut
+	}
+	m.stopAll = systray.AddMenuItem(stopLabel, "The kill switch: cancel every agent and stop its VM")
+	m.dashboard = systray.AddMenuItem("Dashboard", "Open the dashboard")
+	m.settings = systray.AddMenuItem("Settings…", "Providers, VMs, templates, safety")
+	if m.cfg.StartAtLogin != nil {
+		m.login = systray.AddMenuItemCheckbox("Start at Login", "Start Hivecrew when you log in", m.cfg.StartAtLogin.Enabled())
+	}
+	systray.AddSeparator()
+	m.quit = systray.AddMenuItem("Quit Hivecrew", "Close the menu; agents keep running in the helper")
+
+	m.wg.Add(2)
+	go func() { defer m.wg.Done(); m.handleClicks() }()
+	go func() { defer m.wg.Done(); m.watch() }()
+}
+
+// Exit stops watching (systray's onExit).
+func (m *Menu) Exit() {
+	select {
+	case <-m.stop:
+	default:
+		close(m.stop)
+	}
+	m.wg.Wait()
+	if m.cfg.OnQuit != nil {
+		m.cfg.OnQuit()
+	}
+}
+
+func (m *Menu) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// open shows a page of the web UI through a fresh login link.
+func (m *Menu) open(path string) {
+	ctx, cancel := m.ctx()
+	defer cancel()
+	link, err := m.cfg.Client.LoginLink(ctx)
+	if err != nil {
+		m.cfg.Log.Error("open the web UI", "err", err)
+		return
+	}
+	if err := m.cfg.Open(link.URL + "&next=" + url.QueryEscape(path)); err != nil {
+		m.cfg.Log.Error("open the web UI", "err", err)
+	}
+}
+
+// StopAll is the kill switch, for the menu and the global shortcut.
+func (m *Menu) StopAll() {
+	ctx, cancel := m.ctx()
+	defer cancel()
+	res, err := m.cfg.Client.StopAll(ctx)
+	if err != nil {
+		m.cfg.Log.Error("stop all agents", "err", err)
+		m.notify("Stop All Agents failed", err.Error())
+		return
+	}
+	m.cfg.Log.Warn("kill switch: agents stopped", "tasks", len(res.Stopped), "ms", res.DurationMs)
+	m.refresh()
+}
+
+func (m *Menu) notify(title, body string) {
+	if m.cfg.Notify == nil {
+		return
+	}
+	if err := m.cfg.Notify(title, body); err != nil {
+		m.cfg.Log.Warn("notification", "err", err)
+	}
+}
+
+// handleClicks serves the menu's items.
+func (m *Menu) handleClicks() {
+	var loginClicked <-chan struct{}
+	if m.login != nil {
+		loginClicked = m.login.ClickedCh
+	}
+	slotClicks := make(chan func(), 1)
+	for i := range m.slots {
+		s, i := &m.slots[i], i
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			for {
+				var f func()
+				select {
+				case <-m.stop:
+					return
+				case <-s.open.ClickedCh:
+					f = func() { m.open("/tasks/" + m.agent(i).ID) }
+				case <-s.item.ClickedCh:
+					f = func() { m.open("/tasks/" + m.agent(i).ID) }
+				case <-s.pause.ClickedCh:
+					f = func() { m.pauseOrResume(m.agent(i)) }
+				case <-s.cancel.ClickedCh:
+					f = func() { m.act(m.agent(i), wire.ActionCancel) }
+				}
+				select {
+				case slotClicks <- f:
+				case <-m.stop:
+					return
+				}
+			}
+		}()
+	}
+	for {
+		select {
+		case <-m.stop:
+			return
+		case f := <-slotClicks:
+			f()
+		case <-m.newTask.ClickedCh:
+			m.open("/#new")
+		case <-m.more.ClickedCh:
+			m.open("/")
+		case <-m.dashboard.ClickedCh:
+			m.open("/")
+		case <-m.settings.ClickedCh:
+			m.open("/settings")
+		case <-m.stopAll.ClickedCh:
+			m.StopAll()
+		case <-loginClicked:
+			on := !m.login.Checked()
+			if err := m.cfg.StartAtLogin.Set(on); err != nil {
+				m.cfg.Log.Error("start at login", "err", err)
+				m.notify("Start at Login", err.Error())
+				continue
+			}
+			if on {
+				m.login.Check()
+			} else {
+				m.login.Uncheck()
+			}
+		case <-m.quit.ClickedCh:
+			systray.Quit()
+			return
+		}
+	}
+}
+
+func (m *Menu) agent(i int) Agent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.shown[i]
+}
+
+func (m *Menu) pauseOrResume(a Agent) {
+	if a.Paused() {
+		m.act(a, wire.ActionResume)
+	} else {
+		m.act(a, wire.ActionPause)
+	}
+}
+
+func (m *Menu) act(a Agent, action string) {
+	if a.ID == "" {
+		return
+	}
+	ctx, cancel := m.ctx()
+	defer cancel()
+	if _, err := m.cfg.Client.TaskAction(ctx, a.ID, wire.TaskAction{Action: action}); err != nil {
+		m.cfg.Log.Error("menu action", "task", a.ID, "action", action, "err", err)
+		m.notify(fmt.Sprintf("Could not %s %q", action, a.Title), err.Error())
+	}
+	m.refresh()
+}
+
+// watch refreshes the menu every Poll until Exit.
+func (m *Menu) watch() {
+	t := time.NewTicker(m.cfg.Poll)
+	defer t.Stop()
+	for {
+		m.refresh()
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// refresh reads the active tasks and updates the icon, the entries and
+// the notifications.
+func (m *Menu) refresh() {
+	ctx, cancel := m.ctx()
+	defer cancel()
+	list, err := m.cfg.Client.ListTasks(ctx, client.TaskQuery{Statuses: activeStatuses, Limit: 200})
+	if err != nil {
+		m.headline.SetTitle("Hivecrew — helper not reachable")
+		systray.SetTemplateIcon(icon(Idle, true), icon(Idle, false))
+		return
+	}
+	snap := Summarize(list.Tasks, Slots)
+	now := make(map[string]wire.Task, len(list.Tasks))
+	for _, t := range list.Tasks {
+		now[t.ID] = t
+	}
+	m.mu.Lock()
+	before := m.last
+	m.last = now
+	for i := range m.shown {
+		m.shown[i] = Agent{}
+		if i < len(snap.Agents) {
+			m.shown[i] = snap.Agents[i]
+		}
+	}
+	m.mu.Unlock()
+
+	systray.SetTemplateIcon(icon(snap.State, true), icon(snap.State, false))
+	systray.SetTooltip(snap.Headline())
+	m.headline.SetTitle(snap.Headline())
+	for i := range m.slots {
+		s := &m.slots[i]
+		if i >= len(snap.Agents) {
+			s.item.Hide()
+			continue
+		}
+		a := snap.Agents[i]
+		s.item.SetTitle(a.Label())
+		if a.Paused() {
+			s.pause.SetTitle("Resume")
+		} else {
+			s.pause.SetTitle("Pause")
+		}
+		s.item.Show()
+	}
+	if snap.More > 0 {
+		m.more.SetTitle(fmt.Sprintf("%d more…", snap.More))
+		m.more.Show()
+	} else {
+		m.more.Hide()
+	}
+	if before == nil {
+		return // the first view: nothing has changed yet
+	}
+	var ended []wire.Task
+	for id := range before {
+		if _, ok := now[id]; !ok {
+			if t, err := m.cfg.Client.Task(ctx, id); err == nil {
+				ended = append(ended, t)
+			}
+		}
+	}
+	for _, n := range Notices(before, now, ended) {
+		m.notify(n.Title, n.Body)
+	}
+}

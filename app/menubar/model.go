@@ -1,0 +1,181 @@
+// Package menubar is the Hivecrew menu-bar (tray) menu: its icon shows
+// whether agents are idle, working or waiting for the user; it lists the
+// running agents (open, pause or resume, cancel), stops every agent, opens
+// the dashboard and settings, toggles start at login and quits (the helper
+// and its agents keep running). It uses fyne.io/systray: on Linux a
+// StatusNotifierItem with a dbusmenu, on macOS an NSStatusItem. The menu's
+// content comes from the helper's API; what it shows is decided by pure,
+// tested functions (Summarize, Notices).
+package menubar
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// State is what the icon shows.
+type State string
+
+// Icon states.
+const (
+	Idle      State = "idle"
+	Working   State = "working"
+	Attention State = "attention" // a question or permission request waits
+)
+
+// Agent is one active task as the menu lists it.
+type Agent struct {
+	ID     string
+	Title  string
+	Status string
+	// Waiting says the agent waits for the user (question, permission).
+	Waiting bool
+}
+
+// Label is the agent's menu entry.
+func (a Agent) Label() string {
+	title := a.Title
+	if r := []rune(title); len(r) > 40 {
+		title = string(r[:39]) + "…"
+	}
+	status := a.Status
+	if a.Waiting {
+		status = "needs you"
+	}
+	return fmt.Sprintf("%s — %s", title, status)
+}
+
+// Paused reports whether the entry offers Resume rather than Pause.
+func (a Agent) Paused() bool { return a.Status == "paused" }
+
+// Snapshot is the menu's content at one moment.
+type Snapshot struct {
+	State  State
+	Agents []Agent // at most the slots the menu has
+	// More counts the active agents beyond Agents.
+	More int
+	// Running, Paused, Queued count tasks by state.
+	Running, Paused, Queued int
+}
+
+// activeStatuses are the task states the menu lists.
+var activeStatuses = []string{"running", "paused", "waitingForVM", "queued"}
+
+// Summarize turns the active tasks (newest first) into the menu's content
+// with at most slots agent entries: running and paused agents first, then
+// those waiting for a VM or in the queue.
+func Summarize(tasks []wire.Task, slots int) Snapshot {
+	var s Snapshot
+	var listed []Agent
+	for pass := 0; pass < 2; pass++ {
+		for _, t := range tasks {
+			live := t.Status == "running" || t.Status == "paused"
+			if (pass == 0) != live {
+				continue
+			}
+			a := Agent{ID: t.ID, Title: t.Title, Status: t.Status, Waiting: t.PendingQuestion != nil || t.PendingPermission != nil}
+			listed = append(listed, a)
+		}
+	}
+	for _, t := range tasks {
+		switch t.Status {
+		case "running":
+			s.Running++
+		case "paused":
+			s.Paused++
+		case "queued", "waitingForVM":
+			s.Queued++
+		}
+	}
+	s.State = Idle
+	if s.Running+s.Paused > 0 {
+		s.State = Working
+	}
+	for _, a := range listed {
+		if a.Waiting {
+			s.State = Attention
+		}
+	}
+	if len(listed) > slots {
+		s.More = len(listed) - slots
+		listed = listed[:slots]
+	}
+	s.Agents = listed
+	return s
+}
+
+// Headline is the menu's first (disabled) line.
+func (s Snapshot) Headline() string {
+	if s.Running+s.Paused+s.Queued == 0 {
+		return "Hivecrew — no agents running"
+	}
+	var parts []string
+	if s.Running > 0 {
+		parts = append(parts, plural(s.Running, "agent")+" running")
+	}
+	if s.Paused > 0 {
+		parts = append(parts, fmt.Sprintf("%d paused", s.Paused))
+	}
+	if s.Queued > 0 {
+		parts = append(parts, fmt.Sprintf("%d queued", s.Queued))
+	}
+	return "Hivecrew — " + strings.Join(parts, ", ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// Notice is a desktop notification to show.
+type Notice struct {
+	TaskID      string
+	Title, Body string
+}
+
+// Notices compares two successive views of the tasks the menu watched and
+// returns what to tell the user: a task that completed or failed, and a new
+// question or permission request. ended holds the final state of tasks that
+// left the active list (fetched by the caller).
+func Notices(before, after map[string]wire.Task, ended []wire.Task) []Notice {
+	var out []Notice
+	for _, t := range ended {
+		switch t.Status {
+		case "completed":
+			out = append(out, Notice{t.ID, "Task completed", summaryOf(t)})
+		case "failed", "timedOut", "maxIterations":
+			out = append(out, Notice{t.ID, "Task " + humanStatus(t.Status), summaryOf(t)})
+		}
+	}
+	for id, t := range after {
+		prev := before[id]
+		if q := t.PendingQuestion; q != nil && (prev.PendingQuestion == nil || prev.PendingQuestion.ID != q.ID) {
+			out = append(out, Notice{id, t.Title + " asks", q.Question})
+		}
+		if p := t.PendingPermission; p != nil && (prev.PendingPermission == nil || prev.PendingPermission.ID != p.ID) {
+			out = append(out, Notice{id, t.Title + " needs your approval", "Allow " + p.ToolName + "?"})
+		}
+	}
+	return out
+}
+
+func humanStatus(s string) string {
+	switch s {
+	case "timedOut":
+		return "timed out"
+	case "maxIterations":
+		return "stopped at its step limit"
+	}
+	return s
+}
+
+func summaryOf(t wire.Task) string {
+	if t.ResultSummary != nil && *t.ResultSummary != "" {
+		return t.Title + ": " + *t.ResultSummary
+	}
+	return t.Title
+}

@@ -1,0 +1,65 @@
+package menubar
+
+import (
+	"testing"
+
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+func TestSummarize(t *testing.T) {
+	q := &wire.Question{ID: "q1", Question: "Which one?"}
+	tasks := []wire.Task{
+		{ID: "a", Title: "Queued one", Status: "queued"},
+		{ID: "b", Title: "Running one", Status: "running"},
+		{ID: "c", Title: "Asking one", Status: "running", PendingQuestion: q},
+		{ID: "d", Title: "Paused one", Status: "paused"},
+		{ID: "e", Title: "Waiting for a VM", Status: "waitingForVM"},
+	}
+	s := Summarize(tasks, 3)
+	if s.State != Attention || s.Running != 2 || s.Paused != 1 || s.Queued != 2 || s.More != 2 {
+		t.Fatalf("snapshot = %+v", s)
+	}
+	if len(s.Agents) != 3 || s.Agents[0].ID != "b" || s.Agents[2].ID != "d" || !s.Agents[1].Waiting || !s.Agents[2].Paused() {
+		t.Fatalf("agents = %+v", s.Agents)
+	}
+	if got := s.Agents[1].Label(); got != "Asking one — needs you" {
+		t.Fatalf("label = %q", got)
+	}
+	if got := s.Headline(); got != "Hivecrew — 2 agents running, 1 paused, 2 queued" {
+		t.Fatalf("headline = %q", got)
+	}
+	if s := Summarize(tasks[:1], 3); s.State != Idle || len(s.Agents) != 1 {
+		t.Fatalf("queued only: %+v", s)
+	}
+	if s := Summarize(nil, 3); s.State != Idle || s.Headline() != "Hivecrew — no agents running" {
+		t.Fatalf("nothing: %+v %q", s, s.Headline())
+	}
+	if s := Summarize(tasks[1:2], 3); s.State != Working {
+		t.Fatalf("running: %+v", s)
+	}
+}
+
+func TestNotices(t *testing.T) {
+	sum := "Wrote the report."
+	q := &wire.Question{ID: "q1", Question: "Which one?"}
+	before := map[string]wire.Task{"a": {ID: "a", Title: "A", Status: "running"}, "b": {ID: "b", Title: "B", Status: "running", PendingQuestion: q}}
+	after := map[string]wire.Task{
+		"a": {ID: "a", Title: "A", Status: "running", PendingQuestion: q},
+		"b": {ID: "b", Title: "B", Status: "running", PendingQuestion: q},
+		"c": {ID: "c", Title: "C", Status: "paused", PendingPermission: &wire.Permission{ID: "p", ToolName: "run_shell"}},
+	}
+	ended := []wire.Task{{ID: "d", Title: "D", Status: "completed", ResultSummary: &sum}, {ID: "e", Title: "E", Status: "cancelled"}, {ID: "f", Title: "F", Status: "timedOut"}}
+	got := map[string]Notice{}
+	for _, n := range Notices(before, after, ended) {
+		got[n.TaskID] = n
+	}
+	if len(got) != 4 || got["a"].Body != "Which one?" || got["c"].Body != "Allow run_shell?" || got["d"].Body != "D: Wrote the report." || got["f"].Title != "Task timed out" {
+		t.Fatalf("notices = %+v", got)
+	}
+	if _, ok := got["b"]; ok {
+		t.Fatal("a question already shown was notified again")
+	}
+	if _, ok := got["e"]; ok {
+		t.Fatal("a task the user cancelled was notified")
+	}
+}

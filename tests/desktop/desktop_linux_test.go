@@ -1,0 +1,331 @@
+package desktop
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/hivecrew/hivecrew/app/killswitch"
+	"github.com/hivecrew/hivecrew/app/menubar"
+	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
+	"github.com/hivecrew/hivecrew/tests/llmtest"
+	"github.com/hivecrew/hivecrew/tests/xenv"
+)
+
+// busy starts a helper with n agents that keep working until stopped.
+func busy(t *testing.T, n int, titles ...string) (*daemontest.Helper, []string) {
+	t.Helper()
+	h := daemontest.Start(t, nil)
+	llm := llmtest.New(t)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	llm.Script("[[busy]]", llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: hold, Repeat: true})
+	ctx := context.Background()
+	name, base, model := "Scripted", llm.URL, "scripted"
+	if _, err := h.Unix.AddProvider(ctx, wire.ProviderInput{DisplayName: &name, BaseURL: &base, DefaultModelID: &model}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Unix.PatchSettings(ctx, map[string]any{"maxConcurrentVMs": n}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range n {
+		task, err := h.Unix.CreateTask(ctx, wire.CreateTask{Description: titles[i] + "\n[[busy]]"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	for _, id := range ids {
+		daemontest.WaitTask(t, h.Unix, id, "running", 20*time.Second, func(t wire.Task) bool { return t.Status == "running" })
+	}
+	return h, ids
+}
+
+func expectCancelled(t *testing.T, h *daemontest.Helper, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		got := daemontest.WaitTask(t, h.Unix, id, "cancelled", 10*time.Second, func(t wire.Task) bool { return t.Status == "cancelled" })
+		if got.ResultSummary == nil || !strings.Contains(*got.ResultSummary, "kill switch") {
+			t.Fatalf("task %s ended %s: %v", id, got.Status, got.ResultSummary)
+		}
+	}
+}
+
+// TestKillSwitchShortcutStopsAgents: Ctrl+Shift+Escape pressed through
+// XTEST on an Xvfb display stops the helper's running agents.
+func TestKillSwitchShortcutStopsAgents(t *testing.T) {
+	env := xenv.Start(t, xenv.Options{NoWM: true})
+	h, ids := busy(t, 2, "First busy agent", "Second busy agent")
+	sc, err := killswitch.Parse("ctrl+shift+escape")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	fired := make(chan struct{}, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- killswitch.Listen(ctx, env.Display, sc, func() {
+			fired <- struct{}{}
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer scancel()
+			if _, err := h.Unix.StopAll(sctx); err != nil {
+				t.Errorf("stop all: %v", err)
+			}
+		})
+	}()
+	// A key that is not the shortcut does nothing.
+	time.Sleep(300 * time.Millisecond) // the grab is in place
+	press(t, env, "ctrl+Escape")
+	select {
+	case <-fired:
+		t.Fatal("Ctrl+Escape fired the kill switch")
+	case <-time.After(300 * time.Millisecond):
+	}
+	press(t, env, "ctrl+shift+Escape")
+	select {
+	case <-fired:
+	case err := <-done:
+		t.Fatalf("listening ended: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the shortcut did not fire")
+	}
+	expectCancelled(t, h, ids)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	// A second grab of the same shortcut while one holds it is refused.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go killswitch.Listen(ctx2, env.Display, sc, func() {})
+	time.Sleep(300 * time.Millisecond)
+	if err := killswitch.Listen(context.Background(), env.Display, sc, func() {}); err == nil || !strings.Contains(err.Error(), "another application") {
+		t.Fatalf("a second grab: %v", err)
+	}
+}
+
+func press(t *testing.T, env *xenv.Env, keys string) {
+	t.Helper()
+	cmd := exec.Command("xdotool", "key", "--clearmodifiers", keys)
+	cmd.Env = append(os.Environ(), "DISPLAY="+env.Display)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("xdotool key %s: %v %s", keys, err, out)
+	}
+}
+
+// watcher is the test's StatusNotifierWatcher: it records which bus names
+// register an item.
+type watcher struct {
+	mu    sync.Mutex
+	items []string
+}
+
+func (w *watcher) RegisterStatusNotifierItem(sender dbus.Sender, service string) *dbus.Error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.items = append(w.items, string(sender))
+	return nil
+}
+
+func (w *watcher) first() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.items) == 0 {
+		return ""
+	}
+	return w.items[0]
+}
+
+// node is a dbusmenu layout node: (id, properties, children).
+type node struct {
+	ID       int32
+	Props    map[string]dbus.Variant
+	Children []dbus.Variant
+}
+
+// entry is a menu entry as read over D-Bus.
+type entry struct {
+	id      int32
+	label   string
+	visible bool
+	enabled bool
+	depth   int
+}
+
+func flatten(n node, depth int, out *[]entry) {
+	e := entry{id: n.ID, visible: true, enabled: true, depth: depth}
+	if v, ok := n.Props["label"]; ok {
+		e.label, _ = v.Value().(string)
+	}
+	if v, ok := n.Props["visible"]; ok {
+		e.visible, _ = v.Value().(bool)
+	}
+	if v, ok := n.Props["enabled"]; ok {
+		e.enabled, _ = v.Value().(bool)
+	}
+	*out = append(*out, e)
+	for _, c := range n.Children {
+		var child node
+		if err := dbus.Store([]any{c.Value()}, &child); err == nil {
+			flatten(child, depth+1, out)
+		}
+	}
+}
+
+// TestTrayMenuOverDBus: the tray registers with the session's
+// StatusNotifierWatcher; its menu (read over dbusmenu) shows the running
+// agents and every item of the menu; clicking Stop All Agents stops them.
+func TestTrayMenuOverDBus(t *testing.T) {
+	env := xenv.Start(t, xenv.Options{NoWM: true})
+	var bus string
+	for _, v := range env.Vars {
+		if s, ok := strings.CutPrefix(v, "DBUS_SESSION_BUS_ADDRESS="); ok {
+			bus = s
+		}
+	}
+	if bus == "" {
+		t.Fatal("the desktop has no session bus")
+	}
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", bus) // systray connects to the session bus
+	conn, err := dbus.Connect(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	w := &watcher{}
+	if err := conn.Export(w, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := conn.RequestName("org.kde.StatusNotifierWatcher", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own the watcher name: %v %v", reply, err)
+	}
+
+	h, ids := busy(t, 2, "Summarise the quarterly report", "Book the meeting room")
+	opened := make(chan string, 4)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- menubar.Run(menubar.Config{
+			Client: h.Unix, Open: func(link string) error { opened <- link; return nil },
+			Shortcut: "Ctrl+Shift+Esc", Poll: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.first() == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the tray did not register with the StatusNotifierWatcher")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	menu := conn.Object(w.first(), dbus.ObjectPath(menuPath(t, conn, w.first())))
+	read := func() []entry {
+		var rev uint32
+		var root node
+		if err := menu.Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Store(&rev, &root); err != nil {
+			t.Fatalf("GetLayout: %v", err)
+		}
+		var out []entry
+		flatten(root, 0, &out)
+		return out
+	}
+	// Like tray hosts, read twice: systray answers its first GetLayout one
+	// level deep (a workaround for libdbusmenu-gtk3).
+	read()
+	var entries []entry
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		entries = read()
+		visible := ""
+		for _, e := range entries {
+			if e.visible {
+				visible += e.label + "\n"
+			}
+		}
+		if strings.Contains(visible, "Open\n") && strings.Contains(visible, "2 agents running") && strings.Contains(visible, "Summarise the quarterly report — running") &&
+			strings.Contains(visible, "Book the meeting room — running") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the menu does not show the running agents:\n%s", visible)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	byLabel := map[string]entry{}
+	for _, e := range entries {
+		if e.visible && e.label != "" {
+			byLabel[e.label] = e
+		}
+	}
+	for _, want := range []string{"New Task…", "Stop All Agents  Ctrl+Shift+Esc", "Dashboard", "Settings…", "Quit Hivecrew", "Open", "Pause", "Cancel"} {
+		if _, ok := byLabel[want]; !ok {
+			t.Errorf("menu lacks %q", want)
+		}
+	}
+	// Dashboard opens a login link to the dashboard.
+	click(t, menu, byLabel["Dashboard"].id)
+	select {
+	case link := <-opened:
+		if !strings.Contains(link, "/login?token=") || !strings.Contains(link, "next=%2F") {
+			t.Fatalf("dashboard link = %s", link)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Dashboard opened nothing")
+	}
+	click(t, menu, byLabel["Stop All Agents  Ctrl+Shift+Esc"].id)
+	expectCancelled(t, h, ids)
+	deadline = time.Now().Add(5 * time.Second)
+	for !containsLabel(read(), "no agents running") {
+		if time.Now().After(deadline) {
+			t.Fatal("the menu still shows agents after Stop All")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	click(t, menu, byLabel["Quit Hivecrew"].id)
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Quit did not end the menu")
+	}
+}
+
+func containsLabel(entries []entry, s string) bool {
+	for _, e := range entries {
+		if e.visible && strings.Contains(e.label, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func click(t *testing.T, menu dbus.BusObject, id int32) {
+	t.Helper()
+	if err := menu.Call("com.canonical.dbusmenu.Event", 0, id, "clicked", dbus.MakeVariant(int32(0)), uint32(time.Now().Unix())).Err; err != nil {
+		t.Fatalf("click %d: %v", id, err)
+	}
+}
+
+// menuPath reads the item's Menu property (where its dbusmenu lives), as a
+// tray host does.
+func menuPath(t *testing.T, conn *dbus.Conn, item string) string {
+	t.Helper()
+	v, err := conn.Object(item, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.Menu")
+	if err != nil {
+		t.Fatalf("read the item's Menu property: %v", err)
+	}
+	p, ok := v.Value().(dbus.ObjectPath)
+	if !ok {
+		t.Fatalf("Menu property is %T", v.Value())
+	}
+	return string(p)
+}
