@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return daemon.Run(ctx, daemon.Config{
+		return serve(ctx, daemon.Config{
 			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log, GuestAgent: *agent,
 		})
 	case "stop":

@@ -81,10 +81,12 @@ func (a *API) takeover(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var err error
-	switch body.Action {
-	case "start":
+	switch {
+	case body.Action == "start" && body.Native:
+		err = a.o.ShowVM(r.Context(), id)
+	case body.Action == "start":
 		err = a.o.TakeOver(r.Context(), id)
-	case "end":
+	case body.Action == "end":
 		err = a.o.HandBack(r.Context(), id, body.Instructions)
 	default:
 		return errdefs.Invalidf("action %q: want start or end", body.Action)

@@ -57,6 +57,11 @@ func TestLiveStream(t *testing.T) {
 			t.Fatalf("frame %d: %v, %d bytes", i, part.Header, buf.Len())
 		}
 	}
+	// The native VM window is a macOS guest's: the fake backend has none.
+	out := h.expect(501, "POST", "/api/v1/tasks/"+task.ID+"/takeover", map[string]any{"action": "start", "native": true})
+	if !strings.Contains(string(out), "web view") {
+		t.Fatalf("native takeover without a window: %s", out)
+	}
 	// The schedule and template read endpoints answer single objects.
 	h.expect(200, "GET", "/api/v1/templates/host", nil)
 	if !strings.Contains(string(h.expect(200, "GET", "/api/v1/tasks/"+task.ID, nil)), `"status":"running"`) {

@@ -10,6 +10,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/agent"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
@@ -21,6 +22,8 @@ type Live struct {
 	Permission *agent.Permission
 	TakenOver  bool
 	VMID       string
+	// Screen is the guest's display, as its hello reported it.
+	Screen protocol.Screen
 }
 
 // Live returns a task's live state; ok is false when it has no agent.
@@ -34,7 +37,7 @@ func (o *Orchestrator) Live(id string) (Live, bool) {
 		return Live{}, false
 	}
 	q, p := runner.Pending()
-	return Live{Question: q, Permission: p, TakenOver: runner.TakenOver(), VMID: lease.ID()}, true
+	return Live{Question: q, Permission: p, TakenOver: runner.TakenOver(), VMID: lease.ID(), Screen: lease.Guest().Hello().Screen}, true
 }
 
 // agentOf returns a task's running agent, or a conflict error saying what
@@ -107,6 +110,36 @@ func (o *Orchestrator) TakeOver(ctx context.Context, id string) error {
 	}
 	runner.TakeOver()
 	o.intervene(r, store.InterventionTakeover, "")
+	return nil
+}
+
+// ShowVM takes a task over in the VM's native window (macOS guests): the
+// agent pauses, the helper shows the window, and closing it hands back.
+func (o *Orchestrator) ShowVM(ctx context.Context, id string) error {
+	r, _, err := o.agentOf(ctx, id, "show the VM of")
+	if err != nil {
+		return err
+	}
+	_, lease, _ := r.get()
+	d, ok := lease.Machine().(vm.Displayer)
+	if !ok {
+		return errdefs.Unsupportedf("this VM has no native window (the sandbox backend): take over in the web view instead")
+	}
+	runner, _, _ := r.get()
+	if !runner.TakenOver() {
+		if err := o.TakeOver(ctx, id); err != nil {
+			return err
+		}
+	}
+	closed := func() {
+		if err := o.HandBack(context.Background(), id, ""); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+			o.cfg.Log.Error("hand back after the VM window closed", "task", id, "err", err)
+		}
+	}
+	if err := d.ShowDisplay(ctx, closed); err != nil {
+		closed()
+		return fmt.Errorf("show the VM window: %w", err)
+	}
 	return nil
 }
 

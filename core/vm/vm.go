@@ -147,9 +147,11 @@ type SaveRestorer interface {
 }
 
 // Displayer is implemented by machines that can show their screen in a
-// native window for the user to take over.
+// native window for the user to take over. ShowDisplay opens (or brings
+// forward) the window; closed is called once when the user closes it.
+// Closing the window never stops the machine.
 type Displayer interface {
-	ShowDisplay(ctx context.Context) error
+	ShowDisplay(ctx context.Context, closed func()) error
 }
 
 // ErrHostLimit is returned by Start when the host refuses another running

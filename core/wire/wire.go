@@ -50,6 +50,14 @@ type Permission struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// Screen is a guest display: Width and Height in logical points, Scale
+// points to pixels (2 on a Retina display).
+type Screen struct {
+	Width  int     `json:"width"`
+	Height int     `json:"height"`
+	Scale  float64 `json:"scale"`
+}
+
 // Task is a task as GET /tasks/:id answers it. In listings InputFiles and
 // OutputFiles are left out and the counts are set instead.
 type Task struct {
@@ -75,6 +83,9 @@ type Task struct {
 	PendingQuestion   *Question   `json:"pendingQuestion,omitempty"`
 	PendingPermission *Permission `json:"pendingPermission,omitempty"`
 	TakenOver         bool        `json:"takenOver,omitempty"`
+	// Screen is the guest display of a task with a running VM (extension):
+	// the logical points takeover input is given in.
+	Screen *Screen `json:"screen,omitempty"`
 	// Configuration (extensions).
 	OutputDirectory string            `json:"outputDirectory,omitempty"`
 	TemplateID      string            `json:"templateId,omitempty"`
@@ -188,6 +199,9 @@ type Instructions struct {
 type Takeover struct {
 	Action       string `json:"action"` // start, end
 	Instructions string `json:"instructions,omitempty"`
+	// Native asks the helper to show the VM's own window (macOS guests):
+	// closing it hands the VM back (extension).
+	Native bool `json:"native,omitempty"`
 }
 
 // Input is one pointer or keyboard event of the web takeover view, in the

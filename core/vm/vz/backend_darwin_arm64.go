@@ -56,7 +56,7 @@ func (b *Backend) Capabilities() vm.Capabilities {
 	return vm.Capabilities{
 		Name: "vz", GuestOS: "macos", Kinds: []vm.TemplateKind{vm.KindMacOS},
 		Networks:   []vm.NetworkMode{vm.NetworkOffline, vm.NetworkInternet},
-		MaxRunning: 2, SaveRestore: true,
+		MaxRunning: 2, SaveRestore: true, Display: true,
 	}
 }
 
@@ -465,6 +465,7 @@ func (m *Machine) Delete(ctx context.Context) error {
 	m.mu.Lock()
 	m.deleted = true
 	m.mu.Unlock()
+	m.closeDisplay()
 	if err := m.Stop(ctx); err != nil {
 		return err
 	}

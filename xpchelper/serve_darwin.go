@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"runtime"
+
+	"github.com/progrium/darwinkit/dispatch"
+	"github.com/progrium/darwinkit/macos"
+	"github.com/progrium/darwinkit/macos/appkit"
+	"github.com/progrium/darwinkit/macos/foundation"
+
+	"github.com/hivecrew/hivecrew/core/daemon"
+)
+
+// AppKit runs on the main thread: keep main's goroutine on it.
+func init() { runtime.LockOSThread() }
+
+// serve runs the helper with an accessory NSApplication on the main thread
+// (no Dock icon, no menu): the VM takeover windows (VZVirtualMachineView)
+// must live in the process that owns the VMs. The app ends when the helper
+// does.
+func serve(ctx context.Context, cfg daemon.Config) error {
+	errc := make(chan error, 1)
+	macos.RunApp(func(app appkit.Application, delegate *appkit.ApplicationDelegate) {
+		app.SetActivationPolicy(appkit.ApplicationActivationPolicyAccessory)
+		delegate.SetApplicationShouldTerminateAfterLastWindowClosed(func(appkit.Application) bool { return false })
+		go func() {
+			errc <- daemon.Run(ctx, cfg)
+			// Stop the run loop (not Terminate, which exits at once): Stop
+			// takes effect after the next event, so post one.
+			dispatch.MainQueue().DispatchAsync(func() {
+				app.Stop(nil)
+				ev := appkit.Event_OtherEventWithTypeLocationModifierFlagsTimestampWindowNumberContextSubtypeData1Data2(
+					appkit.EventTypeApplicationDefined, foundation.Point{}, 0, 0, 0, nil, 0, 0, 0)
+				app.PostEventAtStart(ev, true)
+			})
+		}()
+	})
+	return <-errc
+}
