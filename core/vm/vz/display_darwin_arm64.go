@@ -35,7 +35,7 @@ func vzObject(v *codehex.VirtualMachine) (unsafe.Pointer, error) {
 		return nil, errors.New("vz: VirtualMachine has no object pointer (vz's layout changed: update display_darwin_arm64.go)")
 	}
 	holder := unsafe.Pointer(f.Pointer()) // *objc.Pointer
-	obj := *(*unsafe.Pointer)(holder)      // its _ptr field
+	obj := *(*unsafe.Pointer)(holder)     // its _ptr field
 	if obj == nil {
 		return nil, errors.New("vz: the VM object is nil")
 	}
