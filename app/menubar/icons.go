@@ -8,6 +8,10 @@ import (
 	"math"
 )
 
+// Icon returns the PNG of the menu-bar icon for a state (scripts/icons
+// writes them into Resources/ for the bundle).
+func Icon(s State, template bool) []byte { return icon(s, template) }
+
 // icon draws the menu-bar icon for a state: a hexagon (a hive cell),
 // outlined when idle, filled when working, filled with a notch of
 // attention (a dot) when the user is needed. Template images are black on
@@ -53,5 +57,5 @@ func icon(s State, template bool) []byte {
 // hexDistance is negative inside a pointy-top hexagon of circumradius r.
 func hexDistance(x, y, r float64) float64 {
 	x, y = math.Abs(x), math.Abs(y)
-	return math.Max(x*math.Sqrt(3)/2+y/2, x) - r*math.Sqrt(3)/2
+	return math.Max(x/2+y*math.Sqrt(3)/2, x) - r*math.Sqrt(3)/2
 }

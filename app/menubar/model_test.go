@@ -1,6 +1,8 @@
 package menubar
 
 import (
+	"bytes"
+	"image/png"
 	"testing"
 
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -61,5 +63,34 @@ func TestNotices(t *testing.T) {
 	}
 	if _, ok := got["e"]; ok {
 		t.Fatal("a task the user cancelled was notified")
+	}
+}
+
+func TestIcons(t *testing.T) {
+	alphaAt := func(s State, template bool, x, y int) (uint32, uint32) {
+		img, err := png.Decode(bytes.NewReader(Icon(s, template)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := img.Bounds(); b.Dx() != 44 || b.Dy() != 44 {
+			t.Fatalf("icon is %v", b)
+		}
+		r, _, _, a := img.At(x, y).RGBA()
+		return r, a
+	}
+	if _, a := alphaAt(Idle, true, 22, 22); a != 0 {
+		t.Error("the idle icon is not hollow")
+	}
+	if _, a := alphaAt(Idle, true, 22, 4); a == 0 {
+		t.Error("the idle icon has no outline")
+	}
+	if _, a := alphaAt(Working, true, 22, 22); a == 0 {
+		t.Error("the working icon is not filled")
+	}
+	if r, a := alphaAt(Attention, false, 32, 12); a == 0 || r < 0xC000 {
+		t.Error("the attention icon has no red dot")
+	}
+	if _, a := alphaAt(Attention, true, 32, 12); a != 0 {
+		t.Error("the attention template icon does not cut out its dot")
 	}
 }
