@@ -21,7 +21,6 @@ const Slots = 8
 // Client is what the menu needs of the helper; *client.Client has it.
 type Client interface {
 	ListTasks(ctx context.Context, q client.TaskQuery) (wire.TaskList, error)
-	Task(ctx context.Context, id string) (wire.Task, error)
 	TaskAction(ctx context.Context, id string, a wire.TaskAction) (wire.Task, error)
 	StopAll(ctx context.Context) (wire.StopAll, error)
 	LoginLink(ctx context.Context) (wire.LoginLink, error)
@@ -57,11 +56,14 @@ type Menu struct {
 	headline, newTask, more, stopAll, dashboard, settings, login, quit *systray.MenuItem
 	slots                                                              [Slots]slot
 
-	// mu guards shown (the agents in the slots) and last (the previous
-	// view of the active tasks, for notifications).
+	// mu guards shown (the agents in the slots), last (the previous view
+	// of the active tasks) and since/told (the tasks that ended after since
+	// and were notified), for notifications.
 	mu    sync.Mutex
 	shown [Slots]Agent
 	last  map[string]wire.Task
+	since time.Time
+	told  map[string]bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -347,18 +349,40 @@ func (m *Menu) refresh() {
 	} else {
 		m.more.Hide()
 	}
+	ended := m.endedSince(ctx)
 	if before == nil {
 		return // the first view: nothing has changed yet
-	}
-	var ended []wire.Task
-	for id := range before {
-		if _, ok := now[id]; !ok {
-			if t, err := m.cfg.Client.Task(ctx, id); err == nil {
-				ended = append(ended, t)
-			}
-		}
 	}
 	for _, n := range Notices(before, now, ended) {
 		m.notify(n.Title, n.Body)
 	}
+}
+
+// endedSince returns the tasks that ended since the menu started and were
+// not notified yet (however short they ran).
+func (m *Menu) endedSince(ctx context.Context) []wire.Task {
+	m.mu.Lock()
+	if m.since.IsZero() {
+		m.since, m.told = time.Now(), map[string]bool{}
+	}
+	since := m.since
+	m.mu.Unlock()
+	list, err := m.cfg.Client.ListTasks(ctx, client.TaskQuery{Statuses: []string{"completed", "failed", "timedOut", "maxIterations"},
+		Sort: "completedAt", Order: "desc", Limit: 20})
+	if err != nil {
+		return nil
+	}
+	var out []wire.Task
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	told := make(map[string]bool, len(list.Tasks)) // only the latest can be new
+	for _, t := range list.Tasks {
+		told[t.ID] = true
+		if t.CompletedAt == nil || t.CompletedAt.Before(since) || m.told[t.ID] {
+			continue
+		}
+		out = append(out, t)
+	}
+	m.told = told
+	return out
 }

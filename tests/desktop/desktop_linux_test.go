@@ -12,6 +12,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/hivecrew/hivecrew/app/desktop"
 	"github.com/hivecrew/hivecrew/app/killswitch"
 	"github.com/hivecrew/hivecrew/app/menubar"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -145,6 +146,26 @@ func (w *watcher) first() string {
 	return w.items[0]
 }
 
+// notifications is the test's notification server: it records what the
+// app shows.
+type notifications struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (n *notifications) Notify(app string, replaces uint32, icon, summary, body string, actions []string, hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.seen = append(n.seen, summary+": "+body)
+	return uint32(len(n.seen)), nil
+}
+
+func (n *notifications) all() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.seen, "\n")
+}
+
 // node is a dbusmenu layout node: (id, properties, children).
 type node struct {
 	ID       int32
@@ -209,12 +230,20 @@ func TestTrayMenuOverDBus(t *testing.T) {
 		t.Fatalf("own the watcher name: %v %v", reply, err)
 	}
 
-	h, ids := busy(t, 2, "Summarise the quarterly report", "Book the meeting room")
+	notes := &notifications{}
+	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own the notifications name: %v %v", reply, err)
+	}
+
+	h, ids := busy(t, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
 	opened := make(chan string, 4)
 	ran := make(chan error, 1)
 	go func() {
 		ran <- menubar.Run(menubar.Config{
-			Client: h.Unix, Open: func(link string) error { opened <- link; return nil },
+			Client: h.Unix, Open: func(link string) error { opened <- link; return nil }, Notify: desktop.Notify,
 			Shortcut: "Ctrl+Shift+Esc", Poll: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		})
 	}()
@@ -249,7 +278,7 @@ func TestTrayMenuOverDBus(t *testing.T) {
 				visible += e.label + "\n"
 			}
 		}
-		if strings.Contains(visible, "Open\n") && strings.Contains(visible, "2 agents running") && strings.Contains(visible, "Summarise the quarterly report — running") &&
+		if strings.Contains(visible, "Open\n") && strings.Contains(visible, "3 agents running") && strings.Contains(visible, "Summarise the quarterly report — running") &&
 			strings.Contains(visible, "Book the meeting room — running") {
 			break
 		}
@@ -279,8 +308,27 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Dashboard opened nothing")
 	}
+	// A task that ends is notified (over org.freedesktop.Notifications).
+	if _, err := h.Unix.TaskAction(context.Background(), ids[2], wire.TaskAction{Action: "cancel"}); err != nil {
+		t.Fatal(err)
+	}
+	finished, err := h.Unix.CreateTask(context.Background(), wire.CreateTask{Description: "Finish quickly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemontest.WaitTask(t, h.Unix, finished.ID, "completed", 20*time.Second, func(t wire.Task) bool { return t.Status == "completed" })
+	deadline = time.Now().Add(5 * time.Second)
+	for !strings.Contains(notes.all(), "Task completed: Finish quickly") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no notification of the completed task; shown: %q", notes.all())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Contains(notes.all(), "Quick one") {
+		t.Fatalf("a task the user cancelled was notified: %q", notes.all())
+	}
 	click(t, menu, byLabel["Stop All Agents  Ctrl+Shift+Esc"].id)
-	expectCancelled(t, h, ids)
+	expectCancelled(t, h, ids[:2])
 	deadline = time.Now().Add(5 * time.Second)
 	for !containsLabel(read(), "no agents running") {
 		if time.Now().After(deadline) {
