@@ -62,6 +62,9 @@ func Open(link string) error {
 			w.SetReleasedWhenClosed(false)
 			view := webkit.NewWebViewWithFrameConfiguration(foundation.Rect{}, webkit.NewWebViewConfiguration())
 			objc.Retain(&view)
+			// The web UI offers the VM's native window for takeover when it
+			// sees it runs inside the app.
+			view.SetCustomUserAgent("HivecrewApp/1 (Macintosh) AppleWebKit")
 			w.SetContentView(view)
 			win = &window{w: w, view: view}
 			mu.Lock()
