@@ -152,7 +152,19 @@ func (o *Orchestrator) HandBack(ctx context.Context, id, instructions string) er
 	if !runner.TakenOver() {
 		return errdefs.Conflictf("task %s is not taken over", id)
 	}
-	return o.Resume(ctx, id, instructions)
+	if err := o.Resume(ctx, id, instructions); err != nil {
+		return err
+	}
+	// A native VM window still open goes too (its closing hands back,
+	// which is then a no-op).
+	if r, ok := o.activeRun(id); ok {
+		if _, lease, _ := r.get(); lease != nil {
+			if d, ok := lease.Machine().(vm.Displayer); ok {
+				d.HideDisplay()
+			}
+		}
+	}
+	return nil
 }
 
 // Instruct adds instructions for the agent's next turn without pausing it.

@@ -152,6 +152,9 @@ type SaveRestorer interface {
 // Closing the window never stops the machine.
 type Displayer interface {
 	ShowDisplay(ctx context.Context, closed func()) error
+	// HideDisplay closes the window if it is open (the user handed the VM
+	// back elsewhere); closed is then called as if the user closed it.
+	HideDisplay()
 }
 
 // ErrHostLimit is returned by Start when the host refuses another running

@@ -118,7 +118,10 @@ func (m *Machine) ShowDisplay(ctx context.Context, closed func()) error {
 	}
 }
 
-// closeDisplay closes the VM's window, if open (when the VM stops).
+// HideDisplay implements vm.Displayer.
+func (m *Machine) HideDisplay() { m.closeDisplay() }
+
+// closeDisplay closes the VM's window, if open (also when the VM goes).
 func (m *Machine) closeDisplay() {
 	dispatch.MainQueue().DispatchAsync(func() {
 		mu.Lock()
