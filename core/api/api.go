@@ -189,7 +189,7 @@ func (a *API) routes(mux *http.ServeMux, unix bool) {
 	}
 	mux.Handle("GET /login", a.wrap(a.login))
 	if a.cfg.Web != nil {
-		mux.Handle("GET /", a.cfg.Web)
+		mux.Handle("GET /", notUnderAPI(a.cfg.Web))
 	}
 }
 
@@ -203,6 +203,12 @@ func jsonMisses(mux *http.ServeMux) http.Handler {
 		}
 		probe := &statusProbe{header: http.Header{}}
 		mux.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed && strings.HasPrefix(r.URL.Path, "/api/") && onlyWeb(mux, r) {
+			// Only the web UI's catch-all takes this path: for the API it
+			// does not exist.
+			probe.status = http.StatusNotFound
+			probe.header.Del("Allow")
+		}
 		if allow := probe.header.Get("Allow"); allow != "" {
 			w.Header().Set("Allow", allow)
 		}
@@ -212,6 +218,27 @@ func jsonMisses(mux *http.ServeMux) http.Handler {
 		}
 		WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
 	})
+}
+
+// notUnderAPI serves the web UI, but never for /api/ paths (an unknown
+// API route is a JSON 404, not a page).
+func notUnderAPI(web http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") {
+			WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+			return
+		}
+		web.ServeHTTP(w, r)
+	})
+}
+
+// onlyWeb reports whether a GET to r's path would be taken by the web
+// UI's catch-all alone.
+func onlyWeb(mux *http.ServeMux, r *http.Request) bool {
+	get := r.Clone(r.Context())
+	get.Method = http.MethodGet
+	_, pattern := mux.Handler(get)
+	return pattern == "GET /"
 }
 
 // statusProbe records what the mux would answer, and discards the body.
