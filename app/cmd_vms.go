@@ -13,6 +13,7 @@ func cmdVMs(e *env, args []string) error {
 		{"ls", "", "list VMs", vmsLs},
 		{"stop", "ID", "stop and remove a VM (its task fails)", vmsStop},
 		{"rm", "ID", "stop and remove a VM", vmsRm},
+		{"rebuild", "ID", "replace an idle VM with a fresh clone of its template", vmsRebuild},
 	}, args)
 }
 
@@ -23,7 +24,7 @@ func vmsLs(e *env, args []string) error {
 	}, func(l wire.VMList) error {
 		now := time.Now()
 		return printTable(e, l.VMs, "No VMs.",
-			[]string{"ID", "STATE", "TASK", "TEMPLATE", "CPUS", "MEMORY", "NETWORK", "CREATED"}, func(v wire.VM) []string {
+			[]string{"ID", "STATE", "TASK", "TEMPLATE", "CPUS", "MEMORY", "NETWORK", "AGENT", "CREATED"}, func(v wire.VM) []string {
 				state := v.State
 				if v.Reason != "" {
 					state += " (" + v.Reason + ")"
@@ -35,7 +36,7 @@ func vmsLs(e *env, args []string) error {
 						task += " " + clip(oneLine(v.TaskTitle), 30)
 					}
 				}
-				return []string{v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), ago(v.CreatedAt, now)}
+				return []string{v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), agentCell(v.AgentVersion, v.AgentOutdated), ago(v.CreatedAt, now)}
 			})
 	})
 }
@@ -46,4 +47,8 @@ func vmsStop(e *env, args []string) error {
 
 func vmsRm(e *env, args []string) error {
 	return e.act(args, (*client.Client).RemoveVM, "Removed VM %s.")
+}
+
+func vmsRebuild(e *env, args []string) error {
+	return e.act(args, (*client.Client).RebuildVM, "VM %s removed; the warm pool boots a fresh clone of its template.")
 }

@@ -99,12 +99,15 @@ type Runner struct {
 	ctl  *control
 	task Task
 
-	// mu guards status, reason, steps and usage.
+	// mu guards status, reason, steps, usage and traceErr.
 	mu     sync.Mutex
 	status store.TaskStatus
 	reason string
 	steps  int
 	usage  llm.Usage
+	// traceErr is the first failure to write the trace; the run ends with
+	// it before the next step (an agent never works unrecorded).
+	traceErr error
 
 	// stop is cancelled by Cancel (with its cause); Run follows it.
 	stop   context.Context
@@ -151,11 +154,30 @@ func (r *Runner) emit(step int, e Event) {
 	te := trace.Event{Type: e.Type, Step: step, Tool: e.Tool, Summary: e.Summary, Details: e.Details, Reasoning: e.Reasoning,
 		Status: string(e.Status), Screenshot: e.Screenshot, PromptTokens: e.Usage.Prompt, CompletionTokens: e.Usage.Completion}
 	if _, err := r.cfg.Trace.Append(te); err != nil {
-		r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
+		r.traceFailed(err)
 	}
 	if r.cfg.Emit != nil {
 		r.cfg.Emit(e)
 	}
+}
+
+// traceFailed notes a failure to write the trace; the first one ends the run.
+func (r *Runner) traceFailed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.traceErr == nil {
+		r.traceErr = err
+	}
+}
+
+// unrecorded returns the run's end when its trace could not be written.
+func (r *Runner) unrecorded() (Result, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.traceErr == nil {
+		return Result{}, false
+	}
+	return Result{Status: store.StatusFailed, Summary: "The session could not be recorded, so the agent stopped: " + r.traceErr.Error()}, true
 }
 
 func (r *Runner) setStatus(s store.TaskStatus, reason string) {
@@ -284,6 +306,9 @@ func (r *Runner) loop(ctx context.Context) Result {
 	toolDefs := tools(denied)
 	failedChecks := 0
 	for {
+		if res, ok := r.unrecorded(); ok {
+			return res
+		}
 		if err := r.ctl.waitResumed(ctx); err != nil {
 			return ended(ctx)
 		}
@@ -311,7 +336,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 		// The transcript keeps text only: the screenshots are in the trace
 		// already, and inlining them would rewrite them all every step.
 		if err := r.cfg.Trace.SaveConversation(llm.Compact(messages, 0)); err != nil {
-			r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
+			r.traceFailed(err)
 		}
 
 		// Decide.
@@ -358,7 +383,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 			messages = append(messages, toolMessage(call.ID, out))
 		}
 		if err := r.cfg.Trace.Sync(); err != nil {
-			r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
+			r.traceFailed(err)
 		}
 	}
 }
@@ -378,7 +403,7 @@ func (r *Runner) observe(ctx context.Context, step int) (openai.ChatCompletionMe
 	m := mapping{shotW: shot.Width, shotH: shot.Height, screenW: scr.Width, screenH: scr.Height}
 	rel, err := r.cfg.Trace.Screenshot(shot.Format, shot.Data)
 	if err != nil {
-		r.cfg.Log.Error("save screenshot", "task", r.task.ID, "err", err)
+		r.traceFailed(err)
 	}
 	r.emit(step, Event{Type: "screenshot", ActivityType: "observation", Summary: fmt.Sprintf("Screenshot %dx%d", shot.Width, shot.Height), Screenshot: rel})
 	part, err := llm.ImagePart(shot.Format, shot.Data, r.task.ShotW, r.task.ShotH)

@@ -30,6 +30,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/template"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -79,7 +80,10 @@ type Config struct {
 	LLMBackoff time.Duration
 	// Web, if set, serves the web UI: every GET outside /api/ and /login.
 	Web http.Handler
-	Log *slog.Logger
+	// Templates builds, seals, edits and deletes templates; nil leaves
+	// the template routes read-only.
+	Templates *template.Manager
+	Log       *slog.Logger
 }
 
 // API is the REST API.
@@ -203,9 +207,9 @@ func jsonMisses(mux *http.ServeMux) http.Handler {
 		}
 		probe := &statusProbe{header: http.Header{}}
 		mux.ServeHTTP(probe, r)
-		if probe.status == http.StatusMethodNotAllowed && strings.HasPrefix(r.URL.Path, "/api/") && onlyWeb(mux, r) {
-			// Only the web UI's catch-all takes this path: for the API it
-			// does not exist.
+		if probe.status == http.StatusMethodNotAllowed && onlyWeb(mux, r) {
+			// Only the web UI's catch-all takes this path (for GET): for any
+			// other method it does not exist.
 			probe.status = http.StatusNotFound
 			probe.header.Del("Allow")
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/template"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -19,7 +20,8 @@ func (a *API) listVMs(w http.ResponseWriter, r *http.Request) error {
 	out := wire.VMList{VMs: make([]wire.VM, len(infos))}
 	for i, v := range infos {
 		vm := wire.VM{ID: v.ID, Backend: v.Backend, TemplateID: v.TemplateID, State: string(v.State), Reason: v.Reason,
-			TaskID: v.TaskID, CPUCount: v.CPUs, MemoryMB: v.MemoryMB, Network: string(v.Network), Limits: v.Limits, CreatedAt: v.Created}
+			TaskID: v.TaskID, CPUCount: v.CPUs, MemoryMB: v.MemoryMB, Network: string(v.Network), Limits: v.Limits, CreatedAt: v.Created,
+			AgentVersion: v.AgentVersion, AgentOutdated: template.AgentOutdated(v.AgentVersion, a.cfg.Version)}
 		if !v.LastUsed.IsZero() {
 			lu := v.LastUsed
 			vm.LastUsedAt = &lu

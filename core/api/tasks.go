@@ -30,6 +30,7 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 		CompletedAt: t.CompletedAt, ResultSummary: t.ResultSummary, WasSuccessful: t.WasSuccessful, VMID: t.VMID,
 		PlanFirst: t.PlanFirst, OutputDirectory: t.OutputDirectory, TemplateID: t.TemplateID,
 		TimeoutMinutes: t.TimeoutMinutes, MaxIterations: t.MaxIterations, NetworkMode: t.NetworkMode, ToolPolicy: t.ToolPolicy,
+		TraceDeletedAt: t.TraceDeletedAt,
 	}
 	if t.PlanMarkdown != "" {
 		w.PlanMarkdown = &t.PlanMarkdown
@@ -59,6 +60,9 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	}
 	if live, ok := a.o.Live(t.ID); ok {
 		w.TakenOver = live.TakenOver
+		if scr := live.Screen; scr.Width > 0 && scr.Height > 0 {
+			w.Screen = &wire.Screen{Width: scr.Width, Height: scr.Height, Scale: scr.Scale}
+		}
 		if q := live.Question; q != nil {
 			w.PendingQuestion = &wire.Question{ID: q.ID, Question: q.Text, SuggestedAnswers: q.Options, CreatedAt: q.Created}
 		}

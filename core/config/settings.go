@@ -123,6 +123,11 @@ type Settings struct {
 	// Files and network.
 	OutputDirectory string      `json:"outputDirectory"`
 	NetworkMode     NetworkMode `json:"networkMode"`
+	// MaxOutputFileMB and MaxOutputTaskMB cap what is collected from a
+	// VM's outbox per file and per task; what is over is left out, and the
+	// task's summary says so.
+	MaxOutputFileMB int `json:"maxOutputFileMB"`
+	MaxOutputTaskMB int `json:"maxOutputTaskMB"`
 
 	// Safety.
 	ToolPolicy ToolPolicy `json:"toolPolicy"`
@@ -169,6 +174,8 @@ func Defaults(goos, userHome string) Settings {
 		APIPort:               5482,
 		OutputDirectory:       filepath.Join(userHome, "Downloads", "Hivecrew"),
 		NetworkMode:           NetworkInternet,
+		MaxOutputFileMB:       1024,
+		MaxOutputTaskMB:       4096,
 		ToolPolicy:            ToolPolicy{"run_shell": Ask, WriteOutsideShared: Ask},
 		TraceRetentionDays:    0,
 		KillSwitchShortcut:    shortcut,
@@ -205,6 +212,8 @@ func (s Settings) Validate() error {
 	inRange("screenshotMaxHeight", s.ScreenshotMaxHeight, 200, 4320)
 	inRange("apiPort", s.APIPort, 1, 65535)
 	inRange("traceRetentionDays", s.TraceRetentionDays, 0, 36500)
+	inRange("maxOutputFileMB", s.MaxOutputFileMB, 1, 1<<20)
+	inRange("maxOutputTaskMB", s.MaxOutputTaskMB, 1, 1<<20)
 	if s.WarmPoolSize > s.MaxConcurrentVMs {
 		errs = append(errs, fmt.Errorf("warmPoolSize (%d) cannot exceed maxConcurrentVMs (%d)", s.WarmPoolSize, s.MaxConcurrentVMs))
 	}

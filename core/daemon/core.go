@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,8 +21,10 @@ import (
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/secrets"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/template"
 	"github.com/hivecrew/hivecrew/core/version"
 	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/core/web"
 )
 
 // core is what the helper runs once the store is open: the VM backend and
@@ -39,6 +44,9 @@ type settingsHolder struct {
 	mu   sync.Mutex
 	cur  config.Settings
 	warm vm.Template
+	// warmCPUs and warmMemoryMB are the warm template's own resources (0:
+	// the settings').
+	warmCPUs, warmMemoryMB int
 }
 
 func (h *settingsHolder) get() config.Settings {
@@ -68,6 +76,8 @@ func (h *settingsHolder) refreshWarm(ctx context.Context) error {
 		return err
 	}
 	s := h.get()
+	// Only a ready template is kept warm (one still building has no files).
+	ts = slices.DeleteFunc(ts, func(t store.Template) bool { return t.Status != "" && t.Status != store.TemplateReady })
 	var pick *store.Template
 	for i, t := range ts {
 		if t.ID == s.DefaultTemplateID || (pick == nil && t.IsDefault) {
@@ -79,9 +89,10 @@ func (h *settingsHolder) refreshWarm(ctx context.Context) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.warm = vm.Template{}
+	h.warm, h.warmCPUs, h.warmMemoryMB = vm.Template{}, 0, 0
 	if pick != nil {
 		h.warm = vm.Template{ID: pick.ID, Kind: vm.TemplateKind(pick.Kind), Path: pick.Path}
+		h.warmCPUs, h.warmMemoryMB = pick.CPUCount, pick.MemoryMB
 	}
 	return nil
 }
@@ -94,9 +105,17 @@ func (h *settingsHolder) limits() pool.Limits {
 	if h.warm.ID == "" {
 		warm = 0
 	}
+	// Warm VMs get the warm template's resources, as a task's cold VM does.
+	cpus, mem := s.VMCPUCount, s.VMMemoryMB
+	if h.warmCPUs > 0 {
+		cpus = h.warmCPUs
+	}
+	if h.warmMemoryMB > 0 {
+		mem = h.warmMemoryMB
+	}
 	return pool.Limits{
 		MaxConcurrent: s.MaxConcurrentVMs, WarmSize: warm, IdleTimeout: time.Duration(s.IdleTimeoutMinutes) * time.Minute,
-		CPUs: s.VMCPUCount, MemoryMB: s.VMMemoryMB, DiskGB: s.VMDiskGB,
+		CPUs: cpus, MemoryMB: mem, DiskGB: s.VMDiskGB,
 		WarmTemplate: h.warm, WarmNetwork: vm.NetworkMode(s.NetworkMode),
 	}
 }
@@ -107,7 +126,7 @@ type recorder struct{ st *store.Store }
 func (r recorder) RecordVM(ctx context.Context, i pool.Info) error {
 	v := store.VM{ID: i.ID, Name: i.Name, Backend: i.Backend, TemplateID: i.TemplateID, State: string(i.State), StateReason: i.Reason,
 		CPUCount: i.CPUs, MemoryMB: i.MemoryMB, NetworkMode: string(i.Network), Dir: i.Dir, TaskID: i.TaskID, Limits: i.Limits,
-		CreatedAt: i.Created, UpdatedAt: time.Now().UTC()}
+		AgentVersion: i.AgentVersion, CreatedAt: i.Created, UpdatedAt: time.Now().UTC()}
 	if !i.LastUsed.IsZero() {
 		lu := i.LastUsed
 		v.LastUsedAt = &lu
@@ -179,22 +198,33 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, settings config
 	} else if n > 0 {
 		log.Warn("tasks interrupted by the previous helper marked failed", "count", n)
 	}
+	orch.ApplyRetentionNow(ctx) // then daily, below
+	tm, err := templateManager(ctx, cfg, st, p, backend, h, orch)
+	if err != nil {
+		return nil, err
+	}
 	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
 		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
-		LLMBackoff: cfg.LLMBackoff, MaxUploadBytes: cfg.MaxUploadBytes, Log: log})
+		LLMBackoff: cfg.LLMBackoff, MaxUploadBytes: cfg.MaxUploadBytes, Web: web.Handler(), Log: log,
+		Templates: tm})
 	if err != nil {
+		tm.Close()
 		return nil, err
 	}
 
 	c := &core{api: a, backend: caps.Name, failed: make(chan error, 2)}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		if err := p.Run(runCtx); err != nil && runCtx.Err() == nil {
 			c.failed <- fmt.Errorf("VM pool: %w", err)
 		}
+	}()
+	go func() {
+		defer wg.Done()
+		orch.RunRetention(runCtx, retentionEvery)
 	}()
 	orchDone := make(chan struct{})
 	go func() {
@@ -209,7 +239,9 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, settings config
 		drain = 30 * time.Second
 	}
 	cleanups = append(cleanups, func() error {
-		// Agents first (recorded as interrupted), then every VM.
+		// Template builds first (they may hold a VM being sealed), then
+		// agents (recorded as interrupted), then every VM.
+		tm.Close()
 		cancel()
 		<-orchDone
 		dctx, dcancel := context.WithTimeout(context.Background(), drain)
@@ -236,7 +268,7 @@ func seedTemplates(ctx context.Context, st *store.Store, caps vm.Capabilities) e
 		if k == vm.KindHost {
 			return st.SaveTemplate(ctx, store.Template{ID: "host", Name: "Host desktop", OS: caps.GuestOS, Kind: string(vm.KindHost),
 				Description: "This machine's own system, read-only, with a private desktop, home and shared folder", IsDefault: true,
-				AgentVersion: version.Version})
+				AgentVersion: version.Version, Status: store.TemplateReady})
 		}
 	}
 	return nil
@@ -294,6 +326,50 @@ func removeOrphans(ctx context.Context, st *store.Store, b vm.Backend, paths con
 		}
 	}
 	return nil
+}
+
+// retentionEvery is how often trace retention runs (also once at start).
+const retentionEvery = 24 * time.Hour
+
+// templateManager builds the template manager: it installs the helper's
+// guest agent into new templates and gives the guest's folders to the
+// sandbox account. A build interrupted by the previous helper is marked
+// failed.
+func templateManager(ctx context.Context, cfg Config, st *store.Store, p *pool.Pool, b vm.Backend, h *settingsHolder, orch *orchestrator.Orchestrator) (*template.Manager, error) {
+	caps := b.Capabilities()
+	agent, err := guestAgentPath(cfg)
+	if err != nil {
+		agent = "" // only template builds need it; they say so
+		cfg.Log.Debug("no guest agent binary for template builds", "err", err)
+	}
+	var owner *template.Owner
+	if acct, ok := b.(interface{ Account() (string, int) }); ok && os.Geteuid() == 0 {
+		if name, uid := acct.Account(); uid > 0 {
+			gid := uid
+			if u, err := user.Lookup(name); err == nil {
+				if g, err := strconv.Atoi(u.Gid); err == nil {
+					gid = g
+				}
+			}
+			owner = &template.Owner{UID: uid, GID: gid}
+		}
+	}
+	tm, err := template.New(template.Config{Store: st, Paths: cfg.Paths, Pool: p, Kinds: caps.Kinds, GuestOS: caps.GuestOS, Backend: b,
+		AgentBinary: agent, GuestOwner: owner, HostVersion: version.Version, Settings: h.get, SaveSettings: h.patch,
+		Changed: func(ctx context.Context) error {
+			err := h.refreshWarm(ctx)
+			orch.Kick()
+			return err
+		},
+		Log: cfg.Log})
+	if err != nil {
+		return nil, err
+	}
+	if err := tm.Recover(ctx); err != nil {
+		tm.Close()
+		return nil, fmt.Errorf("recover templates: %w", err)
+	}
+	return tm, nil
 }
 
 func goos() string { return runtime.GOOS }

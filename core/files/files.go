@@ -147,6 +147,8 @@ type Collected struct {
 type Skipped struct {
 	Name   string
 	Reason string
+	// TooLarge says a size or count cap left it out.
+	TooLarge bool
 }
 
 // Collect copies the regular files under outbox into dest (keeping their
@@ -169,7 +171,7 @@ func Collect(outbox, dest string, lim Limits) ([]Collected, []Skipped, error) {
 	)
 	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
-			skipped = append(skipped, Skipped{name, err.Error()})
+			skipped = append(skipped, Skipped{Name: name, Reason: err.Error()})
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -180,20 +182,20 @@ func Collect(outbox, dest string, lim Limits) ([]Collected, []Skipped, error) {
 		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
-			skipped = append(skipped, Skipped{name, "symbolic link (never followed)"})
+			skipped = append(skipped, Skipped{Name: name, Reason: "symbolic link (never followed)"})
 			return nil
 		case d.IsDir():
 			return nil
 		case !d.Type().IsRegular():
-			skipped = append(skipped, Skipped{name, "not a regular file"})
+			skipped = append(skipped, Skipped{Name: name, Reason: "not a regular file"})
 			return nil
 		case len(got) >= lim.MaxFiles:
-			skipped = append(skipped, Skipped{name, fmt.Sprintf("over the limit of %d files", lim.MaxFiles)})
+			skipped = append(skipped, Skipped{Name: name, Reason: fmt.Sprintf("over the limit of %d files", lim.MaxFiles), TooLarge: true})
 			return nil
 		}
 		n, err := copyFromRoot(root, name, filepath.Join(dest, filepath.FromSlash(name)), lim.MaxFileBytes, lim.MaxTaskBytes-total)
 		if err != nil {
-			skipped = append(skipped, Skipped{name, err.Error()})
+			skipped = append(skipped, Skipped{Name: name, Reason: err.Error(), TooLarge: errors.Is(err, errdefs.ErrTooLarge)})
 			return nil
 		}
 		total += n
@@ -219,8 +221,11 @@ func copyFromRoot(root *os.Root, name, dst string, maxFile, room int64) (int64, 
 		return 0, errors.New("not a regular file")
 	}
 	limit := min(maxFile, room)
-	if fi.Size() > limit {
-		return 0, errdefs.TooLargef("%d bytes, over the cap of %d bytes", fi.Size(), limit)
+	switch {
+	case fi.Size() > maxFile:
+		return 0, errdefs.TooLargef("%d bytes, over the per-file cap of %d bytes", fi.Size(), maxFile)
+	case fi.Size() > room:
+		return 0, errdefs.TooLargef("%d bytes, over the %d bytes left of the per-task cap", fi.Size(), max(room, 0))
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return 0, fmt.Errorf("create folder: %w", err)

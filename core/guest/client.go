@@ -182,6 +182,15 @@ func (c *Client) connectOnce(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
+	select {
+	case <-c.closed:
+		// Close ran while this connection was being made: it must not
+		// outlive the client.
+		c.mu.Unlock()
+		cli.Close()
+		return errdefs.Unavailablef("guest client closed")
+	default:
+	}
 	old := c.cli
 	c.cli, c.hello, c.lost = cli, hello, lost
 	c.mu.Unlock()
@@ -285,9 +294,16 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 			return fmt.Errorf("%s: %w", method, ctx.Err())
 		}
 		// jrpc2 fails pending calls with context.Canceled when the
-		// connection dies; the caller's own context is still live here.
-		if errors.Is(err, jrpc2.ErrConnClosed) || errors.Is(err, context.Canceled) || isConnError(err) {
-			return errdefs.Unavailablef("%s: guest agent connection lost: %v", method, err)
+		// connection dies, or with why it stopped reading (a line over the
+		// cap, a message that is not JSON-RPC); the caller's own context
+		// is still live here.
+		if errors.Is(err, jrpc2.ErrConnClosed) || errors.Is(err, context.Canceled) || isConnError(err) || cli.IsStopped() {
+			reason := err.Error()
+			var je *jrpc2.Error
+			if errors.As(err, &je) {
+				reason = je.Message
+			}
+			return errdefs.Unavailablef("%s: guest agent connection lost: %s", method, clean(reason))
 		}
 		return fmt.Errorf("%s: %w", method, classify(err))
 	}

@@ -204,22 +204,27 @@ func (c *Client) do(ctx context.Context, call func(context.Context) error) error
 			return ctx.Err()
 		}
 		status := info.status
-		if status == http.StatusOK {
-			status = 0 // the answer broke after its status line
+		broke := status == http.StatusOK // the answer broke after its status line
+		if broke {
+			status = 0
 		}
 		if timedOut {
 			err = fmt.Errorf("no answer within %s", c.cfg.Timeout)
 		}
 		retry := retryable(status, err, actx)
+		msg := describe(status, err)
+		if broke && !timedOut {
+			msg = "the provider's answer broke off: " + err.Error()
+		}
 		if !retry || attempt >= c.cfg.MaxAttempts {
-			return &Error{Status: status, Attempts: attempt, Retryable: retry, Message: describe(status, err)}
+			return &Error{Status: status, Attempts: attempt, Retryable: retry, Message: msg}
 		}
 		wait := info.retryAfter
 		if wait == 0 {
 			wait = c.backoff(attempt)
 		}
 		if c.cfg.OnRetry != nil {
-			c.cfg.OnRetry(attempt, wait, errors.New(describe(status, err)))
+			c.cfg.OnRetry(attempt, wait, errors.New(msg))
 		}
 		t := time.NewTimer(wait)
 		select {

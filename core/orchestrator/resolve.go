@@ -57,5 +57,23 @@ func (o *Orchestrator) template(ctx context.Context, id string, settings config.
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return store.Template{}, errdefs.NotFoundf("VM template %q does not exist (see `hivecrew templates ls`)", id)
 	}
-	return t, err
+	if err != nil {
+		return store.Template{}, err
+	}
+	if err := usable(t); err != nil {
+		return store.Template{}, err
+	}
+	return t, nil
+}
+
+// usable refuses a template that is still being built or set up, or whose
+// build failed.
+func usable(t store.Template) error {
+	switch t.Status {
+	case "", store.TemplateReady:
+		return nil
+	case store.TemplateFailed:
+		return errdefs.Conflictf("VM template %q failed to build (%s): rebuild it or pick another (`hivecrew templates ls`)", t.Name, t.StatusReason)
+	}
+	return errdefs.Conflictf("VM template %q is not ready yet (%s): wait for it, or pick another", t.Name, t.Status)
 }

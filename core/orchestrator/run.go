@@ -124,10 +124,28 @@ func (o *Orchestrator) execute(r *run) {
 		return
 	}
 	out := o.work(r, t)
-	if _, err := o.finishTask(background(), r.id, out, nil); err != nil {
+	if err := o.recordEnd(r.id, out); err != nil {
 		log.Error("record the end of the task", "err", err)
 	}
 	log.Info("task ended", "status", out.status, "summary", out.summary)
+}
+
+// recordEndFor bounds how long a run's end waits for a store that another
+// process keeps locked (each attempt waits out the store's busy timeout).
+const recordEndFor = 2 * time.Minute
+
+// recordEnd writes a run's end. A task whose end is not written would stay
+// running (or waiting) with no agent behind it until the next restart, so a
+// locked store is waited out rather than given up on.
+func (o *Orchestrator) recordEnd(id string, out outcome) error {
+	deadline := time.Now().Add(recordEndFor)
+	for {
+		_, err := o.finishTask(background(), id, out, nil)
+		if err == nil || !errors.Is(err, errdefs.ErrUnavailable) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // work runs a claimed task and returns how it ended. The VM is destroyed
@@ -443,6 +461,12 @@ func (o *Orchestrator) changed(r *run) func() {
 	}
 }
 
+// outputLimits are the outbox caps of the settings (the package defaults
+// where a setting is unset).
+func outputLimits(s config.Settings) files.Limits {
+	return files.Limits{MaxFileBytes: int64(s.MaxOutputFileMB) << 20, MaxTaskBytes: int64(s.MaxOutputTaskMB) << 20}
+}
+
 // copyInputs puts the task's input files into the VM's inbox.
 func (o *Orchestrator) copyInputs(ctx context.Context, taskID, shared string) error {
 	tf, err := o.cfg.Store.TaskFiles(ctx, taskID, store.FileInput)
@@ -460,13 +484,22 @@ func (o *Orchestrator) copyInputs(ctx context.Context, taskID, shared string) er
 // directory, and adds the output files and any problems to out.
 func (o *Orchestrator) collect(t store.Task, sessionDir, shared string, settings config.Settings, out *outcome) {
 	artifacts := filepath.Join(sessionDir, trace.ArtifactsDir)
-	got, skipped, err := files.Collect(filepath.Join(shared, files.Outbox), artifacts, files.Limits{})
+	got, skipped, err := files.Collect(filepath.Join(shared, files.Outbox), artifacts, outputLimits(settings))
 	if err != nil {
 		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not collect the outbox: " + err.Error()})
 	}
+	var overCap []string
 	for _, s := range skipped {
 		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
 			Summary: fmt.Sprintf("Outbox file %s not collected: %s", s.Name, s.Reason)})
+		if s.TooLarge {
+			overCap = append(overCap, s.Name+" ("+s.Reason+")")
+		}
+	}
+	if len(overCap) > 0 {
+		// A size cap is the user's to change: the result says what it cost.
+		out.summary = strings.TrimSpace(out.summary + fmt.Sprintf("\n\nNot collected, over the output size caps (Settings: maxOutputFileMB %d, maxOutputTaskMB %d): %s.",
+			settings.MaxOutputFileMB, settings.MaxOutputTaskMB, strings.Join(overCap, "; ")))
 	}
 	now := time.Now().UTC()
 	for _, c := range got {

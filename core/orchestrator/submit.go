@@ -89,9 +89,13 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 		return t, err
 	}
 	if in.TemplateID != "" {
-		if _, err := o.cfg.Store.GetTemplate(ctx, in.TemplateID); errors.Is(err, errdefs.ErrNotFound) {
+		tmpl, err := o.cfg.Store.GetTemplate(ctx, in.TemplateID)
+		if errors.Is(err, errdefs.ErrNotFound) {
 			return t, errdefs.Invalidf("templateId %q: no such template", in.TemplateID)
 		} else if err != nil {
+			return t, err
+		}
+		if err := usable(tmpl); err != nil {
 			return t, err
 		}
 	}

@@ -51,6 +51,8 @@ type Info struct {
 	Dir      string
 	Created  time.Time
 	LastUsed time.Time
+	// AgentVersion is the guest agent's version from its hello.
+	AgentVersion string
 }
 
 // Limits are the caps and defaults in force; the pool asks for them each
@@ -264,7 +266,7 @@ func (p *Pool) admitLocked(lim Limits, mem, cpus int) string {
 		return fmt.Sprintf("waiting for a VM slot: %d of %d in use (%s)", count, max, what)
 	case used+mem > p.cfg.HostMemoryMB:
 		return fmt.Sprintf("waiting for memory: running VMs hold %d MB of %d MB and this one needs %d MB", used, p.cfg.HostMemoryMB, mem)
-	case usedCPUs+cpus > p.cfg.MaxCPUs:
+	case usedCPUs+cpus > p.cfg.MaxCPUs && !p.cfg.Backend.Capabilities().SharedCPUs:
 		return fmt.Sprintf("waiting for CPUs: running VMs hold %d of %d vCPUs and this one needs %d", usedCPUs, p.cfg.MaxCPUs, cpus)
 	}
 	return ""
@@ -430,6 +432,7 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 	}
 	e.c = c
 	e.info.Limits = m.Status().Limits
+	e.info.AgentVersion = c.Hello().AgentVersion
 	if e.lease != nil {
 		e.info.State = StateBusy
 	} else {
@@ -470,11 +473,18 @@ func templateOf(e *entry, lim Limits) vm.Template {
 }
 
 // discard stops and deletes a VM the pool lets go of, and forgets it.
-func (p *Pool) discard(e *entry, reason string) {
+func (p *Pool) discard(e *entry, reason string) { p.discardKeeping(e, reason, nil) }
+
+// discardKeeping is discard; keep, if set, runs on the stopped machine
+// before it is deleted, and its error (or the stop's) is returned.
+func (p *Pool) discardKeeping(e *entry, reason string, keep func(vm.Machine) error) error {
 	p.mu.Lock()
 	if _, ok := p.entries[e.info.ID]; !ok {
 		p.mu.Unlock()
-		return
+		if keep != nil {
+			return errdefs.NotFoundf("vm %s is gone", e.info.ID)
+		}
+		return nil
 	}
 	delete(p.entries, e.info.ID)
 	select {
@@ -488,7 +498,20 @@ func (p *Pool) discard(e *entry, reason string) {
 	if c != nil {
 		c.Close()
 	}
+	var kept error
+	if keep != nil && m == nil {
+		kept = errdefs.Conflictf("vm %s has not booted", e.info.ID)
+	}
 	if m != nil {
+		if keep != nil {
+			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			if err := m.Stop(sctx); err != nil {
+				kept = fmt.Errorf("stop vm %s: %w", e.info.ID, err)
+			} else {
+				kept = keep(m)
+			}
+			scancel()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := m.Delete(ctx); err != nil {
@@ -497,6 +520,7 @@ func (p *Pool) discard(e *entry, reason string) {
 	}
 	p.forget(e.info.ID)
 	p.cfg.Log.Info("VM removed", "vm", e.info.ID, "reason", reason)
+	return kept
 }
 
 // evictWarmLocked retires one ready warm VM that does not match k, to make
@@ -708,6 +732,29 @@ func (p *Pool) Remove(ctx context.Context, id, reason string) error {
 	p.discard(e, reason)
 	go p.refill(p.bg)
 	return nil
+}
+
+// Take removes one VM like Remove, but stops it first and runs keep on
+// the stopped machine before deleting it (sealing a template from it);
+// keep's error, or the stop's, is returned. A leased VM's task loses it
+// with reason.
+func (p *Pool) Take(ctx context.Context, id, reason string, keep func(vm.Machine) error) error {
+	p.mu.Lock()
+	e, ok := p.entries[id]
+	var l *Lease
+	if ok {
+		l = e.lease
+	}
+	p.mu.Unlock()
+	if !ok {
+		return errdefs.NotFoundf("vm %s not found", id)
+	}
+	if l != nil {
+		l.lose(reason)
+	}
+	err := p.discardKeeping(e, reason, keep)
+	go p.refill(p.bg)
+	return err
 }
 
 // HostMemoryMB is the machine's total memory.

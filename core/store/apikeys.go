@@ -37,7 +37,7 @@ const lastUsedGranularity = time.Minute
 func (s *Store) CreateAPIKey(ctx context.Context, name string) (string, APIKey, error) {
 	var key string
 	var row APIKey
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		var err error
 		key, row, err = createAPIKey(tx, name)
 		return err
@@ -50,7 +50,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, name string) (string, APIKey, 
 func (s *Store) ReplaceAPIKey(ctx context.Context, name string) (string, APIKey, error) {
 	var key string
 	var row APIKey
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		now := time.Now().UTC()
 		if err := tx.Model(&APIKey{}).Where("name = ? AND revoked_at IS NULL", name).Update("revoked_at", now).Error; err != nil {
 			return fmt.Errorf("revoke API keys named %q: %w", name, classify(err))

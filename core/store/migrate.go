@@ -24,6 +24,7 @@ func migrations() []migration {
 		{1, "initial schema", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(models()...) }},
 		{2, "task cost and session", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 		{3, "where output files were saved", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&TaskFile{}) }},
+		{4, "template builds and trace retention", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Template{}, &Task{}) }},
 	}
 }
 

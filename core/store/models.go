@@ -82,6 +82,10 @@ type Task struct {
 	CostUSD float64
 	// SessionID is the task's agent session (its trace folder), once started.
 	SessionID string
+	// TraceDeletedAt is when trace retention deleted the task's session
+	// traces (screenshots, events file, artifacts); the task and its
+	// activity log stay.
+	TraceDeletedAt *time.Time
 }
 
 // FileKind says which side of a task a file is on.
@@ -192,7 +196,28 @@ type Template struct {
 	SourceVMID   string
 	CreatedAt    time.Time `gorm:"not null"`
 	UpdatedAt    time.Time
+	// Status is TemplateReady, TemplateBuilding, TemplateSetup or
+	// TemplateFailed; StatusReason says why a build failed.
+	Status       string `gorm:"not null;default:ready"`
+	StatusReason string
+	// Manifest names what the template was built from (a built-in manifest
+	// or a folder), ManifestVersion its revision, Options the build's
+	// choices ("full", extras).
+	Manifest        string
+	ManifestVersion int
+	Options         []string `gorm:"serializer:json"`
+	// ParentID is the template a sealed template's VM was cloned from.
+	ParentID string
 }
+
+// Template statuses.
+const (
+	TemplateReady    = "ready"
+	TemplateBuilding = "building"
+	// TemplateSetup: built, waiting for its guided setup (macOS).
+	TemplateSetup  = "setup"
+	TemplateFailed = "failed"
+)
 
 // Provider is an OpenAI-compatible LLM endpoint. The API key itself never
 // enters the database: SecretRef names it in the secret store.

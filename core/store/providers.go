@@ -56,7 +56,7 @@ func (s *Store) CreateProvider(ctx context.Context, p *Provider) error {
 		p.ID = uuid.NewString()
 	}
 	p.CreatedAt = time.Now().UTC()
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&Provider{}).Count(&n).Error; err != nil {
 			return fmt.Errorf("create provider: %w", classify(err))
@@ -107,7 +107,7 @@ func claimDefault(tx *gorm.DB, p *Provider) error {
 // UpdateProvider edits a provider atomically.
 func (s *Store) UpdateProvider(ctx context.Context, id string, mutate func(*Provider) error) (Provider, error) {
 	var p Provider
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if err := take(tx, "provider", id, &p); err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func (s *Store) UpdateProvider(ctx context.Context, id string, mutate func(*Prov
 // remaining one becomes the default.
 func (s *Store) DeleteProvider(ctx context.Context, id string) (Provider, error) {
 	var p Provider
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if err := take(tx, "provider", id, &p); err != nil {
 			return err
 		}

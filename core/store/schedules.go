@@ -35,7 +35,7 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *Schedule, files []Schedu
 		seen[f.Name] = true
 		f.ID, f.ScheduleID, f.CreatedAt = 0, sc.ID, now
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(sc).Error; err != nil {
 			return fmt.Errorf("create schedule: %w", classify(err))
 		}
@@ -86,7 +86,7 @@ func (s *Store) ListSchedules(ctx context.Context, limit, offset int) ([]Schedul
 // UpdateSchedule edits a schedule atomically.
 func (s *Store) UpdateSchedule(ctx context.Context, id string, mutate func(*Schedule) error) (Schedule, error) {
 	var sc Schedule
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if err := take(tx, "schedule", id, &sc); err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (s *Store) FireSchedule(ctx context.Context, id string, t *Task, inputs []T
 	if err := prepareTask(t, inputs); err != nil {
 		return err
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
 		var sc Schedule
 		if err := take(tx, "schedule", id, &sc); err != nil {
 			return err

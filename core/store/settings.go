@@ -55,7 +55,7 @@ func (s *Store) loadSettings(db *gorm.DB, defaults config.Settings) (config.Sett
 
 // SaveSettings validates and persists every setting in one transaction.
 func (s *Store) SaveSettings(ctx context.Context, settings config.Settings) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
 		return saveSettings(tx, settings)
 	})
 }
@@ -91,7 +91,7 @@ func saveSettings(tx *gorm.DB, settings config.Settings) error {
 // names or values are errors of class errdefs.ErrInvalid and change nothing.
 func (s *Store) PatchSettings(ctx context.Context, defaults config.Settings, patch []byte) (config.Settings, error) {
 	var out config.Settings
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		cur, err := s.loadSettings(tx, defaults)
 		if err != nil {
 			return err

@@ -79,6 +79,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// tx runs fn in a write transaction. Its BEGIN waits up to BusyTimeout for
+// another connection's or process's lock; when that runs out, the error is
+// of class errdefs.ErrUnavailable like every other locked statement's.
+func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	err := s.db.WithContext(ctx).Transaction(fn)
+	if err != nil && errdefs.Class(err) == nil {
+		return classify(err)
+	}
+	return err
+}
+
 // IntegrityCheck runs SQLite's integrity and foreign-key checks and returns an
 // error listing what they found, or nil when the database is sound.
 func (s *Store) IntegrityCheck(ctx context.Context) error {

@@ -163,7 +163,7 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u Update) (Task, []Ev
 		t   Task
 		out []Event
 	)
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if err := take(tx, "task", id, &t); err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func (s *Store) CreateTask(ctx context.Context, t *Task, inputs []TaskFile) erro
 	if err := prepareTask(t, inputs); err != nil {
 		return err
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return createTask(tx, t, inputs) })
+	return s.tx(ctx, func(tx *gorm.DB) error { return createTask(tx, t, inputs) })
 }
 
 // prepareTask checks a new task and fills in its defaults and its files'.
@@ -131,7 +131,7 @@ func (s *Store) DeleteTask(ctx context.Context, id string) error {
 // numbering without gaps.
 func (s *Store) AppendEvents(ctx context.Context, taskID string, events ...Event) ([]Event, error) {
 	var out []Event
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		var err error
 		out, err = appendEvents(tx, taskID, events)
 		return err

@@ -105,6 +105,10 @@ type Capabilities struct {
 	// MaxRunning is a host limit on running machines (2 for macOS guests);
 	// 0 means none beyond the user's settings.
 	MaxRunning int
+	// SharedCPUs says a machine's CPU count is only a cap on the host's
+	// CPUs, which every machine shares (a sandbox's CPU quota), not vCPUs
+	// it holds: admission does not count them against the host's cores.
+	SharedCPUs bool
 	// SaveRestore says machines implement SaveRestorer.
 	SaveRestore bool
 	// Display says machines implement Displayer.

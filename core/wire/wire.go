@@ -95,6 +95,9 @@ type Task struct {
 	ToolPolicy      map[string]string `json:"toolPolicy,omitempty"`
 	ScheduleID      string            `json:"scheduleId,omitempty"`
 	RerunOf         string            `json:"rerunOf,omitempty"`
+	// TraceDeletedAt is when trace retention deleted the task's
+	// screenshots, events file and artifacts (extension).
+	TraceDeletedAt *time.Time `json:"traceDeletedAt,omitempty"`
 
 	InputFiles      []File `json:"inputFiles,omitempty"`
 	OutputFiles     []File `json:"outputFiles,omitempty"`
@@ -354,6 +357,8 @@ type Template struct {
 	Kind         string    `json:"kind"`
 	AgentVersion string    `json:"agentVersion,omitempty"`
 	CreatedAt    time.Time `json:"createdAt"`
+	// Extensions: the build (see templates.go).
+	TemplateBuild
 }
 
 // TemplateList is the answer of GET /templates.
@@ -377,6 +382,10 @@ type VM struct {
 	Limits     string     `json:"limits,omitempty"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	// AgentVersion is what the guest agent said in hello; AgentOutdated
+	// flags one older than the helper (rebuild the VM's template).
+	AgentVersion  string `json:"agentVersion,omitempty"`
+	AgentOutdated bool   `json:"agentOutdated,omitempty"`
 }
 
 // VMList is the answer of GET /vms.

@@ -18,3 +18,13 @@ func benchGuest(context.Context, *slog.Logger) ([]Metric, error) {
 func benchSandbox(context.Context, *slog.Logger) ([]Metric, error) {
 	return nil, errors.New("the sandbox benchmark needs a Linux host (bubblewrap)")
 }
+
+// benchHelper drives the helper with Linux sandboxes, which only Linux has.
+func benchHelper(context.Context, *slog.Logger) ([]Metric, error) {
+	return nil, errors.New("the helper benchmark needs a Linux host (sandboxes)")
+}
+
+// benchThroughput drives the helper with Linux sandboxes, which only Linux has.
+func benchThroughput(context.Context, *slog.Logger) ([]Metric, error) {
+	return nil, errors.New("the throughput benchmark needs a Linux host (sandboxes)")
+}

@@ -2,7 +2,11 @@
 // its targets and, where there is one, a baseline measured in the same run,
 // prints a Markdown table and writes the same figures as JSON to $BENCH_OUT
 // (default bench-results.json). It exits non-zero when a metric misses its
-// target. BENCH_ONLY=store|guest|sandbox runs one suite.
+// target. BENCH_ONLY=store|guest|sandbox|helper|throughput runs one suite.
+//
+// The helper and throughput suites drive the real hivecrew-helper (bin/,
+// from make build) through its API with real sandboxes and a scripted
+// provider that answers at once.
 package main
 
 import (
@@ -30,6 +34,8 @@ func main() {
 		{"store", benchStore},
 		{"guest", benchGuest},
 		{"sandbox", benchSandbox},
+		{"helper", benchHelper},
+		{"throughput", benchThroughput},
 	} {
 		if only := os.Getenv("BENCH_ONLY"); only != "" && only != suite.name {
 			continue

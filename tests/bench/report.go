@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,9 +16,11 @@ type Metric struct {
 	Name string
 	// P50 and P95 are the measured median and 95th percentile.
 	P50, P95 time.Duration
-	// Target is the figure P50 must meet (P95 when TargetOnP95).
+	// Target is the figure P50 must meet (P95 when TargetOnP95): at most,
+	// or at least when AtLeast (a rate).
 	Target      time.Duration
 	TargetOnP95 bool
+	AtLeast     bool
 	// Baseline is the P50 of the named baseline, measured in the same run; 0
 	// when the metric has none.
 	Baseline     time.Duration
@@ -42,7 +45,7 @@ func (m Metric) Pass() bool {
 	if m.TargetOnP95 {
 		got = m.P95
 	}
-	if m.Target > 0 && got > m.Target {
+	if m.Target > 0 && (!m.AtLeast && got > m.Target || m.AtLeast && got < m.Target) {
 		return false
 	}
 	if m.MinSpeedup > 0 && (m.Baseline == 0 || float64(m.Baseline)/float64(m.P50) < m.MinSpeedup) {
@@ -95,6 +98,9 @@ func writeTable(w io.Writer, metrics []Metric) {
 		target := "-"
 		if m.Target > 0 {
 			target = fmt.Sprintf("%.3f %s", ms(m.Target), unit)
+			if m.AtLeast {
+				target = ">= " + target
+			}
 			if m.TargetOnP95 {
 				target += " (p95)"
 			}
@@ -122,6 +128,8 @@ type jsonMetric struct {
 	P50          float64  `json:"p50_ms"`
 	P95          float64  `json:"p95_ms"`
 	Target       *float64 `json:"target_ms"`
+	TargetOn     string   `json:"target_on,omitempty"`
+	AtLeast      bool     `json:"target_is_minimum,omitempty"`
 	Baseline     *float64 `json:"baseline_ms,omitempty"`
 	BaselineName string   `json:"baseline,omitempty"`
 	Unit         string   `json:"unit,omitempty"`
@@ -137,7 +145,10 @@ func writeJSON(path string, metrics []Metric) error {
 		j := jsonMetric{P50: ms(m.P50), P95: ms(m.P95), Samples: m.Samples, Pass: m.Pass(), Unit: m.Unit, Note: m.Note}
 		if m.Target > 0 {
 			t := ms(m.Target)
-			j.Target = &t
+			j.Target, j.TargetOn, j.AtLeast = &t, "p50", m.AtLeast
+			if m.TargetOnP95 {
+				j.TargetOn = "p95"
+			}
 		}
 		if m.Baseline > 0 {
 			b := ms(m.Baseline)
@@ -145,9 +156,12 @@ func writeJSON(path string, metrics []Metric) error {
 		}
 		out[m.Name] = j
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // names such as "pause -> paused" stay readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }

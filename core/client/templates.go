@@ -1,0 +1,62 @@
+package client
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// Template returns one template (with its build progress while it builds).
+func (c *Client) Template(ctx context.Context, id string) (wire.Template, error) {
+	var t wire.Template
+	return t, c.call(ctx, http.MethodGet, "/api/v1/templates/"+esc(id), nil, &t)
+}
+
+// CreateTemplate starts building a template from a manifest, or sealing a
+// VM (in.FromVMID); the answer is the new template, status "building".
+func (c *Client) CreateTemplate(ctx context.Context, in wire.CreateTemplate) (wire.Template, error) {
+	var t wire.Template
+	return t, c.call(ctx, http.MethodPost, "/api/v1/templates", in, &t)
+}
+
+// UpdateTemplate edits a template.
+func (c *Client) UpdateTemplate(ctx context.Context, id string, in wire.TemplatePatch) (wire.Template, error) {
+	var t wire.Template
+	return t, c.call(ctx, http.MethodPatch, "/api/v1/templates/"+esc(id), in, &t)
+}
+
+// DeleteTemplate deletes a template (refused while a VM uses it).
+func (c *Client) DeleteTemplate(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/templates/"+esc(id), nil, nil)
+}
+
+// SetDefaultTemplate makes a template the default.
+func (c *Client) SetDefaultTemplate(ctx context.Context, id string) (wire.Template, error) {
+	var t wire.Template
+	return t, c.call(ctx, http.MethodPost, "/api/v1/templates/"+esc(id)+"/default", nil, &t)
+}
+
+// TemplateManifests lists the manifests the helper ships.
+func (c *Client) TemplateManifests(ctx context.Context) ([]wire.Manifest, error) {
+	var l wire.ManifestList
+	return l.Manifests, c.call(ctx, http.MethodGet, "/api/v1/templates/manifests", nil, &l)
+}
+
+// TemplateLog writes a template's build log to w.
+func (c *Client) TemplateLog(ctx context.Context, id string, w io.Writer) error {
+	return c.stream(ctx, "/api/v1/templates/"+esc(id)+"/log", w)
+}
+
+// RebuildVM replaces an idle VM with a fresh clone of its template.
+func (c *Client) RebuildVM(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodPost, "/api/v1/vms/"+esc(id)+"/rebuild", nil, nil)
+}
+
+// SetupTemplate boots a macOS template for its guided setup, or finishes
+// the setup.
+func (c *Client) SetupTemplate(ctx context.Context, id string, finish bool) (wire.TemplateSetup, error) {
+	var s wire.TemplateSetup
+	return s, c.call(ctx, http.MethodPost, "/api/v1/templates/"+esc(id)+"/setup", wire.TemplateSetupRequest{Finish: finish}, &s)
+}

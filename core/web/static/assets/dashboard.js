@@ -1,0 +1,301 @@
+// Dashboard: the new-task form, active tasks as live cards, the history.
+import {
+  ACTIVE, TERMINAL, $, badge, del, elapsed, every, fileList, fill, fmtDuration, fmtTime, get, h, initChrome,
+  patch, post, report, seg, statusLabel, toast,
+} from './common.js';
+
+initChrome();
+
+/** Tools whose permission a task may override here (Settings has them all). */
+const TASK_TOOLS = ['run_shell', 'write_outside_shared', 'write_file', 'move_file', 'open_url', 'open_app',
+  'clipboard_read', 'clipboard_write'];
+
+const state = { providers: [], settings: null, files: [] };
+
+// ---- New task form -------------------------------------------------------
+
+async function loadForm() {
+  const [prov, settings, templates] = await Promise.all([get('/providers'), get('/settings'), get('/templates')]);
+  state.providers = prov.providers;
+  state.settings = settings;
+  if (state.providers.length === 0) {
+    const params = new URLSearchParams(location.search);
+    if (!params.has('stay')) {
+      location.replace('/welcome');
+      return;
+    }
+    $('#onboarding-notice').hidden = false;
+  }
+  const sel = $('#task-provider');
+  fill(sel, state.providers.map((p) => h('option', { value: p.displayName, selected: p.isDefault },
+    p.isDefault ? `${p.displayName} (default)` : p.displayName)));
+  if (state.providers.length === 0) fill(sel, h('option', { value: '' }, 'No provider yet'));
+  sel.addEventListener('change', loadModels);
+  loadModels();
+
+  $('#task-output').placeholder = settings.outputDirectory;
+  $('#task-timeout').placeholder = String(settings.defaultTimeoutMinutes);
+  $('#task-max-iterations').placeholder = String(settings.defaultMaxIterations);
+  fill($('#task-template'), h('option', { value: '' }, 'Default'),
+    templates.templates.map((t) => h('option', { value: t.id }, t.isDefault ? `${t.name} (default)` : t.name)));
+  const net = $('#task-network option[value=""]');
+  net.textContent = `Default (${settings.networkMode})`;
+  fill($('#tool-policy'), TASK_TOOLS.map((tool) => {
+    const def = (settings.toolPolicy || {})[tool] || 'allow';
+    return h('div', { class: 'field' },
+      h('label', { for: `policy-${tool}` }, tool),
+      h('select', { id: `policy-${tool}`, 'data-tool': tool },
+        h('option', { value: '' }, `Default (${def})`),
+        ['allow', 'ask', 'deny'].map((p) => h('option', { value: p }, p))));
+  }));
+  const describe = new URLSearchParams(location.search).get('describe');
+  if (describe) $('#task-description').value = describe;
+}
+
+async function loadModels() {
+  const name = $('#task-provider').value;
+  const p = state.providers.find((x) => x.displayName === name);
+  const input = $('#task-model');
+  const list = $('#task-model-options');
+  fill(list);
+  if (!p) return;
+  input.value = p.defaultModelId || '';
+  input.placeholder = p.defaultModelId ? '' : 'Model id';
+  try {
+    const res = await get(`/providers/${seg(p.id)}/models`);
+    fill(list, res.models.map((m) => h('option', { value: m.id }, m.name !== m.id ? m.name : null)));
+    if (!input.value && res.models.length > 0) input.value = res.models[0].id;
+  } catch {
+    // The provider may not list models; the field stays free text.
+  }
+}
+
+function renderFiles() {
+  const list = $('#file-list');
+  fill(list, state.files.map((f, i) => h('li', null,
+    h('span', null, `${f.name} (${f.size} bytes)`),
+    h('button', { type: 'button', class: 'small', 'aria-label': `Remove ${f.name}`, onclick: () => { state.files.splice(i, 1); renderFiles(); } }, 'Remove'))));
+}
+
+function addFiles(fileList) {
+  for (const f of fileList) {
+    if (!state.files.some((x) => x.name === f.name && x.size === f.size)) state.files.push(f);
+  }
+  renderFiles();
+}
+
+function wireFiles() {
+  const input = $('#task-files');
+  input.addEventListener('change', () => { addFiles(input.files); input.value = ''; });
+  const zone = $('#drop-zone');
+  // A file dropped anywhere else must not navigate away from the page.
+  window.addEventListener('dragover', (e) => e.preventDefault());
+  window.addEventListener('drop', (e) => e.preventDefault());
+  zone.addEventListener('dragenter', (e) => { e.preventDefault(); zone.classList.add('over'); });
+  zone.addEventListener('dragover', (e) => { e.preventDefault(); zone.classList.add('over'); });
+  zone.addEventListener('dragleave', () => zone.classList.remove('over'));
+  zone.addEventListener('drop', (e) => {
+    e.preventDefault();
+    zone.classList.remove('over');
+    if (e.dataTransfer && e.dataTransfer.files.length) addFiles(e.dataTransfer.files);
+  });
+}
+
+async function submitTask(e) {
+  e.preventDefault();
+  const status = $('#form-status');
+  const desc = $('#task-description').value.trim();
+  if (!desc) {
+    status.textContent = 'Describe the task first.';
+    $('#task-description').focus();
+    return;
+  }
+  const fd = new FormData();
+  fd.append('description', desc);
+  const fields = { providerName: '#task-provider', modelId: '#task-model', outputDirectory: '#task-output',
+    templateId: '#task-template', networkMode: '#task-network', timeoutMinutes: '#task-timeout', maxIterations: '#task-max-iterations' };
+  for (const [name, sel] of Object.entries(fields)) {
+    const v = $(sel).value.trim();
+    if (v) fd.append(name, v);
+  }
+  if ($('#task-plan-first').checked) fd.append('planFirst', 'true');
+  const policy = {};
+  for (const s of document.querySelectorAll('#tool-policy select')) {
+    if (s.value) policy[s.dataset.tool] = s.value;
+  }
+  if (Object.keys(policy).length) fd.append('toolPolicy', JSON.stringify(policy));
+  for (const f of state.files) fd.append('files', f, f.name);
+  const btn = $('#start-task');
+  btn.disabled = true;
+  status.textContent = state.files.length ? 'Uploading…' : 'Starting…';
+  try {
+    const task = await post('/tasks', fd);
+    location.href = `/tasks/${seg(task.id)}`;
+  } catch (err) {
+    status.textContent = '';
+    report(err);
+    btn.disabled = false;
+  }
+}
+
+// ---- Active tasks ----------------------------------------------------------
+
+const cards = new Map(); // task id -> {el, task, parts}
+
+function thumbURL(id) { return `/api/v1/tasks/${seg(id)}/screenshot?t=${Date.now()}`; }
+
+function makeCard(t) {
+  const img = h('img', { class: 'thumb', alt: `Screen of “${t.title}”`, hidden: true });
+  const ph = h('div', { class: 'thumb placeholder' }, 'No screen yet');
+  img.addEventListener('load', () => { img.hidden = false; ph.hidden = true; });
+  img.addEventListener('error', () => { img.hidden = true; ph.hidden = false; });
+  const parts = {
+    badge: h('span'), elapsed: h('span', { class: 'elapsed' }), vm: h('span', { class: 'vm' }),
+    pause: h('button', { type: 'button', class: 'small', 'data-action': 'pause' }, 'Pause'),
+    cancel: h('button', { type: 'button', class: 'small danger', 'data-action': 'cancel' }, 'Cancel'),
+    img, ph, reason: h('p', { class: 'hint' }),
+  };
+  const el = h('article', { class: 'card task-card', 'data-task-id': t.id, 'aria-labelledby': `card-${t.id}` },
+    h('a', { href: `/tasks/${seg(t.id)}`, tabindex: '-1', 'aria-hidden': 'true' }, img, ph),
+    h('h3', { id: `card-${t.id}` }, h('a', { href: `/tasks/${seg(t.id)}` }, t.title)),
+    h('div', { class: 'meta' }, parts.badge, parts.elapsed, parts.vm),
+    t.description.trim() !== t.title.trim() ? h('p', { class: 'snippet' }, t.description) : null,
+    parts.reason,
+    h('div', { class: 'actions' }, parts.pause, parts.cancel,
+      h('a', { class: 'button small', href: `/tasks/${seg(t.id)}` }, 'Open')));
+  parts.pause.addEventListener('click', async () => {
+    const task = cards.get(t.id).task;
+    const action = task.status === 'paused' ? 'resume' : 'pause';
+    parts.pause.disabled = true;
+    try { updateCard(await patch(`/tasks/${seg(t.id)}`, { action })); } catch (err) { report(err); }
+    parts.pause.disabled = false;
+  });
+  parts.cancel.addEventListener('click', async () => {
+    if (!confirm(`Cancel “${t.title}”? Its VM is destroyed.`)) return;
+    parts.cancel.disabled = true;
+    try { await patch(`/tasks/${seg(t.id)}`, { action: 'cancel' }); toast('Task cancelled.'); activePoll.now(); historyPoll.now(); } catch (err) { report(err); }
+  });
+  return { el, task: t, parts, shotAt: 0 };
+}
+
+function updateCard(t) {
+  const c = cards.get(t.id);
+  if (!c) return;
+  c.task = t;
+  fill(c.parts.badge, badge(t.status));
+  c.parts.elapsed.textContent = t.startedAt ? fmtDuration(elapsed(t)) : 'not started';
+  c.parts.vm.textContent = t.vmId ? t.vmId : '';
+  c.parts.reason.textContent = t.statusReason || (t.pendingQuestion ? 'Waiting for your answer' : t.pendingPermission ? 'Waiting for your approval' : '');
+  c.parts.pause.textContent = t.status === 'paused' ? 'Resume' : 'Pause';
+  c.parts.pause.disabled = !(t.status === 'running' || t.status === 'paused');
+  const live = t.status === 'running' || t.status === 'paused';
+  if (live && Date.now() - c.shotAt > 2500) {
+    c.shotAt = Date.now();
+    c.parts.img.src = thumbURL(t.id);
+  }
+}
+
+async function refreshActive() {
+  const res = await get(`/tasks?status=${ACTIVE.join(',')}&limit=50&sort=createdAt&order=asc`);
+  const seen = new Set();
+  const box = $('#active-tasks');
+  for (const t of res.tasks) {
+    seen.add(t.id);
+    if (!cards.has(t.id)) {
+      const c = makeCard(t);
+      cards.set(t.id, c);
+      box.append(c.el);
+    }
+    updateCard(t);
+  }
+  for (const [id, c] of cards) {
+    if (!seen.has(id)) {
+      c.el.remove();
+      cards.delete(id);
+      historyPoll.now();
+    }
+  }
+  $('#no-active').hidden = cards.size > 0;
+  const st = await get('/system/status');
+  $('#system-summary').textContent = `${st.agents.running} running · ${st.agents.paused} paused · ${st.agents.queued} queued · ` +
+    `VMs: ${st.vms.active} busy, ${st.vms.available} ready`;
+}
+
+// ---- History ---------------------------------------------------------------
+
+let historySig = '';
+let historyTasks = [];
+
+async function refreshHistory() {
+  const status = $('#history-status').value || [...TERMINAL].join(',');
+  const res = await get(`/tasks?status=${status}&limit=200&sort=createdAt&order=desc`);
+  historyTasks = res.tasks;
+  renderHistory();
+}
+
+function renderHistory() {
+  const q = $('#history-search').value.trim().toLowerCase();
+  const shown = historyTasks.filter((t) => !q || t.title.toLowerCase().includes(q) || t.description.toLowerCase().includes(q));
+  const sig = JSON.stringify([q, shown.map((t) => [t.id, t.status, t.title, t.completedAt])]);
+  if (sig === historySig) return;
+  historySig = sig;
+  const list = $('#history');
+  const open = new Set([...list.querySelectorAll('details[open]')].map((d) => d.dataset.taskId));
+  fill(list, shown.map((t) => historyRow(t, open.has(t.id))));
+  $('#history-empty').hidden = shown.length > 0;
+  $('#history-empty').textContent = historyTasks.length ? 'No task matches.' : 'No finished tasks.';
+}
+
+function historyRow(t, open) {
+  const body = h('div', { class: 'body' }, h('p', { class: 'muted' }, 'Loading…'));
+  const det = h('details', { 'data-task-id': t.id, open },
+    h('summary', null,
+      h('span', { class: 'title' }, t.title),
+      badge(t.status),
+      h('span', { class: 'dur', title: 'Duration' }, fmtDuration(t.duration)),
+      h('time', { class: 'when', datetime: t.createdAt }, fmtTime(t.createdAt))),
+    body);
+  const load = async () => {
+    try {
+      const full = await get(`/tasks/${seg(t.id)}`);
+      fill(body,
+        h('p', null, full.resultSummary || statusLabel(full.status)),
+        h('p', { class: 'muted' }, `${full.providerName} · ${full.modelId} · ${full.stepCount || 0} steps`),
+        h('h3', null, 'Output files'),
+        fileList(t.id, full.outputFiles, 'output'),
+        h('div', { class: 'actions' },
+          h('a', { class: 'button small', href: `/tasks/${seg(t.id)}` }, 'Open'),
+          h('a', { class: 'button small', href: `/tasks/${seg(t.id)}/replay` }, 'Replay'),
+          h('button', { type: 'button', class: 'small', onclick: () => rerun(t.id) }, 'Run again'),
+          h('button', { type: 'button', class: 'small', onclick: () => remove(t) }, 'Delete')));
+    } catch (err) {
+      fill(body, h('p', { class: 'muted' }, err.message));
+    }
+  };
+  det.addEventListener('toggle', () => { if (det.open) load(); });
+  if (open) load();
+  return h('li', null, det);
+}
+
+async function rerun(id) {
+  try {
+    const t = await patch(`/tasks/${seg(id)}`, { action: 'rerun' });
+    location.href = `/tasks/${seg(t.id)}`;
+  } catch (err) { report(err); }
+}
+
+async function remove(t) {
+  if (!confirm(`Delete “${t.title}” and its session?`)) return;
+  try { await del(`/tasks/${seg(t.id)}`); historySig = ''; historyPoll.now(); } catch (err) { report(err); }
+}
+
+// ---- Start -----------------------------------------------------------------
+
+$('#new-task').addEventListener('submit', submitTask);
+wireFiles();
+$('#history-search').addEventListener('input', renderHistory);
+$('#history-status').addEventListener('change', () => { historySig = ''; historyPoll.now(); });
+loadForm().catch(report);
+const activePoll = every(2000, refreshActive);
+const historyPoll = every(5000, refreshHistory);
+document.addEventListener('hivecrew:stopped', () => { activePoll.now(); historyPoll.now(); });

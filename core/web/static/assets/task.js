@@ -1,0 +1,580 @@
+// Agent window: the live screen (MJPEG frames from the stream endpoint),
+// the toolbar, the activity stream (server-sent events), questions,
+// permission prompts, plan approval, instructions, the status bar, and
+// takeover: while the user is in control, pointer and keyboard events on
+// the live screen go to the guest in its logical points.
+import {
+  ApiError, TERMINAL, $, badge, elapsed, every, fileList, fill, fmtClock, fmtCost, fmtDuration, fmtTokens, get, h,
+  initChrome, isKillShortcut, patch, post, report, seg, statusLabel, taskIdFromPath, toast,
+} from './common.js';
+
+initChrome();
+
+const id = taskIdFromPath();
+const base = `/api/v1/tasks/${seg(id)}`;
+const path = `/tasks/${seg(id)}`;
+const EVENT_TYPES = ['screenshot', 'tool_call_start', 'tool_call_result', 'llm_response', 'llm_request', 'status_change',
+  'subagent_update', 'question', 'permission_request'];
+
+const live = $('#live');
+const stepShot = $('#step-shot');
+const screen = $('#screen');
+const placeholder = $('#screen-placeholder');
+const activity = $('#activity');
+
+let task = null;
+// Whether the helper can show the VM's own window for takeover: inside the
+// Hivecrew app (its web views say so in their user agent), or with a
+// backend whose VMs have windows (vz).
+let nativeWindow = /\bHivecrewApp\//.test(navigator.userAgent);
+
+// ---- Task state and rendering ----------------------------------------------
+
+async function refreshTask() {
+  try {
+    task = await get(path);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) {
+      fill($('#main'), h('section', { class: 'panel signin' }, h('h1', null, 'Task not found'),
+        h('p', null, 'There is no task ', h('code', null, id), '. ', h('a', { href: '/' }, 'Back to the dashboard'), '.')));
+      poll.stop();
+      return;
+    }
+    throw err;
+  }
+  render();
+}
+
+function show(el, on) { el.hidden = !on; }
+
+function render() {
+  const t = task;
+  const done = TERMINAL.has(t.status);
+  const running = t.status === 'running';
+  const paused = t.status === 'paused';
+  const taken = !!t.takenOver;
+  const planWaits = t.statusReason === 'waiting for plan approval';
+  document.title = `${t.title} — Hivecrew`;
+  $('#task-title').textContent = t.title;
+  fill($('#task-meta'), badge(t.status), h('span', null, `${t.providerName} · ${t.modelId}`),
+    t.statusReason ? h('span', { class: 'reason' }, t.statusReason) : null);
+
+  show($('#btn-pause'), !paused && !taken);
+  $('#btn-pause').disabled = !running;
+  show($('#btn-resume'), paused && !taken && !planWaits);
+  show($('#btn-takeover'), !taken);
+  $('#btn-takeover').disabled = !(running || paused) || planWaits;
+  show($('#btn-native'), nativeWindow && !taken);
+  $('#btn-native').disabled = !(running || paused) || planWaits;
+  show($('#btn-handback'), taken);
+  $('#btn-cancel').disabled = done;
+  $('#btn-screenshot').href = `${base}/screenshot`;
+  show($('#control-banner'), taken);
+  $('#send-instruction').disabled = done;
+  $('#instruction').disabled = done;
+
+  renderPlan(t);
+  renderQuestion(t.pendingQuestion);
+  renderPermission(t.pendingPermission);
+  setControl(taken);
+  updateScreen();
+  renderStatusBar();
+  if (done) {
+    const res = $('#result');
+    res.hidden = false;
+    res.classList.toggle('bad', t.wasSuccessful === false || t.status !== 'completed');
+    $('#result-summary').textContent = t.resultSummary || statusLabel(t.status);
+    fill($('#output-files'), fileList(id, t.outputFiles, 'output'));
+    $('#replay-link').href = `/tasks/${seg(id)}/replay`;
+    if (events) {
+      events.close();
+      events = null;
+    }
+    poll.stop();
+  }
+}
+
+function renderStatusBar() {
+  const t = task;
+  if (!t) return;
+  const on = (t.status === 'running' || t.status === 'paused') && !!t.vmId;
+  const dot = $('#sb-dot');
+  dot.className = `dot ${on ? 'on' : TERMINAL.has(t.status) ? 'off' : ''}`;
+  let guest;
+  if (on) guest = `Guest: ${t.vmId} connected${t.screen ? ` (${t.screen.width}×${t.screen.height})` : ''}`;
+  else if (TERMINAL.has(t.status)) guest = 'Guest: disconnected';
+  else guest = t.status === 'waitingForVM' ? 'Guest: waiting for a VM' : 'Guest: not started';
+  $('#sb-guest').textContent = guest;
+  $('#sb-elapsed').textContent = t.startedAt ? fmtDuration(elapsed(t)) : '—';
+  $('#sb-steps').textContent = String(t.stepCount || 0);
+  $('#sb-tokens').textContent = fmtTokens(t.tokenUsage);
+  $('#sb-cost').textContent = fmtCost(t.costUSD);
+}
+
+// ---- Plan, questions, permissions --------------------------------------------
+
+let planShown = '';
+
+function renderPlan(t) {
+  const waiting = t.statusReason === 'waiting for plan approval' && t.planMarkdown;
+  show($('#plan-card'), !!waiting);
+  if (waiting && planShown !== t.planMarkdown) {
+    planShown = t.planMarkdown;
+    $('#plan-text').value = t.planMarkdown;
+  }
+}
+
+async function planAction(action) {
+  if (action === 'cancel_plan' && !confirm('Cancel this task?')) return;
+  try {
+    if (action === 'edit_plan') {
+      // Edits are saved, then the edited plan is approved.
+      await patch(path, { action: 'edit_plan', planMarkdown: $('#plan-text').value });
+      action = 'approve_plan';
+    }
+    task = await patch(path, { action });
+    render();
+  } catch (err) { report(err); }
+}
+
+let questionShown = '';
+// Questions and permission requests answered here: the agent may still
+// report them for a moment.
+const answered = new Set();
+
+function renderQuestion(q) {
+  const card = $('#question-card');
+  if (q && answered.has(q.id)) q = null;
+  show(card, !!q);
+  if (!q) { questionShown = ''; return; }
+  if (q.id === questionShown) return;
+  questionShown = q.id;
+  $('#question-text').textContent = q.question;
+  const choices = $('#question-choices');
+  const options = q.suggestedAnswers || [];
+  fill(choices, options.map((o) => h('button', { type: 'button', class: 'choice', onclick: () => answer(q.id, o) }, o)));
+  show(choices, options.length > 0);
+  show($('#question-form'), options.length === 0);
+  $('#question-answer').value = '';
+  if (document.activeElement === document.body) card.querySelector('button, textarea')?.focus();
+}
+
+async function answer(questionId, text) {
+  if (!text.trim()) return;
+  try {
+    await post(`${path}/question/answer`, { questionId, answer: text });
+    answered.add(questionId);
+    $('#question-card').hidden = true;
+    toast('Answer sent.');
+  } catch (err) { report(err); }
+  poll.now();
+}
+
+let permissionShown = '';
+
+function renderPermission(p) {
+  if (p && answered.has(p.id)) p = null;
+  show($('#permission-card'), !!p);
+  if (!p) { permissionShown = ''; return; }
+  if (p.id === permissionShown) return;
+  permissionShown = p.id;
+  $('#permission-tool').textContent = p.toolName;
+  $('#permission-details').textContent = prettyJSON(p.details);
+}
+
+function prettyJSON(s) {
+  try { return JSON.stringify(JSON.parse(s), null, 2); } catch { return s; }
+}
+
+async function respond(approved) {
+  const p = task && task.pendingPermission;
+  if (!p) return;
+  try {
+    await post(`${path}/permission/respond`, { permissionId: p.id, approved });
+    answered.add(p.id);
+    $('#permission-card').hidden = true;
+    toast(approved ? 'Approved.' : 'Denied.');
+  } catch (err) { report(err); }
+  poll.now();
+}
+
+// ---- Toolbar -----------------------------------------------------------------
+
+async function act(fn) {
+  try {
+    task = await fn();
+    render();
+  } catch (err) { report(err); }
+}
+
+$('#btn-pause').addEventListener('click', () => act(() => patch(path, { action: 'pause' })));
+$('#btn-resume').addEventListener('click', () => act(() => patch(path, { action: 'resume' })));
+$('#btn-takeover').addEventListener('click', () => act(() => post(`${path}/takeover`, { action: 'start' })));
+$('#btn-native').addEventListener('click', () => act(() => post(`${path}/takeover`, { action: 'start', native: true })));
+const handBack = () => act(() => post(`${path}/takeover`, { action: 'end' }));
+$('#btn-handback').addEventListener('click', handBack);
+$('#banner-handback').addEventListener('click', handBack);
+$('#btn-cancel').addEventListener('click', () => {
+  if (confirm('Cancel this task? The agent stops and its VM is destroyed.')) act(() => patch(path, { action: 'cancel' }).then(() => get(path)));
+});
+$('#plan-approve').addEventListener('click', () => planAction('approve_plan'));
+$('#plan-edit').addEventListener('click', () => planAction('edit_plan'));
+$('#plan-cancel').addEventListener('click', () => planAction('cancel_plan'));
+$('#permission-approve').addEventListener('click', () => respond(true));
+$('#permission-deny').addEventListener('click', () => respond(false));
+$('#question-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (questionShown) answer(questionShown, $('#question-answer').value);
+});
+$('#instruct-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const box = $('#instruction');
+  const text = box.value.trim();
+  if (!text) return;
+  try {
+    await post(`${path}/instructions`, { text });
+    box.value = '';
+    toast('Sent to the agent.');
+  } catch (err) { report(err); }
+});
+
+// ---- Screen ------------------------------------------------------------------
+
+let mode = 'none'; // stream | shots | still | none
+let streamTries = 0;
+let shotTimer = null;
+let streamN = 0;
+
+function isLive() { return task && (task.status === 'running' || task.status === 'paused') && !!task.vmId; }
+
+function updateScreen() {
+  if (isLive()) {
+    if (mode !== 'stream' && mode !== 'shots') startStream();
+  } else if (task && TERMINAL.has(task.status)) {
+    if (mode !== 'still') showStill();
+  } else {
+    placeholder.textContent = task && task.status === 'waitingForVM' ? 'Waiting for a VM…' : 'Queued: the agent starts when a VM is free.';
+  }
+  $('#screen-hint').textContent = task && task.takenOver
+    ? 'Click, drag, scroll and type on the screen; they go to the VM. Ctrl+Shift+Esc still stops all agents.'
+    : '';
+}
+
+function startStream() {
+  mode = 'stream';
+  clearInterval(shotTimer);
+  live.src = `${base}/stream?fps=4&maxWidth=1280&n=${++streamN}`;
+}
+
+function showStill() {
+  mode = 'still';
+  clearInterval(shotTimer);
+  live.src = `${base}/screenshot?t=${Date.now()}`;
+}
+
+function startShots() {
+  mode = 'shots';
+  clearInterval(shotTimer);
+  const tick = () => { if (isLive()) live.src = `${base}/screenshot?t=${Date.now()}`; };
+  tick();
+  shotTimer = setInterval(tick, 1000);
+}
+
+live.addEventListener('load', () => {
+  streamTries = 0;
+  if (stepShot.hidden) live.hidden = false;
+  placeholder.hidden = true;
+});
+live.addEventListener('error', () => {
+  if (mode === 'stream' && isLive()) {
+    // The stream broke (or the VM just appeared): retry, then fall back to
+    // polling screenshots.
+    mode = 'none';
+    if (++streamTries <= 3) setTimeout(() => { if (isLive() && mode === 'none') startStream(); }, 800);
+    else startShots();
+    return;
+  }
+  if (mode === 'still') {
+    live.hidden = true;
+    placeholder.hidden = false;
+    placeholder.textContent = 'No screenshot was taken.';
+  }
+});
+
+function showStep(url, label, li) {
+  if (task && task.takenOver) return;
+  for (const s of activity.querySelectorAll('li.selected')) s.classList.remove('selected');
+  if (li) li.classList.add('selected');
+  stepShot.src = url;
+  stepShot.alt = `Screenshot of ${label}`;
+  stepShot.hidden = false;
+  live.hidden = true;
+  placeholder.hidden = true;
+  $('#viewing').hidden = false;
+  $('#viewing-label').textContent = `Viewing the screen at ${label}`;
+}
+
+function backToLive() {
+  for (const s of activity.querySelectorAll('li.selected')) s.classList.remove('selected');
+  stepShot.hidden = true;
+  stepShot.removeAttribute('src');
+  $('#viewing').hidden = true;
+  live.hidden = mode === 'none' || !live.complete || live.naturalWidth === 0;
+  placeholder.hidden = !live.hidden;
+}
+$('#back-to-live').addEventListener('click', backToLive);
+
+// ---- Takeover: input to the guest --------------------------------------------
+
+let controlling = false;
+
+function setControl(on) {
+  if (on === controlling) return;
+  controlling = on;
+  screen.classList.toggle('control', on);
+  if (on) {
+    backToLive();
+    screen.tabIndex = 0;
+    screen.setAttribute('role', 'application');
+    screen.setAttribute('aria-label', "The VM's screen: your clicks and keys go to the VM");
+    screen.focus();
+  } else {
+    screen.removeAttribute('tabindex');
+    screen.removeAttribute('role');
+    screen.removeAttribute('aria-label');
+  }
+}
+
+/** The guest point (logical points) under a pointer event on the live image. */
+function guestPoint(ev) {
+  const r = live.getBoundingClientRect();
+  const nw = live.naturalWidth || r.width;
+  const nh = live.naturalHeight || r.height;
+  const sw = (task.screen && task.screen.width) || nw;
+  const sh = (task.screen && task.screen.height) || nh;
+  // The image's content box inside its element (letterboxed if the element's
+  // aspect differs from the frame's).
+  const k = Math.min(r.width / nw, r.height / nh);
+  const cw = nw * k, ch = nh * k;
+  const ox = r.left + (r.width - cw) / 2, oy = r.top + (r.height - ch) / 2;
+  const x = ((ev.clientX - ox) / cw) * sw;
+  const y = ((ev.clientY - oy) / ch) * sh;
+  return {
+    x: Math.min(sw - 1, Math.max(0, Math.round(x))),
+    y: Math.min(sh - 1, Math.max(0, Math.round(y))),
+    inside: x >= 0 && y >= 0 && x < sw && y < sh,
+  };
+}
+
+let sendChain = Promise.resolve();
+
+/** Sends one input event; events reach the guest in the order they happened. */
+function sendInput(input) {
+  sendChain = sendChain.then(() => post(`${path}/input`, input).catch((err) => {
+    if (!(err instanceof ApiError && err.status === 409)) report(err);
+  }));
+  return sendChain;
+}
+
+const BUTTONS = ['left', 'middle', 'right'];
+let press = null; // {start point, button, dragging}
+let lastMove = 0;
+
+live.addEventListener('pointerdown', (ev) => {
+  if (!controlling) return;
+  ev.preventDefault();
+  screen.focus();
+  const p = guestPoint(ev);
+  if (!p.inside) return;
+  press = { p, button: BUTTONS[ev.button] || 'left', x0: ev.clientX, y0: ev.clientY, dragging: false };
+  live.setPointerCapture(ev.pointerId);
+});
+live.addEventListener('pointermove', (ev) => {
+  if (!controlling) return;
+  if (press) {
+    if (Math.hypot(ev.clientX - press.x0, ev.clientY - press.y0) > 5) press.dragging = true;
+    return;
+  }
+  const now = Date.now();
+  if (now - lastMove < 150) return;
+  lastMove = now;
+  const p = guestPoint(ev);
+  if (p.inside) sendInput({ type: 'move', x: p.x, y: p.y });
+});
+live.addEventListener('pointerup', (ev) => {
+  if (!controlling || !press) return;
+  ev.preventDefault();
+  const p = guestPoint(ev);
+  const start = press;
+  press = null;
+  flushText();
+  if (start.dragging) sendInput({ type: 'drag', x: start.p.x, y: start.p.y, toX: p.x, toY: p.y });
+  else sendInput({ type: 'click', x: start.p.x, y: start.p.y, button: start.button });
+});
+live.addEventListener('pointercancel', () => { press = null; });
+live.addEventListener('contextmenu', (ev) => { if (controlling) ev.preventDefault(); });
+let wheelAt = 0;
+live.addEventListener('wheel', (ev) => {
+  if (!controlling) return;
+  ev.preventDefault();
+  const now = Date.now();
+  if (now - wheelAt < 80) return;
+  wheelAt = now;
+  const p = guestPoint(ev);
+  const step = (d) => (d === 0 ? 0 : Math.sign(d) * Math.max(1, Math.min(10, Math.round(Math.abs(d) / 100))));
+  sendInput({ type: 'scroll', x: p.x, y: p.y, deltaX: step(ev.deltaX), deltaY: step(ev.deltaY) });
+}, { passive: false });
+
+const KEY_NAMES = {
+  Enter: 'return', Tab: 'tab', Escape: 'escape', Backspace: 'delete', Delete: 'forwarddelete', ' ': 'space',
+  ArrowLeft: 'left', ArrowRight: 'right', ArrowUp: 'up', ArrowDown: 'down', Home: 'home', End: 'end',
+  PageUp: 'pageup', PageDown: 'pagedown', Insert: 'insert', CapsLock: 'capslock', ContextMenu: 'menu',
+};
+
+let textBuf = '';
+let textTimer = null;
+
+function flushText() {
+  clearTimeout(textTimer);
+  if (textBuf) {
+    sendInput({ type: 'type', text: textBuf });
+    textBuf = '';
+  }
+}
+
+screen.addEventListener('keydown', (ev) => {
+  if (!controlling || isKillShortcut(ev)) return;
+  if (['Shift', 'Control', 'Alt', 'Meta', 'AltGraph', 'OS'].includes(ev.key)) return;
+  ev.preventDefault();
+  const mods = [];
+  if (ev.ctrlKey) mods.push('control');
+  if (ev.altKey) mods.push('option');
+  if (ev.metaKey) mods.push('command');
+  const printable = ev.key.length === 1 || [...ev.key].length === 1;
+  if (printable && ev.key !== ' ' && mods.length === 0) {
+    textBuf += ev.key;
+    clearTimeout(textTimer);
+    textTimer = setTimeout(flushText, 60);
+    return;
+  }
+  if (ev.key === ' ' && mods.length === 0) {
+    textBuf += ' ';
+    clearTimeout(textTimer);
+    textTimer = setTimeout(flushText, 60);
+    return;
+  }
+  let key = KEY_NAMES[ev.key];
+  if (!key && /^F([1-9]|1[0-9]|20)$/.test(ev.key)) key = ev.key.toLowerCase();
+  if (!key && printable) key = ev.key.toLowerCase();
+  if (!key) return;
+  if (ev.shiftKey) mods.push('shift');
+  flushText();
+  sendInput({ type: 'key', key, modifiers: mods.length ? mods : undefined });
+});
+
+// ---- Activity stream -----------------------------------------------------------
+
+const seen = new Set();
+let pinned = true;
+let unseen = 0;
+let lastShot = null; // {url, label} of the latest screenshot event
+let events = null;
+
+function atBottom() { return activity.scrollHeight - activity.scrollTop - activity.clientHeight < 30; }
+
+activity.addEventListener('scroll', () => {
+  pinned = atBottom();
+  if (pinned) {
+    unseen = 0;
+    $('#jump-latest').hidden = true;
+  }
+});
+$('#jump-latest').addEventListener('click', () => {
+  activity.scrollTop = activity.scrollHeight;
+  pinned = true;
+  unseen = 0;
+  $('#jump-latest').hidden = true;
+});
+
+const KIND_LABELS = {
+  tool_call: 'tool', tool_result: 'result', llm_response: 'model', llm_request: 'you', observation: 'screen',
+  error: 'error', info: 'status', user_question: 'asks', user_answer: 'answer', subagent: 'subagent',
+};
+
+function addEvent(ev) {
+  if (seen.has(ev.seq)) return;
+  seen.add(ev.seq);
+  const d = ev.data || {};
+  const label = `step event ${ev.seq} (${fmtClock(ev.timestamp)})`;
+  if (d.screenshot) lastShot = { url: d.screenshot, label };
+  const shot = lastShot;
+  const li = h('li', { class: d.activityType || ev.type, 'data-seq': ev.seq, 'data-type': ev.type });
+  const line = [
+    h('time', { datetime: ev.timestamp }, fmtClock(ev.timestamp)),
+    h('span', { class: 'kind' }, KIND_LABELS[d.activityType] || ev.type),
+    h('span', { class: 'summary' }, d.summary || ev.type),
+  ];
+  if (shot) {
+    li.append(h('button', {
+      type: 'button', class: 'line step-link', 'data-shot': shot.url,
+      title: 'Show the screen at this step', onclick: () => showStep(shot.url, shot.label, li),
+    }, line));
+  } else {
+    li.append(h('div', { class: 'line' }, line));
+  }
+  const more = [d.reasoning && d.reasoning !== d.summary ? d.reasoning : '', d.details || ''].filter(Boolean).join('\n\n');
+  if (more) li.append(h('details', null, h('summary', null, 'Details'), h('pre', null, more)));
+  activity.append(li);
+  $('#activity-count').textContent = `${seen.size} events`;
+  if (pinned) {
+    activity.scrollTop = activity.scrollHeight;
+  } else {
+    unseen++;
+    const jump = $('#jump-latest');
+    jump.hidden = false;
+    jump.textContent = `${unseen} new: jump to latest`;
+  }
+}
+
+let refreshSoon = null;
+
+function onEvent(msg) {
+  let ev;
+  try { ev = JSON.parse(msg.data); } catch { return; }
+  addEvent(ev);
+  if (ev.type === 'status_change' && TERMINAL.has(ev.data.status)) {
+    if (events) { events.close(); events = null; }
+    poll.now();
+    return;
+  }
+  if (['status_change', 'question', 'permission_request', 'tool_call_result', 'llm_response'].includes(ev.type)) {
+    // The pending question or permission is set just after its event.
+    clearTimeout(refreshSoon);
+    poll.now();
+    refreshSoon = setTimeout(() => poll.now(), 300);
+  }
+}
+
+function openEvents() {
+  events = new EventSource(`${base}/events`);
+  for (const t of EVENT_TYPES) events.addEventListener(t, onEvent);
+  events.addEventListener('message', onEvent);
+  events.addEventListener('error', (e) => {
+    if (e.data) toast(`Activity stream: ${JSON.parse(e.data)}`, 'error');
+    if (task && TERMINAL.has(task.status) && events) { events.close(); events = null; }
+  });
+}
+
+// ---- Start ---------------------------------------------------------------------
+
+const poll = every(1500, refreshTask);
+setInterval(renderStatusBar, 1000);
+get('/system/status').then((st) => {
+  if (st.backend === 'vz') {
+    nativeWindow = true;
+    if (task) render();
+  }
+}).catch(() => {});
+openEvents();
+document.addEventListener('hivecrew:stopped', () => poll.now());
+document.addEventListener('hivecrew:signedout', () => { if (events) events.close(); });

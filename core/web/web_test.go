@@ -1,0 +1,271 @@
+package web
+
+import (
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hivecrew/hivecrew/core/config"
+)
+
+func get(t *testing.T, h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func checkSecurityHeaders(t *testing.T, target string, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	want := map[string]string{
+		"Content-Security-Policy": ContentSecurityPolicy,
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "no-referrer",
+		"X-Frame-Options":         "DENY",
+	}
+	for k, v := range want {
+		if got := rec.Header().Get(k); got != v {
+			t.Errorf("%s: %s = %q, want %q", target, k, got, v)
+		}
+	}
+}
+
+// TestPolicyIsStrict: the policy allows nothing inline and nothing from
+// elsewhere.
+func TestPolicyIsStrict(t *testing.T) {
+	for _, part := range []string{"default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
+		"img-src 'self' data: blob:", "frame-ancestors 'none'"} {
+		if !strings.Contains(ContentSecurityPolicy, part) {
+			t.Errorf("policy lacks %q", part)
+		}
+	}
+	if strings.Contains(ContentSecurityPolicy, "unsafe") || strings.Contains(ContentSecurityPolicy, "*") {
+		t.Errorf("policy allows too much: %s", ContentSecurityPolicy)
+	}
+}
+
+// TestPagesAndAssetsCarryThePolicy: every page route, every asset and the
+// 404 page answer with the policy, nosniff and no-referrer and the right
+// content type; HEAD works; an unchanged file revalidates to 304.
+func TestPagesAndAssetsCarryThePolicy(t *testing.T) {
+	h := Handler()
+	routes := map[string]string{
+		"/": "index.html", "/tasks/abc123": "task.html", "/tasks/abc123/replay": "replay.html",
+		"/environments": "environments.html", "/settings": "settings.html", "/welcome": "welcome.html",
+	}
+	for target, file := range routes {
+		rec := get(t, h, http.MethodGet, target)
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
+			t.Fatalf("GET %s: %d %s", target, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		want, _ := fs.ReadFile(files(), file)
+		if rec.Body.String() != string(want) {
+			t.Errorf("GET %s did not serve %s", target, file)
+		}
+		checkSecurityHeaders(t, target, rec)
+		if head := get(t, h, http.MethodHead, target); head.Code != http.StatusOK || head.Body.Len() != 0 {
+			t.Errorf("HEAD %s: %d with %d bytes", target, head.Code, head.Body.Len())
+		}
+	}
+	err := fs.WalkDir(files(), "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rec := get(t, h, http.MethodGet, "/"+p)
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET /%s: %d", p, rec.Code)
+		}
+		ct, _ := contentType(path.Ext(p))
+		if got := rec.Header().Get("Content-Type"); got != ct {
+			t.Errorf("GET /%s: Content-Type %q, want %q", p, got, ct)
+		}
+		checkSecurityHeaders(t, "/"+p, rec)
+		etag := rec.Header().Get("ETag")
+		if again := get(t, h, http.MethodGet, "/"+p, "If-None-Match", etag); etag == "" || again.Code != http.StatusNotModified {
+			t.Errorf("GET /%s with If-None-Match %q: %d, want 304", p, etag, again.Code)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"/nope", "/assets/nope.js", "/tasks/a/b/c", "/index.html"} {
+		rec := get(t, h, http.MethodGet, target)
+		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "Page not found") {
+			t.Errorf("GET %s: %d, want the 404 page", target, rec.Code)
+		}
+		checkSecurityHeaders(t, target, rec)
+	}
+	if rec := get(t, h, http.MethodPost, "/settings"); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /settings: %d, want 405", rec.Code)
+	}
+}
+
+var (
+	scriptTag   = regexp.MustCompile(`(?is)<script\b([^>]*)>(.*?)</script>`)
+	eventAttr   = regexp.MustCompile(`(?i)\son[a-z]+\s*=`)
+	styleAttr   = regexp.MustCompile(`(?i)\sstyle\s*=`)
+	styleTag    = regexp.MustCompile(`(?i)<style\b`)
+	localRef    = regexp.MustCompile(`(?i)\s(?:src|href)="(/[^"]*)"`)
+	jsImport    = regexp.MustCompile(`(?m)^\s*(?:import|export)\b[^'"]*?from\s+'([^']+)'`)
+	cssURL      = regexp.MustCompile(`url\(\s*['"]?([^'")]+)`)
+	unsafeJS    = regexp.MustCompile(`\binnerHTML\b|\bouterHTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function\(|setAttribute\(\s*'style'|\bsetTimeout\(\s*['"]`)
+	externalRef = regexp.MustCompile(`(?i)(?:src|href)="(?:https?:)?//`)
+)
+
+// htmlFiles returns the embedded pages.
+func htmlFiles(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	matches, err := fs.Glob(files(), "*.html")
+	if err != nil || len(matches) == 0 {
+		t.Fatalf("no pages: %v", err)
+	}
+	for _, m := range matches {
+		b, err := fs.ReadFile(files(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[m] = string(b)
+	}
+	return out
+}
+
+func exists(p string) bool {
+	_, err := fs.Stat(files(), strings.TrimPrefix(p, "/"))
+	return err == nil
+}
+
+// TestNoInlineScriptOrStyle: pages load scripts only from files (as
+// modules), with no inline script, event handler attribute, inline style or
+// third-party reference; and each has the page frame (language, title,
+// viewport, main landmark, the kill switch).
+func TestNoInlineScriptOrStyle(t *testing.T) {
+	for name, page := range htmlFiles(t) {
+		scripts := scriptTag.FindAllStringSubmatch(page, -1)
+		if len(scripts) == 0 {
+			t.Errorf("%s has no script (the kill switch needs one)", name)
+		}
+		for _, s := range scripts {
+			if strings.TrimSpace(s[2]) != "" || !strings.Contains(s[1], `src="/assets/`) || !strings.Contains(s[1], `type="module"`) {
+				t.Errorf("%s: inline or non-module script %q", name, s[0])
+			}
+		}
+		if strings.Count(strings.ToLower(page), "<script") != len(scripts) {
+			t.Errorf("%s: a script tag that is not a plain <script src></script>", name)
+		}
+		for _, re := range []*regexp.Regexp{eventAttr, styleAttr, styleTag, externalRef} {
+			if m := re.FindString(page); m != "" {
+				t.Errorf("%s: %q is not allowed", name, m)
+			}
+		}
+		if strings.Contains(strings.ToLower(page), "javascript:") {
+			t.Errorf("%s: javascript: URL", name)
+		}
+		for _, want := range []string{`<html lang="en">`, "<title>", `name="viewport"`, `<main id="main">`, `id="kill-switch"`, `class="skip" href="#main"`} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s lacks %s", name, want)
+			}
+		}
+	}
+}
+
+// TestEveryReferenceExists: every local src/href of the pages, every
+// module import of the scripts and every url() of the styles names an
+// embedded file.
+func TestEveryReferenceExists(t *testing.T) {
+	routes := []string{"/", "/environments", "/settings", "/welcome"}
+	for name, page := range htmlFiles(t) {
+		for _, m := range localRef.FindAllStringSubmatch(page, -1) {
+			ref := strings.SplitN(strings.SplitN(m[1], "#", 2)[0], "?", 2)[0]
+			if strings.HasPrefix(ref, "/api/") || slices.Contains(routes, ref) {
+				continue
+			}
+			if !exists(ref) {
+				t.Errorf("%s references %s, which is not embedded", name, m[1])
+			}
+		}
+	}
+	err := fs.WalkDir(files(), "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := fs.ReadFile(files(), p)
+		src := string(b)
+		switch path.Ext(p) {
+		case ".js":
+			for _, m := range jsImport.FindAllStringSubmatch(src, -1) {
+				if !strings.HasPrefix(m[1], "./") || !exists(path.Join(path.Dir(p), m[1])) {
+					t.Errorf("%s imports %s, which is not an embedded module next to it", p, m[1])
+				}
+			}
+			if m := unsafeJS.FindString(src); m != "" {
+				t.Errorf("%s uses %q: build elements and text nodes instead", p, m)
+			}
+		case ".css":
+			for _, m := range cssURL.FindAllStringSubmatch(src, -1) {
+				if !strings.HasPrefix(m[1], "data:") && !exists(path.Join(path.Dir(p), m[1])) {
+					t.Errorf("%s references %s, which is not embedded", p, m[1])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every page's module is referenced by a page (no stray scripts).
+	all := strings.Join(slices.Collect(func(yield func(string) bool) {
+		for _, p := range htmlFiles(t) {
+			if !yield(p) {
+				return
+			}
+		}
+	}), "\n")
+	scripts, _ := fs.Glob(files(), "assets/*.js")
+	for _, s := range scripts {
+		if !strings.Contains(all, "/"+s) {
+			b, _ := fs.ReadFile(files(), s)
+			imported := false
+			for _, other := range scripts {
+				ob, _ := fs.ReadFile(files(), other)
+				imported = imported || strings.Contains(string(ob), "'./"+path.Base(s)+"'")
+			}
+			if !imported {
+				t.Errorf("%s (%d bytes) is used by no page", s, len(b))
+			}
+		}
+	}
+}
+
+// TestToolListMatchesTheHelper: the tools Settings offers for the policy
+// are the helper's.
+func TestToolListMatchesTheHelper(t *testing.T) {
+	b, err := fs.ReadFile(files(), "assets/tools.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile(`(?s)AGENT_TOOLS = \[(.*?)\]`).FindStringSubmatch(string(b))
+	if block == nil {
+		t.Fatal("tools.js has no AGENT_TOOLS")
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`'([a-z_]+)'`).FindAllStringSubmatch(block[1], -1) {
+		got = append(got, m[1])
+	}
+	if !slices.Equal(got, config.AgentTools) {
+		t.Errorf("tools.js lists %v, the helper %v", got, config.AgentTools)
+	}
+	if !strings.Contains(string(b), "'"+config.WriteOutsideShared+"'") {
+		t.Errorf("tools.js lacks %s", config.WriteOutsideShared)
+	}
+}

@@ -1,0 +1,43 @@
+#!/bin/sh
+# install-agent.sh installs the Hivecrew guest agent in a macOS template.
+# Run it inside the guest, as the auto-login user, from the shared folder:
+#
+#   sh "/Volumes/My Shared Files/hivecrew/install/install-agent.sh"
+#
+# It copies hivecrew-guestagent (next to this script) to /usr/local/bin
+# (asking for the administrator password once), installs its LaunchAgent in
+# ~/Library/LaunchAgents, loads it in this GUI session, and opens the two
+# Privacy & Security panes where the agent must be allowed (Screen
+# Recording, Accessibility). Running it again updates the agent.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+agent="$here/hivecrew-guestagent"
+plist="$here/com.hivecrew.guestagent.plist"
+label=com.hivecrew.guestagent
+dest=/usr/local/bin/hivecrew-guestagent
+
+[ "$(uname -s)" = Darwin ] || { echo "install-agent.sh: run this inside the macOS guest" >&2; exit 1; }
+[ -x "$agent" ] && [ -f "$plist" ] || { echo "install-agent.sh: $agent or $plist is missing" >&2; exit 1; }
+[ "$(id -u)" != 0 ] || { echo "install-agent.sh: run this as the auto-login user, not root" >&2; exit 1; }
+
+echo "Installing the guest agent ($("$agent" --version 2>/dev/null || echo unknown)) to $dest"
+sudo mkdir -p /usr/local/bin /Users/Shared/Hivecrew
+sudo install -m 0755 "$agent" "$dest"
+sudo chmod 1777 /Users/Shared/Hivecrew
+# Downloaded from a shared folder: no quarantine for a binary we installed.
+sudo xattr -d com.apple.quarantine "$dest" 2>/dev/null || true
+
+mkdir -p "$HOME/Library/LaunchAgents"
+install -m 0644 "$plist" "$HOME/Library/LaunchAgents/$label.plist"
+domain="gui/$(id -u)"
+launchctl bootout "$domain/$label" 2>/dev/null || true
+launchctl bootstrap "$domain" "$HOME/Library/LaunchAgents/$label.plist"
+launchctl enable "$domain/$label"
+launchctl kickstart -k "$domain/$label"
+
+echo "Allow hivecrew-guestagent under Screen Recording and under Accessibility,"
+echo "then log out and back in once."
+open "x-apple.systempreferences:com.apple.preference.security?Privacy_ScreenCapture" || true
+sleep 1
+open "x-apple.systempreferences:com.apple.preference.security?Privacy_Accessibility" || true

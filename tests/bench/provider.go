@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// provider is the bench's scripted OpenAI-compatible provider. It answers
+// at once (nothing of an LLM's own time enters the figures), with the
+// script of the task whose marker ("[[name]]", in its description) the
+// request carries, and records each exchange: when the request arrived,
+// when its answer went out, and the request body's size.
+type provider struct {
+	URL string
+	srv *httptest.Server
+
+	// mu guards scripts and log.
+	mu      sync.Mutex
+	scripts map[string]script
+	log     map[string][]exchange
+}
+
+// exchange is one request and its answer.
+type exchange struct {
+	in, out time.Time
+	bytes   int
+	// images is how many screenshots the request carried as images, and
+	// imageBytes their data URLs' size.
+	images, imageBytes int
+	// check says the request was the completion check.
+	check bool
+}
+
+// script answers a task's n-th request (from 1); check says it is the
+// completion check. A non-nil hold delays the answer until it is closed
+// or the client gives up.
+type script func(n int, check bool) (msg openai.ChatCompletionMessage, hold <-chan struct{})
+
+var markerRE = regexp.MustCompile(`\[\[[A-Za-z0-9_-]{1,40}\]\]`)
+
+func newProvider() *provider {
+	p := &provider{scripts: map[string]script{}, log: map[string][]exchange{}}
+	p.srv = httptest.NewServer(p)
+	p.URL = p.srv.URL + "/v1"
+	return p
+}
+
+func (p *provider) close() { p.srv.Close() }
+
+// set gives the tasks carrying marker their script.
+func (p *provider) set(marker string, s script) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.scripts[marker] = s
+}
+
+// exchanges returns what the tasks carrying marker sent.
+func (p *provider) exchanges(marker string) []exchange {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]exchange(nil), p.log[marker]...)
+}
+
+// count returns how many requests the tasks carrying marker sent.
+func (p *provider) count(marker string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.log[marker])
+}
+
+const checkQuestion = "Was the task fully accomplished"
+
+func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{{"id": "scripted", "object": "model"}}})
+		return
+	}
+	in := time.Now()
+	body, _ := io.ReadAll(r.Body)
+	marker := markerRE.FindString(string(body))
+	check := strings.Contains(string(body), checkQuestion)
+	p.mu.Lock()
+	s := p.scripts[marker]
+	n := len(p.log[marker]) + 1
+	images, imageBytes := dataURLs(body)
+	p.log[marker] = append(p.log[marker], exchange{in: in, bytes: len(body), images: images, imageBytes: imageBytes, check: check})
+	p.mu.Unlock()
+	msg, hold := finish(n, check)
+	if s != nil {
+		msg, hold = s(n, check)
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
+		ID: "bench", Object: "chat.completion", Model: "scripted",
+		Choices: []openai.ChatCompletionChoice{{Message: msg, FinishReason: "stop"}},
+		Usage:   openai.Usage{PromptTokens: 1000, CompletionTokens: 20, TotalTokens: 1020},
+	})
+	out := time.Now()
+	p.mu.Lock()
+	p.log[marker][n-1].out = out
+	p.mu.Unlock()
+}
+
+// dataURLs counts the image data URLs in a request body and their bytes.
+func dataURLs(body []byte) (n, size int) {
+	const start = `"url":"data:image/`
+	for {
+		i := bytes.Index(body, []byte(start))
+		if i < 0 {
+			return n, size
+		}
+		body = body[i+len(start)-len("data:image/"):]
+		end := bytes.IndexByte(body, '"')
+		if end < 0 {
+			return n, size
+		}
+		n, size = n+1, size+end
+		body = body[end:]
+	}
+}
+
+// finish is the script that ends a task on its first turn: a text answer,
+// then a successful verdict.
+func finish(_ int, check bool) (openai.ChatCompletionMessage, <-chan struct{}) {
+	if check {
+		b, _ := json.Marshal(map[string]any{"success": true, "summary": "Done."})
+		return openai.ChatCompletionMessage{Role: "assistant", Content: string(b)}, nil
+	}
+	return openai.ChatCompletionMessage{Role: "assistant", Content: "I am done."}, nil
+}
+
+// clicking is the script of an agent that works without end: every turn
+// clicks the middle of the screen.
+func clicking(int, bool) (openai.ChatCompletionMessage, <-chan struct{}) {
+	return toolCall("mouse_click", `{"x":640,"y":400}`), nil
+}
+
+func toolCall(name, args string) openai.ChatCompletionMessage {
+	return openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{
+		ID: "call-" + name, Type: "function", Function: openai.FunctionCall{Name: name, Arguments: args}}}}
+}

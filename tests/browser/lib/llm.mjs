@@ -1,0 +1,131 @@
+// The one fake of the browser tests: an OpenAI-compatible provider that
+// plays scripts of answers (tool calls, text, completion verdicts, answers
+// held until the test releases them) and records every request. A script is
+// chosen by a marker string found in the request (put it in the task's
+// description); requests that match no script get a text answer, and the
+// completion check ("Was the task fully accomplished") gets the script's
+// verdict, or a successful one.
+import http from 'node:http';
+
+/** A turn that calls one tool. */
+export function tool(name, args) {
+  return { message: { role: 'assistant', content: '', tool_calls: [{ id: `call-${name}-${Math.random().toString(16).slice(2, 8)}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }] } };
+}
+
+/** A turn that answers without a tool call (the agent then runs the completion check). */
+export function text(s) {
+  return { message: { role: 'assistant', content: s } };
+}
+
+/**
+ * A gate: gate.hold(turn) is a turn answered only once gate.release() is
+ * called (or the agent hangs up); gate.reached resolves when the held
+ * request has arrived.
+ */
+export function gate() {
+  let release, reached;
+  const opened = new Promise((r) => { release = r; });
+  const arrived = new Promise((r) => { reached = r; });
+  return {
+    release: () => release(),
+    reached: arrived,
+    hold: (turn) => ({ ...turn, hold: opened, onArrive: reached }),
+  };
+}
+
+const CHECK = 'Was the task fully accomplished';
+
+export class ScriptedLLM {
+  constructor() {
+    this.scripts = new Map(); // marker -> {turns, next, verdict, bodies}
+    this.requests = []; // every chat request: {body, auth}
+    this.auths = []; // Authorization headers of every request
+    this.waiters = [];
+    this.models = ['scripted-large', 'scripted-small'];
+  }
+
+  async start() {
+    this.server = http.createServer((req, res) => this.serve(req, res));
+    await new Promise((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${this.server.address().port}/v1`;
+    return this;
+  }
+
+  async close() {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+
+  /** Sets the answers to requests containing marker; verdict answers its completion check. */
+  script(marker, turns, verdict = { success: true, summary: 'Done.' }) {
+    this.scripts.set(marker, { turns, next: 0, verdict, bodies: [] });
+  }
+
+  /** The bodies of the chat requests that matched marker, in order (completion checks included). */
+  bodies(marker) {
+    return [...(this.scripts.get(marker)?.bodies || [])];
+  }
+
+  /** Resolves once marker has matched n requests. */
+  waitFor(marker, n, timeoutMs = 60000) {
+    return new Promise((resolve, reject) => {
+      const check = () => this.bodies(marker).length >= n;
+      if (check()) return resolve(this.bodies(marker));
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`timed out waiting for request ${n} of ${marker} (have ${this.bodies(marker).length})`));
+      }, timeoutMs);
+      const waiter = () => {
+        if (!check()) return false;
+        clearTimeout(timer);
+        resolve(this.bodies(marker));
+        return true;
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  async serve(req, res) {
+    this.auths.push(req.headers.authorization || '');
+    const url = new URL(req.url, 'http://x');
+    if (req.method === 'GET' && url.pathname.endsWith('/models')) {
+      return json(res, 200, { object: 'list', data: this.models.map((id) => ({ id, object: 'model' })) });
+    }
+    if (req.method !== 'POST' || !url.pathname.endsWith('/chat/completions')) return json(res, 404, { error: { message: 'not found' } });
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    this.requests.push({ body, auth: req.headers.authorization || '' });
+    let turn = null;
+    let verdict = { success: true, summary: 'Done.' };
+    let matched = null;
+    for (const [marker, sc] of this.scripts) {
+      if (body.includes(marker)) { matched = sc; break; }
+    }
+    const isCheck = body.includes(CHECK);
+    if (matched) {
+      matched.bodies.push(body);
+      verdict = matched.verdict;
+      if (!isCheck && matched.next < matched.turns.length) turn = matched.turns[matched.next++];
+    }
+    this.waiters = this.waiters.filter((w) => !w());
+    if (isCheck) turn = text(JSON.stringify(verdict));
+    if (!turn) turn = text('Finished.');
+    if (turn.onArrive) turn.onArrive();
+    if (turn.hold) {
+      const gone = new Promise((r) => res.on('close', r));
+      await Promise.race([turn.hold, gone]);
+      if (res.destroyed || res.writableEnded) return;
+    }
+    json(res, 200, {
+      id: 'scripted', object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'scripted-large',
+      choices: [{ index: 0, message: turn.message, finish_reason: turn.message.tool_calls ? 'tool_calls' : 'stop' }],
+      usage: { prompt_tokens: 1000, completion_tokens: 20, total_tokens: 1020 },
+    });
+  }
+}
+
+function json(res, status, v) {
+  const b = JSON.stringify(v);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(b) });
+  res.end(b);
+}

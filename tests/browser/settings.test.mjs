@@ -1,0 +1,160 @@
+// First launch and settings: a page without a session says how to get one;
+// with no provider the dashboard sends the user to the guided setup, which
+// connects and tests a provider, picks its model and suggests a first task;
+// then a settings round trip (providers added, edited, tested and removed;
+// defaults and tool policy saved and read back; an API key created and
+// revoked). No provider key ever comes back to the page.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { openPage } from './lib/browser.mjs';
+import { eventually, suite } from './lib/suite.mjs';
+
+const env = suite('settings', { provider: false });
+
+const SECRETS = ['sk-onboard-SECRET-1111', 'sk-edited-SECRET-2222', 'sk-second-SECRET-3333'];
+
+/**
+ * Passes every API response through the test on its way to the page and
+ * records its body (the event and frame streams excepted, which never end).
+ */
+async function watchResponses(page) {
+  const seen = [];
+  await page.route('**/api/v1/**', async (route) => {
+    if (/\/(events|stream)(\?|$)/.test(new URL(route.request().url()).pathname)) return route.continue();
+    const resp = await route.fetch();
+    const body = await resp.text();
+    seen.push({ url: route.request().url(), method: route.request().method(), status: resp.status(), body });
+    await route.fulfill({ response: resp, body });
+  });
+  return seen;
+}
+
+test('a page without a session shows how to get one', { timeout: 60000 }, async () => {
+  const page = await openPage(env.browser);
+  env.pages.push(page);
+  await page.goto(env.helper.base + '/');
+  await page.waitForSelector('#signin-title');
+  assert.match(await page.textContent('#main'), /hivecrew open/);
+  assert.equal(await page.isDisabled('#kill-switch'), true);
+  await env.done(page);
+});
+
+test('onboarding, then a settings round trip with write-only keys', { timeout: 150000 }, async () => {
+  const { helper, llm } = env;
+  const page = await openPage(env.browser);
+  env.pages.push(page);
+  page.on('dialog', (d) => d.accept());
+  const responses = await watchResponses(page);
+  await page.goto(await helper.loginLink());
+
+  // No provider: the guided setup.
+  await page.waitForURL(/\/welcome$/);
+  await page.selectOption('#onboard-preset', 'custom');
+  await page.fill('#onboard-name', 'Onboarded');
+  await page.fill('#onboard-url', llm.url);
+  assert.equal(await page.getAttribute('#onboard-key', 'type'), 'password');
+  await page.fill('#onboard-key', SECRETS[0]);
+  await page.click('#onboard-connect');
+  await page.waitForSelector('#onboard-status.ok');
+  assert.match(await page.textContent('#onboard-status'), /Connected/);
+  assert.equal(await page.inputValue('#onboard-key'), '', 'the key field is emptied');
+  assert.ok(llm.auths.includes(`Bearer ${SECRETS[0]}`), 'the test used the stored key');
+  await page.waitForSelector('#model-step:not([hidden])');
+  await page.waitForFunction(() => document.getElementById('onboard-model-id').value === 'scripted-large');
+  await page.fill('#onboard-model-id', 'scripted-small');
+  await page.click('#onboard-model button[type=submit]');
+  await page.waitForSelector('#first-task-step:not([hidden])');
+  const suggestion = (await page.textContent('#suggestion-text')).trim();
+  await page.click('#use-suggestion');
+  await page.waitForURL(/\/\?describe=/);
+  await page.waitForFunction((s) => document.getElementById('task-description').value === s, suggestion);
+  await page.waitForFunction(() => document.getElementById('task-model').value === 'scripted-small');
+  let provs = (await helper.api('GET', '/api/v1/providers')).providers;
+  assert.deepEqual(provs.map((p) => [p.displayName, p.defaultModelId, p.isDefault, p.hasAPIKey]), [['Onboarded', 'scripted-small', true, true]]);
+
+  // Edit the provider: new name, new key, another model; test it.
+  await page.goto(helper.base + '/settings');
+  const card = page.locator('[data-provider="Onboarded"]');
+  await card.waitFor();
+  assert.match(await card.textContent(), /key stored/);
+  await card.locator('button[data-edit]').click();
+  const id = provs[0].id;
+  await page.fill(`#edit-${id}-name`, 'Onboarded Edited');
+  assert.equal(await page.getAttribute(`#edit-${id}-key`, 'type'), 'password');
+  assert.equal(await page.inputValue(`#edit-${id}-key`), '', 'the stored key is not shown');
+  await page.fill(`#edit-${id}-key`, SECRETS[1]);
+  await page.fill(`#edit-${id}-model`, 'scripted-large');
+  await page.click(`[data-provider="Onboarded"] form button[type=submit]`);
+  const edited = page.locator('[data-provider="Onboarded Edited"]');
+  await edited.waitFor();
+  assert.match(await edited.textContent(), /default model scripted-large/);
+  const before = llm.auths.length;
+  await edited.locator('button:has-text("Test connection")').click();
+  await edited.locator('.test-result.ok').waitFor();
+  assert.ok(llm.auths.slice(before).includes(`Bearer ${SECRETS[1]}`), 'the test used the new key');
+
+  // Add a second provider, then remove it.
+  await page.click('#add-provider-box summary');
+  await page.fill('#new-provider-name', 'Second');
+  await page.fill('#new-provider-url', llm.url);
+  assert.equal(await page.getAttribute('#new-provider-key', 'type'), 'password');
+  await page.fill('#new-provider-key', SECRETS[2]);
+  await page.fill('#new-provider-model', 'scripted-small');
+  await page.click('#add-provider button[type=submit]');
+  const second = page.locator('[data-provider="Second"]');
+  await second.waitFor();
+  assert.match(await second.textContent(), /key stored/);
+  provs = (await helper.api('GET', '/api/v1/providers')).providers;
+  assert.deepEqual(provs.map((p) => p.displayName).sort(), ['Onboarded Edited', 'Second']);
+  await second.locator('button:has-text("Remove")').click();
+  await second.waitFor({ state: 'detached' });
+  provs = (await helper.api('GET', '/api/v1/providers')).providers;
+  assert.deepEqual(provs.map((p) => p.displayName), ['Onboarded Edited']);
+
+  // Task defaults and the tool policy: saved, and read back after a reload.
+  const settings = () => helper.api('GET', '/api/v1/settings');
+  await page.fill('#s-defaultTimeoutMinutes', '45');
+  await page.click('#task-defaults button[type=submit]');
+  await eventually('the timeout saved', async () => (await settings()).defaultTimeoutMinutes === 45);
+  await page.selectOption('#sp-run_shell', 'deny');
+  await page.selectOption('#sp-open_url', 'ask');
+  await page.fill('#s-traceRetentionDays', '30');
+  await page.click('#safety button[type=submit]');
+  await eventually('the policy saved', async () => (await settings()).traceRetentionDays === 30);
+  await page.fill('#s-warmPoolSize', '0');
+  await page.click('#vm-defaults button[type=submit]');
+  await eventually('the warm pool size saved', async () => (await settings()).warmPoolSize === 0);
+  await page.waitForSelector('#toasts >> text=Settings saved.');
+  const saved = await settings();
+  assert.equal(saved.defaultTimeoutMinutes, 45);
+  assert.deepEqual(saved.toolPolicy, { run_shell: 'deny', open_url: 'ask', write_outside_shared: 'ask' });
+  await page.reload();
+  await page.waitForFunction(() => document.getElementById('s-defaultTimeoutMinutes').value === '45');
+  assert.equal(await page.inputValue('#sp-run_shell'), 'deny');
+  assert.equal(await page.inputValue('#sp-open_url'), 'ask');
+
+  // A value the form accepts but the helper refuses: its message shows,
+  // and nothing is saved.
+  await page.fill('#s-warmPoolSize', '3');
+  await page.click('#vm-defaults button[type=submit]');
+  await page.waitForSelector('#toasts .toast.error >> text=warmPoolSize (3) cannot exceed maxConcurrentVMs (2)');
+  assert.equal((await helper.api('GET', '/api/v1/settings')).warmPoolSize, 0);
+
+  // An API key: shown once, then revoked.
+  await page.fill('#apikey-name', 'ci');
+  await page.click('#new-apikey button[type=submit]');
+  await page.waitForSelector('#apikey-created:not([hidden])');
+  assert.match(await page.textContent('#apikey-created .secret-shown'), /^hc_/);
+  await page.click('button[aria-label="Revoke ci"]');
+  await page.waitForSelector('button[aria-label="Revoke ci"]', { state: 'detached' });
+  const keys = (await helper.api('GET', '/api/v1/apikeys')).keys;
+  assert.ok(keys.find((k) => k.name === 'ci').revokedAt, 'the key is revoked');
+
+  // No provider key ever came back to the page.
+  const seenProviders = responses.filter((r) => r.url.includes('/api/v1/providers'));
+  assert.ok(seenProviders.length >= 10, `provider responses were recorded (${seenProviders.length})`);
+  for (const r of responses) {
+    for (const s of SECRETS) assert.ok(!r.body.includes(s), `${r.method} ${r.url} sent back a provider key`);
+  }
+  await env.done(page);
+});

@@ -1,0 +1,11 @@
+// Package faults holds Hivecrew's fault-injection end-to-end tests: a real
+// helper (the hivecrew-helper process, or core/daemon in-process where a
+// test needs a knob the command line does not offer) with real sandbox
+// guests and a scripted provider, under a fault: the guest agent or the
+// whole sandbox SIGKILLed mid-step, the helper SIGKILLed mid-task and
+// restarted, the provider answering 429/500 storms, hanging or closing
+// mid-answer, the trace folder on a full filesystem, the store locked by
+// another process. Each test checks what a user would: a clear error on
+// the task, no task lost, no sandbox left running, a database that passes
+// its integrity check and traces that read back.
+package faults
