@@ -5,22 +5,28 @@
 //
 // Pages: the dashboard (/), an agent window per task (/tasks/{id}), its
 // session replay (/tasks/{id}/replay), the environments view
-// (/environments), settings (/settings) and onboarding (/welcome). Every
-// answer carries a strict Content-Security-Policy (scripts, styles and
+// (/environments), settings (/settings) and onboarding (/welcome). The pages
+// share one frame, static/layout.html (head, top bar, kill switch); each
+// static/NAME.html holds only what differs and is rendered into it once, when
+// the package initialises. Every answer carries a strict Content-Security-Policy (scripts, styles and
 // connections from this origin only, no inline script or style, no framing),
 // nosniff and no-referrer.
 package web
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"text/template/parse"
 )
 
 // ContentSecurityPolicy is the policy of every page and asset.
@@ -30,7 +36,8 @@ const ContentSecurityPolicy = "default-src 'self'; img-src 'self' data: blob:; s
 //go:embed static
 var static embed.FS
 
-// pages maps the UI's routes to their HTML files in static/.
+// pages maps the UI's routes to their pages (static/NAME.html rendered into
+// the layout).
 func pages() map[string]string {
 	return map[string]string{
 		"GET /{$}":               "index.html",
@@ -68,11 +75,146 @@ func files() fs.FS {
 	return sub
 }
 
+// layoutFile is the frame in static/ that every other top-level *.html is
+// rendered into.
+const layoutFile = "layout.html"
+
+// Templates a page defines: all of pageRequired, any of pageOptional, and no
+// others (a misspelt one would otherwise drop its markup without a word).
+var (
+	pageRequired = []string{"title", "script", "main"}
+	pageOptional = []string{"nav", "after-main"}
+	navItems     = []string{"dashboard", "environments", "settings"}
+)
+
+// layoutData is what the layout reads of a page besides its templates.
+type layoutData struct {
+	Script string // the page's module, a file name in assets/
+	Nav    string // the main nav's current item, or ""
+}
+
+// rendered holds every page, by file name, rendered into the layout when the
+// package initialises: a malformed page stops the helper (and every test)
+// here rather than serving a broken UI.
+var rendered = mustRenderPages(files())
+
+func mustRenderPages(fsys fs.FS) map[string][]byte {
+	out, err := renderPages(fsys)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// renderPages renders each top-level *.html of fsys but the layout into the
+// layout.
+func renderPages(fsys fs.FS) (map[string][]byte, error) {
+	layout, err := template.ParseFS(fsys, layoutFile)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	names, err := fs.Glob(fsys, "*.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	out := map[string][]byte{}
+	for _, name := range names {
+		if name == layoutFile {
+			continue
+		}
+		b, err := renderPage(fsys, layout, name)
+		if err != nil {
+			return nil, fmt.Errorf("web: page %s: %w", name, err)
+		}
+		out[name] = b
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("web: no pages beside %s", layoutFile)
+	}
+	return out, nil
+}
+
+// renderPage checks one page's templates and renders it into (a copy of)
+// the layout.
+func renderPage(fsys fs.FS, layout *template.Template, name string) ([]byte, error) {
+	src, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	// Alone first, to see exactly what the page itself defines.
+	own, err := template.New(name).Parse(string(src))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range own.Templates() {
+		switch {
+		case d.Name() == name:
+			if d.Tree != nil && !parse.IsEmptyTree(d.Tree.Root) {
+				return nil, fmt.Errorf("markup outside a {{define}}")
+			}
+		case !slices.Contains(pageRequired, d.Name()) && !slices.Contains(pageOptional, d.Name()):
+			return nil, fmt.Errorf("defines %q, which the layout does not use", d.Name())
+		}
+	}
+	for _, req := range pageRequired {
+		d := own.Lookup(req)
+		if d == nil || d.Tree == nil || parse.IsEmptyTree(d.Tree.Root) {
+			return nil, fmt.Errorf("does not define %q, or it is empty", req)
+		}
+	}
+	t, err := layout.Clone()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.New(name).Parse(string(src)); err != nil {
+		return nil, err
+	}
+	var data layoutData
+	if data.Script, err = executeString(t, "script"); err != nil {
+		return nil, err
+	}
+	if path.Base(data.Script) != data.Script || path.Ext(data.Script) != ".js" {
+		return nil, fmt.Errorf("script %q is not a module file name", data.Script)
+	}
+	if _, err := fs.Stat(fsys, path.Join("assets", data.Script)); err != nil {
+		return nil, fmt.Errorf("script %q is not in assets/", data.Script)
+	}
+	if t.Lookup("nav") != nil {
+		if data.Nav, err = executeString(t, "nav"); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(navItems, data.Nav) {
+			return nil, fmt.Errorf("nav %q is none of %v", data.Nav, navItems)
+		}
+	}
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, layoutFile, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// executeString returns the trimmed output of one of t's templates.
+func executeString(t *template.Template, name string) (string, error) {
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, name, nil); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
 // asset is one file, ready to serve.
 type asset struct {
 	body        []byte
 	contentType string
 	etag        string
+}
+
+// newAsset is body ready to serve; its ETag is a hash of exactly the bytes
+// served.
+func newAsset(body []byte, contentType string) asset {
+	sum := sha256.Sum256(body)
+	return asset{body: body, contentType: contentType, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 }
 
 // Handler serves the pages and their assets (GET and HEAD); anything else
@@ -81,7 +223,7 @@ type asset struct {
 func Handler() http.Handler {
 	fsys := files()
 	assets := map[string]asset{}
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, "assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -93,22 +235,30 @@ func Handler() http.Handler {
 		if !ok {
 			return fmt.Errorf("web: no content type for %s", p)
 		}
-		sum := sha256.Sum256(b)
-		assets[p] = asset{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		assets[p] = newAsset(b, ct)
 		return nil
 	})
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time; the tests read it all
 	}
+	htmlType, _ := contentType(".html")
+	page := func(name string) asset {
+		b, ok := rendered[name]
+		if !ok {
+			panic("web: no page " + name) // a route without its page; the tests request every route
+		}
+		return newAsset(b, htmlType)
+	}
 	mux := http.NewServeMux()
 	for pattern, file := range pages() {
-		a := assets[file]
+		a := page(file)
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { serve(w, r, a, http.StatusOK) })
 	}
+	notFound := page("notfound.html")
 	mux.HandleFunc("GET /assets/{name...}", func(w http.ResponseWriter, r *http.Request) {
 		a, ok := assets["assets/"+r.PathValue("name")]
 		if !ok {
-			serve(w, r, assets["notfound.html"], http.StatusNotFound)
+			serve(w, r, notFound, http.StatusNotFound)
 			return
 		}
 		serve(w, r, a, http.StatusOK)
@@ -116,7 +266,6 @@ func Handler() http.Handler {
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		serve(w, r, assets["assets/icon.svg"], http.StatusOK)
 	})
-	notFound := assets["notfound.html"]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path"
@@ -9,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/hivecrew/hivecrew/core/config"
 )
@@ -55,7 +59,8 @@ func TestPolicyIsStrict(t *testing.T) {
 
 // TestPagesAndAssetsCarryThePolicy: every page route, every asset and the
 // 404 page answer with the policy, nosniff and no-referrer and the right
-// content type; HEAD works; an unchanged file revalidates to 304.
+// content type; HEAD works; an unchanged page or file revalidates to 304, by
+// an ETag of the bytes served.
 func TestPagesAndAssetsCarryThePolicy(t *testing.T) {
 	h := Handler()
 	routes := map[string]string{
@@ -67,11 +72,22 @@ func TestPagesAndAssetsCarryThePolicy(t *testing.T) {
 		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
 			t.Fatalf("GET %s: %d %s", target, rec.Code, rec.Header().Get("Content-Type"))
 		}
-		want, _ := fs.ReadFile(files(), file)
-		if rec.Body.String() != string(want) {
+		want, ok := rendered[file]
+		if !ok || rec.Body.String() != string(want) {
 			t.Errorf("GET %s did not serve %s", target, file)
 		}
 		checkSecurityHeaders(t, target, rec)
+		sum := sha256.Sum256(rec.Body.Bytes())
+		etag := rec.Header().Get("ETag")
+		if etag != `"`+hex.EncodeToString(sum[:8])+`"` {
+			t.Errorf("GET %s: ETag %q is not of the page served", target, etag)
+		}
+		if again := get(t, h, http.MethodGet, target, "If-None-Match", etag); again.Code != http.StatusNotModified || again.Body.Len() != 0 {
+			t.Errorf("GET %s with If-None-Match %q: %d, want 304", target, etag, again.Code)
+		}
+		if other := get(t, h, http.MethodGet, target, "If-None-Match", `"0000000000000000"`); other.Code != http.StatusOK {
+			t.Errorf("GET %s with a stale ETag: %d, want 200", target, other.Code)
+		}
 		if head := get(t, h, http.MethodHead, target); head.Code != http.StatusOK || head.Body.Len() != 0 {
 			t.Errorf("HEAD %s: %d with %d bytes", target, head.Code, head.Body.Len())
 		}
@@ -100,7 +116,8 @@ func TestPagesAndAssetsCarryThePolicy(t *testing.T) {
 	}
 	for _, target := range []string{"/nope", "/assets/nope.js", "/tasks/a/b/c", "/index.html"} {
 		rec := get(t, h, http.MethodGet, target)
-		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "Page not found") {
+		if rec.Code != http.StatusNotFound || rec.Body.String() != string(rendered["notfound.html"]) ||
+			!strings.Contains(rec.Body.String(), "Page not found") {
 			t.Errorf("GET %s: %d, want the 404 page", target, rec.Code)
 		}
 		checkSecurityHeaders(t, target, rec)
@@ -122,20 +139,21 @@ var (
 	externalRef = regexp.MustCompile(`(?i)(?:src|href)="(?:https?:)?//`)
 )
 
-// htmlFiles returns the embedded pages.
+// htmlFiles returns the pages as served: every embedded page but the layout,
+// rendered into the layout.
 func htmlFiles(t *testing.T) map[string]string {
 	t.Helper()
-	out := map[string]string{}
 	matches, err := fs.Glob(files(), "*.html")
-	if err != nil || len(matches) == 0 {
-		t.Fatalf("no pages: %v", err)
+	if err != nil || len(matches) < 2 || !slices.Contains(matches, layoutFile) {
+		t.Fatalf("no layout and pages: %v %v", matches, err)
 	}
+	matches = slices.DeleteFunc(matches, func(m string) bool { return m == layoutFile })
+	if got := slices.Sorted(maps.Keys(rendered)); !slices.Equal(got, matches) {
+		t.Fatalf("rendered %v, the embedded pages are %v", got, matches)
+	}
+	out := map[string]string{}
 	for _, m := range matches {
-		b, err := fs.ReadFile(files(), m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[m] = string(b)
+		out[m] = string(rendered[m])
 	}
 	return out
 }
@@ -267,5 +285,120 @@ func TestToolListMatchesTheHelper(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "'"+config.WriteOutsideShared+"'") {
 		t.Errorf("tools.js lacks %s", config.WriteOutsideShared)
+	}
+}
+
+// TestPagesShareTheLayout: the head and the chrome (top bar, main nav, kill
+// switch, skip link, toasts) are written once, in the layout; every served
+// page has each of them exactly once, and the main nav marks the page's own
+// item current and no other.
+func TestPagesShareTheLayout(t *testing.T) {
+	chrome := []string{"<!doctype", "<html", "<head>", "<header", "<body", "<script", `rel="icon"`, `rel="stylesheet"`, "<title", "<main", `class="skip"`,
+		`class="topbar"`, `aria-label="Main"`, `id="kill-switch"`, `id="toasts"`}
+	for name := range htmlFiles(t) {
+		src, err := fs.ReadFile(files(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range chrome {
+			if strings.Contains(strings.ToLower(string(src)), strings.ToLower(c)) {
+				t.Errorf("%s repeats the layout's %s", name, c)
+			}
+		}
+	}
+	current := map[string]string{"index.html": "/", "environments.html": "/environments", "settings.html": "/settings",
+		"task.html": "", "replay.html": "", "welcome.html": "", "notfound.html": ""}
+	navLink := regexp.MustCompile(`<a href="(/[a-z]*)"( aria-current="page")?>`)
+	pages := htmlFiles(t)
+	if !slices.Equal(slices.Sorted(maps.Keys(pages)), slices.Sorted(maps.Keys(current))) {
+		t.Fatalf("pages %v: say which nav item each marks current", slices.Sorted(maps.Keys(pages)))
+	}
+	for name, page := range pages {
+		for _, c := range append(chrome, `<main id="main">`, "</main>", "</head>", "</body>", "</html>") {
+			if n := strings.Count(strings.ToLower(page), strings.ToLower(c)); n != 1 {
+				t.Errorf("%s has %s %d times, want once", name, c, n)
+			}
+		}
+		nav := page[strings.Index(page, `aria-label="Main"`):]
+		nav = nav[:strings.Index(nav, "</nav>")]
+		var marked []string
+		links := navLink.FindAllStringSubmatch(nav, -1)
+		for _, m := range links {
+			if m[2] != "" {
+				marked = append(marked, m[1])
+			}
+		}
+		want := []string{}
+		if current[name] != "" {
+			want = []string{current[name]}
+		}
+		if len(links) != 3 || !slices.Equal(marked, want) {
+			t.Errorf("%s: main nav %d links, current %v, want %v", name, len(links), marked, want)
+		}
+	}
+}
+
+// TestMalformedPagesAreRefused: rendering fails, naming the page, when a
+// page does not parse, lacks a part the layout needs, defines a part the
+// layout does not use, has markup outside its parts, names a script that is
+// not an embedded module, or a nav item there is not; and a well-formed page
+// beside the same layout renders.
+func TestMalformedPagesAreRefused(t *testing.T) {
+	layout, err := fs.ReadFile(files(), layoutFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const good = `{{define "title"}}Good{{end}}{{define "script"}}good.js{{end}}{{define "nav"}}settings{{end}}` +
+		`{{define "main"}}<p id="good-main">hi</p>{{end}}{{define "after-main"}}<footer id="good-foot"></footer>{{end}}`
+	fsys := func(page string) fstest.MapFS {
+		return fstest.MapFS{
+			layoutFile:       {Data: layout},
+			"page.html":      {Data: []byte(page)},
+			"assets/good.js": {Data: []byte("export {};\n")},
+			"assets/app.css": {Data: []byte("")},
+		}
+	}
+	out, err := renderPages(fsys(good))
+	if err != nil {
+		t.Fatalf("a good page: %v", err)
+	}
+	page := string(out["page.html"])
+	for _, want := range []string{"<title>Good — Hivecrew</title>", `<script type="module" src="/assets/good.js"></script>`,
+		`<main id="main"><p id="good-main">hi</p>  </main><footer id="good-foot"></footer>`, `<a href="/settings" aria-current="page">Settings</a>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("a good page lacks %s:\n%s", want, page)
+		}
+	}
+	bad := map[string]string{
+		"does not parse":     strings.Replace(good, `{{end}}{{define "main"}}`, `{{define "main"}}`, 1),
+		"no title":           strings.Replace(good, `{{define "title"}}Good{{end}}`, "", 1),
+		"empty title":        strings.Replace(good, `{{define "title"}}Good{{end}}`, `{{define "title"}} {{end}}`, 1),
+		"no script":          strings.Replace(good, `{{define "script"}}good.js{{end}}`, "", 1),
+		"no main":            strings.Replace(good, `{{define "main"}}<p id="good-main">hi</p>{{end}}`, "", 1),
+		"misspelt part":      strings.Replace(good, `"after-main"`, `"after_main"`, 1),
+		"overrides layout":   good + `{{define "layout.html"}}x{{end}}`,
+		"markup outside":     good + `<p>lost</p>`,
+		"action outside":     good + `{{.Script}}`,
+		"missing script":     strings.Replace(good, "good.js", "gone.js", 1),
+		"script not a name":  strings.Replace(good, "good.js", "../good.js", 1),
+		"script not modules": strings.Replace(good, "good.js", "app.css", 1),
+		"unknown nav":        strings.Replace(good, `{{define "nav"}}settings{{end}}`, `{{define "nav"}}replay{{end}}`, 1),
+	}
+	for what, src := range bad {
+		if _, err := renderPages(fsys(src)); err == nil || !strings.Contains(err.Error(), "page.html") {
+			t.Errorf("%s: err %v, want one naming page.html", what, err)
+		} else {
+			t.Logf("%s: %v", what, err)
+		}
+	}
+	noLayout := fsys(good)
+	delete(noLayout, layoutFile)
+	if _, err := renderPages(noLayout); err == nil {
+		t.Error("no layout: rendered")
+	}
+	onlyLayout := fsys(good)
+	delete(onlyLayout, "page.html")
+	if _, err := renderPages(onlyLayout); err == nil {
+		t.Error("no pages: rendered")
 	}
 }
