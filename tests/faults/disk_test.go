@@ -83,7 +83,7 @@ func TestTraceOnFullDisk(t *testing.T) {
 	if done.Status != "failed" || !strings.Contains(summary(done), "no space left on device") {
 		t.Fatalf("task whose trace could not be written ended %s: %q; want failed with the disk's error", done.Status, summary(done))
 	}
-	noSandboxesOf(t, []string{done.VMID}, 5*time.Second)
+	h.noSandboxesOf([]string{done.VMID}, 5*time.Second)
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}

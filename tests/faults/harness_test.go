@@ -1,19 +1,12 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,24 +16,14 @@ import (
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/tests/daemontest"
+	"github.com/hivecrew/hivecrew/tests/helperproc"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
-	"github.com/hivecrew/hivecrew/tests/testbin"
 )
 
 // bin holds hivecrew, hivecrew-helper and hivecrew-guestagent.
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, cleanup, err := testbin.BuildAll()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = dir
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { helperproc.Main(m, &bin) }
 
 // helper is a running helper with real sandboxes: the hivecrew-helper
 // process (startProcess) or core/daemon in this test process (startInProc).
@@ -49,30 +32,12 @@ type helper struct {
 	home string
 	// pid is the process the helper runs in: its sandboxes are its children.
 	pid  int
-	addr string
-	key  string
 	unix *client.Client
-	// ids are the VMs this helper made (see watchVMs).
-	ids *vmIDs
+	// ids are the VMs this home's helpers made (see newHome).
+	ids *helperproc.VMIDs
 
-	cmd    *exec.Cmd  // process only
-	exited chan error // process only
-	stopIn func()     // in-process only
-	// mu guards logs.
-	mu   sync.Mutex
-	logs bytes.Buffer
-}
-
-func (h *helper) Write(b []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.logs.Write(b)
-}
-
-func (h *helper) logText() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.logs.String()
+	proc   *helperproc.Proc // process only
+	stopIn func()           // in-process only
 }
 
 // newHome returns a fresh, short data directory whose VM ids are watched,
@@ -81,10 +46,10 @@ func (h *helper) logText() string {
 // no sandbox process, staging folder, mount or VM folder of one of its
 // VMs, a database that passes its integrity check, and traces that read
 // back.
-func newHome(t *testing.T) (string, *vmIDs) {
+func newHome(t *testing.T) (string, *helperproc.VMIDs) {
 	t.Helper()
 	home := daemontest.NewHome(t)
-	ids := watchVMs(t, home)
+	ids := helperproc.Watch(t, home)
 	t.Cleanup(func() {
 		if t.Failed() {
 			return // the failure says what went wrong; no pile-up
@@ -96,55 +61,28 @@ func newHome(t *testing.T) (string, *vmIDs) {
 }
 
 // startProcess starts the hivecrew-helper process on home.
-func startProcess(t *testing.T, home string, ids *vmIDs) *helper {
+func startProcess(t *testing.T, home string, ids *helperproc.VMIDs) *helper {
 	t.Helper()
-	h := &helper{t: t, home: home, ids: ids, exited: make(chan error, 1)}
-	h.cmd = exec.Command(filepath.Join(bin, "hivecrew-helper"), "serve", "--home", home, "--addr", "127.0.0.1:0", "--print-api-key")
-	stdout, err := h.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.cmd.Stderr = h
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h.pid = h.cmd.Process.Pid
-	go func() { h.exited <- h.cmd.Wait() }()
-	h.addr, h.key = daemontest.ReadBanner(stdout)
-	go io.Copy(io.Discard, stdout)
-	if h.addr == "" {
-		h.cmd.Process.Kill()
-		t.Fatalf("helper did not start:\n%s", h.logText())
-	}
-	h.unix = client.NewUnix(filepath.Join(home, "helper.sock"))
-	t.Cleanup(func() {
-		if h.cmd.ProcessState == nil {
-			h.term()
-		}
-		if t.Failed() {
-			t.Logf("helper %d log:\n%s", h.pid, h.logText())
-		}
-	})
-	return h
+	p := helperproc.Start(t, bin, home)
+	return &helper{t: t, home: home, pid: p.Pid, unix: p.Unix, ids: ids, proc: p}
 }
 
 // startInProc runs the helper in this process with the sandbox backend and
 // a 1 ms first LLM retry wait (the command line has no such knob).
-func startInProc(t *testing.T, home string, ids *vmIDs) *helper {
+func startInProc(t *testing.T, home string, ids *helperproc.VMIDs) *helper {
 	t.Helper()
-	h := &helper{t: t, home: home, ids: ids, pid: os.Getpid()}
+	var logs helperproc.LogBuffer
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("helper log:\n%s", h.logText())
+			t.Logf("helper log:\n%s", logs.String())
 		}
 	})
 	d := daemontest.StartAt(t, home, func(c *daemon.Config) {
 		c.Backend = nil // the platform's: sandboxes
 		c.GuestAgent = filepath.Join(bin, "hivecrew-guestagent")
-		c.Log = slog.New(slog.NewTextHandler(h, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
-	h.addr, h.key, h.unix, h.stopIn = d.Addr, d.Key, d.Unix, d.Stop
-	return h
+	return &helper{t: t, home: home, pid: os.Getpid(), unix: d.Unix, ids: ids, stopIn: d.Stop}
 }
 
 // stop stops the helper cleanly.
@@ -160,54 +98,21 @@ func (h *helper) stop() {
 // term sends SIGTERM and waits for a clean exit.
 func (h *helper) term() {
 	h.t.Helper()
-	h.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-h.exited:
-		if err != nil {
-			h.t.Errorf("helper exited with %v after SIGTERM", err)
-		}
-	case <-time.After(30 * time.Second):
-		h.cmd.Process.Kill()
-		<-h.exited
-		h.t.Errorf("helper did not stop within 30 s of SIGTERM")
+	if err := h.proc.Term(30 * time.Second); err != nil {
+		h.t.Error(err)
 	}
 }
 
 // kill SIGKILLs the helper process.
-func (h *helper) kill() {
-	h.cmd.Process.Kill()
-	<-h.exited
-}
+func (h *helper) kill() { h.proc.Kill() }
 
 // setup points the helper at the scripted provider llmURL (the default
 // provider) and sets the capacity: n VMs at once, none kept warm.
 func (h *helper) setup(llmURL string, n int) {
 	h.t.Helper()
-	ctx := context.Background()
-	name, model, key := "Scripted", "scripted", "sk-test"
-	if _, err := h.unix.AddProvider(ctx, wire.ProviderInput{DisplayName: &name, BaseURL: &llmURL, APIKey: &key, DefaultModelID: &model}); err != nil {
-		h.t.Fatal(err)
-	}
-	if _, err := h.unix.PatchSettings(ctx, map[string]any{"maxConcurrentVMs": n, "warmPoolSize": 0, "vmMemoryMB": 1024, "vmCpuCount": 1}); err != nil {
-		h.t.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for { // the warm VM booted with the first settings goes
-		vms, err := h.unix.VMs(ctx)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if len(vms) == 0 {
-			return
-		}
-		for _, v := range vms {
-			h.unix.RemoveVM(ctx, v.ID)
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("warm VMs remain: %+v", vms)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	helperproc.AddProvider(h.t, h.unix, "Scripted", llmURL, "sk-test")
+	helperproc.Settings(h.t, h.unix, map[string]any{"maxConcurrentVMs": n, "warmPoolSize": 0, "vmMemoryMB": 1024, "vmCpuCount": 1})
+	helperproc.DropWarmVMs(h.t, h.unix) // the warm VM booted with the first settings goes
 }
 
 // create queues a task.
@@ -276,146 +181,35 @@ func (h *helper) completes(llm *llmtest.Server, marker string) {
 	}
 }
 
-// vmIDs collects the ids of the VMs one data directory's helpers make: a
-// VM's folder under VMs/ exists from its creation on, and a watcher notes
-// every folder it sees there.
-type vmIDs struct {
-	// mu guards seen.
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func watchVMs(t *testing.T, home string) *vmIDs {
-	ids := &vmIDs{seen: map[string]bool{}}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			ids.scan(home)
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped; ids.scan(home) })
-	return ids
-}
-
-func (v *vmIDs) scan(home string) {
-	ents, _ := os.ReadDir(filepath.Join(home, "VMs"))
-	for _, e := range ents {
-		v.note(e.Name())
-	}
-}
-
-func (v *vmIDs) note(id string) {
-	if id == "" {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.seen[id] = true
-}
-
-func (v *vmIDs) list() []string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	var out []string
-	for id := range v.seen {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// proc is a process as /proc shows it.
-type proc struct {
-	pid, ppid int
-	cmdline   string
-}
-
-// processes lists the machine's processes.
-func processes() map[int]proc {
-	out := map[int]proc{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		out[pid] = proc{pid: pid, ppid: ppid, cmdline: strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))}
-	}
-	return out
-}
-
-func isBwrap(p proc) bool {
-	return filepath.Base(strings.SplitN(p.cmdline, " ", 2)[0]) == "bwrap"
-}
-
-// sandboxesOf lists the bubblewrap processes of the VMs ids (a sandbox's
-// command line names its VM's staging folder and cgroup by id).
-func sandboxesOf(ids []string) []proc {
-	var out []proc
-	for _, p := range processes() {
-		if !isBwrap(p) {
-			continue
-		}
-		for _, id := range ids {
-			if strings.Contains(p.cmdline, id) {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
-}
-
 // sandbox is the processes of one running VM.
 type sandbox struct {
 	outer, pid1, agent int
 }
 
-// sandboxOf finds VM id's sandbox: the bubblewrap process the helper (pid)
+// sandboxOf finds VM id's sandbox: the bubblewrap process the helper
 // started, the sandbox's PID 1 under it and the guest agent under that.
-func sandboxOf(t *testing.T, helperPID int, id string) sandbox {
+func (h *helper) sandboxOf(id string) sandbox {
+	t := h.t
 	t.Helper()
 	var s sandbox
-	all := processes()
-	for _, p := range sandboxesOf([]string{id}) {
-		if p.ppid == helperPID {
-			s.outer = p.pid
+	all := helperproc.All()
+	mine := helperproc.Sandboxes(h.home, []string{id})
+	for _, p := range mine {
+		if p.PPID == h.pid {
+			s.outer = p.PID
 		}
 	}
 	if s.outer == 0 {
-		t.Fatalf("no sandbox of %s is a child of the helper %d (bubblewrap processes of it: %+v)", id, helperPID, sandboxesOf([]string{id}))
+		t.Fatalf("no sandbox of %s is a child of the helper %d (bubblewrap processes of it: %+v)", id, h.pid, mine)
 	}
 	for _, p := range all {
-		if p.ppid == s.outer && isBwrap(p) {
-			s.pid1 = p.pid
+		if p.PPID == s.outer && helperproc.IsBwrap(p) {
+			s.pid1 = p.PID
 		}
 	}
 	for _, p := range all {
-		if s.pid1 != 0 && p.ppid == s.pid1 && strings.Contains(p.cmdline, "hivecrew-guestagent") && strings.Contains(p.cmdline, "--session") {
-			s.agent = p.pid
+		if s.pid1 != 0 && p.PPID == s.pid1 && strings.Contains(p.Cmdline, "hivecrew-guestagent") && strings.Contains(p.Cmdline, "--session") {
+			s.agent = p.PID
 		}
 	}
 	if s.pid1 == 0 || s.agent == 0 {
@@ -428,41 +222,34 @@ func sandboxOf(t *testing.T, helperPID int, id string) sandbox {
 // folders, mounts (of them or of home) and VM folders under home.
 func leftovers(home string, ids []string) []string {
 	var out []string
-	for _, p := range sandboxesOf(ids) {
-		out = append(out, fmt.Sprintf("process %d: %s", p.pid, p.cmdline))
+	for _, p := range helperproc.Sandboxes(home, ids) {
+		out = append(out, "process "+p.String())
 	}
-	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, home+"/") {
-			out = append(out, "mount: "+line)
-			continue
-		}
-		for _, id := range ids {
-			if strings.Contains(line, "/hivecrew-sandbox/"+id+"/") {
-				out = append(out, "mount: "+line)
-				break
-			}
-		}
+	for _, line := range helperproc.Mounts(home, ids) {
+		out = append(out, "mount: "+line)
 	}
 	for _, id := range ids {
-		if _, err := os.Stat(filepath.Join("/run/hivecrew-sandbox", id)); err == nil {
-			out = append(out, "staging folder /run/hivecrew-sandbox/"+id)
+		if id == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(helperproc.StageRoot, id)); err == nil {
+			out = append(out, "staging folder "+filepath.Join(helperproc.StageRoot, id))
 		}
 	}
-	ents, _ := os.ReadDir(filepath.Join(home, "VMs"))
-	for _, e := range ents {
-		out = append(out, "VM folder "+e.Name())
+	for _, id := range helperproc.VMDirs(home) {
+		out = append(out, "VM folder "+id)
 	}
 	return out
 }
 
-// noSandboxesOf waits up to within for the VMs ids to have no sandbox
-// process left, and fails the test if one stays.
-func noSandboxesOf(t *testing.T, ids []string, within time.Duration) {
+// noSandboxesOf waits up to within for the helper's VMs ids to have no
+// sandbox process left, and fails the test if one stays.
+func (h *helper) noSandboxesOf(ids []string, within time.Duration) {
+	t := h.t
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		left := sandboxesOf(ids)
+		left := helperproc.Sandboxes(h.home, ids)
 		if len(left) == 0 {
 			return
 		}
@@ -474,9 +261,9 @@ func noSandboxesOf(t *testing.T, ids []string, within time.Duration) {
 }
 
 // checkNothingLeft fails the test when anything of the VMs ids remains.
-func checkNothingLeft(t *testing.T, home string, ids *vmIDs) {
+func checkNothingLeft(t *testing.T, home string, ids *helperproc.VMIDs) {
 	t.Helper()
-	list := ids.list()
+	list := ids.List()
 	if len(list) == 0 {
 		t.Errorf("no VM was ever seen under %s: the test did not exercise a sandbox", home)
 	}
@@ -495,15 +282,7 @@ func checkNothingLeft(t *testing.T, home string, ids *vmIDs) {
 }
 
 // openStore opens a stopped helper's database.
-func openStore(t *testing.T, home string) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(home, "hivecrew.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
+func openStore(t *testing.T, home string) *store.Store { return helperproc.OpenStore(t, home) }
 
 // checkStoreAndTraces runs the database's integrity check and reads every
 // session's trace back: events numbered 1, 2, 3... with nothing but a cut

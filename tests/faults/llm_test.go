@@ -160,7 +160,7 @@ func TestLLMFaults(t *testing.T) {
 		if got.Status != "completed" || summary(got) != "done "+marker {
 			t.Fatalf("task ended %s: %q", got.Status, summary(got))
 		}
-		noSandboxesOf(t, []string{got.VMID}, 5*time.Second)
+		h.noSandboxesOf([]string{got.VMID}, 5*time.Second)
 	}
 	storm := func(kind fault, n int) []fault {
 		out := make([]fault, n)
@@ -259,7 +259,7 @@ func TestLLMFaults(t *testing.T) {
 		if got.Status != "cancelled" || took > 2*time.Second {
 			t.Fatalf("cancel answered %s after %s", got.Status, took)
 		}
-		noSandboxesOf(t, []string{running.VMID}, 5*time.Second)
+		h.noSandboxesOf([]string{running.VMID}, 5*time.Second)
 		deadline = time.Now().Add(5 * time.Second)
 		for llm.holding(m) > 0 { // the request was abandoned, not left hanging
 			if time.Now().After(deadline) {

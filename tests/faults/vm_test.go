@@ -33,7 +33,7 @@ func (h *helper) inGuestCall(id string) wire.Task {
 	if task.Status != "running" || task.VMID == "" {
 		h.t.Fatalf("task in a guest call is %s on VM %q", task.Status, task.VMID)
 	}
-	h.ids.note(task.VMID)
+	h.ids.Note(task.VMID)
 	return task
 }
 
@@ -49,7 +49,7 @@ func killMidStep(t *testing.T, part func(sandbox) int, what string) {
 	h.setup(llm.URL, 2)
 	llm.Script("[[busy]]", busy()...)
 	task := h.inGuestCall(h.create("Wait in the guest [[busy]]").ID)
-	s := sandboxOf(t, h.pid, task.VMID)
+	s := h.sandboxOf(task.VMID)
 	pid := part(s)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %s (%d): %v", what, pid, err)
@@ -63,7 +63,7 @@ func killMidStep(t *testing.T, part func(sandbox) int, what string) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the failure took %s to reach the task", took)
 	}
-	noSandboxesOf(t, []string{task.VMID}, 5*time.Second)
+	h.noSandboxesOf([]string{task.VMID}, 5*time.Second)
 	h.completes(llm, "[[after]]")
 	h.stop()
 	tr := readTrace(t, sessionOf(t, home, task.ID))
@@ -109,7 +109,7 @@ func TestHelperKilledMidTask(t *testing.T) {
 	}
 	h.kill()
 	// The sandboxes die with the helper (parent-death signal), before any restart.
-	noSandboxesOf(t, []string{one.VMID, two.VMID}, 5*time.Second)
+	h.noSandboxesOf([]string{one.VMID, two.VMID}, 5*time.Second)
 
 	st := openStore(t, home)
 	if err := st.IntegrityCheck(context.Background()); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/helperproc"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
@@ -21,9 +22,9 @@ func TestQueueSurvivesSIGKILL(t *testing.T) {
 	home := newHome(t)
 	p := startHelper(t, home)
 	llm := llmtest.New(t)
-	p.addProvider(llm, "sk-test")
-	p.settings(map[string]any{"maxConcurrentVMs": 2, "warmPoolSize": 0, "vmMemoryMB": 1024})
-	p.dropWarmVMs()
+	p.AddProvider(t, "Scripted", llm.URL, "sk-test")
+	p.Settings(t, map[string]any{"maxConcurrentVMs": 2, "warmPoolSize": 0, "vmMemoryMB": 1024})
+	p.DropWarmVMs(t)
 	ctx := context.Background()
 	// Each task takes a few steps, so that the kill lands mid-task.
 	slow := llmtest.Turn{Msg: llmtest.Tool("wait", map[string]any{"seconds": 0.05}).Msg, Delay: 20 * time.Millisecond}
@@ -31,7 +32,7 @@ func TestQueueSurvivesSIGKILL(t *testing.T) {
 	for i := range 100 {
 		marker := fmt.Sprintf("[[q%03d]]", i)
 		llm.Script(marker, append([]llmtest.Turn{slow, slow}, llmtest.Done("done "+marker)...)...)
-		task, err := p.unix.CreateTask(ctx, wire.CreateTask{Description: "Queued job " + marker})
+		task, err := p.Unix.CreateTask(ctx, wire.CreateTask{Description: "Queued job " + marker})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +41,7 @@ func TestQueueSurvivesSIGKILL(t *testing.T) {
 	// Halfway: 50 tasks have ended.
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		l, err := p.unix.ListTasks(ctx, client.TaskQuery{Statuses: []string{"completed"}, Limit: 1})
+		l, err := p.Unix.ListTasks(ctx, client.TaskQuery{Statuses: []string{"completed"}, Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,8 +53,8 @@ func TestQueueSurvivesSIGKILL(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	p.kill()
-	st := checkStore(t, home)
+	p.Kill()
+	st := helperproc.CheckStore(t, home)
 	inflight, err := st.TasksInStatus(ctx, store.StatusWaitingForVM, store.StatusRunning, store.StatusPaused)
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +67,9 @@ func TestQueueSurvivesSIGKILL(t *testing.T) {
 
 	p2 := startHelper(t, home)
 	for _, id := range ids {
-		p2.waitTask(id, "the end of "+id, 5*time.Minute, terminal)
+		p2.WaitTask(t, id, "the end of "+id, 5*time.Minute, terminal)
 	}
-	all, err := p2.unix.ListTasks(ctx, client.TaskQuery{Limit: 200})
+	all, err := p2.Unix.ListTasks(ctx, client.TaskQuery{Limit: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,15 +90,17 @@ func TestQueueSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("task %s: %s (%v)", task.ID, task.Status, *task.ResultSummary)
 		}
 	}
-	p2.term(30 * time.Second)
-	checkStore(t, home)
-	if procs := sandboxProcs(home); len(procs) > 0 {
-		t.Fatalf("sandboxes left behind:\n%s", strings.Join(procs, "\n"))
+	if err := p2.Term(30 * time.Second); err != nil {
+		t.Fatal(err)
 	}
-	if dirs := vmDirs(home); len(dirs) > 0 {
+	helperproc.CheckStore(t, home)
+	if procs := p2.Sandboxes(); len(procs) > 0 {
+		t.Fatalf("sandboxes left behind:\n%s", procs)
+	}
+	if dirs := helperproc.VMDirs(home); len(dirs) > 0 {
 		t.Fatalf("VM folders left behind: %v", dirs)
 	}
-	if m := mountsOf(home); len(m) > 0 {
+	if m := p2.Mounts(); len(m) > 0 {
 		t.Fatalf("mounts left behind:\n%s", strings.Join(m, "\n"))
 	}
 }
@@ -108,9 +111,9 @@ func TestStopAllWithEightAgents(t *testing.T) {
 	home := newHome(t)
 	p := startHelper(t, home)
 	llm := llmtest.New(t)
-	p.addProvider(llm, "sk-test")
-	p.settings(map[string]any{"maxConcurrentVMs": 8, "warmPoolSize": 0, "vmMemoryMB": 512, "vmCpuCount": 1})
-	p.dropWarmVMs()
+	p.AddProvider(t, "Scripted", llm.URL, "sk-test")
+	p.Settings(t, map[string]any{"maxConcurrentVMs": 8, "warmPoolSize": 0, "vmMemoryMB": 512, "vmCpuCount": 1})
+	p.DropWarmVMs(t)
 	block := make(chan struct{})
 	defer close(block)
 	// Each agent works: a 30 s guest call, then an LLM answer that never comes.
@@ -118,20 +121,20 @@ func TestStopAllWithEightAgents(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for range 8 {
-		task, err := p.unix.CreateTask(ctx, wire.CreateTask{Description: "Stay busy [[busy]]"})
+		task, err := p.Unix.CreateTask(ctx, wire.CreateTask{Description: "Stay busy [[busy]]"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, task.ID)
 	}
 	for _, id := range ids {
-		p.waitTask(id, "running", time.Minute, func(t wire.Task) bool { return t.Status == "running" })
+		p.WaitTask(t, id, "running", time.Minute, func(t wire.Task) bool { return t.Status == "running" })
 	}
-	if n := countVMs(sandboxProcs(home)); n != 8 {
+	if n := helperproc.CountVMs(p.Sandboxes()); n != 8 {
 		t.Fatalf("%d sandboxes for 8 running agents", n)
 	}
 	start := time.Now()
-	res, err := p.unix.StopAll(ctx)
+	res, err := p.Unix.StopAll(ctx)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +144,7 @@ func TestStopAllWithEightAgents(t *testing.T) {
 		t.Fatalf("stopped %d tasks, want 8", len(res.Stopped))
 	}
 	for _, id := range ids {
-		task, err := p.unix.Task(ctx, id)
+		task, err := p.Unix.Task(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,13 +152,13 @@ func TestStopAllWithEightAgents(t *testing.T) {
 			t.Errorf("task %s is %s after stop-all", id, task.Status)
 		}
 	}
-	if procs := sandboxProcs(home); len(procs) > 0 {
-		t.Fatalf("sandboxes left after stop-all:\n%s", strings.Join(procs, "\n"))
+	if procs := p.Sandboxes(); len(procs) > 0 {
+		t.Fatalf("sandboxes left after stop-all:\n%s", procs)
 	}
-	if dirs := vmDirs(home); len(dirs) > 0 {
+	if dirs := helperproc.VMDirs(home); len(dirs) > 0 {
 		t.Fatalf("VM folders left after stop-all: %v", dirs)
 	}
-	if m := mountsOf(home); len(m) > 0 {
+	if m := p.Mounts(); len(m) > 0 {
 		t.Fatalf("mounts left after stop-all:\n%s", strings.Join(m, "\n"))
 	}
 }
@@ -166,20 +169,22 @@ func TestSIGTERMDrains(t *testing.T) {
 	home := newHome(t)
 	p := startHelper(t, home)
 	llm := llmtest.New(t)
-	p.addProvider(llm, "sk-test")
+	p.AddProvider(t, "Scripted", llm.URL, "sk-test")
 	block := make(chan struct{})
 	defer close(block)
 	llm.Script("[[term]]", llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: block, Repeat: true})
-	task, err := p.unix.CreateTask(context.Background(), wire.CreateTask{Description: "Run until stopped [[term]]"})
+	task, err := p.Unix.CreateTask(context.Background(), wire.CreateTask{Description: "Run until stopped [[term]]"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.waitTask(task.ID, "running", time.Minute, func(t wire.Task) bool { return t.Status == "running" })
-	p.term(20 * time.Second)
-	if procs := sandboxProcs(home); len(procs) > 0 {
-		t.Fatalf("sandboxes left after SIGTERM:\n%s", strings.Join(procs, "\n"))
+	p.WaitTask(t, task.ID, "running", time.Minute, func(t wire.Task) bool { return t.Status == "running" })
+	if err := p.Term(20 * time.Second); err != nil {
+		t.Fatal(err)
 	}
-	st := checkStore(t, home)
+	if procs := p.Sandboxes(); len(procs) > 0 {
+		t.Fatalf("sandboxes left after SIGTERM:\n%s", procs)
+	}
+	st := helperproc.CheckStore(t, home)
 	got, err := st.GetTask(context.Background(), task.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -35,26 +35,26 @@ func TestTaskWithFilesThroughAPIAndCLI(t *testing.T) {
 	home := newHome(t)
 	p := startHelper(t, home)
 	llm := llmtest.New(t)
-	p.addProvider(llm, "sk-test")
+	p.AddProvider(t, "Scripted", llm.URL, "sk-test")
 	out := t.TempDir()
 	ctx := context.Background()
 	order := filepath.Join(t.TempDir(), "order.txt")
 	os.WriteFile(order, []byte("3 apples\n"), 0o600)
 
 	llm.Script("[[api]]", script("[[api]]")...)
-	task, err := p.unix.CreateTask(ctx, wire.CreateTask{Description: "Process the order in inbox [[api]]", OutputDirectory: out}, order)
+	task, err := p.Unix.CreateTask(ctx, wire.CreateTask{Description: "Process the order in inbox [[api]]", OutputDirectory: out}, order)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var streamed []wire.Event
 	streamErr := make(chan error, 1)
 	go func() {
-		streamErr <- client.NewTCP("http://"+p.addr, p.key).Events(ctx, task.ID, 0, func(e wire.Event) error {
+		streamErr <- client.NewTCP("http://"+p.Addr, p.Key).Events(ctx, task.ID, 0, func(e wire.Event) error {
 			streamed = append(streamed, e)
 			return nil
 		})
 	}()
-	done := p.waitTask(task.ID, "the end", 2*time.Minute, terminal)
+	done := p.WaitTask(t, task.ID, "the end", 2*time.Minute, terminal)
 	if done.Status != "completed" || done.WasSuccessful == nil || !*done.WasSuccessful {
 		t.Fatalf("task ended %s: %v", done.Status, *done.ResultSummary)
 	}
@@ -62,7 +62,7 @@ func TestTaskWithFilesThroughAPIAndCLI(t *testing.T) {
 		t.Fatal("the input file's contents did not reach the model")
 	}
 	var got bytes.Buffer
-	if err := p.unix.Download(ctx, task.ID, "receipt.txt", "output", &got); err != nil || got.String() != "Order received: 3 apples\n" {
+	if err := p.Unix.Download(ctx, task.ID, "receipt.txt", "output", &got); err != nil || got.String() != "Order received: 3 apples\n" {
 		t.Fatalf("download: %q %v", got.String(), err)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "receipt.txt")); err != nil || string(b) != "Order received: 3 apples\n" {
@@ -76,7 +76,7 @@ func TestTaskWithFilesThroughAPIAndCLI(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the event stream did not close after the terminal status")
 	}
-	act, err := p.unix.Activity(ctx, task.ID, 0)
+	act, err := p.Unix.Activity(ctx, task.ID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,12 +114,12 @@ func TestRefusedKeyFailsTheTaskVisibly(t *testing.T) {
 	p := startHelper(t, newHome(t))
 	llm := llmtest.New(t)
 	llm.Key = "sk-right"
-	p.addProvider(llm, "sk-wrong")
-	task, err := p.unix.CreateTask(context.Background(), wire.CreateTask{Description: "Anything"})
+	p.AddProvider(t, "Scripted", llm.URL, "sk-wrong")
+	task, err := p.Unix.CreateTask(context.Background(), wire.CreateTask{Description: "Anything"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := p.waitTask(task.ID, "the end", time.Minute, terminal)
+	done := p.WaitTask(t, task.ID, "the end", time.Minute, terminal)
 	if done.Status != "failed" || !strings.Contains(*done.ResultSummary, "refused the API key") {
 		t.Fatalf("task ended %s: %s", done.Status, *done.ResultSummary)
 	}

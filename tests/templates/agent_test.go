@@ -35,8 +35,8 @@ func TestOutdatedAgentIsFlaggedAndVMsRebuild(t *testing.T) {
 	st.Close()
 
 	// The upgraded helper still runs the old guest agent.
-	h = startHelper(t, home, newerHelper, "--guest-agent", filepath.Join(bin, "hivecrew-guestagent"))
-	h.settings(t, map[string]any{"defaultTemplateId": "desktop", "warmPoolSize": 1, "networkMode": "offline"})
+	h = startHelper(t, home, newerBin, "--guest-agent", filepath.Join(bin, "hivecrew-guestagent"))
+	h.Settings(t, map[string]any{"defaultTemplateId": "desktop", "warmPoolSize": 1, "networkMode": "offline"})
 	warm := waitVM(t, h, "a warm VM of the template", func(v wire.VM) bool { return v.TemplateID == "desktop" && v.State == "ready" })
 	if warm.AgentVersion != version || !warm.AgentOutdated {
 		t.Fatalf("VM with agent %s under helper %s: %+v", version, newerVersion, warm)
@@ -74,7 +74,7 @@ func TestOutdatedAgentIsFlaggedAndVMsRebuild(t *testing.T) {
 	defer close(hold)
 	llm.Script("[[busy]]", llmtest.Turn{Hold: hold, Msg: llmtest.Text("Done.").Msg})
 	task := h.task(t, p, "desktop", "Wait [[busy]]")
-	running := h.wait(t, task.ID, "the task to run", 2*time.Minute, func(x wire.Task) bool { return x.Status == "running" || ended(x) })
+	running := h.WaitTask(t, task.ID, "the task to run", 2*time.Minute, func(x wire.Task) bool { return x.Status == "running" || ended(x) })
 	if _, errOut, err := h.cli("vms", "rebuild", running.VMID); err == nil || !strings.Contains(errOut, "serves task "+task.ID) {
 		t.Errorf("rebuild of a busy VM: %v %s", err, errOut)
 	}
@@ -88,7 +88,7 @@ func waitVM(t *testing.T, h *helper, what string, ok func(wire.VM) bool) wire.VM
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		vms, err := h.unix.VMs(context.Background())
+		vms, err := h.Unix.VMs(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

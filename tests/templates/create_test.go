@@ -15,6 +15,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/helperproc"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
@@ -109,7 +110,7 @@ func TestCreateLinuxDesktop(t *testing.T) {
 func TestDeleteCancelsABuild(t *testing.T) {
 	h := shared.get(t)
 	ctx := context.Background()
-	tm, err := h.unix.CreateTemplate(ctx, wire.CreateTemplate{Manifest: "linux-desktop", Name: "Doomed", Full: true})
+	tm, err := h.Unix.CreateTemplate(ctx, wire.CreateTemplate{Manifest: "linux-desktop", Name: "Doomed", Full: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestDeleteCancelsABuild(t *testing.T) {
 	dir := filepath.Join(shared.home, "Templates", tm.ID)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		cur, err := h.unix.Template(ctx, tm.ID)
+		cur, err := h.Unix.Template(ctx, tm.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func TestDeleteCancelsABuild(t *testing.T) {
 	if d := time.Since(started); d > 20*time.Second {
 		t.Errorf("deleting a building template took %s", d)
 	}
-	if _, err := h.unix.Template(ctx, tm.ID); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := h.Unix.Template(ctx, tm.ID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("the deleted template is still there: %v", err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -146,7 +147,7 @@ func TestDeleteCancelsABuild(t *testing.T) {
 	if p := procsMentioning(dir); len(p) > 0 {
 		t.Errorf("build processes left: %v", p)
 	}
-	if m := mountsUnder(dir); len(m) > 0 {
+	if m := helperproc.Mounts(dir, nil); len(m) > 0 {
 		t.Errorf("mounts left: %v", m)
 	}
 }
@@ -169,14 +170,14 @@ func TestClonesAreIsolated(t *testing.T) {
 		llmtest.Tool("run_shell", map[string]any{"command": `echo LIST-"B"; ls -A /opt; echo END-"B"; echo from-b > /opt/b.txt`}),
 	}, llmtest.Done("B done")...)...)
 	a := h.task(t, p, "linux-desktop", "Write a file [[clone-a]]")
-	h.wait(t, a.ID, "A to write its file", 2*time.Minute, func(x wire.Task) bool {
+	h.WaitTask(t, a.ID, "A to write its file", 2*time.Minute, func(x wire.Task) bool {
 		return strings.Contains(told(llm, "[[clone-a]]"), "A-WROTE") || ended(x)
 	})
 	b := h.task(t, p, "linux-desktop", "List the files [[clone-b]]")
-	bDone := h.wait(t, b.ID, "B to end", 2*time.Minute, ended)
-	aRunning, _ := h.unix.Task(context.Background(), a.ID)
+	bDone := h.WaitTask(t, b.ID, "B to end", 2*time.Minute, ended)
+	aRunning, _ := h.Unix.Task(context.Background(), a.ID)
 	close(holdA)
-	aDone := h.wait(t, a.ID, "A to end", 2*time.Minute, ended)
+	aDone := h.WaitTask(t, a.ID, "A to end", 2*time.Minute, ended)
 	if aDone.Status != "completed" || bDone.Status != "completed" {
 		t.Fatalf("tasks ended %s (%v) and %s (%v)", aDone.Status, *aDone.ResultSummary, bDone.Status, *bDone.ResultSummary)
 	}

@@ -27,7 +27,7 @@ import (
 // left out and the task's summary says so.
 func TestOutboxEscapesAreNotCollected(t *testing.T) {
 	h := startHelper(t, newHome(t), "")
-	h.settings(t, map[string]any{"warmPoolSize": 0, "networkMode": "offline", "maxOutputTaskMB": 1})
+	h.Settings(t, map[string]any{"warmPoolSize": 0, "networkMode": "offline", "maxOutputTaskMB": 1})
 	llm := llmtest.New(t)
 	p := h.provider(t, llm)
 	ctx := context.Background()
@@ -48,7 +48,7 @@ func TestOutboxEscapesAreNotCollected(t *testing.T) {
 		llmtest.Tool("write_file", map[string]any{"path": "outbox/../../escape2", "contents": "escaped"}),
 	}, llmtest.Done("Wrote the receipt.")...)...)
 	task := h.task(t, p, "", "Process the order [[escape]]", order)
-	done := h.wait(t, task.ID, "the end", 2*time.Minute, ended)
+	done := h.WaitTask(t, task.ID, "the end", 2*time.Minute, ended)
 	if done.Status != "completed" {
 		t.Fatalf("task ended %s: %v", done.Status, *done.ResultSummary)
 	}
@@ -61,7 +61,7 @@ func TestOutboxEscapesAreNotCollected(t *testing.T) {
 		t.Errorf("write_file of outbox/../../escape2 was answered %q", answer)
 	}
 
-	files, err := h.unix.TaskFiles(ctx, task.ID)
+	files, err := h.Unix.TaskFiles(ctx, task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestOutboxEscapesAreNotCollected(t *testing.T) {
 		t.Fatalf("files API: inputs %v, outputs %v; want order.txt and big1.bin, receipt.txt, sub/deep.txt", ins, outs)
 	}
 	var got bytes.Buffer
-	if err := h.unix.Download(ctx, task.ID, "receipt.txt", "output", &got); err != nil || got.String() != "3 APPLES\n" {
+	if err := h.Unix.Download(ctx, task.ID, "receipt.txt", "output", &got); err != nil || got.String() != "3 APPLES\n" {
 		t.Errorf("receipt.txt: %q %v", got.String(), err)
 	}
 	outDir := done.OutputDirectory
@@ -96,7 +96,7 @@ func TestOutboxEscapesAreNotCollected(t *testing.T) {
 		t.Errorf("output directory holds %v", placed)
 	}
 	// Nothing of the escapes exists on the host side.
-	for _, p := range []string{filepath.Join(outDir, "x"), filepath.Join(outDir, "up"), filepath.Join(filepath.Dir(outDir), "escape"), filepath.Join(h.home, "escape"), filepath.Join(h.home, "VMs", "escape")} {
+	for _, p := range []string{filepath.Join(outDir, "x"), filepath.Join(outDir, "up"), filepath.Join(filepath.Dir(outDir), "escape"), filepath.Join(h.Home, "escape"), filepath.Join(h.Home, "VMs", "escape")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s exists", p)
 		}
@@ -105,7 +105,7 @@ func TestOutboxEscapesAreNotCollected(t *testing.T) {
 	if !strings.HasPrefix(summary, "Wrote the receipt.") || !strings.Contains(summary, "Not collected, over the output size caps") || !strings.Contains(summary, "big2.bin (700000 bytes, over the") {
 		t.Errorf("summary does not say what the cap left out: %q", summary)
 	}
-	act, err := h.unix.Activity(ctx, task.ID, 0)
+	act, err := h.Unix.Activity(ctx, task.ID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestTraceRetention(t *testing.T) {
 	home := newHome(t)
 	ctx := context.Background()
 	h := startHelper(t, home, "")
-	h.settings(t, map[string]any{"warmPoolSize": 0, "networkMode": "offline"})
+	h.Settings(t, map[string]any{"warmPoolSize": 0, "networkMode": "offline"})
 	llm := llmtest.New(t)
 	p := h.provider(t, llm)
 	var tasks []wire.Task
@@ -141,14 +141,14 @@ func TestTraceRetention(t *testing.T) {
 			llmtest.Tool("write_file", map[string]any{"path": "outbox/result.txt", "contents": "result " + m}),
 		}, llmtest.Done("Done "+m)...)...)
 		task := h.task(t, p, "", "Work "+m)
-		if done := h.wait(t, task.ID, "the end", 2*time.Minute, ended); done.Status != "completed" {
+		if done := h.WaitTask(t, task.ID, "the end", 2*time.Minute, ended); done.Status != "completed" {
 			t.Fatalf("task ended %s: %v", done.Status, *done.ResultSummary)
 		}
 		tasks = append(tasks, task)
 	}
 	sessions := map[string]string{}
 	for _, task := range tasks {
-		full, err := h.unix.Task(ctx, task.ID)
+		full, err := h.Unix.Task(ctx, task.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ func TestTraceRetention(t *testing.T) {
 		t.Fatalf("retention 0 deleted a trace: %v", err)
 	}
 	// Keep 30 days: the next start deletes the old task's trace only.
-	h.settings(t, map[string]any{"traceRetentionDays": 30})
+	h.Settings(t, map[string]any{"traceRetentionDays": 30})
 	h.stop()
 	h = startHelper(t, home, "")
 	if _, err := os.Stat(filepath.Join(home, "Sessions", sessions[tasks[0].ID])); !os.IsNotExist(err) {
@@ -191,25 +191,25 @@ func TestTraceRetention(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "Sessions", sessions[tasks[1].ID], "events.jsonl")); err != nil {
 		t.Errorf("the recent trace was deleted: %v", err)
 	}
-	gone, err := h.unix.Task(ctx, tasks[0].ID)
+	gone, err := h.Unix.Task(ctx, tasks[0].ID)
 	if err != nil {
 		t.Fatalf("the old task left the history: %v", err)
 	}
 	if gone.TraceDeletedAt == nil || gone.Status != "completed" || !strings.Contains(*gone.ResultSummary, "Done [[old]]") {
 		t.Errorf("old task after retention: %+v", gone)
 	}
-	if kept, _ := h.unix.Task(ctx, tasks[1].ID); kept.TraceDeletedAt != nil {
+	if kept, _ := h.Unix.Task(ctx, tasks[1].ID); kept.TraceDeletedAt != nil {
 		t.Errorf("the recent task is marked as having no trace")
 	}
-	act, err := h.unix.Activity(ctx, tasks[0].ID, 0)
+	act, err := h.Unix.Activity(ctx, tasks[0].ID, 0)
 	if err != nil || len(act.Events) == 0 {
 		t.Fatalf("the old task's activity log: %v (%d events)", err, len(act.Events))
 	}
 	var buf bytes.Buffer
-	if err := h.unix.Screenshot(ctx, tasks[0].ID, &buf); err == nil {
+	if err := h.Unix.Screenshot(ctx, tasks[0].ID, &buf); err == nil {
 		t.Errorf("the old task still serves a screenshot (%d bytes)", buf.Len())
 	}
-	if err := h.unix.Download(ctx, tasks[0].ID, "result.txt", "output", &buf); err == nil {
+	if err := h.Unix.Download(ctx, tasks[0].ID, "result.txt", "output", &buf); err == nil {
 		t.Errorf("the old task still serves its artifact")
 	}
 }

@@ -3,6 +3,7 @@ package templates
 import (
 	"context"
 	"fmt"
+	"github.com/hivecrew/hivecrew/tests/helperproc"
 	"os"
 	"strings"
 	"sync"
@@ -35,13 +36,13 @@ func (d *desktop) get(t *testing.T) *helper {
 	d.once.Do(func() { d.err = d.setup() })
 	if d.err != nil {
 		if d.h != nil {
-			t.Logf("shared helper log:\n%s", d.h.logText())
+			t.Logf("shared helper log:\n%s", d.h.Logs())
 		}
 		t.Fatal(d.err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("shared helper log (last 30000 bytes):\n%s", tail(d.h.logText(), 30000))
+			t.Logf("shared helper log (last 30000 bytes):\n%s", tail(d.h.Logs(), 30000))
 		}
 	})
 	return d.h
@@ -53,14 +54,15 @@ func (d *desktop) setup() error {
 		return err
 	}
 	d.home = home
-	h, err := start(home, "")
+	p, err := helperproc.Launch(bin, home)
 	if err != nil {
 		return err
 	}
+	h := &helper{p}
 	d.h = h
 	// No warm VMs (tasks get their own clones, slots stay free), no
 	// network (faster, and none is needed).
-	if _, err := h.unix.PatchSettings(context.Background(), map[string]any{"warmPoolSize": 0, "maxConcurrentVMs": 3, "networkMode": "offline"}); err != nil {
+	if _, err := h.Unix.PatchSettings(context.Background(), map[string]any{"warmPoolSize": 0, "maxConcurrentVMs": 3, "networkMode": "offline"}); err != nil {
 		return err
 	}
 	started := time.Now()

@@ -14,22 +14,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/tests/daemontest"
+	"github.com/hivecrew/hivecrew/tests/helperproc"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
@@ -44,8 +40,8 @@ const (
 var (
 	// bin holds hivecrew, hivecrew-helper and hivecrew-guestagent (version).
 	bin string
-	// newerHelper is hivecrew-helper built as newerVersion.
-	newerHelper string
+	// newerBin holds hivecrew-helper built as newerVersion.
+	newerBin string
 	// cacheDir is the download cache the helpers share.
 	cacheDir string
 )
@@ -68,11 +64,12 @@ func TestMain(m *testing.M) {
 				return 1
 			}
 		}
-		bin, newerHelper = dir, filepath.Join(dir, "newer", "hivecrew-helper")
+		bin, newerBin = dir, filepath.Join(dir, "newer")
 		cacheDir = os.Getenv("HIVECREW_CACHE_DIR")
 		if cacheDir == "" {
 			cacheDir = "/var/tmp/hivecrew-test-cache"
 		}
+		os.Setenv("HIVECREW_CACHE_DIR", cacheDir) // for the helpers this starts
 		defer shared.close()
 		return m.Run()
 	}()
@@ -96,101 +93,48 @@ func build(pkg, out, ver string) error {
 }
 
 // helper is a running hivecrew-helper process.
-type helper struct {
-	home string
-	cmd  *exec.Cmd
-	unix *client.Client
-	// mu guards logs.
-	mu     sync.Mutex
-	logs   bytes.Buffer
-	exited chan error
-}
+type helper struct{ *helperproc.Proc }
 
-// start starts a helper (exe, default the tested one) on home with extra
-// serve arguments, and waits for its banner.
-func start(home, exe string, args ...string) (*helper, error) {
-	if exe == "" {
-		exe = filepath.Join(bin, "hivecrew-helper")
-	}
-	h := &helper{home: home, exited: make(chan error, 1)}
-	h.cmd = exec.Command(exe, append([]string{"serve", "--home", home, "--addr", "127.0.0.1:0"}, args...)...)
-	h.cmd.Env = append(os.Environ(), "HIVECREW_CACHE_DIR="+cacheDir)
-	h.cmd.Stderr = writerFunc(func(b []byte) (int, error) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.logs.Write(b)
-	})
-	stdout, _ := h.cmd.StdoutPipe()
-	if err := h.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { h.exited <- h.cmd.Wait() }()
-	addr, _ := daemontest.ReadBanner(stdout)
-	go io.Copy(io.Discard, stdout)
-	if addr == "" {
-		h.cmd.Process.Kill()
-		<-h.exited
-		return nil, fmt.Errorf("helper did not start:\n%s", h.logText())
-	}
-	h.unix = client.NewUnix(filepath.Join(home, "helper.sock"))
-	return h, nil
-}
-
-// startHelper starts a helper for one test, stopped when it ends.
-func startHelper(t *testing.T, home, exe string, args ...string) *helper {
+// startHelper starts a helper (the one in dir, default the tested one) on
+// home with extra serve arguments for one test, and stops it when the test
+// ends (see stop).
+func startHelper(t *testing.T, home, dir string, args ...string) *helper {
 	t.Helper()
-	h, err := start(home, exe, args...)
-	if err != nil {
-		t.Fatal(err)
+	if dir == "" {
+		dir = bin
 	}
-	t.Cleanup(func() {
+	h := &helper{helperproc.Start(t, dir, home, args...)}
+	t.Cleanup(func() { // runs before Start's, which then only shows the log
 		if err := h.stop(); err != nil {
 			t.Error(err)
-		}
-		if t.Failed() {
-			t.Logf("helper log:\n%s", h.logText())
 		}
 	})
 	return h
 }
 
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-func (h *helper) logText() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.logs.String()
-}
-
 // stop stops the helper with SIGTERM and checks that nothing of its VMs
 // stays mounted or running.
 func (h *helper) stop() error {
-	if h.cmd.ProcessState == nil {
-		h.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-h.exited:
-			if err != nil {
-				return fmt.Errorf("helper exited with %v after SIGTERM", err)
-			}
-		case <-time.After(60 * time.Second):
-			h.cmd.Process.Kill()
-			return fmt.Errorf("helper did not stop within 60 s of SIGTERM")
+	if h.Running() {
+		if err := h.Term(60 * time.Second); err != nil {
+			return err
 		}
 	}
-	if m := mountsUnder(h.home); len(m) > 0 {
-		return fmt.Errorf("mounts left under %s after the helper stopped:\n%s", h.home, strings.Join(m, "\n"))
+	if m := h.Mounts(); len(m) > 0 {
+		return fmt.Errorf("mounts left under %s after the helper stopped:\n%s", h.Home, strings.Join(m, "\n"))
 	}
-	if p := procsMentioning(h.home); len(p) > 0 {
-		return fmt.Errorf("processes of %s left after the helper stopped:\n%s", h.home, strings.Join(p, "\n"))
+	if p := procsMentioning(h.Home); len(p) > 0 {
+		return fmt.Errorf("processes of %s left after the helper stopped:\n%s", h.Home, strings.Join(p, "\n"))
+	}
+	if s := h.Sandboxes(); len(s) > 0 {
+		return fmt.Errorf("sandboxes of %s left after the helper stopped:\n%s", h.Home, s)
 	}
 	return nil
 }
 
 // cli runs the hivecrew CLI against the helper.
 func (h *helper) cli(args ...string) (stdout, stderr string, err error) {
-	cmd := exec.Command(filepath.Join(bin, "hivecrew"), append([]string{"--home", h.home}, args...)...)
+	cmd := exec.Command(filepath.Join(bin, "hivecrew"), append([]string{"--home", h.Home}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
@@ -207,40 +151,24 @@ func (h *helper) mustCLI(t *testing.T, args ...string) string {
 	return out
 }
 
-// settings patches the helper's settings.
-func (h *helper) settings(t *testing.T, patch map[string]any) {
-	t.Helper()
-	if _, err := h.unix.PatchSettings(context.Background(), patch); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // provider adds a scripted provider named after the test and returns its
 // name.
 func (h *helper) provider(t *testing.T, llm *llmtest.Server) string {
 	t.Helper()
-	name, base, key, model := "Scripted "+t.Name(), llm.URL, "sk-test", "scripted"
-	if _, err := h.unix.AddProvider(context.Background(), wire.ProviderInput{DisplayName: &name, BaseURL: &base, APIKey: &key, DefaultModelID: &model}); err != nil {
-		t.Fatal(err)
-	}
+	name := "Scripted " + t.Name()
+	h.AddProvider(t, name, llm.URL, "sk-test")
 	return name
 }
 
 // task queues a task whose agent may run shell commands.
 func (h *helper) task(t *testing.T, provider, template, description string, files ...string) wire.Task {
 	t.Helper()
-	task, err := h.unix.CreateTask(context.Background(), wire.CreateTask{Description: description, ProviderName: provider, ModelID: "scripted",
+	task, err := h.Unix.CreateTask(context.Background(), wire.CreateTask{Description: description, ProviderName: provider, ModelID: "scripted",
 		TemplateID: template, OutputDirectory: t.TempDir(), ToolPolicy: map[string]string{"run_shell": "allow"}}, files...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return task
-}
-
-// wait polls a task until ok says so.
-func (h *helper) wait(t *testing.T, id, what string, within time.Duration, ok func(wire.Task) bool) wire.Task {
-	t.Helper()
-	return daemontest.WaitTask(t, h.unix, id, what, within, ok)
 }
 
 func ended(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() }
@@ -250,7 +178,7 @@ func (h *helper) waitTemplate(t *testing.T, id string, within time.Duration) wir
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		tm, err := h.unix.Template(context.Background(), id)
+		tm, err := h.Unix.Template(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +195,7 @@ func (h *helper) waitTemplate(t *testing.T, id string, within time.Duration) wir
 // vm returns a VM of the helper by id.
 func (h *helper) vm(t *testing.T, id string) (wire.VM, bool) {
 	t.Helper()
-	vms, err := h.unix.VMs(context.Background())
+	vms, err := h.Unix.VMs(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,18 +211,6 @@ func (h *helper) vm(t *testing.T, id string) (wire.VM, bool) {
 // request, for the task with marker.
 func told(llm *llmtest.Server, marker string) string {
 	return strings.Join(llm.Requests(marker), "\n")
-}
-
-// mountsUnder lists the mounts whose mount point or source lies under dir.
-func mountsUnder(dir string) []string {
-	raw, _ := os.ReadFile("/proc/self/mountinfo")
-	var out []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.Contains(line, dir+"/") {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 // procsMentioning lists processes whose command line names path (a
@@ -320,12 +236,4 @@ func procsMentioning(path string) []string {
 func newHome(t *testing.T) string { return daemontest.NewHome(t) }
 
 // openStore opens a stopped helper's database.
-func openStore(t *testing.T, home string) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(home, "hivecrew.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
+func openStore(t *testing.T, home string) *store.Store { return helperproc.OpenStore(t, home) }

@@ -28,7 +28,7 @@ func sealRunning(t *testing.T, h *helper, llm *llmtest.Server, provider, templat
 		llmtest.Tool("run_shell", map[string]any{"command": command + `; echo SEAL-"READY"`}),
 		llmtest.Turn{Hold: hold, Msg: llmtest.Text("never").Msg})
 	task := h.task(t, provider, template, "Prepare the machine "+marker)
-	running := h.wait(t, task.ID, "the command to run", 2*time.Minute, func(x wire.Task) bool {
+	running := h.WaitTask(t, task.ID, "the command to run", 2*time.Minute, func(x wire.Task) bool {
 		return strings.Contains(told(llm, marker), "SEAL-READY") || ended(x)
 	})
 	if running.Status != "running" || running.VMID == "" {
@@ -51,7 +51,7 @@ func sealRunning(t *testing.T, h *helper, llm *llmtest.Server, provider, templat
 			t.Fatalf("sealed template: %+v", tm)
 		}
 		// The task lost its VM to the seal and says so.
-		ended := h.wait(t, task.ID, "the sealed VM's task to end", time.Minute, ended)
+		ended := h.WaitTask(t, task.ID, "the sealed VM's task to end", time.Minute, ended)
 		if ended.Status != "failed" || !strings.Contains(*ended.ResultSummary, "sealed into template") {
 			t.Errorf("the sealed VM's task ended %s: %v", ended.Status, *ended.ResultSummary)
 		}
@@ -88,7 +88,7 @@ func TestSealedTemplateKeepsTheVMsFiles(t *testing.T) {
 		llmtest.Tool("run_shell", map[string]any{"command": `echo SEE-"START"; ls -A /opt; echo SEE-"END"`}),
 	}, llmtest.Done("Looked")...)...)
 	use := h.task(t, p, second.ID, "Look at /opt [[seal-use]]")
-	if done := h.wait(t, use.ID, "the task on the second sealed template", 2*time.Minute, ended); done.Status != "completed" {
+	if done := h.WaitTask(t, use.ID, "the task on the second sealed template", 2*time.Minute, ended); done.Status != "completed" {
 		t.Fatalf("task on the sealed template ended %s: %v", done.Status, *done.ResultSummary)
 	}
 	listed := between(told(llm, "[[seal-use]]"), "SEE-START", "SEE-END")
@@ -143,13 +143,13 @@ func TestTemplateEditDefaultDelete(t *testing.T) {
 		t.Errorf("edit --memory 100: %v %s", err, errOut)
 	}
 	h.mustCLI(t, "templates", "default", "Editable") // by name
-	defer h.settings(t, map[string]any{"defaultTemplateId": "linux-desktop"})
+	defer h.Settings(t, map[string]any{"defaultTemplateId": "linux-desktop"})
 
 	hold := make(chan struct{})
 	llm.Script("[[edit-use]]", llmtest.Tool("run_shell", map[string]any{"command": `nproc; echo RUNNING-"USE"`}),
 		llmtest.Turn{Hold: hold, Msg: llmtest.Text("Done.").Msg}, llmtest.Verdict(true, "Used it"))
 	use := h.task(t, p, "", "Use the default template [[edit-use]]")
-	running := h.wait(t, use.ID, "the task on the default template", 2*time.Minute, func(x wire.Task) bool {
+	running := h.WaitTask(t, use.ID, "the task on the default template", 2*time.Minute, func(x wire.Task) bool {
 		return strings.Contains(told(llm, "[[edit-use]]"), "RUNNING-USE") || ended(x)
 	})
 	v, ok := h.vm(t, running.VMID)
@@ -166,17 +166,17 @@ func TestTemplateEditDefaultDelete(t *testing.T) {
 		t.Errorf("the refused delete removed files: %v", err)
 	}
 	close(hold)
-	if done := h.wait(t, use.ID, "the task to end", 2*time.Minute, ended); done.Status != "completed" {
+	if done := h.WaitTask(t, use.ID, "the task to end", 2*time.Minute, ended); done.Status != "completed" {
 		t.Fatalf("task ended %s: %v", done.Status, *done.ResultSummary)
 	}
 	h.mustCLI(t, "templates", "rm", tm.ID)
-	if _, err := h.unix.Template(ctx, tm.ID); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := h.Unix.Template(ctx, tm.ID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("deleted template still listed: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(shared.home, "Templates", tm.ID)); !os.IsNotExist(err) {
 		t.Errorf("deleted template's files remain: %v", err)
 	}
-	if s, err := h.unix.Settings(ctx); err != nil || s.DefaultTemplateID != "" {
+	if s, err := h.Unix.Settings(ctx); err != nil || s.DefaultTemplateID != "" {
 		t.Errorf("the default still names the deleted template: %q %v", s.DefaultTemplateID, err)
 	}
 }
