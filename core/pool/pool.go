@@ -716,27 +716,12 @@ func (p *Pool) Machine(id string) (vm.Machine, bool) {
 // task loses it (its run ends with reason); a warm VM is replaced as the
 // warm pool needs.
 func (p *Pool) Remove(ctx context.Context, id, reason string) error {
-	p.mu.Lock()
-	e, ok := p.entries[id]
-	var l *Lease
-	if ok {
-		l = e.lease
-	}
-	p.mu.Unlock()
-	if !ok {
-		return errdefs.NotFoundf("vm %s not found", id)
-	}
-	if l != nil {
-		l.lose(reason)
-	}
-	p.discard(e, reason)
-	go p.refill(p.bg)
-	return nil
+	return p.Take(ctx, id, reason, nil)
 }
 
-// Take removes one VM like Remove, but stops it first and runs keep on
-// the stopped machine before deleting it (sealing a template from it);
-// keep's error, or the stop's, is returned. A leased VM's task loses it
+// Take removes one VM like Remove; with keep, it stops it first and runs
+// keep on the stopped machine before deleting it (sealing a template from
+// it); keep's error, or the stop's, is returned. A leased VM's task loses it
 // with reason.
 func (p *Pool) Take(ctx context.Context, id, reason string, keep func(vm.Machine) error) error {
 	p.mu.Lock()
