@@ -118,6 +118,9 @@ type Machine struct {
 	spec   vm.Spec
 	driver *Driver
 
+	// starts lets Stop and Delete end a Start in progress.
+	starts vm.StartGuard
+
 	// mu guards everything below.
 	mu     sync.Mutex
 	status vm.Status
@@ -125,8 +128,6 @@ type Machine struct {
 	srv    *server.Server
 	exited chan struct{}
 	served chan struct{}
-	// deleted refuses a Start after Delete.
-	deleted bool
 }
 
 var _ vm.Machine = (*Machine)(nil)
@@ -152,11 +153,13 @@ func (m *Machine) socket() string { return filepath.Join(m.spec.Dir, "agent.sock
 
 // Start implements vm.Machine.
 func (m *Machine) Start(ctx context.Context) error {
+	ctx, end, err := m.starts.Begin(ctx, m.spec.ID)
+	if err != nil {
+		return err
+	}
+	defer end()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.deleted {
-		return errdefs.NotFoundf("machine %s was deleted", m.spec.ID)
-	}
 	if m.status.State == vm.StateRunning {
 		return nil
 	}
@@ -243,6 +246,9 @@ func (m *Machine) Crash() {
 
 // Stop implements vm.Machine.
 func (m *Machine) Stop(ctx context.Context) error {
+	if err := m.starts.Abort(ctx); err != nil {
+		return fmt.Errorf("stop %s: %w", m.spec.ID, err)
+	}
 	m.mu.Lock()
 	if m.status.State != vm.StateRunning {
 		m.mu.Unlock()
@@ -265,9 +271,9 @@ func (m *Machine) Stop(ctx context.Context) error {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
-	m.mu.Lock()
-	m.deleted = true // no Start after this one
-	m.mu.Unlock()
+	if err := m.starts.Delete(ctx); err != nil {
+		return fmt.Errorf("delete %s: %w", m.spec.ID, err)
+	}
 	if err := m.Stop(ctx); err != nil {
 		return err
 	}

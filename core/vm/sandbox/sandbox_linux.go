@@ -190,6 +190,9 @@ type Machine struct {
 	b    *Backend
 	spec vm.Spec
 
+	// starts lets Stop and Delete end a Start in progress.
+	starts vm.StartGuard
+
 	// mu guards everything below.
 	mu       sync.Mutex
 	status   vm.Status
@@ -197,11 +200,6 @@ type Machine struct {
 	childPID int // the sandbox's PID 1, as the host sees it
 	exited   chan struct{}
 	stopping bool
-	// cancelStart and started belong to a Start in progress: Stop cancels
-	// it and waits for it to clean up.
-	cancelStart context.CancelFunc
-	started     chan struct{}
-	deleted     bool // no Start after Delete
 }
 
 var _ vm.Machine = (*Machine)(nil)
@@ -228,11 +226,12 @@ func (m *Machine) Exited() <-chan struct{} {
 
 // Start implements vm.Machine.
 func (m *Machine) Start(ctx context.Context) error {
-	m.mu.Lock()
-	if m.deleted {
-		m.mu.Unlock()
-		return errdefs.NotFoundf("machine %s was deleted", m.spec.ID)
+	ctx, end, err := m.starts.Begin(ctx, m.spec.ID)
+	if err != nil {
+		return err
 	}
+	defer end()
+	m.mu.Lock()
 	switch m.status.State {
 	case vm.StateRunning:
 		m.mu.Unlock()
@@ -242,20 +241,11 @@ func (m *Machine) Start(ctx context.Context) error {
 		return errdefs.Conflictf("machine %s is %s", m.spec.ID, m.status.State)
 	}
 	m.status = vm.Status{State: vm.StateStarting}
-	ctx, cancel := context.WithCancel(ctx)
-	started := make(chan struct{})
-	m.cancelStart, m.started = cancel, started
 	m.mu.Unlock()
-	err := m.start(ctx)
-	m.mu.Lock()
-	if err != nil {
+	if err := m.start(ctx); err != nil {
+		m.mu.Lock()
 		m.status = vm.Status{State: vm.StateError, Reason: err.Error()}
-	}
-	m.cancelStart, m.started = nil, nil
-	m.mu.Unlock()
-	cancel()
-	close(started)
-	if err != nil {
+		m.mu.Unlock()
 		return fmt.Errorf("start sandbox %s: %w", m.spec.ID, err)
 	}
 	return nil
@@ -498,19 +488,12 @@ func (m *Machine) logTail() string {
 // with it), then, after the grace period or when ctx ends, SIGKILL to the
 // sandbox's PID 1, which takes every process in the sandbox with it.
 func (m *Machine) Stop(ctx context.Context) error {
-	m.mu.Lock()
-	if started := m.started; started != nil {
-		// A Start in progress: cancel it and let it undo what it set up
-		// (or, if it got through, stop the machine it started).
-		m.cancelStart()
-		m.mu.Unlock()
-		select {
-		case <-started:
-		case <-ctx.Done():
-			return fmt.Errorf("stop sandbox %s while it starts: %w", m.spec.ID, ctx.Err())
-		}
-		m.mu.Lock()
+	// A Start in progress undoes what it set up, or leaves a machine that
+	// is stopped below.
+	if err := m.starts.Abort(ctx); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", m.spec.ID, err)
 	}
+	m.mu.Lock()
 	if m.cmd == nil {
 		m.mu.Unlock()
 		return nil
@@ -557,9 +540,9 @@ func firstChild(pid int) int {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
-	m.mu.Lock()
-	m.deleted = true
-	m.mu.Unlock()
+	if err := m.starts.Delete(ctx); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
+	}
 	if err := m.Stop(ctx); err != nil {
 		return err
 	}

@@ -151,17 +151,15 @@ type Machine struct {
 	cfg    Config
 	bundle Bundle
 
+	// boots lets Stop and Delete end a boot in progress.
+	boots vm.StartGuard
+
 	// mu guards everything below.
 	mu       sync.Mutex
 	v        *codehex.VirtualMachine
 	status   vm.Status
 	exited   chan struct{}
 	stopping bool
-	// cancelBoot and booted belong to a boot in progress: Stop cancels it
-	// and waits for it to end.
-	cancelBoot context.CancelFunc
-	booted     chan struct{}
-	deleted    bool // no boot after Delete
 }
 
 var (
@@ -329,27 +327,18 @@ func (m *Machine) Start(ctx context.Context) error {
 // boot creates the VM object and starts it with start (Start, or a restore
 // followed by Resume), then supervises it.
 func (m *Machine) boot(ctx context.Context, start func(*codehex.VirtualMachine) error) error {
-	m.mu.Lock()
-	if m.deleted {
-		m.mu.Unlock()
-		return errdefs.NotFoundf("VM %s was deleted", m.spec.ID)
+	ctx, end, err := m.boots.Begin(ctx, m.spec.ID)
+	if err != nil {
+		return err
 	}
+	defer end()
+	m.mu.Lock()
 	if m.status.State == vm.StateRunning || m.status.State == vm.StateStarting {
 		m.mu.Unlock()
 		return nil
 	}
 	m.status.State = vm.StateStarting
-	ctx, cancel := context.WithCancel(ctx)
-	booted := make(chan struct{})
-	m.cancelBoot, m.booted = cancel, booted
 	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.cancelBoot, m.booted = nil, nil
-		m.mu.Unlock()
-		cancel()
-		close(booted)
-	}()
 	fail := func(err error) error {
 		m.mu.Lock()
 		m.status = vm.Status{State: vm.StateError, Reason: err.Error(), Limits: m.status.Limits}
@@ -414,18 +403,11 @@ func (m *Machine) supervise(v *codehex.VirtualMachine, states <-chan codehex.Vir
 // Stop implements vm.Machine: ask the guest to shut down (the power button),
 // wait up to the grace period, then stop it by force.
 func (m *Machine) Stop(ctx context.Context) error {
-	m.mu.Lock()
-	if booted := m.booted; booted != nil {
-		// A boot in progress: cancel it; if it got through, stop the VM.
-		m.cancelBoot()
-		m.mu.Unlock()
-		select {
-		case <-booted:
-		case <-ctx.Done():
-			return fmt.Errorf("stop VM %s while it boots: %w", m.spec.ID, ctx.Err())
-		}
-		m.mu.Lock()
+	// A boot in progress ends; if it got through, the VM is stopped below.
+	if err := m.boots.Abort(ctx); err != nil {
+		return fmt.Errorf("stop VM %s: %w", m.spec.ID, err)
 	}
+	m.mu.Lock()
 	v, exited := m.v, m.exited
 	if v == nil {
 		m.mu.Unlock()
@@ -462,9 +444,9 @@ func (m *Machine) Stop(ctx context.Context) error {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
-	m.mu.Lock()
-	m.deleted = true
-	m.mu.Unlock()
+	if err := m.boots.Delete(ctx); err != nil {
+		return fmt.Errorf("delete VM %s: %w", m.spec.ID, err)
+	}
 	m.closeDisplay()
 	if err := m.Stop(ctx); err != nil {
 		return err
