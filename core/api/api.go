@@ -278,8 +278,6 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, "invalid"
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
-	case errors.Is(err, errForbidden):
-		return http.StatusForbidden, "forbidden"
 	case errors.Is(err, errdefs.ErrUnsupported):
 		return http.StatusNotImplemented, "unsupported"
 	case errors.Is(err, errdefs.ErrUnavailable):
@@ -288,18 +286,8 @@ func classify(err error) (int, string) {
 	return http.StatusInternalServerError, "internal"
 }
 
-var (
-	errUnauthorized = errors.New("unauthorized")
-	errForbidden    = errors.New("forbidden")
-)
-
-type classedErr struct {
-	class error
-	msg   string
-}
-
-func (e classedErr) Error() string        { return e.msg }
-func (e classedErr) Is(target error) bool { return target == e.class }
+// errUnauthorized is the class of a refused login link (401).
+var errUnauthorized = errors.New("unauthorized")
 
 func (a *API) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := classify(err)

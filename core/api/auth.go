@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -114,7 +115,7 @@ func (a *API) login(w http.ResponseWriter, r *http.Request) error {
 	delete(a.logins, token)
 	a.mu.Unlock()
 	if !ok || time.Now().After(exp) {
-		return classedErr{errUnauthorized, "this login link is unknown, used or expired: run `hivecrew open` for a new one"}
+		return errdefs.New(errUnauthorized, "this login link is unknown, used or expired: run `hivecrew open` for a new one")
 	}
 	session := newToken()
 	a.mu.Lock()
