@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -174,28 +173,12 @@ func (a *API) serveScreenshot(w http.ResponseWriter, r *http.Request, path strin
 	if !ok {
 		return errdefs.NotFoundf("screenshot not available")
 	}
-	w.Header().Set("Cache-Control", "no-cache")
-	root, err := os.OpenRoot(a.cfg.Paths.Sessions())
-	if err != nil {
-		return errdefs.NotFoundf("screenshot not available")
-	}
-	defer root.Close()
-	f, err := root.Open(filepath.FromSlash(rel))
-	if err != nil {
-		return errdefs.NotFoundf("screenshot not available")
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return errdefs.NotFoundf("screenshot not available")
-	}
 	ct := "image/png"
 	if strings.HasSuffix(rel, ".jpg") || strings.HasSuffix(rel, ".jpeg") {
 		ct = "image/jpeg"
 	}
-	w.Header().Set("Content-Type", ct)
-	http.ServeContent(w, r, "", fi.ModTime(), f)
-	return nil
+	w.Header().Set("Cache-Control", "no-cache")
+	return serveFrom(w, r, a.cfg.Paths.Sessions(), filepath.FromSlash(rel), ct, "")
 }
 
 // stream serves live frames of a running task's screen as

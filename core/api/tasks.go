@@ -453,26 +453,30 @@ func (a *API) taskFile(w http.ResponseWriter, r *http.Request) error {
 	return errdefs.NotFoundf("task %s has no file %q", id, name)
 }
 
-// serveFrom serves base/rel without ever leaving base.
+// serveFrom serves base/rel without ever leaving base: as a download
+// named name, or inline when name is "".
 func serveFrom(w http.ResponseWriter, r *http.Request, base, rel, mimeType, name string) error {
+	missing := errdefs.NotFoundf("file %s is not available", or(name, filepath.Base(rel)))
 	root, err := os.OpenRoot(base)
 	if err != nil {
-		return errdefs.NotFoundf("file %s is not available", name)
+		return missing
 	}
 	defer root.Close()
 	f, err := root.Open(rel)
 	if err != nil {
-		return errdefs.NotFoundf("file %s is not available", name)
+		return missing
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
-		return errdefs.NotFoundf("file %s is not available", name)
+		return missing
 	}
 	if mimeType != "" {
 		w.Header().Set("Content-Type", mimeType)
 	}
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filepath.Base(name)}))
+	if name != "" {
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filepath.Base(name)}))
+	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	http.ServeContent(w, r, "", fi.ModTime(), f)
 	return nil
