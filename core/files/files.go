@@ -252,6 +252,17 @@ func copyFromRoot(root *os.Root, name, dst string, maxFile, room int64) (int64, 
 	return n, nil
 }
 
+// Put puts src at dst, a new file: moved when move is set and both are
+// on one filesystem, else copied (mode 0600, synced).
+func Put(src, dst string, move bool) error {
+	if move {
+		if err := os.Rename(src, dst); err == nil {
+			return nil
+		}
+	}
+	return copyFile(src, dst, -1)
+}
+
 // copyFile copies src to a new file dst (mode 0600), at most max bytes when
 // max >= 0.
 func copyFile(src, dst string, max int64) error {

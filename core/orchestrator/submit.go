@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,7 +176,7 @@ func (o *Orchestrator) stageInputs(taskID string, srcs []inputSource, move bool)
 		}
 		seen[name] = true
 		dst := filepath.Join(dir, name)
-		if err := place(s.path, dst, move); err != nil {
+		if err := files.Put(s.path, dst, move); err != nil {
 			os.RemoveAll(o.taskDir(taskID))
 			return nil, fmt.Errorf("store input file %s: %w", name, err)
 		}
@@ -190,29 +189,6 @@ func (o *Orchestrator) stageInputs(taskID string, srcs []inputSource, move bool)
 		out = append(out, store.TaskFile{Name: name, Size: fi.Size(), MimeType: or(s.mime, files.MimeType(name)), Path: filepath.ToSlash(rel)})
 	}
 	return out, nil
-}
-
-// place moves (or copies) src to dst.
-func place(src, dst string, move bool) error {
-	if move {
-		if err := os.Rename(src, dst); err == nil {
-			return nil
-		}
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Rerun queues a new task with a finished task's configuration and inputs.
