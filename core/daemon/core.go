@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -137,7 +136,7 @@ func (r recorder) RecordVM(ctx context.Context, i pool.Info) error {
 func (r recorder) ForgetVM(ctx context.Context, id string) error { return r.st.DeleteVM(ctx, id) }
 
 // startCore builds and starts the backend, pool, orchestrator and API.
-func startCore(ctx context.Context, cfg Config, st *store.Store, settings config.Settings, baseURL string) (_ *core, err error) {
+func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, settings config.Settings, baseURL string) (_ *core, err error) {
 	log := cfg.Log
 	var cleanups []func() error
 	stop := func() error {
@@ -170,7 +169,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, settings config
 	if err := removeOrphans(ctx, st, backend, cfg.Paths, log); err != nil {
 		return nil, err
 	}
-	h := &settingsHolder{st: st, defaults: config.Defaults(goos(), userHome()), cur: settings}
+	h := &settingsHolder{st: st, defaults: defaults, cur: settings}
 	if err := h.refreshWarm(ctx); err != nil {
 		return nil, err
 	}
@@ -183,7 +182,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, settings config
 			return v, nil
 		}
 		v, err := sec.Get("provider/" + pr.ID)
-		if err != nil && !errorsIsNotFound(err) {
+		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 			return "", err
 		}
 		return v, nil
@@ -371,10 +370,6 @@ func templateManager(ctx context.Context, cfg Config, st *store.Store, p *pool.P
 	}
 	return tm, nil
 }
-
-func goos() string { return runtime.GOOS }
-
-func errorsIsNotFound(err error) bool { return errors.Is(err, errdefs.ErrNotFound) }
 
 // guestAgentPath is the guest agent binary: the configured one, else
 // hivecrew-guestagent next to the running executable.

@@ -104,7 +104,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	cleanups = append(cleanups, st.Close)
-	settings, err := st.LoadSettings(ctx, config.Defaults(runtime.GOOS, userHome()))
+	defaults := config.Defaults(runtime.GOOS, userHome())
+	settings, err := st.LoadSettings(ctx, defaults)
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 
-	c, err := startCore(ctx, cfg, st, settings, "http://"+tcpLn.Addr().String())
+	c, err := startCore(ctx, cfg, st, defaults, settings, "http://"+tcpLn.Addr().String())
 	if err != nil {
 		return err
 	}
