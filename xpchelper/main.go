@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -46,6 +47,23 @@ type usageError struct{ msg string }
 
 func (u usageError) Error() string { return u.msg }
 
+// startCPUProfile profiles the process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"a command is required"}
@@ -61,8 +79,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 		printKey := fs.Bool("print-api-key", false, "replace the \"make run\" API key and print the new one")
 		level := fs.String("log-level", "info", "debug, info, warn or error")
 		agent := fs.String("guest-agent", "", "guest agent binary for sandboxes (default: hivecrew-guestagent next to this binary)")
+		profile := fs.String("cpu-profile", "", "write a CPU profile (go tool pprof) to this file until the helper stops")
 		if err := fs.Parse(args); err != nil {
 			return usageError{err.Error()}
+		}
+		if *profile != "" {
+			stopProfile, err := startCPUProfile(*profile)
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 		}
 		var lv slog.Level
 		if err := lv.UnmarshalText([]byte(*level)); err != nil {

@@ -305,6 +305,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
 	toolDefs := tools(denied)
 	failedChecks := 0
+	saved := 0 // messages already in the trace's conversation
 	for {
 		if res, ok := r.unrecorded(); ok {
 			return res
@@ -333,11 +334,12 @@ func (r *Runner) loop(ctx context.Context) Result {
 			return Result{Status: store.StatusFailed, Summary: "The VM could not be observed: " + err.Error()}
 		}
 		messages = append(messages, obs)
-		// The transcript keeps text only: the screenshots are in the trace
-		// already, and inlining them would rewrite them all every step.
-		if err := r.cfg.Trace.SaveConversation(llm.Compact(messages, 0)); err != nil {
+		// The transcript gets each message once, as text: the screenshots
+		// are in the trace already.
+		if err := r.cfg.Trace.AppendConversation(toAny(llm.Compact(messages[saved:], 0))...); err != nil {
 			r.traceFailed(err)
 		}
+		saved = len(messages)
 
 		// Decide.
 		reply, err := r.decide(ctx, step, messages, toolDefs)
@@ -386,6 +388,14 @@ func (r *Runner) loop(ctx context.Context) Result {
 			r.traceFailed(err)
 		}
 	}
+}
+
+func toAny[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }
 
 func toolMessage(id, content string) openai.ChatCompletionMessage {

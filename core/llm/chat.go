@@ -76,10 +76,14 @@ func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionM
 // create sends one chat completion request, with retries; an answer
 // without choices counts as a broken one.
 func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	body, err := chatBody(req)
+	if err != nil {
+		return openai.ChatCompletionResponse{}, fmt.Errorf("marshal the request: %w", err)
+	}
 	var resp openai.ChatCompletionResponse
-	err := c.do(ctx, func(actx context.Context) error {
-		var err error
-		resp, err = c.api.CreateChatCompletion(actx, req)
+	err = c.do(ctx, func(actx context.Context) error {
+		resp = openai.ChatCompletionResponse{}
+		err := c.postChat(actx, body, &resp)
 		if err == nil && len(resp.Choices) == 0 {
 			err = fmt.Errorf("the answer has no choices")
 		}

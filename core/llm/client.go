@@ -49,6 +49,9 @@ type Config struct {
 type Client struct {
 	cfg Config
 	api *openai.Client
+	// baseURL and doer send chat completions (see postChat).
+	baseURL string
+	doer    recordingDoer
 }
 
 // New returns a client.
@@ -75,7 +78,7 @@ func New(cfg Config) (*Client, error) {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	oc.HTTPClient = recordingDoer{hc}
-	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc)}, nil
+	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), baseURL: oc.BaseURL, doer: recordingDoer{hc}}, nil
 }
 
 // Model is the model the client calls.

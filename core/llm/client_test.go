@@ -314,3 +314,38 @@ func TestCost(t *testing.T) {
 		t.Fatalf("settings prices: %v, %v", usd, ok)
 	}
 }
+
+// TestChatBodyIsWhatJSONMarshalWrites: splicing the images in gives the
+// very bytes json.Marshal gives, for data URLs, URLs that need escaping,
+// several images and text that looks like a placeholder.
+func TestChatBodyIsWhatJSONMarshalWrites(t *testing.T) {
+	img := func(url string) openai.ChatMessagePart {
+		return openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: url, Detail: openai.ImageURLDetailHigh}}
+	}
+	text := func(s string) openai.ChatMessagePart {
+		return openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: s}
+	}
+	req := openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{
+		{Role: "system", Content: "You operate a computer <&>"},
+		{Role: "user", MultiContent: []openai.ChatMessagePart{text("Step 1"), img("data:image/png;base64,iVBORw0KGgo+/=")}},
+		{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "c1", Type: "function", Function: openai.FunctionCall{Name: "mouse_click", Arguments: `{"x":1}`}}}},
+		{Role: "tool", ToolCallID: "c1", Content: "clicked"},
+		{Role: "user", MultiContent: []openai.ChatMessagePart{
+			text(`"hivecrew-image-0000000000000000-0"`), img(`https://example.com/a"b\c<d>.png`), img(`https://example.com/q"q.png`), img(`https://example.com/x<y.png`), img("data:image/jpeg;base64,/9j/4AAQ"), text("é ✓"),
+		}},
+	}, Tools: []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: "mouse_click", Parameters: json.RawMessage(`{"type":"object"}`)}}}}
+	want, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := chatBody(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("chatBody:\n%s\njson.Marshal:\n%s", got, want)
+	}
+	if req.Messages[1].MultiContent[1].ImageURL.URL != "data:image/png;base64,iVBORw0KGgo+/=" {
+		t.Error("chatBody changed the caller's messages")
+	}
+}

@@ -24,6 +24,10 @@ const BusyTimeout = 10 * time.Second
 type Store struct {
 	db  *gorm.DB
 	log *slog.Logger
+	// writer is held by this process's write transaction (capacity 1):
+	// writers queue here and are woken at once, not in SQLite's busy
+	// handler, which polls with sleeps of up to 100 ms.
+	writer chan struct{}
 }
 
 // Open opens (creating if needed) the database at path, applies pending
@@ -59,7 +63,15 @@ func Open(ctx context.Context, path string, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, classify(err))
 	}
-	s := &Store{db: db, log: log}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// The pool keeps its connections open: each open costs a parse of the
+	// schema and the DSN's pragmas.
+	sqlDB.SetMaxOpenConns(maxConns)
+	sqlDB.SetMaxIdleConns(maxConns)
+	s := &Store{db: db, log: log, writer: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -79,10 +91,20 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// tx runs fn in a write transaction. Its BEGIN waits up to BusyTimeout for
-// another connection's or process's lock; when that runs out, the error is
-// of class errdefs.ErrUnavailable like every other locked statement's.
+// maxConns bounds the connections: one writer at a time, readers beside it.
+const maxConns = 8
+
+// tx runs fn in a write transaction, one at a time in this process. Its
+// BEGIN waits up to BusyTimeout for another process's lock; when that runs
+// out, the error is of class errdefs.ErrUnavailable like every other locked
+// statement's.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	select {
+	case s.writer <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writer }()
 	err := s.db.WithContext(ctx).Transaction(fn)
 	if err != nil && errdefs.Class(err) == nil {
 		return classify(err)

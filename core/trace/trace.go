@@ -1,9 +1,11 @@
 // Package trace keeps the record of one agent session on disk, in the
-// session's folder: events.jsonl (append-only, one event a line, synced at
-// step boundaries), screenshots/NNNN.png|jpg, artifacts/ (the outbox when the
-// task ends) and conversation.json. Read tolerates a last line cut short by a
-// crash; Export writes the session as JSON, Markdown or a self-contained HTML
-// replay.
+// session's folder: events.jsonl (append-only, one event a line),
+// conversation.jsonl (append-only, one LLM message a line, screenshots left
+// out), screenshots/NNNN.png|jpg and artifacts/ (the outbox when the task
+// ends). Everything written is durable once Sync returns, which the agent
+// calls at every step boundary. Read tolerates a last line cut short by a
+// crash; Export writes the session as JSON, Markdown or a self-contained
+// HTML replay.
 package trace
 
 import (
@@ -39,19 +41,26 @@ type Event struct {
 // File and folder names inside a session folder.
 const (
 	EventsFile       = "events.jsonl"
-	ConversationFile = "conversation.json"
-	ScreenshotsDir   = "screenshots"
-	ArtifactsDir     = "artifacts"
+	ConversationFile = "conversation.jsonl"
+	// legacyConversationFile is where traces written before conversation.jsonl
+	// kept the whole conversation as one JSON array.
+	legacyConversationFile = "conversation.json"
+	ScreenshotsDir         = "screenshots"
+	ArtifactsDir           = "artifacts"
 )
 
 // Writer appends to one session's trace. It is safe for concurrent use.
 type Writer struct {
 	dir string
-	// mu guards f, seq and shots.
+	// mu guards everything below.
 	mu    sync.Mutex
-	f     *os.File
+	f     *os.File // events.jsonl
+	conv  *os.File // conversation.jsonl
 	seq   int
 	shots int
+	// unsynced are the screenshots written since the last Sync, open so
+	// that Sync can make them durable before the events that name them.
+	unsynced []*os.File
 }
 
 // Create makes the session folder (or continues an existing trace) and
@@ -74,7 +83,12 @@ func Create(dir string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trace: %w", err)
 	}
-	w.f = f
+	conv, err := os.OpenFile(filepath.Join(dir, ConversationFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open trace: %w", err)
+	}
+	w.f, w.conv = f, conv
 	return w, nil
 }
 
@@ -102,71 +116,80 @@ func (w *Writer) Append(e Event) (Event, error) {
 	return e, nil
 }
 
-// Sync makes what was appended durable; the agent calls it at the end of
-// every step.
+// Sync makes everything written so far durable: the screenshots first,
+// then the conversation and the events that refer to them. The agent calls
+// it at the end of every step.
 func (w *Writer) Sync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.f.Sync(); err != nil {
+	return w.syncLocked()
+}
+
+func (w *Writer) syncLocked() error {
+	var errs []error
+	for _, f := range w.unsynced {
+		errs = append(errs, f.Sync(), f.Close())
+	}
+	w.unsynced = w.unsynced[:0]
+	errs = append(errs, w.conv.Sync(), w.f.Sync())
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sync trace: %w", err)
 	}
 	return nil
 }
 
 // Screenshot stores an image as screenshots/NNNN.<format> and returns its
-// path relative to the session folder.
+// path relative to the session folder. The file is complete when this
+// returns (a crash while writing leaves a file no event names) and durable
+// after the next Sync.
 func (w *Writer) Screenshot(format string, data []byte) (string, error) {
 	if format != "png" && format != "jpeg" {
 		return "", fmt.Errorf("screenshot format %q", format)
 	}
 	ext := map[string]string{"png": "png", "jpeg": "jpg"}[format]
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.shots++
 	rel := filepath.Join(ScreenshotsDir, fmt.Sprintf("%04d.%s", w.shots, ext))
-	w.mu.Unlock()
-	if err := writeAtomic(filepath.Join(w.dir, rel), data); err != nil {
+	path := filepath.Join(w.dir, rel)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
 		return "", fmt.Errorf("save screenshot: %w", err)
 	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", fmt.Errorf("save screenshot: %w", err)
+	}
+	w.unsynced = append(w.unsynced, f)
 	return rel, nil
 }
 
-// SaveConversation replaces conversation.json with v (the LLM messages).
-func (w *Writer) SaveConversation(v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
+// AppendConversation appends LLM messages to conversation.jsonl, one a
+// line. The agent appends each message once, with its screenshots left out.
+func (w *Writer) AppendConversation(msgs ...any) error {
+	var buf bytes.Buffer
+	for _, m := range msgs {
+		line, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("save conversation: %w", err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
 	}
-	if err := writeAtomic(filepath.Join(w.dir, ConversationFile), data); err != nil {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.conv.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("save conversation: %w", err)
 	}
 	return nil
 }
 
-// Close syncs and closes the events file.
+// Close syncs and closes the trace's files.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return errors.Join(w.f.Sync(), w.f.Close())
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return werr
-	}
-	return os.Rename(tmp, path)
+	return errors.Join(w.syncLocked(), w.conv.Close(), w.f.Close())
 }
 
 // Session is a trace read back.
@@ -177,6 +200,34 @@ type Session struct {
 	// Truncated says the last line was cut short (a crash while writing)
 	// and was left out.
 	Truncated bool
+}
+
+// readConversation returns the conversation as one JSON array: the lines
+// of conversation.jsonl (up to one cut short by a crash), or an older
+// trace's conversation.json; nil when there is none.
+func readConversation(dir string) json.RawMessage {
+	data, err := os.ReadFile(filepath.Join(dir, ConversationFile))
+	if err != nil {
+		if old, err := os.ReadFile(filepath.Join(dir, legacyConversationFile)); err == nil && json.Valid(old) {
+			return old
+		}
+		return nil
+	}
+	out := []byte{'['}
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if !json.Valid(line) {
+			break // only the last line can be cut short
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, line...)
+	}
+	return append(out, ']')
 }
 
 // Read reads a session's trace.
@@ -200,8 +251,6 @@ func Read(dir string) (Session, error) {
 		}
 		s.Events = append(s.Events, e)
 	}
-	if conv, err := os.ReadFile(filepath.Join(dir, ConversationFile)); err == nil && json.Valid(conv) {
-		s.Conversation = conv
-	}
+	s.Conversation = readConversation(dir)
 	return s, nil
 }

@@ -41,16 +41,29 @@ func TestWriteReadExport(t *testing.T) {
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	w.SaveConversation([]map[string]string{{"role": "user", "content": "hi"}})
-	w.Close()
+	if err := w.AppendConversation(map[string]string{"role": "system", "content": "You operate"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AppendConversation(map[string]string{"role": "user", "content": "hi"}, map[string]string{"role": "assistant", "content": "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// A crash mid-line leaves a partial last line: it is dropped, the rest read.
-	f, _ := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_APPEND, 0)
-	f.WriteString(`{"seq":5,"type":"tool_ca`)
-	f.Close()
+	for _, name := range []string{EventsFile, ConversationFile} {
+		f, _ := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, 0)
+		f.WriteString(`{"seq":5,"type":"tool_ca`)
+		f.Close()
+	}
 	s, err := Read(dir)
-	if err != nil || len(s.Events) != 4 || !s.Truncated || s.Events[3].Seq != 4 || s.Conversation == nil {
+	if err != nil || len(s.Events) != 4 || !s.Truncated || s.Events[3].Seq != 4 {
 		t.Fatalf("read %d events, truncated=%v, err %v", len(s.Events), s.Truncated, err)
+	}
+	var conv []map[string]string
+	if err := json.Unmarshal(s.Conversation, &conv); err != nil || len(conv) != 3 || conv[0]["role"] != "system" || conv[2]["content"] != "ok" {
+		t.Fatalf("conversation %s (%v), want the three messages in order", s.Conversation, err)
 	}
 	// Reopening continues the numbering.
 	w2, _ := Create(dir)
@@ -104,5 +117,17 @@ func TestScreenshotPathsStayInTheSession(t *testing.T) {
 	ExportHTML(&html, Info{Title: "x"}, s)
 	if strings.Contains(html.String(), "data:image") {
 		t.Fatal("a screenshot path escaped the session folder")
+	}
+}
+
+// TestReadsAnOlderTracesConversation: traces written before
+// conversation.jsonl kept the conversation as one JSON array.
+func TestReadsAnOlderTracesConversation(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, EventsFile), []byte(`{"seq":1,"type":"status_change","summary":"Task started"}`+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, legacyConversationFile), []byte(`[{"role":"user","content":"hi"}]`), 0o600)
+	s, err := Read(dir)
+	if err != nil || string(s.Conversation) != `[{"role":"user","content":"hi"}]` {
+		t.Fatalf("conversation %s, err %v", s.Conversation, err)
 	}
 }

@@ -21,6 +21,8 @@ type SessionOptions struct {
 	Width, Height int
 	// NoWindowManager skips openbox.
 	NoWindowManager bool
+	// XvfbArgs are extra arguments for Xvfb (tests turn extensions off).
+	XvfbArgs []string
 	// Env is the base environment of the session's processes; nil means
 	// os.Environ().
 	Env []string
@@ -63,8 +65,9 @@ func StartSession(ctx context.Context, o SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	xvfb := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", o.Width, o.Height),
-		"-nolisten", "tcp", "-noreset", "+extension", "XTEST")
+	args := append([]string{"-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", o.Width, o.Height),
+		"-nolisten", "tcp", "-noreset", "+extension", "XTEST"}, o.XvfbArgs...)
+	xvfb := exec.Command("Xvfb", args...)
 	xvfb.Env = env
 	xvfb.ExtraFiles = []*os.File{w}
 	err = s.start(xvfb, func() { close(s.done) })

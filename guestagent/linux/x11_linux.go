@@ -14,6 +14,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
+	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/server"
 )
@@ -36,6 +37,9 @@ type Driver struct {
 	// red, green, blue give the byte offsets of each channel in a 32-bit pixel.
 	red, green, blue int
 
+	// shm reads the screen through shared memory; nil when the X server
+	// cannot (then screenshots come through the socket).
+	shm   *shmScreen
 	kb    *keyboard
 	clip  *clipboard
 	atoms *atoms
@@ -100,6 +104,9 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if d.clip, err = newClipboard(conn, scr, d.atoms); err != nil {
 		return nil, err
 	}
+	if d.shm, err = newSHMScreen(conn, d.width*d.height*4); err != nil {
+		cfg.Log.Info("screenshots go through the X socket", "reason", err)
+	}
 	d.a11y = newAccessibility(cfg.Log)
 	d.osVersion = osVersion()
 	ok = true
@@ -111,6 +118,9 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 func (d *Driver) Close() error {
 	d.kb.restore()
 	d.a11y.close()
+	if d.shm != nil {
+		d.shm.close()
+	}
 	d.conn.Close()
 	<-d.loopDone
 	return nil
@@ -218,27 +228,28 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 	return desc, nil
 }
 
-// Capture implements server.Driver: the root window at native size.
+// Capture implements server.Driver: the root window at native size, as a
+// frame in the display's own pixel layout.
 func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	w, h := d.size()
+	f := &frame.Frame{Stride: 4 * w, Width: w, Height: h, R: d.red, G: d.green, B: d.blue}
+	if d.shm != nil {
+		f.Pix = make([]byte, w*h*4)
+		if err := d.shm.capture(f.Pix, d.root, w, h); err != nil {
+			return nil, protocol.Errorf(protocol.CodeUnavailable, "capture the screen: %v", err)
+		}
+		return f, nil
+	}
 	reply, err := xproto.GetImage(d.conn, xproto.ImageFormatZPixmap, xproto.Drawable(d.root),
 		0, 0, uint16(w), uint16(h), 0xffffffff).Reply()
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "capture the screen: %v", err)
 	}
-	if len(reply.Data) < w*h*4 {
-		return nil, protocol.Errorf(protocol.CodeInternalError, "screen image has %d bytes, want %d", len(reply.Data), w*h*4)
+	f.Pix = reply.Data
+	if err := f.Check(); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternalError, "screen image: %v", err)
 	}
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	src, dst := reply.Data, img.Pix
-	r, g, b := d.red, d.green, d.blue
-	for i := 0; i < w*h*4; i += 4 {
-		dst[i] = src[i+r]
-		dst[i+1] = src[i+g]
-		dst[i+2] = src[i+b]
-		dst[i+3] = 0xff
-	}
-	return img, nil
+	return f, nil
 }
 
 // sync waits until the X server has processed every request sent so far.

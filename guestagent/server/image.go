@@ -4,42 +4,45 @@ import (
 	"bytes"
 	"image"
 	"image/jpeg"
-	"image/png"
 
 	"golang.org/x/image/draw"
 
+	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
-// pngEncoder trades a little size for speed: screenshots are taken every step.
-var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed}
-
-// encodeScreenshot downscales img to fit the request and encodes it.
-func encodeScreenshot(img image.Image, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+// encodeScreenshot downscales img to fit the request and encodes it. PNGs
+// go through the server's frame encoder, which recompresses only what
+// changed since the last PNG screenshot.
+func (s *Server) encodeScreenshot(img image.Image, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
 	b := img.Bounds()
 	w, h := protocol.FitSize(b.Dx(), b.Dy(), p.MaxWidth, p.MaxHeight)
+	if w != b.Dx() || h != b.Dy() || p.Format == protocol.FormatJPEG {
+		// The scaler's and the JPEG encoder's fast paths want RGBA.
+		if f, ok := img.(*frame.Frame); ok {
+			img = f.RGBA()
+		}
+	}
 	if w != b.Dx() || h != b.Dy() {
 		dst := image.NewRGBA(image.Rect(0, 0, w, h))
 		draw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, b, draw.Src, nil)
 		img = dst
 	}
-	var buf bytes.Buffer
-	buf.Grow(w * h / 2)
-	format := p.Format
-	switch format {
-	case "", protocol.FormatPNG:
-		format = protocol.FormatPNG
-		if err := pngEncoder.Encode(&buf, img); err != nil {
-			return protocol.ScreenshotResult{}, err
-		}
-	case protocol.FormatJPEG:
+	if p.Format == protocol.FormatJPEG {
 		q := p.Quality
 		if q == 0 {
 			q = 80
 		}
+		var buf bytes.Buffer
+		buf.Grow(w * h / 4)
 		if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: q}); err != nil {
-			return protocol.ScreenshotResult{}, err
+			return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInternalError, "encode the screenshot: %v", err)
 		}
+		return protocol.ScreenshotResult{Format: protocol.FormatJPEG, Width: w, Height: h, Data: buf.Bytes()}, nil
 	}
-	return protocol.ScreenshotResult{Format: format, Width: w, Height: h, Data: buf.Bytes()}, nil
+	data, _, err := s.png.Encode(frame.FromImage(img))
+	if err != nil {
+		return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInternalError, "encode the screenshot: %v", err)
+	}
+	return protocol.ScreenshotResult{Format: protocol.FormatPNG, Width: w, Height: h, Data: data}, nil
 }

@@ -81,7 +81,7 @@ func (s *Server) screenshot(ctx context.Context, p protocol.ScreenshotParams) (p
 	if err != nil {
 		return protocol.ScreenshotResult{}, err
 	}
-	return encodeScreenshot(img, p)
+	return s.encodeScreenshot(img, p)
 }
 
 func (s *Server) click(ctx context.Context, p protocol.ClickParams) error {

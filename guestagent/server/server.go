@@ -15,6 +15,7 @@ import (
 	"github.com/creachadair/jrpc2"
 	"github.com/creachadair/jrpc2/handler"
 
+	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/transport"
 )
@@ -43,6 +44,8 @@ type Server struct {
 	files *files
 	shell *shellRunner
 	start time.Time
+	// png encodes PNG screenshots, reusing what did not change.
+	png frame.Encoder
 	// handlers is the method table, built once and shared by connections.
 	handlers handler.Map
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image"
 	"image/color"
+	_ "image/png" // decode the screenshots
 	"io"
 	"log/slog"
 	"net"

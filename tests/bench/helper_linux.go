@@ -58,6 +58,10 @@ func startHelper() (*helperProc, error) {
 	}
 	h := &helperProc{home: home, exited: make(chan error, 1)}
 	h.cmd = exec.Command(exe, "serve", "--home", home, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	if dir := os.Getenv("BENCH_PROFILE"); dir != "" {
+		// One CPU profile per helper, for go tool pprof bin/hivecrew-helper FILE.
+		h.cmd.Args = append(h.cmd.Args, "--cpu-profile", filepath.Join(dir, "helper-"+filepath.Base(home)+".pprof"))
+	}
 	stdout, err := h.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +38,8 @@ type exchange struct {
 	// images is how many screenshots the request carried as images, and
 	// imageBytes their data URLs' size.
 	images, imageBytes int
+	// lastImage is a hash of the request's newest screenshot.
+	lastImage uint64
 	// check says the request was the completion check.
 	check bool
 }
@@ -91,8 +95,9 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	s := p.scripts[marker]
 	n := len(p.log[marker]) + 1
-	images, imageBytes := dataURLs(body)
-	p.log[marker] = append(p.log[marker], exchange{in: in, bytes: len(body), images: images, imageBytes: imageBytes, check: check})
+	images, imageBytes, last := dataURLs(body)
+	p.log[marker] = append(p.log[marker], exchange{in: in, bytes: len(body), images: images, imageBytes: imageBytes,
+		lastImage: maphash.Bytes(imageSeed, last), check: check})
 	p.mu.Unlock()
 	msg, hold := finish(n, check)
 	if s != nil {
@@ -117,20 +122,23 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 }
 
-// dataURLs counts the image data URLs in a request body and their bytes.
-func dataURLs(body []byte) (n, size int) {
+var imageSeed = maphash.MakeSeed()
+
+// dataURLs counts the image data URLs in a request body and their bytes,
+// and returns the last one.
+func dataURLs(body []byte) (n, size int, last []byte) {
 	const start = `"url":"data:image/`
 	for {
 		i := bytes.Index(body, []byte(start))
 		if i < 0 {
-			return n, size
+			return n, size, last
 		}
 		body = body[i+len(start)-len("data:image/"):]
 		end := bytes.IndexByte(body, '"')
 		if end < 0 {
-			return n, size
+			return n, size, last
 		}
-		n, size = n+1, size+end
+		n, size, last = n+1, size+end, body[:end]
 		body = body[end:]
 	}
 }
@@ -149,6 +157,17 @@ func finish(_ int, check bool) (openai.ChatCompletionMessage, <-chan struct{}) {
 // clicks the middle of the screen.
 func clicking(int, bool) (openai.ChatCompletionMessage, <-chan struct{}) {
 	return toolCall("mouse_click", `{"x":640,"y":400}`), nil
+}
+
+// writing is the script of an agent drafting a document, the steady work
+// of a real task: the first turn opens Mousepad (a GTK editor), every
+// later turn types a line into it, so every step changes the screen: a
+// line of text, and the whole page once it is full and scrolls.
+func writing(n int, _ bool) (openai.ChatCompletionMessage, <-chan struct{}) {
+	if n == 1 {
+		return toolCall("open_app", `{"name":"xterm"}`), nil
+	}
+	return toolCall("keyboard_type", fmt.Sprintf(`{"text":"Step %d: the quick brown fox jumps over the lazy dog, 0123456789.\n"}`, n)), nil
 }
 
 func toolCall(name, args string) openai.ChatCompletionMessage {

@@ -9,7 +9,8 @@ import (
 )
 
 // benchThroughput runs 16 agents at once in real sandboxes against a
-// provider that answers at once, and measures for a window: the steps per
+// provider that answers at once, each writing a document in an editor (so
+// every step changes the screen), and measures for a window: the steps per
 // second they make together, each step's overhead (the helper's and the
 // guest's time between an answer of the provider and the agent's next
 // request: tool call, screenshot, recording, prompt), the helper process's
@@ -41,13 +42,14 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 	markers := make([]string, agents)
 	for i := range markers {
 		markers[i] = fmt.Sprintf("[[busy%02d]]", i)
-		p.set(markers[i], clicking)
-		if _, err := h.create(ctx, "Keep clicking "+markers[i]); err != nil {
+		p.set(markers[i], writing)
+		if _, err := h.create(ctx, "Write a report "+markers[i]); err != nil {
 			return nil, err
 		}
 	}
+	// Every editor is open and being typed into.
 	for _, m := range markers {
-		if err := waitSteps(p, m, 1, 2*time.Minute); err != nil {
+		if err := waitSteps(p, m, 5, 2*time.Minute); err != nil {
 			return nil, err
 		}
 	}
@@ -97,6 +99,7 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 	}
 
 	var overhead []time.Duration
+	changed, compared := 0, 0
 	perSecond := make([]int, int(end.Sub(start)/time.Second))
 	prompts := map[int][]time.Duration{5: nil, 20: nil, 40: nil}
 	inlined := map[int][]time.Duration{}
@@ -116,11 +119,19 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 			}
 			if i > 0 && !ex[i-1].out.Before(start) {
 				overhead = append(overhead, e.in.Sub(ex[i-1].out))
+				compared++
+				if e.lastImage != ex[i-1].lastImage {
+					changed++
+				}
 			}
 		}
 	}
 	if len(overhead) == 0 || len(perSecond) == 0 {
 		return nil, errors.New("no step of the 16 agents fell inside the window")
+	}
+	// The figures count only if the agents were really at work.
+	if changed < compared*9/10 {
+		return nil, fmt.Errorf("the screen changed in only %d of %d steps: the editors are not being typed into (is mousepad installed?)", changed, compared)
 	}
 	rates := make([]time.Duration, len(perSecond))
 	for i, n := range perSecond {
@@ -139,7 +150,7 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 			Samples: len(rates), Note: fmt.Sprintf("%d steps in %s; per 1 s interval; target: a step per agent per second", total, end.Sub(start).Round(time.Second))},
 		{Name: "throughput: 16 agents, step overhead", P50: o50, P95: o95, Target: 100 * time.Millisecond, TargetOnP95: true, Samples: len(overhead),
 			Baseline: solo, BaselineName: "1 agent alone",
-			Note: "provider answer -> the agent's next request: click, PNG screenshot, trace, events, prompt"},
+			Note: fmt.Sprintf("provider answer -> the agent's next request: type a line into Mousepad, PNG screenshot, trace, events, prompt; the screen changed in %d of %d steps", changed, compared)},
 		{Name: "throughput: helper CPU per agent", P50: c50, P95: c95, Target: Quantity(5), Unit: "% core", Samples: len(cpu),
 			Note: "helper process utime+stime per 1 s interval / 16 (sandboxes not included)"},
 		{Name: "throughput: helper RSS per agent", P50: r50, P95: r95, Target: Quantity(8), Unit: "MB", Samples: len(rss),
@@ -159,11 +170,15 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 	return out, nil
 }
 
-// soloOverhead runs one agent alone for a few seconds and returns the
-// median of its step overhead.
+// soloOverhead runs one writing agent alone for a few seconds and returns
+// the median of its step overhead.
 func soloOverhead(ctx context.Context, h *helperProc, p *provider) (time.Duration, error) {
 	const marker = "[[solo]]"
-	if _, err := working(ctx, h, p, marker, 5); err != nil {
+	p.set(marker, writing)
+	if _, err := h.create(ctx, "Write a report "+marker); err != nil {
+		return 0, err
+	}
+	if err := waitSteps(p, marker, 5, time.Minute); err != nil {
 		return 0, err
 	}
 	time.Sleep(5 * time.Second)

@@ -35,11 +35,21 @@ func TestMain(m *testing.M) {
 
 // agent is a running guest agent and a client connected to it.
 type agent struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	shared string
-	cli    *jrpc2.Client
-	notes  chan *jrpc2.Request
+	t       *testing.T
+	cmd     *exec.Cmd
+	shared  string
+	logPath string
+	cli     *jrpc2.Client
+	notes   chan *jrpc2.Request
+}
+
+// log returns what the agent has logged so far.
+func (a *agent) log() string {
+	b, err := os.ReadFile(a.logPath)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return string(b)
 }
 
 func startAgent(t *testing.T, env *xenv.Env) *agent {
@@ -54,7 +64,7 @@ func startAgent(t *testing.T, env *xenv.Env) *agent {
 	logf, _ := os.Create(filepath.Join(dir, "agent.log"))
 	cmd.Stderr = logf
 	env.Start(cmd)
-	a := &agent{t: t, cmd: cmd, shared: shared, notes: make(chan *jrpc2.Request, 256)}
+	a := &agent{t: t, cmd: cmd, shared: shared, logPath: filepath.Join(dir, "agent.log"), notes: make(chan *jrpc2.Request, 256)}
 	var conn net.Conn
 	env.WaitFor(5*time.Second, "the guest agent's socket", func() bool {
 		var err error

@@ -7,6 +7,7 @@ import (
 	_ "image/jpeg"
 	"image/png"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,9 +39,27 @@ func paint(t *testing.T, conn *xgb.Conn, x, y, w, h int16, rgb uint32) {
 }
 
 // TestScreenshotColoursAndSizes: windows drawn in known colours appear at
-// their coordinates; JPEG and downscaled variants report the sizes they have.
+// their coordinates, also in the next screenshot after the screen changed;
+// JPEG and downscaled variants report the sizes they have. The agent reads
+// the screen through shared memory (MIT-SHM), or through the X socket
+// when the X server has no MIT-SHM.
 func TestScreenshotColoursAndSizes(t *testing.T) {
-	env := xenv.Start(t, xenv.Options{NoWM: true})
+	t.Run("shared memory", func(t *testing.T) {
+		a := screenshotColoursAndSizes(t, xenv.Options{NoWM: true})
+		if log := a.log(); strings.Contains(log, "through the X socket") {
+			t.Errorf("the agent did not use shared memory on Xvfb:\n%s", log)
+		}
+	})
+	t.Run("X socket", func(t *testing.T) {
+		a := screenshotColoursAndSizes(t, xenv.Options{NoWM: true, XvfbArgs: []string{"-extension", "MIT-SHM"}})
+		if log := a.log(); !strings.Contains(log, "screenshots go through the X socket") {
+			t.Errorf("the agent did not say it reads the screen through the socket:\n%s", log)
+		}
+	})
+}
+
+func screenshotColoursAndSizes(t *testing.T, o xenv.Options) *agent {
+	env := xenv.Start(t, o)
 	a := startAgent(t, env)
 	conn, err := xgb.NewConnDisplay(env.Display)
 	if err != nil {
@@ -54,33 +73,24 @@ func TestScreenshotColoursAndSizes(t *testing.T) {
 	xproto.GetInputFocus(conn).Reply()
 	time.Sleep(100 * time.Millisecond)
 
-	shot := must[protocol.ScreenshotResult](a, protocol.MethodScreenshot, protocol.ScreenshotParams{Format: "png"})
-	if shot.Width != 1280 || shot.Height != 800 {
-		t.Fatalf("screenshot is %dx%d, want 1280x800", shot.Width, shot.Height)
+	red, green, blue := color.RGBA{255, 0, 0, 255}, color.RGBA{0, 255, 0, 255}, color.RGBA{0, 0, 255, 255}
+	black, white := color.RGBA{0, 0, 0, 255}, color.RGBA{255, 255, 255, 255}
+	want := map[image.Point]color.RGBA{
+		{100, 100}: red, {299, 199}: red,
+		{300, 200}:  black, // just outside: the black root
+		{775, 375}:  green,
+		{1279, 799}: blue,
+		{0, 0}:      {255, 255, 0, 255}, {1, 0}: black,
 	}
-	img, err := png.Decode(bytes.NewReader(shot.Data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		x, y int
-		want color.RGBA
-	}{
-		{100, 100, color.RGBA{255, 0, 0, 255}}, {299, 199, color.RGBA{255, 0, 0, 255}},
-		{300, 200, color.RGBA{0, 0, 0, 255}}, // just outside: the black root
-		{775, 375, color.RGBA{0, 255, 0, 255}},
-		{1279, 799, color.RGBA{0, 0, 255, 255}},
-		{0, 0, color.RGBA{255, 255, 0, 255}}, {1, 0, color.RGBA{0, 0, 0, 255}},
-	} {
-		r, g, b, _ := img.At(c.x, c.y).RGBA()
-		got := color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 255}
-		if got != c.want {
-			t.Errorf("pixel (%d, %d) = %v, want %v", c.x, c.y, got, c.want)
-		}
-	}
-	if t.Failed() {
-		os.WriteFile("/tmp/hivecrew-screenshot-test.png", shot.Data, 0o644)
-	}
+	checkPNG(t, a, want)
+	// A white window over part of the red one and the black root: the next
+	// screenshot shows it and nothing else changed.
+	paint(t, conn, 250, 150, 100, 20, 0xffffff)
+	xproto.GetInputFocus(conn).Reply()
+	time.Sleep(100 * time.Millisecond)
+	want[image.Point{299, 169}], want[image.Point{349, 150}], want[image.Point{250, 150}] = white, white, white
+	want[image.Point{299, 170}], want[image.Point{350, 150}] = red, black
+	checkPNG(t, a, want)
 
 	for _, c := range []struct {
 		p      protocol.ScreenshotParams
@@ -112,5 +122,28 @@ func TestScreenshotColoursAndSizes(t *testing.T) {
 	hello := must[protocol.HelloResult](a, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: protocol.Version})
 	if hello.Screen != (protocol.Screen{Width: 1280, Height: 800, Scale: 1}) || hello.OS != "linux" {
 		t.Errorf("hello = %+v", hello)
+	}
+	return a
+}
+
+// checkPNG takes a full-size PNG screenshot and checks the given pixels.
+func checkPNG(t *testing.T, a *agent, want map[image.Point]color.RGBA) {
+	t.Helper()
+	shot := must[protocol.ScreenshotResult](a, protocol.MethodScreenshot, protocol.ScreenshotParams{Format: "png"})
+	if shot.Width != 1280 || shot.Height != 800 {
+		t.Fatalf("screenshot is %dx%d, want 1280x800", shot.Width, shot.Height)
+	}
+	img, err := png.Decode(bytes.NewReader(shot.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range want {
+		r, g, b, _ := img.At(p.X, p.Y).RGBA()
+		if got := (color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 255}); got != c {
+			t.Errorf("pixel %v = %v, want %v", p, got, c)
+		}
+	}
+	if t.Failed() {
+		os.WriteFile("/tmp/hivecrew-screenshot-test.png", shot.Data, 0o644)
 	}
 }

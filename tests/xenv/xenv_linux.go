@@ -15,6 +15,7 @@ import (
 type Options struct {
 	Width, Height int  // default 1280x800
 	NoWM          bool // no window manager
+	XvfbArgs      []string
 }
 
 // T is the part of testing.TB the desktop needs (the benchmark provides its own).
@@ -54,7 +55,7 @@ func Start(t T, o Options) *Env {
 		"HOME=" + home, "XDG_RUNTIME_DIR=" + runtime, "XDG_DATA_DIRS=/usr/local/share:/usr/share",
 		"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8",
 	}
-	s, err := linux.StartSession(context.Background(), linux.SessionOptions{Width: o.Width, Height: o.Height, NoWindowManager: o.NoWM, Env: base})
+	s, err := linux.StartSession(context.Background(), linux.SessionOptions{Width: o.Width, Height: o.Height, NoWindowManager: o.NoWM, XvfbArgs: o.XvfbArgs, Env: base})
 	if err != nil {
 		t.Fatalf("start the desktop: %v", err)
 	}

@@ -1,0 +1,88 @@
+// Package frame holds a captured screen in the pixel layout the display
+// gave (no conversion on capture) and encodes it to PNG quickly: rows are
+// filtered and converted in one pass, and an Encoder compresses the screen
+// in horizontal bands, recompressing only the bands whose pixels changed
+// since its last frame. Screens change little between two steps of an
+// agent (a typed word, a menu), so most of a screenshot is reused.
+package frame
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+)
+
+// Frame is an opaque screen image with 4 bytes per pixel. R, G and B are
+// the byte offsets of the channels within a pixel; the fourth byte is
+// ignored (X servers leave it as padding, macOS as opaque alpha).
+type Frame struct {
+	Pix           []byte
+	Stride        int
+	Width, Height int
+	R, G, B       int
+}
+
+var _ image.Image = (*Frame)(nil)
+
+// Check reports a frame whose fields do not describe its buffer.
+func (f *Frame) Check() error {
+	switch {
+	case f.Width <= 0 || f.Height <= 0:
+		return fmt.Errorf("frame is %dx%d", f.Width, f.Height)
+	case f.Stride < 4*f.Width:
+		return fmt.Errorf("frame stride %d is less than 4 × width %d", f.Stride, f.Width)
+	case len(f.Pix) < (f.Height-1)*f.Stride+4*f.Width:
+		return fmt.Errorf("frame has %d bytes, want %d for %dx%d", len(f.Pix), (f.Height-1)*f.Stride+4*f.Width, f.Width, f.Height)
+	}
+	for _, o := range []int{f.R, f.G, f.B} {
+		if o < 0 || o > 3 {
+			return fmt.Errorf("frame channel offset %d is outside a 4-byte pixel", o)
+		}
+	}
+	return nil
+}
+
+// ColorModel implements image.Image.
+func (f *Frame) ColorModel() color.Model { return color.RGBAModel }
+
+// Bounds implements image.Image.
+func (f *Frame) Bounds() image.Rectangle { return image.Rect(0, 0, f.Width, f.Height) }
+
+// At implements image.Image; it is slow, for generic code only.
+func (f *Frame) At(x, y int) color.Color {
+	if x < 0 || y < 0 || x >= f.Width || y >= f.Height {
+		return color.RGBA{}
+	}
+	p := f.Pix[y*f.Stride+4*x:]
+	return color.RGBA{R: p[f.R], G: p[f.G], B: p[f.B], A: 0xff}
+}
+
+// RGBA converts the frame into a new opaque RGBA image (for scaling and
+// JPEG, whose fast paths want one).
+func (f *Frame) RGBA() *image.RGBA {
+	img := image.NewRGBA(f.Bounds())
+	for y := range f.Height {
+		src := f.Pix[y*f.Stride : y*f.Stride+4*f.Width]
+		dst := img.Pix[y*img.Stride : y*img.Stride+4*f.Width]
+		for i := 0; i+3 < len(src) && i+3 < len(dst); i += 4 {
+			dst[i], dst[i+1], dst[i+2], dst[i+3] = src[i+f.R], src[i+f.G], src[i+f.B], 0xff
+		}
+	}
+	return img
+}
+
+// FromImage returns img as a frame: an *image.RGBA at the origin is used
+// as it is (its alpha is dropped: screens are opaque), anything else is
+// drawn into a new one first.
+func FromImage(img image.Image) *Frame {
+	if f, ok := img.(*Frame); ok {
+		return f
+	}
+	rgba, ok := img.(*image.RGBA)
+	if !ok || rgba.Rect.Min != (image.Point{}) {
+		rgba = image.NewRGBA(image.Rect(0, 0, img.Bounds().Dx(), img.Bounds().Dy()))
+		draw.Draw(rgba, rgba.Bounds(), img, img.Bounds().Min, draw.Src)
+	}
+	return &Frame{Pix: rgba.Pix, Stride: rgba.Stride, Width: rgba.Rect.Dx(), Height: rgba.Rect.Dy(), R: 0, G: 1, B: 2}
+}

@@ -1,0 +1,318 @@
+package frame
+
+import (
+	"bytes"
+	"hash/adler32"
+	"image"
+	"image/color"
+	"image/png"
+	"math/rand/v2"
+	"testing"
+)
+
+// desktop draws a screen-like frame in the X layout (B, G, R, padding):
+// a flat background, windows with repeated "text" rows (so deflate would
+// reach into other bands if it could), and a gradient wallpaper strip.
+func desktop(w, h int, seed uint64) *Frame {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	stride := 4*w + 12 // padding at the end of every row
+	f := &Frame{Pix: make([]byte, stride*h), Stride: stride, Width: w, Height: h, R: 2, G: 1, B: 0}
+	set := func(x, y int, r, g, b byte) {
+		p := f.Pix[y*stride+4*x:]
+		p[0], p[1], p[2], p[3] = b, g, r, byte(rng.IntN(256)) // the padding byte is noise
+	}
+	for y := range h {
+		for x := range w {
+			set(x, y, 0x30, 0x34, 0x38)
+			if y < h/5 {
+				set(x, y, byte(x*255/w), byte(y*255/(h/5+1)), 0x80)
+			}
+		}
+	}
+	glyph := make([]bool, 97) // one line of "text", repeated
+	for i := range glyph {
+		glyph[i] = rng.IntN(3) == 0
+	}
+	for y := h / 4; y < h*3/4; y++ {
+		for x := w / 8; x < w*7/8; x++ {
+			if y%12 < 9 && glyph[(x+y%12*13)%len(glyph)] {
+				set(x, y, 0x10, 0x10, 0x10)
+			} else {
+				set(x, y, 0xf4, 0xf4, 0xf0)
+			}
+		}
+	}
+	return f
+}
+
+func clone(f *Frame) *Frame {
+	c := *f
+	c.Pix = bytes.Clone(f.Pix)
+	return &c
+}
+
+// decode decodes a PNG and checks every pixel against f.
+func decode(t *testing.T, data []byte, f *Frame) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if img.Bounds() != f.Bounds() {
+		t.Fatalf("decoded %v, want %v", img.Bounds(), f.Bounds())
+	}
+	if _, ok := img.(*image.RGBA); !ok {
+		t.Fatalf("decoded a %T, want 8-bit RGB (decoded as *image.RGBA)", img)
+	}
+	for y := range f.Height {
+		for x := range f.Width {
+			if got, want := img.At(x, y), f.At(x, y); color.RGBAModel.Convert(got) != want {
+				t.Fatalf("pixel (%d, %d) = %v, want %v", x, y, got, want)
+			}
+		}
+	}
+}
+
+func TestEncodeRoundTrip(t *testing.T) {
+	for _, size := range []image.Point{{1, 1}, {1, 40}, {33, 17}, {640, 400}, {1280, 800}} {
+		f := desktop(size.X, size.Y, uint64(size.X))
+		var e Encoder
+		data, st, err := e.Encode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (size.Y + bandRows - 1) / bandRows; st.Bands != want || st.Recompressed != want {
+			t.Errorf("%v: stats %+v, want %d bands all compressed", size, st, want)
+		}
+		decode(t, data, f)
+	}
+}
+
+func TestEncodeRGBALayoutAndPhotos(t *testing.T) {
+	// Noise and a gradient make the encoder pick Sub, Up and Paeth rows.
+	img := image.NewRGBA(image.Rect(0, 0, 300, 70))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for y := range 70 {
+		for x := range 300 {
+			n := byte(rng.IntN(8))
+			img.SetRGBA(x, y, color.RGBA{byte(x) + n, byte(y*3) + n, byte(x+y) ^ n, 0xff})
+		}
+	}
+	f := FromImage(img)
+	var e Encoder
+	data, _, err := e.Encode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode(t, data, f)
+	seen := map[byte]bool{}
+	var d Encoder
+	d.Encode(f)
+	for i := 0; i < len(d.rows); i += 1 + 3*300 {
+		seen[d.rows[i]] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("filters used on a photo-like band: %v, want more than one kind", seen)
+	}
+}
+
+// TestEncodeReusesUnchangedBands changes a few pixels between frames and
+// checks that only the bands holding them (and the band below when the
+// change is on a band's last row, which its first row's filter reads)
+// are compressed again, and that the PNG still decodes to the new frame.
+func TestEncodeReusesUnchangedBands(t *testing.T) {
+	var e Encoder
+	f := desktop(500, 300, 3)
+	if _, _, err := e.Encode(f); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ys   []int
+		want int
+	}{
+		{"nothing changed", nil, 0},
+		{"one row inside band 5", []int{5*bandRows + 3}, 1},
+		{"last row of band 2", []int{3*bandRows - 1}, 2},
+		{"first and last row of the screen", []int{0, 299}, 2},
+		{"rows in three bands", []int{20, 100, 250}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := clone(f)
+			for _, y := range tc.ys {
+				for x := 100; x < 140; x++ {
+					next.Pix[y*next.Stride+4*x+next.R] ^= 0x55
+				}
+			}
+			data, st, err := e.Encode(next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Recompressed != tc.want {
+				t.Errorf("recompressed %d bands, want %d", st.Recompressed, tc.want)
+			}
+			decode(t, data, next)
+			f = next
+		})
+	}
+	t.Run("only the padding byte changed", func(t *testing.T) {
+		next := clone(f)
+		next.Pix[7*next.Stride+4*10+3] ^= 0xff
+		data, _, err := e.Encode(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decode(t, data, next)
+		f = next
+	})
+	t.Run("another size starts over", func(t *testing.T) {
+		g := desktop(320, 200, 4)
+		data, st, err := e.Encode(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Recompressed != st.Bands {
+			t.Errorf("stats %+v after a resize, want every band compressed", st)
+		}
+		decode(t, data, g)
+	})
+	t.Run("another pixel layout starts over", func(t *testing.T) {
+		g := desktop(320, 200, 4)
+		g.R, g.B = g.B, g.R
+		data, st, err := e.Encode(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Recompressed != st.Bands {
+			t.Errorf("stats %+v after a layout change, want every band compressed", st)
+		}
+		decode(t, data, g)
+	})
+}
+
+// TestEncodeRandomEdits runs many frames with random edits through one
+// encoder and decodes each against a fresh encoding of the same frame.
+func TestEncodeRandomEdits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	f := desktop(257, 131, 5)
+	var e Encoder
+	for i := range 60 {
+		next := clone(f)
+		for range rng.IntN(4) {
+			y0, x0 := rng.IntN(next.Height), rng.IntN(next.Width)
+			for y := y0; y < min(y0+rng.IntN(40)+1, next.Height); y++ {
+				for x := x0; x < min(x0+rng.IntN(80)+1, next.Width); x++ {
+					copy(next.Pix[y*next.Stride+4*x:], []byte{byte(i), byte(x), byte(y), 0})
+				}
+			}
+		}
+		data, _, err := e.Encode(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decode(t, data, next)
+		f = next
+	}
+}
+
+func TestEncodeRefusesBadFrames(t *testing.T) {
+	var e Encoder
+	for _, f := range []*Frame{
+		{Width: 0, Height: 1, Stride: 4, Pix: make([]byte, 4)},
+		{Width: 2, Height: 2, Stride: 4, Pix: make([]byte, 16)},
+		{Width: 2, Height: 2, Stride: 8, Pix: make([]byte, 15)},
+		{Width: 2, Height: 2, Stride: 8, Pix: make([]byte, 16), R: 4},
+	} {
+		if _, _, err := e.Encode(f); err == nil {
+			t.Errorf("Encode(%dx%d stride %d, %d bytes, R at %d) succeeded", f.Width, f.Height, f.Stride, len(f.Pix), f.R)
+		}
+	}
+}
+
+func TestAdlerCombine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	data := make([]byte, 300000)
+	for i := range data {
+		data[i] = byte(rng.IntN(256))
+	}
+	for _, cut := range []int{0, 1, 5552, 65521, 65522, 200000, len(data)} {
+		got := adlerCombine(adler32.Checksum(data[:cut]), adler32.Checksum(data[cut:]), len(data)-cut)
+		if want := adler32.Checksum(data); got != want {
+			t.Errorf("cut at %d: %#x, want %#x", cut, got, want)
+		}
+	}
+}
+
+func TestFrameRGBAAndFromImage(t *testing.T) {
+	f := desktop(40, 30, 6)
+	rgba := f.RGBA()
+	for y := range 30 {
+		for x := range 40 {
+			if rgba.RGBAAt(x, y) != f.At(x, y) {
+				t.Fatalf("RGBA() at (%d, %d) = %v, want %v", x, y, rgba.RGBAAt(x, y), f.At(x, y))
+			}
+		}
+	}
+	if g := FromImage(rgba); &g.Pix[0] != &rgba.Pix[0] {
+		t.Error("FromImage copied an RGBA image at the origin")
+	}
+	sub := rgba.SubImage(image.Rect(10, 10, 20, 20))
+	g := FromImage(sub)
+	if g.Width != 10 || g.Height != 10 || g.At(0, 0) != f.At(10, 10) {
+		t.Errorf("FromImage of a sub-image: %dx%d, (0,0) = %v, want 10x10 and %v", g.Width, g.Height, g.At(0, 0), f.At(10, 10))
+	}
+}
+
+func benchFrames(b *testing.B, change func(f *Frame, i int)) {
+	f := desktop(1280, 800, 1)
+	var e Encoder
+	if _, _, err := e.Encode(f); err != nil {
+		b.Fatal(err)
+	}
+	frames := [2]*Frame{clone(f), clone(f)}
+	b.ReportAllocs()
+	size := 0
+	for i := 0; b.Loop(); i++ {
+		// Like a capture: a fresh copy of the screen, then what changed.
+		next := frames[i%2]
+		copy(next.Pix, frames[(i+1)%2].Pix)
+		change(next, i)
+		data, _, err := e.Encode(next)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(data)
+	}
+	b.ReportMetric(float64(size)/1024, "KB")
+}
+
+// BenchmarkEncode compares with image/png (BestSpeed) on the same frame.
+func BenchmarkEncode(b *testing.B) {
+	b.Run("stdlib-png-bestspeed", func(b *testing.B) {
+		img := desktop(1280, 800, 1).RGBA()
+		enc := png.Encoder{CompressionLevel: png.BestSpeed}
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := enc.Encode(&buf, img); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(buf.Len())/1024, "KB")
+	})
+	b.Run("every-row-changed", func(b *testing.B) {
+		benchFrames(b, func(f *Frame, i int) {
+			for y := range f.Height {
+				f.Pix[y*f.Stride+4*(i%f.Width)] = byte(i)
+			}
+		})
+	})
+	b.Run("a-line-of-text-changed", func(b *testing.B) {
+		benchFrames(b, func(f *Frame, i int) {
+			y := 300 + (i%20)*12
+			for x := 200; x < 900; x++ {
+				f.Pix[(y+3)*f.Stride+4*x] = byte(i + x)
+			}
+		})
+	})
+}
