@@ -21,6 +21,10 @@ type Frame struct {
 	Stride        int
 	Width, Height int
 	R, G, B       int
+	// Release, when set, must be called once Pix is no longer read: the
+	// frame borrows memory (a capture's shared-memory segment) that the
+	// next capture waits for.
+	Release func()
 }
 
 var _ image.Image = (*Frame)(nil)

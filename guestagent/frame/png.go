@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/adler32"
 	"hash/crc32"
 	"sync"
 
@@ -34,14 +33,16 @@ type band struct {
 	n     int    // how many filtered bytes
 }
 
-// Encoder encodes frames as 8-bit RGB PNGs. It keeps the last frame it
-// encoded and reuses the compressed bands whose rows (and the row above
-// each, which the filters read) are unchanged. The zero value is ready to
-// use; it is safe for concurrent use (one Encode at a time).
+// Encoder encodes frames as 8-bit RGB PNGs. It keeps a copy of the last
+// frame it encoded and reuses the compressed bands whose rows (and the row
+// above each, which the filters read) are unchanged. The zero value is
+// ready to use; it is safe for concurrent use (one Encode at a time).
 type Encoder struct {
 	// mu guards everything below.
-	mu    sync.Mutex
-	prev  *Frame
+	mu sync.Mutex
+	// last holds the pixels of the last frame, rows packed (Stride is
+	// 4 × Width); Encode updates the rows that changed in place.
+	last  Frame
 	bands []band
 	zw    *flate.Writer
 	zbuf  bytes.Buffer
@@ -56,8 +57,7 @@ type Stats struct {
 	Recompressed int // bands that changed (all of them for a first frame)
 }
 
-// Encode returns f as a PNG. The encoder keeps f to compare the next frame
-// with, so the caller must not change f's pixels afterwards.
+// Encode returns f as a PNG. It does not keep f.
 func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 	if err := f.Check(); err != nil {
 		return nil, Stats{}, err
@@ -72,57 +72,56 @@ func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 		e.zw = zw
 	}
 	n := (f.Height + bandRows - 1) / bandRows
-	comparable := e.prev != nil && e.prev.Width == f.Width && e.prev.Height == f.Height &&
-		e.prev.R == f.R && e.prev.G == f.G && e.prev.B == f.B && len(e.bands) == n
-	if !comparable {
+	l := &e.last
+	if l.Width != f.Width || l.Height != f.Height || l.R != f.R || l.G != f.G || l.B != f.B {
+		*l = Frame{Pix: make([]byte, 4*f.Width*f.Height), Stride: 4 * f.Width, Width: f.Width, Height: f.Height, R: f.R, G: f.G, B: f.B}
 		e.bands = make([]band, n)
 	}
 	st := Stats{Bands: n}
+	aboveChanged := false // the last row of the band above changed
 	for i := range e.bands {
 		y0, y1 := i*bandRows, min((i+1)*bandRows, f.Height)
-		if comparable && e.bands[i].z != nil && sameRows(e.prev, f, max(y0-1, 0), y1) {
+		changed, lastChanged := e.update(f, y0, y1)
+		if !changed && !aboveChanged && e.bands[i].z != nil {
 			continue
 		}
-		if err := e.compress(f, i, y0, y1); err != nil {
+		aboveChanged = lastChanged
+		if err := e.compress(i, y0, y1); err != nil {
 			return nil, Stats{}, err
 		}
 		st.Recompressed++
 	}
-	e.prev = f
 	return e.assemble(f.Width, f.Height), st, nil
 }
 
-// sameRows reports whether rows [y0, y1) of a and b have the same pixels.
-func sameRows(a, b *Frame, y0, y1 int) bool {
-	w := 4 * a.Width
+// update copies rows [y0, y1) of f that differ from the last frame into
+// it, and reports whether any did and whether row y1-1 did.
+func (e *Encoder) update(f *Frame, y0, y1 int) (changed, lastChanged bool) {
+	w := 4 * f.Width
 	for y := y0; y < y1; y++ {
-		if !bytes.Equal(a.Pix[y*a.Stride:y*a.Stride+w], b.Pix[y*b.Stride:y*b.Stride+w]) {
-			return false
+		src, dst := f.Pix[y*f.Stride:y*f.Stride+w], e.last.Pix[y*w:(y+1)*w]
+		if !bytes.Equal(src, dst) {
+			copy(dst, src)
+			changed, lastChanged = true, y == y1-1
 		}
 	}
-	return true
+	return changed, lastChanged
 }
 
-// compress filters rows [y0, y1) of f and compresses them as band i.
-func (e *Encoder) compress(f *Frame, i, y0, y1 int) error {
+// compress filters rows [y0, y1) of the last frame and compresses them as
+// band i.
+func (e *Encoder) compress(i, y0, y1 int) error {
+	f := &e.last
 	w := 3 * f.Width
 	if cap(e.cur) < w {
 		e.cur, e.up = make([]byte, w), make([]byte, w)
-		e.rows = make([]byte, 0, bandRows*(1+w))
+		e.rows = make([]byte, bandRows*(1+w))
 	}
-	cur, up := e.cur[:w], e.up[:w]
-	if y0 > 0 {
-		rgb(up, f, y0-1)
-	} else {
-		clear(up)
-	}
-	rows := e.rows[:0]
+	rows := e.rows[:(y1-y0)*(1+w)]
 	for y := y0; y < y1; y++ {
-		rgb(cur, f, y)
-		rows = filterRow(rows, cur, up, y == 0)
-		cur, up = up, cur
+		out := rows[(y-y0)*(1+w) : (y-y0+1)*(1+w)]
+		e.filter(out, y)
 	}
-	e.rows = rows
 	e.zbuf.Reset()
 	e.zw.Reset(&e.zbuf) // forget the previous band: bands stand alone
 	if _, err := e.zw.Write(rows); err != nil {
@@ -133,9 +132,61 @@ func (e *Encoder) compress(f *Frame, i, y0, y1 int) error {
 	}
 	b := &e.bands[i]
 	b.z = append(b.z[:0], e.zbuf.Bytes()...)
-	b.adler = adler32.Checksum(rows)
+	b.adler = adler(1, rows)
 	b.n = len(rows)
 	return nil
+}
+
+// filter writes row y of the last frame, filtered and led by its filter
+// type, into out. Screens repeat themselves down the rows (backgrounds,
+// margins, blank lines), so the row is first compared with the one above:
+// where they differ in less than half the row, the Up filter is used, whose
+// output is zero outside the difference and costs nothing to make there.
+// Other rows get the filter that looks best on a sample (filterRow).
+func (e *Encoder) filter(out []byte, y int) {
+	f := &e.last
+	if y > 0 {
+		row, above := f.Pix[y*f.Stride:(y+1)*f.Stride], f.Pix[(y-1)*f.Stride:y*f.Stride]
+		l, r := span(row, above)
+		if r-l < f.Width/2 {
+			out[0] = filterUp
+			px := out[1:]
+			clear(px[:3*l])
+			clear(px[3*r:])
+			for x := l; x < r; x++ {
+				p, q := row[4*x:4*x+4:4*x+4], above[4*x:4*x+4:4*x+4]
+				d := px[3*x : 3*x+3 : 3*x+3]
+				d[0], d[1], d[2] = p[f.R]-q[f.R], p[f.G]-q[f.G], p[f.B]-q[f.B]
+			}
+			return
+		}
+	}
+	cur, up := e.cur[:3*f.Width], e.up[:3*f.Width]
+	rgb(cur, f, y)
+	if y > 0 {
+		rgb(up, f, y-1)
+	}
+	filterRow(out, cur, up, y == 0)
+}
+
+// span returns the pixels [l, r) outside which rows a and b (4 bytes a
+// pixel, as many in each) are equal; l == r when they are equal throughout.
+// It compares two pixels at a time, so the span may include one pixel
+// more on either side.
+func span(a, b []byte) (l, r int) {
+	if bytes.Equal(a, b) {
+		return 0, 0
+	}
+	n := len(a) &^ 7 // whole pairs of pixels
+	i := 0
+	for i < n && binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
+		i += 8
+	}
+	j := len(a)
+	for j-8 >= i && binary.LittleEndian.Uint64(a[j-8:]) == binary.LittleEndian.Uint64(b[j-8:]) {
+		j -= 8
+	}
+	return i / 4, (j + 3) / 4
 }
 
 // rgb writes row y of f as packed RGB into dst.
@@ -149,11 +200,12 @@ func rgb(dst []byte, f *Frame, y int) {
 	}
 }
 
-// filterRow appends cur, filtered, to rows. The filter is the one whose
-// output looks smallest on a sample of the row (the sum of absolute
-// values, as libpng estimates it), so flat UI keeps None or Up and photos
-// and gradients get Sub or Paeth, at a fraction of trying every filter.
-func filterRow(rows, cur, up []byte, first bool) []byte {
+// filterRow writes cur, filtered and led by its filter type, into out. The
+// filter is the one whose output looks smallest on a sample of the row
+// (the sum of absolute values, as libpng estimates it), so flat UI keeps
+// None or Up and photos and gradients get Sub or Paeth, at a fraction of
+// trying every filter.
+func filterRow(out, cur, up []byte, first bool) {
 	const sample = 8 // pixels between two samples
 	ft := filterNone
 	if !first {
@@ -174,31 +226,30 @@ func filterRow(rows, cur, up []byte, first bool) []byte {
 			}
 		}
 	}
-	start := len(rows)
-	rows = append(rows, byte(ft))
-	rows = append(rows, cur...)
-	out := rows[start+1:]
-	out = out[:len(cur)]
+	out[0] = byte(ft)
+	px := out[1 : 1+len(cur)]
 	switch ft {
+	case filterNone:
+		copy(px, cur)
 	case filterSub:
-		for i := len(cur) - 1; i >= 3; i-- {
-			out[i] = cur[i] - cur[i-3]
+		copy(px[:3], cur)
+		for i := 3; i < len(px); i++ {
+			px[i] = cur[i] - cur[i-3]
 		}
 	case filterUp:
-		up = up[:len(out)]
-		for i := range out {
-			out[i] = cur[i] - up[i]
+		up = up[:len(px)]
+		for i := range px {
+			px[i] = cur[i] - up[i]
 		}
 	case filterPaeth:
-		up = up[:len(out)]
+		up = up[:len(px)]
 		for i := range 3 {
-			out[i] = cur[i] - up[i]
+			px[i] = cur[i] - up[i]
 		}
-		for i := 3; i < len(out); i++ {
-			out[i] = cur[i] - predict(cur[i-3], up[i], up[i-3])
+		for i := 3; i < len(px); i++ {
+			px[i] = cur[i] - predict(cur[i-3], up[i], up[i-3])
 		}
 	}
-	return rows
 }
 
 // abs is the magnitude of a filtered byte read as a signed difference.
@@ -270,6 +321,39 @@ func chunk(out []byte, kind string, data []byte) []byte {
 	out = append(out, kind...)
 	out = append(out, data...)
 	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[start:]))
+}
+
+// adler updates the Adler-32 checksum a with p. It is hash/adler32's sum,
+// with a shortcut for runs of zeros (which filtered screens are full of):
+// a zero byte adds nothing to the first sum and the first sum to the second.
+func adler(a uint32, p []byte) uint32 {
+	const (
+		mod  = 65521
+		nmax = 5552 // the most bytes before the second sum could overflow 32 bits
+	)
+	s1, s2 := a&0xffff, a>>16
+	for len(p) > 0 {
+		q := p[:min(len(p), nmax)]
+		p = p[len(q):]
+		for len(q) >= 8 {
+			if binary.LittleEndian.Uint64(q) == 0 {
+				s2 += 8 * s1
+			} else {
+				for _, c := range q[:8] {
+					s1 += uint32(c)
+					s2 += s1
+				}
+			}
+			q = q[8:]
+		}
+		for _, c := range q {
+			s1 += uint32(c)
+			s2 += s1
+		}
+		s1 %= mod
+		s2 %= mod
+	}
+	return s2<<16 | s1
 }
 
 // adlerCombine returns the Adler-32 of x followed by y from the checksums

@@ -11,15 +11,16 @@ import (
 )
 
 // desktop draws a screen-like frame in the X layout (B, G, R, padding):
-// a flat background, windows with repeated "text" rows (so deflate would
-// reach into other bands if it could), and a gradient wallpaper strip.
+// a flat background, a wide and a narrow window with repeated "text" rows
+// (so deflate would reach into other bands if it could), and a gradient
+// wallpaper strip. The padding byte is zero, as X servers leave it.
 func desktop(w, h int, seed uint64) *Frame {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	stride := 4*w + 12 // padding at the end of every row
 	f := &Frame{Pix: make([]byte, stride*h), Stride: stride, Width: w, Height: h, R: 2, G: 1, B: 0}
 	set := func(x, y int, r, g, b byte) {
 		p := f.Pix[y*stride+4*x:]
-		p[0], p[1], p[2], p[3] = b, g, r, byte(rng.IntN(256)) // the padding byte is noise
+		p[0], p[1], p[2], p[3] = b, g, r, 0
 	}
 	for y := range h {
 		for x := range w {
@@ -33,13 +34,28 @@ func desktop(w, h int, seed uint64) *Frame {
 	for i := range glyph {
 		glyph[i] = rng.IntN(3) == 0
 	}
-	for y := h / 4; y < h*3/4; y++ {
-		for x := w / 8; x < w*7/8; x++ {
-			if y%12 < 9 && glyph[(x+y%12*13)%len(glyph)] {
-				set(x, y, 0x10, 0x10, 0x10)
-			} else {
-				set(x, y, 0xf4, 0xf4, 0xf0)
+	text := func(x0, y0, x1, y1 int) {
+		for y := y0; y < y1; y++ {
+			for x := x0; x < x1; x++ {
+				if y%12 < 9 && glyph[(x+y%12*13)%len(glyph)] {
+					set(x, y, 0x10, 0x10, 0x10)
+				} else {
+					set(x, y, 0xf4, 0xf4, 0xf0)
+				}
 			}
+		}
+	}
+	text(w/8, h/4, w*7/8, h*3/4) // wider than half the screen
+	text(w/3, h*3/4+2, w/2, h)   // narrower
+	return f
+}
+
+// noisy sets every padding byte of f to noise.
+func noisy(f *Frame) *Frame {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for y := range f.Height {
+		for x := range f.Width {
+			f.Pix[y*f.Stride+4*x+3] = byte(rng.IntN(256))
 		}
 	}
 	return f
@@ -74,8 +90,11 @@ func decode(t *testing.T, data []byte, f *Frame) {
 }
 
 func TestEncodeRoundTrip(t *testing.T) {
-	for _, size := range []image.Point{{1, 1}, {1, 40}, {33, 17}, {640, 400}, {1280, 800}} {
+	for _, size := range []image.Point{{1, 1}, {1, 40}, {2, 3}, {33, 17}, {640, 400}, {1280, 800}} {
 		f := desktop(size.X, size.Y, uint64(size.X))
+		if size.X == 640 {
+			noisy(f) // no row equals the one above it
+		}
 		var e Encoder
 		data, st, err := e.Encode(f)
 		if err != nil {
@@ -225,6 +244,38 @@ func TestEncodeRefusesBadFrames(t *testing.T) {
 	} {
 		if _, _, err := e.Encode(f); err == nil {
 			t.Errorf("Encode(%dx%d stride %d, %d bytes, R at %d) succeeded", f.Width, f.Height, f.Stride, len(f.Pix), f.R)
+		}
+	}
+}
+
+func TestAdler(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	data := make([]byte, 40000)
+	for i := range data {
+		if rng.IntN(3) == 0 { // runs of zeros, and 0xff bytes for the largest sums
+			data[i] = 0xff
+		}
+	}
+	copy(data[100:], bytes.Repeat([]byte{0xff}, 12000))
+	for _, n := range []int{0, 1, 7, 8, 9, 5552, 5553, 12345, len(data)} {
+		if got, want := adler(1, data[:n]), adler32.Checksum(data[:n]); got != want {
+			t.Errorf("%d bytes: %#x, want %#x", n, got, want)
+		}
+	}
+}
+
+func TestSpan(t *testing.T) {
+	a := make([]byte, 4*37)
+	if l, r := span(a, a); l != r {
+		t.Errorf("equal rows: span [%d, %d), want empty", l, r)
+	}
+	for _, d := range []int{0, 1, 17, 35, 36} {
+		b := bytes.Clone(a)
+		b[4*d+1] = 9
+		// Rows are equal outside the span, which holds d and at most a
+		// pixel more on either side.
+		if l, r := span(a, b); l > d || r <= d || r-l > 3 {
+			t.Errorf("pixel %d differs: span [%d, %d)", d, l, r)
 		}
 	}
 }

@@ -37,22 +37,24 @@ func newSHMScreen(conn *xgb.Conn, size int) (*shmScreen, error) {
 	return s, nil
 }
 
-// capture copies the root window's w×h pixels (32 bits each) into dst.
-func (s *shmScreen) capture(dst []byte, root xproto.Window, w, h int) error {
+// capture reads the root window's w×h pixels (32 bits each) into the
+// segment and returns them. The segment stays locked until release is
+// called: the pixels are read in place, not copied.
+func (s *shmScreen) capture(root xproto.Window, w, h int) (pix []byte, release func(), err error) {
 	size := w * h * 4
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(s.mem) < size {
 		if err := s.attach(size); err != nil {
-			return err
+			s.mu.Unlock()
+			return nil, nil, err
 		}
 	}
 	if _, err := shm.GetImage(s.conn, xproto.Drawable(root), 0, 0, uint16(w), uint16(h),
 		0xffffffff, xproto.ImageFormatZPixmap, s.seg, 0).Reply(); err != nil {
-		return fmt.Errorf("shared-memory screen read: %w", err)
+		s.mu.Unlock()
+		return nil, nil, fmt.Errorf("shared-memory screen read: %w", err)
 	}
-	copy(dst[:size], s.mem[:size])
-	return nil
+	return s.mem[:size:size], sync.OnceFunc(s.mu.Unlock), nil
 }
 
 // attach replaces the segment with one of size bytes. The segment is

@@ -229,15 +229,17 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 }
 
 // Capture implements server.Driver: the root window at native size, as a
-// frame in the display's own pixel layout.
+// frame in the display's own pixel layout, read in place from shared
+// memory where the X server offers it (then the frame must be released).
 func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	w, h := d.size()
 	f := &frame.Frame{Stride: 4 * w, Width: w, Height: h, R: d.red, G: d.green, B: d.blue}
 	if d.shm != nil {
-		f.Pix = make([]byte, w*h*4)
-		if err := d.shm.capture(f.Pix, d.root, w, h); err != nil {
+		pix, release, err := d.shm.capture(d.root, w, h)
+		if err != nil {
 			return nil, protocol.Errorf(protocol.CodeUnavailable, "capture the screen: %v", err)
 		}
+		f.Pix, f.Release = pix, release
 		return f, nil
 	}
 	reply, err := xproto.GetImage(d.conn, xproto.ImageFormatZPixmap, xproto.Drawable(d.root),

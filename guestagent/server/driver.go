@@ -17,7 +17,8 @@ type Driver interface {
 	// Screen returns the display size; it is called before every input
 	// action, so it must be cheap.
 	Screen() protocol.Screen
-	// Capture returns the whole screen at its native pixel size.
+	// Capture returns the whole screen at its native pixel size. A
+	// *frame.Frame with a Release function is released once encoded.
 	Capture(ctx context.Context) (image.Image, error)
 	AccessibilityTree(ctx context.Context, p protocol.AccessibilityParams) (protocol.AccessibilityResult, error)
 	FrontmostApp(ctx context.Context) (protocol.FrontmostApp, error)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
@@ -80,6 +81,9 @@ func (s *Server) screenshot(ctx context.Context, p protocol.ScreenshotParams) (p
 	img, err := s.cfg.Driver.Capture(ctx)
 	if err != nil {
 		return protocol.ScreenshotResult{}, err
+	}
+	if f, ok := img.(*frame.Frame); ok && f.Release != nil {
+		defer f.Release()
 	}
 	return s.encodeScreenshot(img, p)
 }

@@ -159,10 +159,11 @@ func clicking(int, bool) (openai.ChatCompletionMessage, <-chan struct{}) {
 	return toolCall("mouse_click", `{"x":640,"y":400}`), nil
 }
 
-// writing is the script of an agent drafting a document, the steady work
-// of a real task: the first turn opens Mousepad (a GTK editor), every
-// later turn types a line into it, so every step changes the screen: a
-// line of text, and the whole page once it is full and scrolls.
+// writing is the script of an agent at work in a terminal: the first turn
+// opens xterm, every later turn types a line into it, so every step changes
+// the screen: a line of text, and the whole window once it is full and
+// scrolls. xterm draws cheaply, so the figures are Hivecrew's cost, not an
+// application's.
 func writing(n int, _ bool) (openai.ChatCompletionMessage, <-chan struct{}) {
 	if n == 1 {
 		return toolCall("open_app", `{"name":"xterm"}`), nil

@@ -9,8 +9,8 @@ import (
 )
 
 // benchThroughput runs 16 agents at once in real sandboxes against a
-// provider that answers at once, each writing a document in an editor (so
-// every step changes the screen), and measures for a window: the steps per
+// provider that answers at once, each typing into a terminal (so every
+// step changes the screen), and measures for a window: the steps per
 // second they make together, each step's overhead (the helper's and the
 // guest's time between an answer of the provider and the agent's next
 // request: tool call, screenshot, recording, prompt), the helper process's
@@ -131,7 +131,7 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 	}
 	// The figures count only if the agents were really at work.
 	if changed < compared*9/10 {
-		return nil, fmt.Errorf("the screen changed in only %d of %d steps: the editors are not being typed into (is mousepad installed?)", changed, compared)
+		return nil, fmt.Errorf("the screen changed in only %d of %d steps: the terminals are not being typed into (is xterm installed?)", changed, compared)
 	}
 	rates := make([]time.Duration, len(perSecond))
 	for i, n := range perSecond {
@@ -150,7 +150,7 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 			Samples: len(rates), Note: fmt.Sprintf("%d steps in %s; per 1 s interval; target: a step per agent per second", total, end.Sub(start).Round(time.Second))},
 		{Name: "throughput: 16 agents, step overhead", P50: o50, P95: o95, Target: 100 * time.Millisecond, TargetOnP95: true, Samples: len(overhead),
 			Baseline: solo, BaselineName: "1 agent alone",
-			Note: fmt.Sprintf("provider answer -> the agent's next request: type a line into Mousepad, PNG screenshot, trace, events, prompt; the screen changed in %d of %d steps", changed, compared)},
+			Note: fmt.Sprintf("provider answer -> the agent's next request: type a line into xterm, PNG screenshot, trace, events, prompt; the screen changed in %d of %d steps", changed, compared)},
 		{Name: "throughput: helper CPU per agent", P50: c50, P95: c95, Target: Quantity(5), Unit: "% core", Samples: len(cpu),
 			Note: "helper process utime+stime per 1 s interval / 16 (sandboxes not included)"},
 		{Name: "throughput: helper RSS per agent", P50: r50, P95: r95, Target: Quantity(8), Unit: "MB", Samples: len(rss),
