@@ -76,7 +76,7 @@ func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionM
 // create sends one chat completion request, with retries; an answer
 // without choices counts as a broken one.
 func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	body, err := chatBody(req)
+	body, err := c.chatBody(req)
 	if err != nil {
 		return openai.ChatCompletionResponse{}, fmt.Errorf("marshal the request: %w", err)
 	}

@@ -52,6 +52,7 @@ type Client struct {
 	// baseURL and doer send chat completions (see postChat).
 	baseURL string
 	doer    recordingDoer
+	wire    wireCache
 }
 
 // New returns a client.

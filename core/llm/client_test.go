@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -334,18 +336,124 @@ func TestChatBodyIsWhatJSONMarshalWrites(t *testing.T) {
 			text(`"hivecrew-image-0000000000000000-0"`), img(`https://example.com/a"b\c<d>.png`), img(`https://example.com/q"q.png`), img(`https://example.com/x<y.png`), img("data:image/jpeg;base64,/9j/4AAQ"), text("é ✓"),
 		}},
 	}, Tools: []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: "mouse_click", Parameters: json.RawMessage(`{"type":"object"}`)}}}}
-	want, err := json.Marshal(req)
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := chatBody(req)
-	if err != nil {
-		t.Fatal(err)
+	check := func(what string) {
+		t.Helper()
+		want, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.chatBody(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(b.reader())
+		if err != nil || int64(len(got)) != b.len() {
+			t.Fatalf("read %d bytes of %d: %v", len(got), b.len(), err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: chatBody:\n%s\njson.Marshal:\n%s", what, got, want)
+		}
 	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("chatBody:\n%s\njson.Marshal:\n%s", got, want)
-	}
+	check("first request")
 	if req.Messages[1].MultiContent[1].ImageURL.URL != "data:image/png;base64,iVBORw0KGgo+/=" {
 		t.Error("chatBody changed the caller's messages")
+	}
+	first := c.wire.data[1]
+	check("the same again, from the cache")
+	if &c.wire.data[1][0] != &first[0] {
+		t.Error("an unchanged message was marshaled again")
+	}
+	// The next step: one message more, and the first screenshot replaced
+	// by a note; a message that changed is not taken from the cache.
+	req.Messages = append(slices.Clone(req.Messages), openai.ChatCompletionMessage{Role: "tool", ToolCallID: "c2", Content: "typed"})
+	req.Messages[1] = openai.ChatCompletionMessage{Role: "user", MultiContent: []openai.ChatMessagePart{text("Step 1"), text("[an earlier screenshot]")}}
+	req.Messages[3].Content = "clicked twice"
+	check("the next step")
+	req.Messages = req.Messages[:2]
+	check("a shorter conversation")
+	req.Model = "another"
+	check("another model")
+	req.Tools = nil
+	check("no tools")
+}
+
+// TestSameMessageComparesEveryField changes each field of a message in
+// turn (found by reflection, so a field go-openai adds is not missed) and
+// expects sameMessage to notice.
+func TestSameMessageComparesEveryField(t *testing.T) {
+	base := func() openai.ChatCompletionMessage {
+		one := 1
+		return openai.ChatCompletionMessage{Role: "a", Content: "a", Refusal: "a", Name: "a", ReasoningContent: "a", ToolCallID: "a",
+			FunctionCall: &openai.FunctionCall{Name: "a", Arguments: "a"},
+			ToolCalls:    []openai.ToolCall{{Index: &one, ID: "a", Type: "a", Function: openai.FunctionCall{Name: "a", Arguments: "a"}}},
+			MultiContent: []openai.ChatMessagePart{{Type: "a", Text: "a", ImageURL: &openai.ChatMessageImageURL{URL: "a", Detail: "a"}}}}
+	}
+	if !sameMessage(base(), base()) {
+		t.Fatal("equal messages compare unequal")
+	}
+	// mutate changes the n-th string or integer found under v.
+	var mutate func(v reflect.Value, n *int) bool
+	mutate = func(v reflect.Value, n *int) bool {
+		switch v.Kind() {
+		case reflect.String, reflect.Int:
+			if *n > 0 {
+				*n--
+				return false
+			}
+			if v.Kind() == reflect.String {
+				v.SetString("b")
+			} else {
+				v.SetInt(2)
+			}
+			return true
+		case reflect.Pointer:
+			return mutate(v.Elem(), n)
+		case reflect.Slice:
+			for i := range v.Len() {
+				if mutate(v.Index(i), n) {
+					return true
+				}
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if mutate(v.Field(i), n) {
+					return true
+				}
+			}
+		default:
+			t.Fatalf("a field of kind %s: teach this test and sameMessage about it", v.Kind())
+		}
+		return false
+	}
+	leaves := 0
+	for ; ; leaves++ {
+		m, k := base(), leaves
+		if !mutate(reflect.ValueOf(&m).Elem(), &k) {
+			break
+		}
+		if sameMessage(base(), m) {
+			t.Errorf("field %d changed unnoticed: %+v", leaves, m)
+		}
+	}
+	if leaves < 15 {
+		t.Fatalf("found %d fields, want every one", leaves)
+	}
+	for what, change := range map[string]func(*openai.ChatCompletionMessage){
+		"no function call":  func(m *openai.ChatCompletionMessage) { m.FunctionCall = nil },
+		"no index":          func(m *openai.ChatCompletionMessage) { m.ToolCalls[0].Index = nil },
+		"no image":          func(m *openai.ChatCompletionMessage) { m.MultiContent[0].ImageURL = nil },
+		"another tool call": func(m *openai.ChatCompletionMessage) { m.ToolCalls = append(m.ToolCalls, m.ToolCalls[0]) },
+		"no parts":          func(m *openai.ChatCompletionMessage) { m.MultiContent = nil },
+		"empty parts":       func(m *openai.ChatCompletionMessage) { m.MultiContent = []openai.ChatMessagePart{} },
+	} {
+		m := base()
+		change(&m)
+		if sameMessage(base(), m) {
+			t.Errorf("%s: unnoticed", what)
+		}
 	}
 }

@@ -9,42 +9,169 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
+	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// chatBody marshals a chat completion request. Screenshots are most of a
-// request (a few hundred KB of base64 each), and encoding/json would
-// escape each one and then scan it twice more (go-openai's messages
-// marshal themselves, and json re-validates and compacts what they
-// return). So images travel through json.Marshal as short placeholders
-// and are spliced in afterwards, verbatim: a base64 data URL needs no
-// escaping. A URL that would need escaping is left to json.Marshal.
-func chatBody(req openai.ChatCompletionRequest) ([]byte, error) {
-	var nonce [8]byte
-	rand.Read(nonce[:])
-	prefix := "hivecrew-image-" + hex.EncodeToString(nonce[:]) + "-"
-	var urls []string
-	msgs := slices.Clone(req.Messages)
-	for i, m := range msgs {
-		if len(m.MultiContent) == 0 {
-			continue
+// chatBody marshals a chat completion request into pieces to be sent one
+// after the other (not copied together: a request carries megabytes of
+// screenshots): the request around an empty message list, and the
+// messages, reusing the JSON of those the previous request sent in the
+// same places, and the previous request's JSON for the rest when only
+// the messages changed.
+func (c *Client) chatBody(req openai.ChatCompletionRequest) (body, error) {
+	msgs := req.Messages
+	req.Messages = nil
+	w := &c.wire
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.head == nil || !reflect.DeepEqual(w.req, req) {
+		req.Messages = []openai.ChatCompletionMessage{}
+		head, err := json.Marshal(req)
+		if err != nil {
+			return nil, err
 		}
+		req.Messages = nil
+		const key = `"messages":[]`
+		at := bytes.Index(head, []byte(key))
+		if at < 0 {
+			return nil, fmt.Errorf("marshal the request: no message list in %.80s", head)
+		}
+		at += len(key) - 1 // before the closing bracket
+		w.req, w.head, w.at = req, head, at
+	}
+	data := make([][]byte, len(msgs))
+	out := make(body, 0, 2*len(msgs)+2)
+	out = append(out, w.head[:w.at])
+	for i, m := range msgs {
+		if i < len(w.msgs) && sameMessage(w.msgs[i], m) {
+			data[i] = w.data[i]
+		} else {
+			var err error
+			if data[i], err = marshalMessage(m); err != nil {
+				return nil, err
+			}
+		}
+		if i > 0 {
+			out = append(out, comma)
+		}
+		out = append(out, data[i])
+	}
+	w.msgs, w.data = slices.Clone(msgs), data
+	return append(out, w.head[w.at:]), nil
+}
+
+var comma = []byte{','}
+
+// body is a request body in pieces.
+type body [][]byte
+
+func (b body) len() int64 {
+	n := 0
+	for _, p := range b {
+		n += len(p)
+	}
+	return int64(n)
+}
+
+func (b body) reader() io.Reader { return &bodyReader{b: b} }
+
+// bodyReader reads a body's pieces in turn.
+type bodyReader struct {
+	b   body
+	off int // into b[0]
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && len(r.b) > 0 {
+		k := copy(p[n:], r.b[0][r.off:])
+		n += k
+		if r.off += k; r.off == len(r.b[0]) {
+			r.b, r.off = r.b[1:], 0
+		}
+	}
+	if n == 0 && len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// wireCache keeps the messages a client sent last and their JSON: a
+// conversation is sent again with every step, one message longer, and
+// marshaling it anew each time grew to most of a step's cost.
+type wireCache struct {
+	// mu guards everything below.
+	mu   sync.Mutex
+	msgs []openai.ChatCompletionMessage
+	data [][]byte
+	// req is the last request without its messages, head its JSON with
+	// an empty message list, whose closing bracket is at head[at].
+	req  openai.ChatCompletionRequest
+	head []byte
+	at   int
+}
+
+// sameMessage reports whether a and b have equal fields, all of them
+// (TestSameMessageComparesEveryField keeps it so). Strings that share
+// their bytes, as a conversation's do from one step to the next, compare
+// at once.
+func sameMessage(a, b openai.ChatCompletionMessage) bool {
+	if a.Role != b.Role || a.Content != b.Content || a.Refusal != b.Refusal || a.Name != b.Name ||
+		a.ReasoningContent != b.ReasoningContent || a.ToolCallID != b.ToolCallID ||
+		(a.FunctionCall == nil) != (b.FunctionCall == nil) || (a.FunctionCall != nil && *a.FunctionCall != *b.FunctionCall) ||
+		len(a.ToolCalls) != len(b.ToolCalls) || len(a.MultiContent) != len(b.MultiContent) || (a.MultiContent == nil) != (b.MultiContent == nil) {
+		return false
+	}
+	for i, x := range a.ToolCalls {
+		y := b.ToolCalls[i]
+		if x.ID != y.ID || x.Type != y.Type || x.Function != y.Function ||
+			(x.Index == nil) != (y.Index == nil) || (x.Index != nil && *x.Index != *y.Index) {
+			return false
+		}
+	}
+	for i, x := range a.MultiContent {
+		y := b.MultiContent[i]
+		if x.Type != y.Type || x.Text != y.Text || (x.ImageURL == nil) != (y.ImageURL == nil) ||
+			(x.ImageURL != nil && *x.ImageURL != *y.ImageURL) {
+			return false
+		}
+	}
+	return true
+}
+
+// marshalMessage marshals one message. Screenshots are most of a request
+// (a few hundred KB of base64 each), and encoding/json would escape each
+// one and then scan it twice more (go-openai's messages marshal
+// themselves, and json re-validates and compacts what they return). So
+// images travel through json.Marshal as short placeholders and are spliced
+// in afterwards, verbatim: a base64 data URL needs no escaping. A URL that
+// would need escaping is left to json.Marshal.
+func marshalMessage(m openai.ChatCompletionMessage) ([]byte, error) {
+	var urls []string
+	var prefix string
+	if len(m.MultiContent) > 0 {
 		parts := slices.Clone(m.MultiContent)
 		for j, p := range parts {
 			if p.ImageURL == nil || !jsonSafe(p.ImageURL.URL) {
 				continue
+			}
+			if prefix == "" {
+				var nonce [8]byte
+				rand.Read(nonce[:])
+				prefix = "hivecrew-image-" + hex.EncodeToString(nonce[:]) + "-"
 			}
 			u := *p.ImageURL
 			u.URL = fmt.Sprint(prefix, len(urls))
 			urls = append(urls, p.ImageURL.URL)
 			parts[j].ImageURL = &u
 		}
-		msgs[i].MultiContent = parts
+		m.MultiContent = parts
 	}
-	req.Messages = msgs
-	data, err := json.Marshal(req)
+	data, err := json.Marshal(m)
 	if err != nil || len(urls) == 0 {
 		return data, err
 	}
@@ -81,11 +208,13 @@ func jsonSafe(s string) bool {
 // answer into resp. Failures come back as go-openai's error types, as its
 // own client returns them: *openai.APIError when the provider explained,
 // *openai.RequestError otherwise.
-func (c *Client) postChat(ctx context.Context, body []byte, resp *openai.ChatCompletionResponse) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", bytes.NewReader(body))
+func (c *Client) postChat(ctx context.Context, b body, resp *openai.ChatCompletionResponse) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", b.reader())
 	if err != nil {
 		return err
 	}
+	req.ContentLength = b.len()
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(b.reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	if c.cfg.APIKey != "" {

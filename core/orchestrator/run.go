@@ -430,7 +430,16 @@ func (o *Orchestrator) emitter(r *run, sid string, client *llm.Client) func(agen
 				return nil
 			}
 		}
-		if _, err := o.update(r.id, u); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+		var err error
+		if u.Mutate == nil {
+			// Most events leave the task's row alone: append them only.
+			if _, err = o.cfg.Store.AppendEvents(background(), r.id, ev); err == nil {
+				o.hub.notify(r.id)
+			}
+		} else {
+			_, err = o.update(r.id, u)
+		}
+		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			o.cfg.Log.Error("record event", "task", r.id, "type", e.Type, "err", err)
 		}
 	}

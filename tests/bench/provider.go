@@ -49,7 +49,24 @@ type exchange struct {
 // or the client gives up.
 type script func(n int, check bool) (msg openai.ChatCompletionMessage, hold <-chan struct{})
 
-var markerRE = regexp.MustCompile(`\[\[[A-Za-z0-9_-]{1,40}\]\]`)
+var markerRE = regexp.MustCompile(`^\[\[[A-Za-z0-9_-]{1,40}\]\]`)
+
+// findMarker returns the first marker in a request body. It looks only
+// where "[[" starts: a regular expression over a body of screenshots would
+// cost the machine more than the helper's whole step.
+func findMarker(body []byte) string {
+	for i := 0; ; {
+		k := bytes.Index(body[i:], []byte("[["))
+		if k < 0 {
+			return ""
+		}
+		i += k
+		if m := markerRE.Find(body[i:min(len(body), i+44)]); m != nil {
+			return string(m)
+		}
+		i += 2
+	}
+}
 
 func newProvider() *provider {
 	p := &provider{scripts: map[string]script{}, log: map[string][]exchange{}}
@@ -90,8 +107,8 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	in := time.Now()
 	body, _ := io.ReadAll(r.Body)
-	marker := markerRE.FindString(string(body))
-	check := strings.Contains(string(body), checkQuestion)
+	marker := findMarker(body)
+	check := bytes.Contains(body, []byte(checkQuestion))
 	p.mu.Lock()
 	s := p.scripts[marker]
 	n := len(p.log[marker]) + 1

@@ -56,13 +56,15 @@ func (m Metric) Pass() bool {
 
 // percentiles returns the p50 and p95 of samples (nearest rank).
 func percentiles(samples []time.Duration) (p50, p95 time.Duration) {
+	return rank(samples, 0.50), rank(samples, 0.95)
+}
+
+// rank returns the p-quantile of samples (nearest rank).
+func rank(samples []time.Duration, p float64) time.Duration {
 	s := slices.Clone(samples)
 	slices.Sort(s)
-	rank := func(p float64) time.Duration {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return s[max(i, 0)]
-	}
-	return rank(0.50), rank(0.95)
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[max(i, 0)]
 }
 
 // measure runs fn n times after warm warm-up runs and returns its percentiles.
