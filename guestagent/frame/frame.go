@@ -25,6 +25,31 @@ type Frame struct {
 	// frame borrows memory (a capture's shared-memory segment) that the
 	// next capture waits for.
 	Release func()
+	// Seq numbers the frames of one source (0: unnumbered), and Changes,
+	// when set, says which rows can differ from that source's frame
+	// Changes.Since: the rest are the same.
+	Seq     uint64
+	Changes *Changes
+}
+
+// Changes lists the rows of a frame that can differ from an earlier frame
+// of the same source.
+type Changes struct {
+	Since uint64
+	Rows  []Rows // sorted, not overlapping
+}
+
+// Rows are the rows [Y0, Y1).
+type Rows struct{ Y0, Y1 int }
+
+// touches reports whether any of the changed rows is in [y0, y1).
+func (c *Changes) touches(y0, y1 int) bool {
+	for _, r := range c.Rows {
+		if r.Y0 < y1 && y0 < r.Y1 {
+			return true
+		}
+	}
+	return false
 }
 
 var _ image.Image = (*Frame)(nil)

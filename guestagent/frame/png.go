@@ -42,7 +42,9 @@ type Encoder struct {
 	mu sync.Mutex
 	// last holds the pixels of the last frame, rows packed (Stride is
 	// 4 × Width); Encode updates the rows that changed in place.
-	last  Frame
+	last Frame
+	// seq is the Seq of the frame last holds (0: none, or unnumbered).
+	seq   uint64
 	bands []band
 	zw    *flate.Writer
 	zbuf  bytes.Buffer
@@ -57,7 +59,8 @@ type Stats struct {
 	Recompressed int // bands that changed (all of them for a first frame)
 }
 
-// Encode returns f as a PNG. It does not keep f.
+// Encode returns f as a PNG. It does not keep f. When f says which rows
+// changed since the frame the encoder holds, it compares no other row.
 func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 	if err := f.Check(); err != nil {
 		return nil, Stats{}, err
@@ -77,11 +80,16 @@ func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 		*l = Frame{Pix: make([]byte, 4*f.Width*f.Height), Stride: 4 * f.Width, Width: f.Width, Height: f.Height, R: f.R, G: f.G, B: f.B}
 		e.bands = make([]band, n)
 	}
+	hint := f.Changes != nil && e.seq != 0 && f.Changes.Since == e.seq
+	e.seq = 0 // until last holds f
 	st := Stats{Bands: n}
 	aboveChanged := false // the last row of the band above changed
 	for i := range e.bands {
 		y0, y1 := i*bandRows, min((i+1)*bandRows, f.Height)
-		changed, lastChanged := e.update(f, y0, y1)
+		changed, lastChanged := false, false
+		if !hint || f.Changes.touches(y0, y1) {
+			changed, lastChanged = e.update(f, y0, y1)
+		}
 		if !changed && !aboveChanged && e.bands[i].z != nil {
 			continue
 		}
@@ -91,6 +99,7 @@ func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 		}
 		st.Recompressed++
 	}
+	e.seq = f.Seq
 	return e.assemble(f.Width, f.Height), st, nil
 }
 

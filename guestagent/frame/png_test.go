@@ -367,3 +367,56 @@ func BenchmarkEncode(b *testing.B) {
 		})
 	})
 }
+
+// TestEncodeTrustsChangesOnlyFromItsLastFrame: a frame that says which
+// rows changed since the frame the encoder holds gets only those rows
+// compared; one that refers to another frame gets everything compared.
+func TestEncodeTrustsChangesOnlyFromItsLastFrame(t *testing.T) {
+	var e Encoder
+	f := desktop(300, 200, 8)
+	f.Seq = 1
+	if _, _, err := e.Encode(f); err != nil {
+		t.Fatal(err)
+	}
+	paint := func(g *Frame, y int) {
+		for x := 0; x < 50; x++ {
+			g.Pix[y*g.Stride+4*x+g.G] ^= 0xff
+		}
+	}
+	// Rows 40 and 150 changed, but the frame says only rows 35-45 did:
+	// the encoder believes it (and so shows row 150 as it was).
+	g := clone(f)
+	g.Seq, g.Changes = 2, &Changes{Since: 1, Rows: []Rows{{35, 45}}}
+	paint(g, 40)
+	paint(g, 150)
+	data, st, err := e.Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Recompressed != 1 {
+		t.Errorf("recompressed %d bands, want the 1 holding rows 35-45", st.Recompressed)
+	}
+	want := clone(g)
+	paint(want, 150)
+	decode(t, data, want)
+	// A frame whose changes are since a frame the encoder never saw is
+	// compared in full.
+	h := clone(g)
+	h.Seq, h.Changes = 9, &Changes{Since: 7, Rows: nil}
+	data, _, err = e.Encode(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode(t, data, h)
+	// And so is one after an unnumbered frame.
+	u := clone(h)
+	u.Seq, u.Changes = 0, nil
+	e.Encode(u)
+	v := clone(u)
+	paint(v, 100)
+	v.Seq, v.Changes = 10, &Changes{Since: 0, Rows: nil}
+	if data, _, err = e.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	decode(t, data, v)
+}

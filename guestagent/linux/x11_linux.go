@@ -104,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if d.clip, err = newClipboard(conn, scr, d.atoms); err != nil {
 		return nil, err
 	}
-	if d.shm, err = newSHMScreen(conn, d.width*d.height*4); err != nil {
+	if d.shm, err = newSHMScreen(conn, d.root, d.width*d.height*4, cfg.Log); err != nil {
 		cfg.Log.Info("screenshots go through the X socket", "reason", err)
 	}
 	d.a11y = newAccessibility(cfg.Log)
@@ -235,11 +235,11 @@ func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	w, h := d.size()
 	f := &frame.Frame{Stride: 4 * w, Width: w, Height: h, R: d.red, G: d.green, B: d.blue}
 	if d.shm != nil {
-		pix, release, err := d.shm.capture(d.root, w, h)
+		pix, seq, changes, release, err := d.shm.capture(w, h)
 		if err != nil {
 			return nil, protocol.Errorf(protocol.CodeUnavailable, "capture the screen: %v", err)
 		}
-		f.Pix, f.Release = pix, release
+		f.Pix, f.Seq, f.Changes, f.Release = pix, seq, changes, release
 		return f, nil
 	}
 	reply, err := xproto.GetImage(d.conn, xproto.ImageFormatZPixmap, xproto.Drawable(d.root),

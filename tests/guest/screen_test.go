@@ -19,8 +19,8 @@ import (
 )
 
 // paint opens an undecorated X window of a solid colour at a position, as an
-// independent X client, and returns once the server has drawn it.
-func paint(t *testing.T, conn *xgb.Conn, x, y, w, h int16, rgb uint32) {
+// independent X client, and returns it.
+func paint(t *testing.T, conn *xgb.Conn, x, y, w, h int16, rgb uint32) xproto.Window {
 	t.Helper()
 	scr := xproto.Setup(conn).DefaultScreen(conn)
 	id, err := xproto.NewWindowId(conn)
@@ -36,6 +36,7 @@ func paint(t *testing.T, conn *xgb.Conn, x, y, w, h int16, rgb uint32) {
 	if err := xproto.MapWindowChecked(conn, id).Check(); err != nil {
 		t.Fatal(err)
 	}
+	return id
 }
 
 // TestScreenshotColoursAndSizes: windows drawn in known colours appear at
@@ -46,8 +47,14 @@ func paint(t *testing.T, conn *xgb.Conn, x, y, w, h int16, rgb uint32) {
 func TestScreenshotColoursAndSizes(t *testing.T) {
 	t.Run("shared memory", func(t *testing.T) {
 		a := screenshotColoursAndSizes(t, xenv.Options{NoWM: true})
-		if log := a.log(); strings.Contains(log, "through the X socket") {
-			t.Errorf("the agent did not use shared memory on Xvfb:\n%s", log)
+		if log := a.log(); strings.Contains(log, "through the X socket") || strings.Contains(log, "read the whole screen each time") {
+			t.Errorf("the agent did not use shared memory and damage on Xvfb:\n%s", log)
+		}
+	})
+	t.Run("shared memory without DAMAGE", func(t *testing.T) {
+		a := screenshotColoursAndSizes(t, xenv.Options{NoWM: true, XvfbArgs: []string{"-extension", "DAMAGE"}})
+		if log := a.log(); !strings.Contains(log, "screenshots read the whole screen each time") {
+			t.Errorf("the agent did not say it reads the whole screen:\n%s", log)
 		}
 	})
 	t.Run("X socket", func(t *testing.T) {
@@ -85,12 +92,27 @@ func screenshotColoursAndSizes(t *testing.T, o xenv.Options) *agent {
 	checkPNG(t, a, want)
 	// A white window over part of the red one and the black root: the next
 	// screenshot shows it and nothing else changed.
-	paint(t, conn, 250, 150, 100, 20, 0xffffff)
-	xproto.GetInputFocus(conn).Reply()
-	time.Sleep(100 * time.Millisecond)
+	drawn := func() {
+		xproto.GetInputFocus(conn).Reply()
+		time.Sleep(100 * time.Millisecond)
+	}
+	white1 := paint(t, conn, 250, 150, 100, 20, 0xffffff)
+	drawn()
 	want[image.Point{299, 169}], want[image.Point{349, 150}], want[image.Point{250, 150}] = white, white, white
 	want[image.Point{299, 170}], want[image.Point{350, 150}] = red, black
 	checkPNG(t, a, want)
+	// A change seen first by a JPEG screenshot (the live view's) is in the
+	// next PNG too; so is what a closed window uncovers.
+	paint(t, conn, 600, 700, 30, 30, 0xff00ff)
+	drawn()
+	must[protocol.ScreenshotResult](a, protocol.MethodScreenshot, protocol.ScreenshotParams{Format: "jpeg", MaxWidth: 320})
+	want[image.Point{615, 715}] = color.RGBA{255, 0, 255, 255}
+	checkPNG(t, a, want)
+	xproto.DestroyWindow(conn, white1)
+	drawn()
+	want[image.Point{299, 169}], want[image.Point{349, 150}], want[image.Point{250, 150}] = red, black, red
+	checkPNG(t, a, want)
+	checkPNG(t, a, want) // and with nothing changed since
 
 	for _, c := range []struct {
 		p      protocol.ScreenshotParams
