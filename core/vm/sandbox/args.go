@@ -45,6 +45,9 @@ type launch struct {
 	RootEntries                 []RootEntry
 	DisplayWidth, DisplayHeight int
 	LogLevel                    string
+	// CPUs is the machine's CPU count, which the guest agent sizes its
+	// runtime to (as it would in a VM of that many CPUs).
+	CPUs int
 }
 
 // RootEntry is a top-level entry of the host's root: a folder (or file)
@@ -120,6 +123,9 @@ func bwrapArgs(l launch) []string {
 		"--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"--setenv", "XDG_RUNTIME_DIR", guestRuntime,
 		"--setenv", "XDG_DATA_DIRS", "/usr/local/share:/usr/share",
+		// The sandbox sees the host's CPUs; without cgroup CPU caps, Go would
+		// run as many threads for a one-CPU machine's agent as the host has.
+		"--setenv", "GOMAXPROCS", fmt.Sprint(max(l.CPUs, 1)),
 		"--chdir", guestShared,
 		"--info-fd", fd(fdInfo),
 		"--", guestAgent,

@@ -25,7 +25,10 @@ func operands(args []string, flag string, n int) [][]string {
 func TestBwrapArgsIsolate(t *testing.T) {
 	root := []RootEntry{{Name: "usr"}, {Name: "etc"}, {Name: "bin", Link: "usr/bin"}, {Name: "srv"}, {Name: "var"}}
 	args := bwrapArgs(launch{ID: "0123456789", Kind: vm.KindHost, Network: vm.NetworkOffline, RootEntries: root,
-		Mask: []string{"/srv/hivecrew-data", "/root/.local/share/hivecrew"}, DisplayWidth: 1280, DisplayHeight: 800, LogLevel: "info"})
+		Mask: []string{"/srv/hivecrew-data", "/root/.local/share/hivecrew"}, DisplayWidth: 1280, DisplayHeight: 800, LogLevel: "info", CPUs: 3})
+	if env := operands(args, "--setenv", 2); !slices.ContainsFunc(env, func(kv []string) bool { return kv[0] == "GOMAXPROCS" && kv[1] == "3" }) {
+		t.Errorf("the guest agent's GOMAXPROCS is not the machine's 3 CPUs: %v", env)
+	}
 	for _, ns := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent"} {
 		if !slices.Contains(args, ns) {
 			t.Errorf("missing %s", ns)

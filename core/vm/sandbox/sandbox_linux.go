@@ -328,7 +328,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 		ID: m.spec.ID, Kind: m.spec.Template.Kind, Network: m.spec.Network, RootEntries: root,
 		Home: src.home, Shared: src.shared, Run: src.run, Agent: src.agent, Root: src.root,
 		Mask: []string{m.b.cfg.DataDir}, DisplayWidth: m.spec.DisplayWidth, DisplayHeight: m.spec.DisplayHeight,
-		LogLevel: m.b.cfg.AgentLogLevel,
+		LogLevel: m.b.cfg.AgentLogLevel, CPUs: m.spec.CPUs,
 	})
 	argv := append(append([]string{}, lim.wrap...), "bwrap")
 	argv = append(argv, args...)
