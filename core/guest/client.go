@@ -45,9 +45,11 @@ type Config struct {
 type Client struct {
 	cfg Config
 
-	// mu guards cli, hello and lost.
-	mu    sync.Mutex
-	cli   *jrpc2.Client
+	// mu guards cli, ch, hello and lost.
+	mu  sync.Mutex
+	cli *jrpc2.Client
+	// ch is cli's channel, which holds the images it lifted from responses.
+	ch    *liftChannel
 	hello protocol.HelloResult
 	// lost is closed when the current connection is found dead.
 	lost chan struct{}
@@ -97,25 +99,26 @@ func (c *Client) Hello() protocol.HelloResult {
 	return c.hello
 }
 
-// current returns the live connection, or nil while there is none (the
-// last one died, perhaps before the monitor has noticed).
-func (c *Client) current() *jrpc2.Client {
+// current returns the live connection and its channel, or nil while there
+// is none (the last one died, perhaps before the monitor has noticed).
+func (c *Client) current() (*jrpc2.Client, *liftChannel) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cli == nil {
-		return nil
+		return nil, nil
 	}
 	select {
 	case <-c.lost:
-		return nil
+		return nil, nil
 	default:
-		return c.cli
+		return c.cli, c.ch
 	}
 }
 
 // Healthy reports whether the guest is connected and its heartbeats arrive.
 func (c *Client) Healthy() bool {
-	return c.current() != nil && time.Since(time.Unix(0, c.lastBeat.Load())) < c.cfg.HeartbeatTimeout
+	cli, _ := c.current()
+	return cli != nil && time.Since(time.Unix(0, c.lastBeat.Load())) < c.cfg.HeartbeatTimeout
 }
 
 // backoff returns the delay before redial attempt n (from 0): 50 ms doubling to 1 s.
@@ -157,7 +160,8 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	lost := make(chan struct{})
 	var lostOnce sync.Once
 	markLost := func() { lostOnce.Do(func() { close(lost) }) }
-	cli := jrpc2.NewClient(transport.Line(conn, conn), &jrpc2.ClientOptions{
+	ch := &liftChannel{Channel: transport.Line(conn, conn)}
+	cli := jrpc2.NewClient(ch, &jrpc2.ClientOptions{
 		OnNotify: c.onNotify,
 		OnCancel: func(cli *jrpc2.Client, rsp *jrpc2.Response) {
 			// Tell the guest to stop the work too (a shell command, a wait).
@@ -192,7 +196,7 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	default:
 	}
 	old := c.cli
-	c.cli, c.hello, c.lost = cli, hello, lost
+	c.cli, c.ch, c.hello, c.lost = cli, ch, hello, lost
 	c.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -259,7 +263,7 @@ func (c *Client) monitor() {
 func (c *Client) drop() {
 	c.mu.Lock()
 	cli := c.cli
-	c.cli = nil
+	c.cli, c.ch = nil, nil
 	c.lost = make(chan struct{}) // a fresh, open channel for the next select
 	c.mu.Unlock()
 	if cli != nil {
@@ -284,7 +288,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		ctx, cancel = context.WithTimeout(ctx, deadlineFor(method, params))
 		defer cancel()
 	}
-	cli := c.current()
+	cli, ch := c.current()
 	if cli == nil {
 		return errdefs.Unavailablef("%s: guest agent not connected (reconnecting)", method)
 	}
@@ -308,11 +312,19 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return fmt.Errorf("%s: %w", method, classify(err))
 	}
 	c.lastBeat.Store(time.Now().UnixNano())
+	img, lifted := ch.take(rsp.ID())
 	if result == nil {
 		return nil
 	}
 	if err := rsp.UnmarshalResult(result); err != nil {
 		return errdefs.Invalidf("%s: malformed result from the guest: %v", method, err)
+	}
+	if lifted {
+		shot, ok := result.(*protocol.ScreenshotResult)
+		if !ok {
+			return errdefs.Invalidf("%s: the guest answered with a screenshot", method)
+		}
+		shot.Data = img
 	}
 	return nil
 }

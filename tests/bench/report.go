@@ -69,18 +69,34 @@ func rank(samples []time.Duration, p float64) time.Duration {
 
 // measure runs fn n times after warm warm-up runs and returns its percentiles.
 func measure(n, warm int, fn func() error) (p50, p95 time.Duration, err error) {
+	return measureAfter(n, warm, nil, fn)
+}
+
+// measureAfter is measure with an untimed setup before every run of fn
+// (nil: none).
+func measureAfter(n, warm int, setup, fn func() error) (p50, p95 time.Duration, err error) {
+	run := func() (time.Duration, error) {
+		if setup != nil {
+			if err := setup(); err != nil {
+				return 0, err
+			}
+		}
+		t0 := time.Now()
+		err := fn()
+		return time.Since(t0), err
+	}
 	for range warm {
-		if err := fn(); err != nil {
+		if _, err := run(); err != nil {
 			return 0, 0, err
 		}
 	}
 	samples := make([]time.Duration, 0, n)
 	for range n {
-		t0 := time.Now()
-		if err := fn(); err != nil {
+		d, err := run()
+		if err != nil {
 			return 0, 0, err
 		}
-		samples = append(samples, time.Since(t0))
+		samples = append(samples, d)
 	}
 	p50, p95 = percentiles(samples)
 	return p50, p95, nil
