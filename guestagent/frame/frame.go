@@ -115,3 +115,39 @@ func FromImage(img image.Image) *Frame {
 	}
 	return &Frame{Pix: rgba.Pix, Stride: rgba.Stride, Width: rgba.Rect.Dx(), Height: rgba.Rect.Dy(), R: 0, G: 1, B: 2}
 }
+
+// YCbCr converts the frame into a new 4:2:0 YCbCr image, what JPEG stores
+// (image/jpeg would otherwise convert an RGBA image block by block, more
+// slowly). Chroma is taken from the average of each 2×2 block of pixels.
+func (f *Frame) YCbCr() *image.YCbCr {
+	img := image.NewYCbCr(f.Bounds(), image.YCbCrSubsampleRatio420)
+	for y := range f.Height {
+		src := f.Pix[y*f.Stride : y*f.Stride+4*f.Width]
+		dst := img.Y[y*img.YStride : y*img.YStride+f.Width]
+		for x := range dst {
+			p := src[4*x : 4*x+4 : 4*x+4]
+			r, g, b := int32(p[f.R]), int32(p[f.G]), int32(p[f.B])
+			dst[x] = uint8((19595*r + 38470*g + 7471*b + 1<<15) >> 16)
+		}
+	}
+	for cy := range (f.Height + 1) / 2 {
+		y0, y1 := 2*cy, min(2*cy+1, f.Height-1)
+		row0, row1 := f.Pix[y0*f.Stride:], f.Pix[y1*f.Stride:]
+		cb := img.Cb[cy*img.CStride : cy*img.CStride+(f.Width+1)/2]
+		cr := img.Cr[cy*img.CStride : cy*img.CStride+(f.Width+1)/2]
+		for cx := range cb {
+			x0, x1 := 4*2*cx, 4*min(2*cx+1, f.Width-1)
+			r := int32(row0[x0+f.R]) + int32(row0[x1+f.R]) + int32(row1[x0+f.R]) + int32(row1[x1+f.R])
+			g := int32(row0[x0+f.G]) + int32(row0[x1+f.G]) + int32(row1[x0+f.G]) + int32(row1[x1+f.G])
+			b := int32(row0[x0+f.B]) + int32(row0[x1+f.B]) + int32(row1[x0+f.B]) + int32(row1[x1+f.B])
+			// The sums are 4× the average: shift by 2 more.
+			cb[cx] = clamp8((-11056*r - 21712*g + 32768*b + 257<<17) >> 18)
+			cr[cx] = clamp8((32768*r - 27440*g - 5328*b + 257<<17) >> 18)
+		}
+	}
+	return img
+}
+
+func clamp8(v int32) uint8 {
+	return uint8(min(max(v, 0), 255))
+}

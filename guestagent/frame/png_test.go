@@ -420,3 +420,42 @@ func TestEncodeTrustsChangesOnlyFromItsLastFrame(t *testing.T) {
 	}
 	decode(t, data, v)
 }
+
+// TestFrameYCbCr: luma matches image/color's conversion exactly, chroma
+// that of each 2×2 block's average colour within rounding.
+func TestFrameYCbCr(t *testing.T) {
+	for _, size := range []image.Point{{1, 1}, {3, 5}, {64, 33}} {
+		f := desktop(size.X, size.Y, 11)
+		rng := rand.New(rand.NewPCG(2, 2))
+		for y := range f.Height { // colourful pixels, not just the desktop's greys
+			for x := range f.Width {
+				if rng.IntN(2) == 0 {
+					p := f.Pix[y*f.Stride+4*x:]
+					p[0], p[1], p[2] = byte(rng.IntN(256)), byte(rng.IntN(256)), byte(rng.IntN(256))
+				}
+			}
+		}
+		img := f.YCbCr()
+		for y := range f.Height {
+			for x := range f.Width {
+				c := f.At(x, y).(color.RGBA)
+				if want, _, _ := color.RGBToYCbCr(c.R, c.G, c.B); img.Y[img.YOffset(x, y)] != want {
+					t.Fatalf("%v: Y at (%d, %d) = %d, want %d", size, x, y, img.Y[img.YOffset(x, y)], want)
+				}
+				if x%2 != 0 || y%2 != 0 {
+					continue
+				}
+				var r, g, b int
+				for _, d := range []image.Point{{0, 0}, {1, 0}, {0, 1}, {1, 1}} {
+					c := f.At(min(x+d.X, f.Width-1), min(y+d.Y, f.Height-1)).(color.RGBA)
+					r, g, b = r+int(c.R), g+int(c.G), b+int(c.B)
+				}
+				_, wcb, wcr := color.RGBToYCbCr(uint8((r+2)/4), uint8((g+2)/4), uint8((b+2)/4))
+				o := img.COffset(x, y)
+				if d1, d2 := int(img.Cb[o])-int(wcb), int(img.Cr[o])-int(wcr); d1 < -1 || d1 > 1 || d2 < -1 || d2 > 1 {
+					t.Fatalf("%v: Cb, Cr at (%d, %d) = %d, %d, want %d, %d", size, x, y, img.Cb[o], img.Cr[o], wcb, wcr)
+				}
+			}
+		}
+	}
+}

@@ -17,8 +17,8 @@ import (
 func (s *Server) encodeScreenshot(img image.Image, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
 	b := img.Bounds()
 	w, h := protocol.FitSize(b.Dx(), b.Dy(), p.MaxWidth, p.MaxHeight)
-	if w != b.Dx() || h != b.Dy() || p.Format == protocol.FormatJPEG {
-		// The scaler's and the JPEG encoder's fast paths want RGBA.
+	if w != b.Dx() || h != b.Dy() {
+		// The scaler's fast path wants RGBA.
 		if f, ok := img.(*frame.Frame); ok {
 			img = f.RGBA()
 		}
@@ -35,7 +35,7 @@ func (s *Server) encodeScreenshot(img image.Image, p protocol.ScreenshotParams) 
 		}
 		var buf bytes.Buffer
 		buf.Grow(w * h / 4)
-		if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: q}); err != nil {
+		if err := jpeg.Encode(&buf, frame.FromImage(img).YCbCr(), &jpeg.Options{Quality: q}); err != nil {
 			return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInternalError, "encode the screenshot: %v", err)
 		}
 		return protocol.ScreenshotResult{Format: protocol.FormatJPEG, Width: w, Height: h, Data: buf.Bytes()}, nil
