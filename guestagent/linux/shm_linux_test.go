@@ -19,7 +19,7 @@ func TestDamagedRows(t *testing.T) {
 		{X: 0, Y: 790, Width: 3, Height: 40},   // below it in part
 		{X: 0, Y: 900, Width: 3, Height: 4},    // off the screen
 	}, 800)
-	want := []frame.Rows{{0, 2}, {10, 15}, {100, 141}, {790, 800}}
+	want := []frame.Rows{{Y0: 0, Y1: 2}, {Y0: 10, Y1: 15}, {Y0: 100, Y1: 141}, {Y0: 790, Y1: 800}}
 	if !slices.Equal(got, want) {
 		t.Errorf("damagedRows = %v, want %v", got, want)
 	}
