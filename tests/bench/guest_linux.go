@@ -133,7 +133,8 @@ func benchGuest(ctx context.Context, log *slog.Logger) ([]Metric, error) {
 		pngBytes = len(res.Data)
 		return err
 	}
-	jpeg := protocol.ScreenshotParams{Format: "jpeg", MaxWidth: 1280, MaxHeight: 800, Quality: 80}
+	// What the live view asks for by default (core/api: stream).
+	jpeg := protocol.ScreenshotParams{Format: "jpeg", MaxWidth: 1280, MaxHeight: 1280, Quality: 70}
 	click := protocol.ClickParams{X: 640, Y: 400}
 
 	type row struct {
@@ -147,8 +148,8 @@ func benchGuest(ctx context.Context, log *slog.Logger) ([]Metric, error) {
 			scroll, shot, shell("scrot -o s.png && convert s.png -resize 1280x800 out.png"), 60, 20},
 		{Metric{Name: "guest: screenshot 1280x800 PNG, screen unchanged", Target: 30 * time.Millisecond, BaselineName: "scrot + convert"},
 			nil, shot, shell("scrot -o s.png && convert s.png -resize 1280x800 out.png"), 60, 20},
-		{Metric{Name: "guest: screenshot 1280x800 JPEG", Target: 30 * time.Millisecond, BaselineName: "scrot + convert", Note: "the terminal scrolled since the last one"},
-			scroll, call(protocol.MethodScreenshot, jpeg), shell("scrot -o s.png && convert s.png -resize 1280x800 -quality 80 out.jpg"), 60, 20},
+		{Metric{Name: "guest: screenshot 1280x800 JPEG", Target: 30 * time.Millisecond, BaselineName: "scrot + convert", Note: "quality 70, as the live view; the terminal scrolled since the last one"},
+			scroll, call(protocol.MethodScreenshot, jpeg), shell("scrot -o s.png && convert s.png -resize 1280x800 -quality 70 out.jpg"), 60, 20},
 		{Metric{Name: "guest: click", Target: time.Millisecond, BaselineName: "xdotool"},
 			nil, call(protocol.MethodMouseClick, click), shell("xdotool mousemove 640 400 click 1"), 300, 40},
 		{Metric{Name: "guest: type 50 characters", Target: 5 * time.Millisecond, BaselineName: "xdotool type --delay 12"},
