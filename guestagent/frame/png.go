@@ -149,7 +149,7 @@ func (e *Encoder) compress(i, y0, y1 int) error {
 // filter writes row y of the last frame, filtered and led by its filter
 // type, into out. Screens repeat themselves down the rows (backgrounds,
 // margins, blank lines), so the row is first compared with the one above:
-// where they differ in less than half the row, the Up filter is used, whose
+// where they differ in less than a quarter of the row, the Up filter is used, whose
 // output is zero outside the difference and costs nothing to make there.
 // Other rows get the filter that looks best on a sample (filterRow).
 func (e *Encoder) filter(out []byte, y int) {
@@ -157,7 +157,7 @@ func (e *Encoder) filter(out []byte, y int) {
 	if y > 0 {
 		row, above := f.Pix[y*f.Stride:(y+1)*f.Stride], f.Pix[(y-1)*f.Stride:y*f.Stride]
 		l, r := span(row, above)
-		if r-l < f.Width/2 {
+		if r-l < f.Width/4 {
 			out[0] = filterUp
 			px := out[1:]
 			clear(px[:3*l])
