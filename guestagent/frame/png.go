@@ -149,9 +149,10 @@ func (e *Encoder) compress(i, y0, y1 int) error {
 // filter writes row y of the last frame, filtered and led by its filter
 // type, into out. Screens repeat themselves down the rows (backgrounds,
 // margins, blank lines), so the row is first compared with the one above:
-// where they differ in less than a quarter of the row, the Up filter is used, whose
-// output is zero outside the difference and costs nothing to make there.
-// Other rows get the filter that looks best on a sample (filterRow).
+// where they differ in less than a quarter of the row, the Up filter is
+// used, whose output is zero outside the difference and costs nothing to
+// make there. Other rows get the filter that looks best on a sample
+// (filterRow), which compresses text better.
 func (e *Encoder) filter(out []byte, y int) {
 	f := &e.last
 	if y > 0 {
