@@ -30,7 +30,6 @@ require (
 	github.com/creachadair/mds v0.31.0 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
-	github.com/klauspost/compress v1.18.0 // indirect
 	github.com/mattn/go-sqlite3 v1.14.22 // indirect
 	github.com/mdlayher/socket v0.8.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
