@@ -75,18 +75,19 @@ func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 	}
 	n := (f.Height + bandRows - 1) / bandRows
 	l := &e.last
-	if l.Width != f.Width || l.Height != f.Height || l.R != f.R || l.G != f.G || l.B != f.B {
+	fresh := l.Width != f.Width || l.Height != f.Height || l.R != f.R || l.G != f.G || l.B != f.B
+	if fresh {
 		*l = Frame{Pix: make([]byte, 4*f.Width*f.Height), Stride: 4 * f.Width, Width: f.Width, Height: f.Height, R: f.R, G: f.G, B: f.B}
 		e.bands = make([]band, n)
 	}
-	hint := f.Changes != nil && e.seq != 0 && f.Changes.Since == e.seq
+	hint := !fresh && f.Changes != nil && e.seq != 0 && f.Changes.Since == e.seq
 	e.seq = 0 // until last holds f
 	st := Stats{Bands: n}
 	aboveChanged := false // the last row of the band above changed
 	for i := range e.bands {
 		y0, y1 := i*bandRows, min((i+1)*bandRows, f.Height)
 		changed, lastChanged := false, false
-		if !hint || f.Changes.touches(y0, y1) {
+		if !hint || e.bands[i].z == nil || f.Changes.touches(y0, y1) {
 			changed, lastChanged = e.update(f, y0, y1)
 		}
 		if !changed && !aboveChanged && e.bands[i].z != nil {
@@ -94,6 +95,7 @@ func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 		}
 		aboveChanged = lastChanged
 		if err := e.compress(i, y0, y1); err != nil {
+			e.last = Frame{} // rows and bands may disagree: start over next time
 			return nil, Stats{}, err
 		}
 		st.Recompressed++
