@@ -419,6 +419,13 @@ func TestEncodeTrustsChangesOnlyFromItsLastFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	decode(t, data, v)
+	// A frame of another size is read whole, whatever it says changed.
+	w := desktop(320, 100, 9)
+	w.Seq, w.Changes = 11, &Changes{Since: 10, Rows: nil}
+	if data, _, err = e.Encode(w); err != nil {
+		t.Fatal(err)
+	}
+	decode(t, data, w)
 }
 
 // TestFrameYCbCr: luma matches image/color's conversion exactly, chroma
