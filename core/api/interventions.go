@@ -94,11 +94,7 @@ func (a *API) takeover(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := a.fullTask(r, id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, t)
+	return a.writeTask(w, r, http.StatusOK, id)
 }
 
 func (a *API) input(w http.ResponseWriter, r *http.Request) error {

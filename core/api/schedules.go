@@ -310,11 +310,7 @@ func (a *API) runSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wt, err := a.fullTask(r, t.ID)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusCreated, wt)
+	return a.writeTask(w, r, http.StatusCreated, t.ID)
 }
 
 func newScheduleID() string { return uuid.NewString() }

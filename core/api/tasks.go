@@ -92,6 +92,15 @@ func filesJSON(fs []store.TaskFile) []wire.File {
 	return out
 }
 
+// writeTask answers with a task as fullTask reads it.
+func (a *API) writeTask(w http.ResponseWriter, r *http.Request, status int, id string) error {
+	t, err := a.fullTask(r, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, status, t)
+}
+
 // fullTask reads a task with its files for the wire.
 func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 	t, err := a.st.GetTask(r.Context(), id)
@@ -156,11 +165,7 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wt, err := a.fullTask(r, t.ID)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusCreated, wt)
+	return a.writeTask(w, r, http.StatusCreated, t.ID)
 }
 
 // taskFields are the form fields of a multipart POST /tasks.
@@ -323,11 +328,7 @@ func statusNames() string {
 }
 
 func (a *API) getTask(w http.ResponseWriter, r *http.Request) error {
-	t, err := a.fullTask(r, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, t)
+	return a.writeTask(w, r, http.StatusOK, r.PathValue("id"))
 }
 
 func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
@@ -353,11 +354,7 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		wt, err := a.fullTask(r, t.ID)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusCreated, wt)
+		return a.writeTask(w, r, http.StatusCreated, t.ID)
 	case wire.ActionApprovePlan, wire.ActionEditPlan, wire.ActionCancelPlan:
 		err = a.o.Plan(ctx, id, body.Action, body.PlanMarkdown)
 	case "":
@@ -371,11 +368,7 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 	if body.Action == wire.ActionApprovePlan || body.Action == wire.ActionEditPlan {
 		waitChange(r, a.o.Watch(id))
 	}
-	t, err := a.fullTask(r, id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, t)
+	return a.writeTask(w, r, http.StatusOK, id)
 }
 
 // waitChange waits briefly for a task's next change, so that an answer

@@ -148,9 +148,10 @@ func (w *Writer) Screenshot(format string, data []byte) (string, error) {
 	}
 	ext := map[string]string{"png": "png", "jpeg": "jpg"}[format]
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.shots++
 	rel := filepath.Join(ScreenshotsDir, fmt.Sprintf("%04d.%s", w.shots, ext))
+	w.mu.Unlock()
+	// The number is ours: write without holding up the events.
 	path := filepath.Join(w.dir, rel)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -161,6 +162,8 @@ func (w *Writer) Screenshot(format string, data []byte) (string, error) {
 		os.Remove(path)
 		return "", fmt.Errorf("save screenshot: %w", err)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.unsynced = append(w.unsynced, f)
 	return rel, nil
 }

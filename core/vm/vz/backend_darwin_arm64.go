@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
@@ -93,8 +93,8 @@ func (b *Backend) Create(ctx context.Context, spec vm.Spec) (_ vm.Machine, err e
 				}
 				return nil, fmt.Errorf("clone %s: %w", op.from, err)
 			}
-		} else if err := copyFile(op.from, op.to); err != nil {
-			return nil, err
+		} else if err := files.Put(op.from, op.to, false); err != nil {
+			return nil, fmt.Errorf("copy %s: %w", op.from, err)
 		}
 	}
 	id, err := codehex.NewMacMachineIdentifier()
@@ -108,23 +108,6 @@ func (b *Backend) Create(ctx context.Context, spec vm.Spec) (_ vm.Machine, err e
 		return nil, err
 	}
 	return b.Load(ctx, spec)
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // Load implements vm.Backend.
