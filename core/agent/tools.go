@@ -6,7 +6,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// toolSpec is one function tool the model sees (shared/PROTOCOL.md, "Agent
+// toolSpec is one function tool the model sees (guestagent/protocol/PROTOCOL.md, "Agent
 // tools"): the guest methods, with coordinates in the pixels of the last
 // screenshot, and the host tools.
 type toolSpec struct {

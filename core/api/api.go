@@ -1,4 +1,4 @@
-// Package api serves the helper's REST API v1 (shared/API.md): tasks and
+// Package api serves the helper's REST API v1 (core/api/API.md): tasks and
 // their activity (with a server-sent event stream that replays, then
 // follows, and ends after the terminal status), files, interventions, the
 // kill switch, schedules, providers, templates, VMs, settings and API keys.

@@ -41,7 +41,7 @@ const (
 // Valid reports whether p is a known permission.
 func (p Permission) Valid() bool { return p == Allow || p == Ask || p == Deny }
 
-// AgentTools are the tools the model can call (shared/PROTOCOL.md, "Agent
+// AgentTools are the tools the model can call (guestagent/protocol/PROTOCOL.md, "Agent
 // tools"), the names a tool policy may mention.
 var AgentTools = []string{
 	"screenshot", "mouse_click", "mouse_move", "mouse_drag", "scroll",

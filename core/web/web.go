@@ -1,6 +1,6 @@
 // Package web is the helper's web UI: plain HTML, CSS and JavaScript
 // modules embedded in the binary, with no build step and no third-party
-// script. The pages talk only to the REST API of shared/API.md, signed in by
+// script. The pages talk only to the REST API of core/api/API.md, signed in by
 // the HttpOnly session cookie a one-time login link sets.
 //
 // Pages: the dashboard (/), an agent window per task (/tasks/{id}), its

@@ -1,5 +1,5 @@
 // Package wire holds the JSON bodies of the helper's REST API v1
-// (shared/API.md): what the API writes and the client reads. Field names are
+// (core/api/API.md): what the API writes and the client reads. Field names are
 // the API's camelCase names; times are RFC 3339 UTC.
 package wire
 

@@ -1,5 +1,5 @@
 // Package protocol defines the wire contract between the Hivecrew host and
-// the guest agent (shared/PROTOCOL.md): JSON-RPC 2.0, one JSON object per
+// the guest agent (guestagent/protocol/PROTOCOL.md): JSON-RPC 2.0, one JSON object per
 // line, over vsock (macOS guests) or a unix socket (Linux sandbox guests).
 // It holds method names, parameter and result types, error codes and the
 // protocol version. Standard library only: the host and the guest both
