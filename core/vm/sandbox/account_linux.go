@@ -50,6 +50,13 @@ func sandboxIdentity(name string) (identity, error) {
 		cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}, nil
 }
 
+// machineIdentity returns the host identity a new machine runs as, and a
+// release to call when the machine is deleted. Today every machine shares
+// the backend's account.
+func (b *Backend) machineIdentity(vmID string) (identity, func(), error) {
+	return b.id, func() {}, nil
+}
+
 // own gives path and, recursively, what it holds to the sandbox account
 // (when the helper is root and switches accounts). Symlinks are not followed.
 func (id identity) own(path string) error {

@@ -159,7 +159,18 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	if spec.MemoryMB == 0 {
 		spec.MemoryMB = 4096
 	}
-	m := &Machine{b: b, spec: spec, exited: closedChan(), status: vm.Status{State: vm.StateStopped}}
+	id, release, err := b.machineIdentity(spec.ID)
+	if err != nil {
+		return nil, err
+	}
+	release = sync.OnceFunc(release)
+	m := &Machine{b: b, spec: spec, id: id, release: release, exited: closedChan(), status: vm.Status{State: vm.StateStopped}}
+	loaded := false
+	defer func() {
+		if !loaded {
+			release()
+		}
+	}()
 	// A helper that crashed may have left the staged mounts of this machine.
 	if err := unstage(filepath.Join(stageRoot, spec.ID)); err != nil {
 		return nil, err
@@ -172,10 +183,11 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	// The shared folder is given to the account at every Start (the host
 	// puts inputs there in between); home and run only here.
 	for _, d := range []string{m.path("home"), m.path("run")} {
-		if err := b.id.own(d); err != nil {
+		if err := id.own(d); err != nil {
 			return nil, fmt.Errorf("give %s to the sandbox account: %w", d, err)
 		}
 	}
+	loaded = true
 	return m, nil
 }
 
@@ -189,6 +201,10 @@ func closedChan() chan struct{} {
 type Machine struct {
 	b    *Backend
 	spec vm.Spec
+	// id is the host account the machine runs as; release gives it back
+	// once the machine is deleted.
+	id      identity
+	release func()
 
 	// starts lets Stop and Delete end a Start in progress.
 	starts vm.StartGuard
@@ -279,7 +295,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 		}
 	}()
 	// Files put into the shared folder by the host become the guest's.
-	if err := m.b.id.own(m.path("shared")); err != nil {
+	if err := m.id.own(m.path("shared")); err != nil {
 		return err
 	}
 	os.Remove(m.path("run", "agent.sock"))
@@ -336,7 +352,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	cmd.Path, _ = exec.LookPath(argv[0])
 	cmd.ExtraFiles = files
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: m.b.id.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: m.id.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if lim.cgroup != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(lim.cgroup.Fd())
@@ -371,7 +387,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	// earlier, its user namespace may not be ready to be joined.
 	var net *slirp
 	if m.spec.Network == vm.NetworkInternet {
-		if net, err = startSlirp(pid, m.b.id); err != nil {
+		if net, err = startSlirp(pid, m.id); err != nil {
 			return err
 		}
 		cleanups = append(cleanups, func() error { net.stop(); return nil })
@@ -549,6 +565,7 @@ func (m *Machine) Delete(ctx context.Context) error {
 	if err := os.RemoveAll(m.spec.Dir); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
 	}
+	m.release()
 	return nil
 }
 

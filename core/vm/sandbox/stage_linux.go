@@ -53,7 +53,7 @@ type sources struct {
 // paths serve.
 func (m *Machine) stage() (sources, func() error, error) {
 	own := sources{home: m.path("home"), shared: m.path("shared"), run: m.path("run"), agent: m.b.cfg.AgentBinary}
-	if m.b.id.cred == nil {
+	if m.id.cred == nil {
 		if m.spec.Template.Kind == "rootfs" {
 			return sources{}, nil, errors.New("rootfs templates need the helper to run as root")
 		}
