@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +110,10 @@ type Runner struct {
 	// traceErr is the first failure to write the trace; the run ends with
 	// it before the next step (an agent never works unrecorded).
 	traceErr error
+
+	// offered are the tools offered to the model, set once before the first
+	// step: a call to any other name never reaches the guest.
+	offered map[string]bool
 
 	// stop is cancelled by Cancel (with its cause); Run follows it.
 	stop   context.Context
@@ -304,6 +310,10 @@ func (r *Runner) loop(ctx context.Context) Result {
 	}
 	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
 	toolDefs := tools(denied)
+	r.offered = make(map[string]bool, len(toolDefs))
+	for _, d := range toolDefs {
+		r.offered[d.Function.Name] = true
+	}
 	failedChecks := 0
 	saved := 0 // messages already in the trace's conversation
 	for {
@@ -539,8 +549,17 @@ func truncate(s string, n int) string {
 }
 
 // run executes a tool call: host tools ask the user; guest tools go to the
-// guest after the policy and coordinate mapping.
+// guest after the policy and coordinate mapping. Only the tools offered to
+// the model run: any other name (a guest method such as shutdown or
+// hello, a tool the policy denies, a made-up one) is refused here and never
+// reaches the guest.
 func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, error) {
+	if !r.offered[call.Name] {
+		if slices.Contains(config.AgentTools, call.Name) {
+			return "", fmt.Errorf("%s is not allowed for this task", call.Name)
+		}
+		return "", fmt.Errorf("there is no tool %q: the tools you can call are %s", truncate(call.Name, 64), strings.Join(slices.Sorted(maps.Keys(r.offered)), ", "))
+	}
 	var args map[string]any
 	if err := json.Unmarshal(call.Arguments, &args); err != nil {
 		return "", fmt.Errorf("arguments are not a JSON object: %v", err)
@@ -574,17 +593,26 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 	case "screenshot":
 		return "A new screenshot comes with the next turn.", nil
 	}
-	if r.task.Policy.For(call.Name) == config.Deny {
-		return "", fmt.Errorf("%s is not allowed for this task", call.Name)
+	// The permission: the tool's own, or open_terminal's for a call that
+	// opens a terminal, a shell or an interpreter.
+	gate, what := call.Name, call.Name
+	if target, ok := opensTerminal(call.Name, args); ok {
+		gate, what = config.OpenTerminal, fmt.Sprintf("%s (opens a terminal or shell: %q)", call.Name, truncate(target, 200))
 	}
-	if r.task.Policy.For(call.Name) == config.Ask {
-		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + call.Name + "?", Details: string(call.Arguments)})
-		ok, _, err := r.ctl.requestPermission(ctx, call.Name, string(call.Arguments))
+	switch r.task.Policy.For(gate) {
+	case config.Deny:
+		if gate == config.OpenTerminal {
+			return "", fmt.Errorf("opening a terminal, a shell or an interpreter is not allowed for this task (%s)", what)
+		}
+		return "", fmt.Errorf("%s is not allowed for this task", call.Name)
+	case config.Ask:
+		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + what + "?", Details: string(call.Arguments)})
+		ok, _, err := r.ctl.requestPermission(ctx, gate, string(call.Arguments))
 		if err != nil {
 			return "", err
 		}
 		if !ok {
-			return "", fmt.Errorf("the user denied %s", call.Name)
+			return "", fmt.Errorf("the user denied %s", what)
 		}
 	}
 	for _, pair := range pointArgs[call.Name] {

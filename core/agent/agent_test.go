@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -460,5 +461,128 @@ func TestRefusedKeyFailsTheTask(t *testing.T) {
 	}
 	if n := len(l.requests()); n != 1 {
 		t.Fatalf("%d requests, want 1 (a refused key is not retried)", n)
+	}
+}
+
+// TestOnlyOfferedToolsRun answers a prompt-injected model that calls guest
+// methods it was never offered: shutdown (which powered the VM off),
+// hello, clipboard_write (not a tool of ours), a made-up name, and a tool
+// the policy denies. Each is refused on the host with the list of valid
+// tools; the guest never sees the call and keeps running.
+func TestOnlyOfferedToolsRun(t *testing.T) {
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("shutdown", map[string]any{}), call("hello", map[string]any{"protocolVersion": 1})}},
+		{calls: []openai.ToolCall{call("clipboard_write", map[string]any{"text": "pwned"}), call("health_check", map[string]any{})}},
+		{calls: []openai.ToolCall{call("rm_rf_everything\x1b[31m", map[string]any{}), call("run_shell", map[string]any{"command": "true"})}},
+	}, done(true, "ok")...)...)
+	e := newEnv(t, l, func(t *Task) { t.Policy = config.ToolPolicy{"run_shell": config.Deny} })
+	res := wait(t, e.run())
+	if res.Status != store.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	if acts := e.m.Driver().Actions(); len(acts) != 0 {
+		t.Fatalf("the guest was asked to act: %+v", acts)
+	}
+	if st := e.m.Status(); st.State != vm.StateRunning {
+		t.Fatalf("the VM is %s (%s) after the calls", st.State, st.Reason)
+	}
+	if c, _ := e.m.Driver().ClipboardRead(context.Background()); c != "" {
+		t.Fatalf("the clipboard was written: %q", c)
+	}
+	reqs := l.requests()
+	for i, name := range map[int]string{1: "shutdown", 2: "clipboard_write", 3: "rm_rf_everything"} {
+		if !strings.Contains(reqs[i], `there is no tool \"`+name) || !strings.Contains(reqs[i], "the tools you can call are ") ||
+			!strings.Contains(reqs[i], "mouse_click, mouse_drag") {
+			t.Errorf("request %d does not refuse %s with the valid tools", i, name)
+		}
+	}
+	if !strings.Contains(reqs[1], `there is no tool \"hello`) || !strings.Contains(reqs[2], `there is no tool \"health_check`) {
+		t.Error("hello or health_check was not refused")
+	}
+	// The refusal quotes the name with its escape spelled out (the model's
+	// own message carries it raw, JSON-escaped).
+	if !strings.Contains(reqs[3], `there is no tool \"rm_rf_everything\\x1b[31m\"`) {
+		t.Error("the made-up name was not quoted with its escape shown")
+	}
+	if !strings.Contains(reqs[3], "run_shell is not allowed for this task") {
+		t.Error("the denied tool was not refused as such")
+	}
+}
+
+// TestOpeningATerminalFollowsTheShellPolicy answers a model that, barred
+// from run_shell (or made to ask), opens a terminal or a shell script
+// instead and would type its commands there: opening a terminal, a shell
+// or a script is gated by open_terminal, which follows run_shell unless
+// the policy names it.
+func TestOpeningATerminalFollowsTheShellPolicy(t *testing.T) {
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "xterm"})}},
+		{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "org.gnome.Terminal.desktop"})}},
+		{calls: []openai.ToolCall{call("open_file", map[string]any{"path": "inbox/run.sh"})}},
+		{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "mousepad"})}},
+	}, done(true, "ok")...)...)
+	e := newEnv(t, l, func(t *Task) { t.Policy = config.ToolPolicy{"run_shell": config.Ask} })
+	res := e.run()
+	// xterm: asked as open_terminal, approved; the GNOME terminal: denied.
+	for _, approve := range []bool{true, false} {
+		var p *Permission
+		waitFor(t, "a permission request", func() bool { _, p = e.r.Pending(); return p != nil })
+		if p.Tool != config.OpenTerminal {
+			t.Fatalf("permission asked for %s, want %s", p.Tool, config.OpenTerminal)
+		}
+		if err := e.r.Respond(p.ID, approve); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the request to clear", func() bool { _, p2 := e.r.Pending(); return p2 == nil || p2.ID != p.ID })
+	}
+	// The script: denied too.
+	var p *Permission
+	waitFor(t, "a permission request", func() bool { _, p = e.r.Pending(); return p != nil })
+	e.r.Respond(p.ID, false)
+	wait(t, res)
+	var opened []string
+	for _, a := range e.m.Driver().Actions() {
+		opened = append(opened, a.Text)
+	}
+	if strings.Join(opened, ",") != "xterm,mousepad" {
+		t.Fatalf("opened %v, want xterm (approved) and mousepad (not a terminal)", opened)
+	}
+
+	// With open_terminal denied outright (run_shell allowed), nothing asks.
+	l2 := newLLM(t, append([]turn{{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "bash"})}}}, done(true, "ok")...)...)
+	e2 := newEnv(t, l2, func(t *Task) {
+		t.Policy = config.ToolPolicy{"run_shell": config.Allow, config.OpenTerminal: config.Deny}
+	})
+	wait(t, e2.run())
+	if acts := e2.m.Driver().Actions(); len(acts) != 0 {
+		t.Fatalf("actions %+v", acts)
+	}
+	if !strings.Contains(l2.requests()[1], "opening a terminal, a shell or an interpreter is not allowed") {
+		t.Fatal("the model was not told why")
+	}
+}
+
+func TestTerminalNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"xterm": true, "XTerm": true, "/usr/bin/bash": true, "org.gnome.Terminal.desktop": true, "Terminal": true,
+		"com.apple.Terminal": true, "iTerm.app": true, "python3": true, "bash -c id": true, "kitty": true,
+		"mousepad": false, "chromium": false, "Firefox": false, "org.gnome.TextEditor": false, "LibreOffice Calc": false,
+	} {
+		if got := terminalName(name); got != want {
+			t.Errorf("terminalName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestOfferedToolsAreThePolicyVocabulary: the tools offered to the model
+// are exactly the ones a policy can name (core/config AgentTools), so a
+// setting never names a tool that does not exist, nor misses one that does.
+func TestOfferedToolsAreThePolicyVocabulary(t *testing.T) {
+	var names []string
+	for _, d := range tools(func(string) bool { return false }) {
+		names = append(names, d.Function.Name)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(config.AgentTools))) {
+		t.Fatalf("offered %v, policy names %v", names, config.AgentTools)
 	}
 }

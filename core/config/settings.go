@@ -41,28 +41,42 @@ const (
 // Valid reports whether p is a known permission.
 func (p Permission) Valid() bool { return p == Allow || p == Ask || p == Deny }
 
-// AgentTools are the tools the model can call (guestagent/protocol/PROTOCOL.md, "Agent
-// tools"), the names a tool policy may mention.
+// AgentTools are the tools the model can call (guestagent/protocol/PROTOCOL.md,
+// "Agent tools"), the names a tool policy may mention. core/agent offers
+// exactly these (a test keeps the two lists in step).
 var AgentTools = []string{
 	"screenshot", "mouse_click", "mouse_move", "mouse_drag", "scroll",
 	"keyboard_type", "keyboard_key", "open_app", "open_file", "open_url",
 	"run_shell", "read_file", "write_file", "list_directory", "move_file",
-	"traverse_accessibility_tree", "wait", "clipboard_read", "clipboard_write",
+	"traverse_accessibility_tree", "wait",
 	"ask_text_question", "ask_multiple_choice", "request_user_intervention",
 }
 
-// WriteOutsideShared is the pseudo-tool a policy uses for file writes outside
-// the shared folder (PROTOCOL.md: "any file write outside shared/").
-const WriteOutsideShared = "write_outside_shared"
+// OpenTerminal is the pseudo-tool a policy uses for opening a terminal or a
+// shell: open_app of a terminal emulator, shell or interpreter, and
+// open_file of a script or with such a program. A GUI agent can type into
+// any program it can open, so run_shell's policy alone would gate the tool,
+// not the capability; a policy that does not name open_terminal gives it
+// run_shell's permission.
+const OpenTerminal = "open_terminal"
+
+// legacyPolicyNames were accepted by earlier versions but gated nothing:
+// file tools never reach outside the shared folder, and the clipboard tools
+// are not offered to the model. Stored policies that name them still load;
+// the names are dropped (see ToolPolicy.normalize).
+var legacyPolicyNames = []string{"write_outside_shared", "clipboard_read", "clipboard_write"}
 
 // ToolPolicy maps a tool name to its permission; tools it does not name are
-// allowed.
+// allowed (open_terminal follows run_shell).
 type ToolPolicy map[string]Permission
 
 // For returns the permission for a tool.
 func (p ToolPolicy) For(tool string) Permission {
 	if perm, ok := p[tool]; ok {
 		return perm
+	}
+	if tool == OpenTerminal {
+		return p.For("run_shell")
 	}
 	return Allow
 }
@@ -78,18 +92,30 @@ func (p ToolPolicy) Merge(overrides ToolPolicy) ToolPolicy {
 	return out
 }
 
+// PolicyNames are the names a tool policy may mention: the agent's tools
+// and the open_terminal pseudo-tool.
+func PolicyNames() []string { return append(slices.Clone(AgentTools), OpenTerminal) }
+
 // Validate reports unknown tool names and permissions.
 func (p ToolPolicy) Validate() error {
 	var errs []error
+	known := PolicyNames()
 	for _, tool := range slices.Sorted(maps.Keys(p)) {
-		if tool != WriteOutsideShared && !slices.Contains(AgentTools, tool) {
-			errs = append(errs, fmt.Errorf("unknown tool %q (known: %s, %s)", tool, strings.Join(AgentTools, ", "), WriteOutsideShared))
+		if !slices.Contains(known, tool) && !slices.Contains(legacyPolicyNames, tool) {
+			errs = append(errs, fmt.Errorf("unknown tool %q (known: %s)", tool, strings.Join(known, ", ")))
 		}
 		if perm := p[tool]; !perm.Valid() {
 			errs = append(errs, fmt.Errorf("tool %q: permission %q is not allow, ask or deny", tool, perm))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// normalize drops the legacy names that gate nothing.
+func (p ToolPolicy) normalize() {
+	for _, name := range legacyPolicyNames {
+		delete(p, name)
+	}
 }
 
 // Settings are the user's preferences, persisted in the store. JSON names are
@@ -176,7 +202,7 @@ func Defaults(goos, userHome string) Settings {
 		NetworkMode:           NetworkInternet,
 		MaxOutputFileMB:       1024,
 		MaxOutputTaskMB:       4096,
-		ToolPolicy:            ToolPolicy{"run_shell": Ask, WriteOutsideShared: Ask},
+		ToolPolicy:            ToolPolicy{"run_shell": Ask},
 		TraceRetentionDays:    0,
 		KillSwitchShortcut:    shortcut,
 	}
@@ -264,5 +290,6 @@ func (s Settings) Patch(patch []byte) (Settings, error) {
 	if err := out.Validate(); err != nil {
 		return s, err
 	}
+	out.ToolPolicy.normalize()
 	return out, nil
 }

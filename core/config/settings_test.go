@@ -51,6 +51,7 @@ func TestValidateNamesEveryBadSetting(t *testing.T) {
 
 func TestPatch(t *testing.T) {
 	base := Defaults("linux", "/home/ada")
+	base.ToolPolicy["open_url"] = Ask
 	got, err := base.Patch([]byte(`{"maxConcurrentVMs": 4, "toolPolicy": {"run_shell": "allow"}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestPatch(t *testing.T) {
 	if got.MaxConcurrentVMs != 4 || got.ToolPolicy.For("run_shell") != Allow {
 		t.Fatalf("patch not applied: %+v", got)
 	}
-	if _, ok := got.ToolPolicy[WriteOutsideShared]; ok {
+	if _, ok := got.ToolPolicy["open_url"]; ok {
 		t.Fatalf("toolPolicy in a patch should replace the policy, got %v", got.ToolPolicy)
 	}
 	if base.MaxConcurrentVMs != 2 || base.ToolPolicy.For("run_shell") != Ask {
@@ -107,5 +108,31 @@ func TestModelPrices(t *testing.T) {
 	}
 	if _, err := base.Patch([]byte(`{"modelPrices": {"x": {"promptPerMTok": -1}}}`)); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Fatalf("negative price = %v", err)
+	}
+}
+
+// TestPolicyMeansWhatItSays: open_terminal follows run_shell unless it is
+// named; names that never gated anything (write_outside_shared, the
+// clipboard tools the model is not offered) still load from an old
+// database but are dropped, so no setting claims a gate that does not
+// exist; unknown names are refused.
+func TestPolicyMeansWhatItSays(t *testing.T) {
+	p := ToolPolicy{"run_shell": Deny}
+	if p.For(OpenTerminal) != Deny || (ToolPolicy{}).For(OpenTerminal) != Allow {
+		t.Fatal("open_terminal does not follow run_shell")
+	}
+	if (ToolPolicy{"run_shell": Deny, OpenTerminal: Ask}).For(OpenTerminal) != Ask {
+		t.Fatal("a named open_terminal is not its own")
+	}
+	base := Defaults("linux", "/home/ada")
+	got, err := base.Patch([]byte(`{"toolPolicy": {"write_outside_shared": "ask", "clipboard_write": "deny", "open_terminal": "deny"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ToolPolicy) != 1 || got.ToolPolicy[OpenTerminal] != Deny {
+		t.Fatalf("policy = %v, want only open_terminal", got.ToolPolicy)
+	}
+	if _, err := base.Patch([]byte(`{"toolPolicy": {"shutdown": "allow"}}`)); err == nil || !strings.Contains(err.Error(), `unknown tool "shutdown"`) {
+		t.Fatalf("an unknown tool was accepted: %v", err)
 	}
 }

@@ -283,8 +283,8 @@ func TestToolListMatchesTheHelper(t *testing.T) {
 	if !slices.Equal(got, config.AgentTools) {
 		t.Errorf("tools.js lists %v, the helper %v", got, config.AgentTools)
 	}
-	if !strings.Contains(string(b), "'"+config.WriteOutsideShared+"'") {
-		t.Errorf("tools.js lacks %s", config.WriteOutsideShared)
+	if !strings.Contains(string(b), "'"+config.OpenTerminal+"'") {
+		t.Errorf("tools.js lacks %s", config.OpenTerminal)
 	}
 }
 

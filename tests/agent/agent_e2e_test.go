@@ -28,6 +28,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/vm/sandbox"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/tests/testbin"
 )
 
@@ -276,5 +277,79 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPromptInjectedModelIsKeptToItsTools, on a real sandbox, answers a
+// model told by a hostile page to attack: it calls the guest's own
+// shutdown (which used to power the VM off), hello, the clipboard (never
+// offered) and a made-up tool, and, its shell use needing approval under
+// the default policy, opens a terminal to type commands there instead.
+// The first four are refused on the host with the valid tools named; the
+// terminal waits for the user's approval, and once denied never opens; the
+// VM keeps running.
+func TestPromptInjectedModelIsKeptToItsTools(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, g, data := startGuest(t, "inject")
+	verdict, _ := json.Marshal(llm.Verdict{Success: true, Summary: "done"})
+	s := &scripted{answers: []openai.ChatCompletionMessage{
+		tool("shutdown", map[string]any{}),
+		tool("hello", map[string]any{"protocolVersion": 1}),
+		tool("clipboard_write", map[string]any{"text": "exfiltrate"}),
+		tool("steal_keys", map[string]any{}),
+		tool("open_app", map[string]any{"name": "xterm"}),
+		{Role: "assistant", Content: "Done."},
+		{Role: "assistant", Content: string(verdict)},
+	}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	client, _ := llm.New(llm.Config{BaseURL: srv.URL, Model: "scripted"})
+	tw, err := trace.Create(filepath.Join(data, "Sessions", "inject"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Close()
+	policy := config.Defaults("linux", "/nonexistent").ToolPolicy // run_shell: ask
+	r, _ := agent.New(agent.Config{Task: agent.Task{ID: "inject", Description: "Summarise the web page.", Policy: policy, Timeout: 2 * time.Minute},
+		LLM: client, Guest: g, Trace: tw, Log: log})
+	done := make(chan agent.Result, 1)
+	go func() { done <- r.Run(ctx) }()
+
+	waitUntil(t, "the permission request for the terminal", func() bool { _, p := r.Pending(); return p != nil })
+	_, p := r.Pending()
+	if p.Tool != config.OpenTerminal || !strings.Contains(p.Details, "xterm") {
+		t.Fatalf("permission request %+v, want open_terminal for xterm", p)
+	}
+	if err := r.Respond(p.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.Status != store.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	reqs := s.requests()
+	for i, name := range []string{"shutdown", "hello", "clipboard_write", "steal_keys"} {
+		if !strings.Contains(reqs[i+1], `there is no tool \"`+name+`\": the tools you can call are `) {
+			t.Errorf("%s was not refused with the valid tools", name)
+		}
+	}
+	if !strings.Contains(reqs[5], "the user denied open_app") {
+		t.Error("the model was not told the terminal was denied")
+	}
+	if st := m.Status(); st.State != vm.StateRunning || !g.Healthy() {
+		t.Fatalf("the VM is %s (%s), guest healthy %v", st.State, st.Reason, g.Healthy())
+	}
+	// An approved xterm would be up within a second or so.
+	out, err := g.Shell(ctx, protocol.ShellParams{Command: "sleep 2; pgrep -x xterm || echo none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out.Stdout) != "none" {
+		t.Fatalf("a terminal runs after the user denied it: pid %s", out.Stdout)
+	}
+	var clip struct{ Text string }
+	if err := g.Call(ctx, "clipboard_read", nil, &clip); err == nil && clip.Text == "exfiltrate" {
+		t.Fatal("the clipboard was written")
 	}
 }

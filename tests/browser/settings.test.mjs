@@ -127,7 +127,7 @@ test('onboarding, then a settings round trip with write-only keys', { timeout: 1
   await page.waitForSelector('#toasts >> text=Settings saved.');
   const saved = await settings();
   assert.equal(saved.defaultTimeoutMinutes, 45);
-  assert.deepEqual(saved.toolPolicy, { run_shell: 'deny', open_url: 'ask', write_outside_shared: 'ask' });
+  assert.deepEqual(saved.toolPolicy, { run_shell: 'deny', open_url: 'ask' });
   await page.reload();
   await page.waitForFunction(() => document.getElementById('s-defaultTimeoutMinutes').value === '45');
   assert.equal(await page.inputValue('#sp-run_shell'), 'deny');

@@ -7,8 +7,7 @@ import {
 initChrome();
 
 /** Tools whose permission a task may override here (Settings has them all). */
-const TASK_TOOLS = ['run_shell', 'write_outside_shared', 'write_file', 'move_file', 'open_url', 'open_app',
-  'clipboard_read', 'clipboard_write'];
+const TASK_TOOLS = ['run_shell', 'open_terminal', 'write_file', 'move_file', 'open_url', 'open_app'];
 
 const state = { providers: [], settings: null, files: [] };
 
@@ -41,7 +40,9 @@ async function loadForm() {
   const net = $('#task-network option[value=""]');
   net.textContent = `Default (${settings.networkMode})`;
   fill($('#tool-policy'), TASK_TOOLS.map((tool) => {
-    const def = (settings.toolPolicy || {})[tool] || 'allow';
+    const policy = settings.toolPolicy || {};
+    // open_terminal follows run_shell unless a policy names it.
+    const def = policy[tool] || (tool === 'open_terminal' ? `as run_shell: ${policy.run_shell || 'allow'}` : 'allow');
     return h('div', { class: 'field' },
       h('label', { for: `policy-${tool}` }, tool),
       h('select', { id: `policy-${tool}`, 'data-tool': tool },

@@ -2,7 +2,7 @@
 // and task defaults, templates, files and network, safety, advanced and API
 // keys. Each section saves only its own settings.
 import { $, del, fill, fmtTime, get, h, initChrome, patch, post, report, seg, toast } from './common.js';
-import { AGENT_TOOLS, WRITE_OUTSIDE_SHARED } from './tools.js';
+import { AGENT_TOOLS, OPEN_TERMINAL } from './tools.js';
 
 initChrome();
 
@@ -172,10 +172,13 @@ function fillSettings(s) {
     else input.value = v === null || v === undefined ? '' : String(v);
   }
   const policy = s.toolPolicy || {};
-  fill($('#policy-grid'), [...AGENT_TOOLS, WRITE_OUTSIDE_SHARED].map((tool) => h('div', { class: 'field' },
+  // open_terminal follows run_shell unless it is set (its empty option).
+  const choices = (tool) => (tool === OPEN_TERMINAL ? ['', 'allow', 'ask', 'deny'] : ['allow', 'ask', 'deny']);
+  const current = (tool) => policy[tool] || (tool === OPEN_TERMINAL ? '' : 'allow');
+  fill($('#policy-grid'), [...AGENT_TOOLS, OPEN_TERMINAL].map((tool) => h('div', { class: 'field' },
     h('label', { for: `sp-${tool}` }, tool),
     h('select', { id: `sp-${tool}`, 'data-tool': tool },
-      ['allow', 'ask', 'deny'].map((p) => h('option', { value: p, selected: (policy[tool] || 'allow') === p }, p))))));
+      choices(tool).map((p) => h('option', { value: p, selected: current(tool) === p }, p || 'as run_shell'))))));
 }
 
 async function loadSettings() {
@@ -195,7 +198,7 @@ for (const form of document.querySelectorAll('[data-settings-form]')) {
     if (form.id === 'safety-form') {
       const policy = {};
       for (const s of form.querySelectorAll('select[data-tool]')) {
-        if (s.value !== 'allow') policy[s.dataset.tool] = s.value;
+        if (s.value !== '' && (s.value !== 'allow' || s.dataset.tool === OPEN_TERMINAL)) policy[s.dataset.tool] = s.value;
       }
       body.toolPolicy = policy;
     }

@@ -1,12 +1,13 @@
-// The agent's tools a permission policy may name (core/config AgentTools,
-// plus the pseudo-tool for file writes outside the shared folder). A Go test
-// keeps this list in step with the helper's.
+// The agent's tools a permission policy may name (core/config AgentTools),
+// plus the pseudo-tool for opening terminals, shells and scripts, which
+// follows run_shell unless a policy names it. A Go test keeps these in step
+// with the helper's.
 export const AGENT_TOOLS = [
   'screenshot', 'mouse_click', 'mouse_move', 'mouse_drag', 'scroll',
   'keyboard_type', 'keyboard_key', 'open_app', 'open_file', 'open_url',
   'run_shell', 'read_file', 'write_file', 'list_directory', 'move_file',
-  'traverse_accessibility_tree', 'wait', 'clipboard_read', 'clipboard_write',
+  'traverse_accessibility_tree', 'wait',
   'ask_text_question', 'ask_multiple_choice', 'request_user_intervention',
 ];
 
-export const WRITE_OUTSIDE_SHARED = 'write_outside_shared';
+export const OPEN_TERMINAL = 'open_terminal';
