@@ -2,8 +2,15 @@
 // guest protocol (screenshots, input, accessibility, apps, files, shell,
 // clipboard) to the host over a unix socket or vsock.
 //
-//	hivecrew-guestagent --listen unix:/run/hivecrew/agent.sock --shared /shared
+//	hivecrew-guestagent --listen unix:/run/hivecrew/agent.sock --shared /shared --key-fd 7
 //	hivecrew-guestagent --listen vsock:7420 --shared "/Volumes/My Shared Files/hivecrew"
+//
+// The agent proves a per-boot key at every hello (PROTOCOL.md). On Linux
+// the host hands it the key on an inherited descriptor (--key-fd), which
+// the agent reads and closes before anything else runs; the agent also
+// makes itself non-dumpable, so that other guest processes of its uid
+// cannot ptrace it or read its memory. On macOS the host enrolls the key
+// in the first hello of the boot.
 package main
 
 import (
@@ -22,6 +29,7 @@ import (
 	"syscall"
 
 	"github.com/hivecrew/hivecrew/core/version"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/server"
 )
 
@@ -32,6 +40,8 @@ type options struct {
 	logLevel string
 	display  string
 	powerOff bool
+	// keyFD is the descriptor the boot key is read from; -1 for none.
+	keyFD int
 	// session starts a desktop (Linux sandboxes): WIDTHxHEIGHT, empty for none.
 	session string
 }
@@ -45,6 +55,7 @@ func main() {
 	fs.StringVar(&o.display, "display", "", "X display (Linux; default $DISPLAY)")
 	fs.StringVar(&o.session, "session", "", "start a desktop session of this size first, e.g. 1280x800 (Linux sandboxes)")
 	fs.BoolVar(&o.powerOff, "poweroff", false, "make the shutdown method power the guest OS off (set in VM templates); without it the agent just exits")
+	fs.IntVar(&o.keyFD, "key-fd", -1, "read the per-boot key from this inherited descriptor (then closed)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
@@ -62,6 +73,17 @@ func main() {
 }
 
 func run(ctx context.Context, o options, logOut io.Writer) error {
+	// First, before any other process starts: no one else reads the key.
+	if err := harden(); err != nil {
+		return err
+	}
+	var key []byte
+	if o.keyFD >= 0 {
+		var err error
+		if key, err = readKey(o.keyFD); err != nil {
+			return err
+		}
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
@@ -91,7 +113,7 @@ func run(ctx context.Context, o options, logOut io.Writer) error {
 	defer cancel()
 	srv, err := server.New(server.Config{
 		SharedDir: shared, Driver: driver, Log: log, AgentVersion: version.Version,
-		OnShutdown: cancel,
+		OnShutdown: cancel, Key: key,
 	})
 	if err != nil {
 		return err
@@ -129,4 +151,23 @@ func listen(spec string) (net.Listener, error) {
 		return listenVsock(uint32(port))
 	}
 	return nil, fmt.Errorf("--listen %q: want unix:/path/agent.sock or vsock:PORT", spec)
+}
+
+// readKey reads the boot key from the inherited descriptor fd, which it
+// closes: the key is protocol.KeyBytes long, and the writer has closed its
+// end (a pipe), so that nothing is left to read for anyone else.
+func readKey(fd int) ([]byte, error) {
+	f := os.NewFile(uintptr(fd), "boot-key")
+	if f == nil {
+		return nil, fmt.Errorf("--key-fd %d: not a descriptor", fd)
+	}
+	defer f.Close()
+	key, err := io.ReadAll(io.LimitReader(f, protocol.KeyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--key-fd %d: %w", fd, err)
+	}
+	if len(key) != protocol.KeyBytes {
+		return nil, fmt.Errorf("--key-fd %d: the boot key has %d bytes, want %d", fd, len(key), protocol.KeyBytes)
+	}
+	return key, nil
 }

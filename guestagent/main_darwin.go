@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hivecrew/hivecrew/guestagent/darwin"
 	"github.com/hivecrew/hivecrew/guestagent/server"
@@ -18,6 +21,16 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 		return nil, nil, err
 	}
 	return d, d.Close, nil
+}
+
+// harden denies debuggers (ptrace PT_DENY_ATTACH), so that other processes
+// of the agent's user cannot attach to it and read the boot key that the
+// host's first hello enrolled.
+func harden() error {
+	if err := unix.PtraceDenyAttach(); err != nil {
+		return fmt.Errorf("deny debuggers: %w", err)
+	}
+	return nil
 }
 
 // runPlatform runs serve on another goroutine while the main thread runs the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jezek/xgb"
 	"github.com/mdlayher/vsock"
+	"golang.org/x/sys/unix"
 
 	"github.com/hivecrew/hivecrew/guestagent/linux"
 	"github.com/hivecrew/hivecrew/guestagent/server"
@@ -71,6 +72,16 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 		session.Close()
 		return err
 	}, nil
+}
+
+// harden makes the agent non-dumpable: other processes of its uid in the
+// guest cannot ptrace it or read its /proc files (mem, environ, fd), which
+// would give them the boot key.
+func harden() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("make the agent non-dumpable: %w", err)
+	}
+	return nil
 }
 
 func listenVsock(port uint32) (net.Listener, error) { return vsock.Listen(port, nil) }

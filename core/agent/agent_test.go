@@ -124,7 +124,7 @@ func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 	}
 	t.Cleanup(func() { mach.Delete(context.Background()) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := guest.Connect(ctx, guest.Config{Dial: mach.DialGuest, Log: log})
+	g, err := guest.Connect(ctx, guest.Config{Dial: mach.DialGuest, Key: mach.GuestKey, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

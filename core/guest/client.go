@@ -6,7 +6,10 @@
 package guest
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,10 +32,17 @@ import (
 // Dialer connects to the guest agent (a unix socket, a vsock device).
 type Dialer func(ctx context.Context) (net.Conn, error)
 
-// Config configures a Client. Dial and Log are required.
+// Config configures a Client. Dial, Log and Key are required.
 type Config struct {
 	Dial Dialer
 	Log  *slog.Logger
+	// Key returns the machine's boot key (vm.Machine.GuestKey), asked
+	// again at every hello (a restarted machine has a new one): every
+	// hello challenges the guest to prove it, and a guest that does not
+	// is refused for good (RefusedError). With enroll, hellos hand the key
+	// to the guest agent until one proves it, and never after (macOS
+	// guests, which have no other channel for it).
+	Key func() (key []byte, enroll bool)
 	// HeartbeatTimeout declares the guest unhealthy after this long without a
 	// heartbeat; default protocol.MissedHeartbeats heartbeat intervals.
 	HeartbeatTimeout time.Duration
@@ -53,6 +63,11 @@ type Client struct {
 	hello protocol.HelloResult
 	// lost is closed when the current connection is found dead.
 	lost chan struct{}
+	// enrolled is the key a hello proved last (enrollment is done).
+	enrolled []byte
+	// refusal is why the guest was refused; refused is closed then.
+	refusal error
+	refused chan struct{}
 
 	lastBeat atomic.Int64 // unix nanoseconds of the last heartbeat or answer
 	closed   chan struct{}
@@ -64,13 +79,13 @@ type Client struct {
 // retries the dial with backoff until ctx ends (a booting guest is not
 // listening yet).
 func Connect(ctx context.Context, cfg Config) (*Client, error) {
-	if cfg.Dial == nil || cfg.Log == nil {
-		return nil, errors.New("guest client: Dial and Log are required")
+	if cfg.Dial == nil || cfg.Log == nil || cfg.Key == nil {
+		return nil, errors.New("guest client: Dial, Log and Key are required")
 	}
 	if cfg.HeartbeatTimeout <= 0 {
 		cfg.HeartbeatTimeout = protocol.MissedHeartbeats * protocol.HeartbeatIntervalSeconds * time.Second
 	}
-	c := &Client{cfg: cfg, closed: make(chan struct{}), done: make(chan struct{})}
+	c := &Client{cfg: cfg, closed: make(chan struct{}), done: make(chan struct{}), refused: make(chan struct{})}
 	if err := c.reconnect(ctx); err != nil {
 		return nil, err
 	}
@@ -127,6 +142,40 @@ func backoff(n int) time.Duration {
 	return min(d, time.Second)
 }
 
+// FixedKey is a Config.Key that is always key (a guest agent the caller
+// started itself, outside any machine).
+func FixedKey(key []byte, enroll bool) func() ([]byte, bool) {
+	return func() ([]byte, bool) { return key, enroll }
+}
+
+// RefusedError is why the host refused the guest agent's endpoint: it did
+// not prove the boot key, or broke the protocol at hello. The client does
+// not talk to that guest again; Refused is closed.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return e.Reason }
+
+// Refused returns a channel closed once the guest has been refused; Err
+// says why.
+func (c *Client) Refused() <-chan struct{} { return c.refused }
+
+// Err returns why the guest was refused, or nil.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refusal
+}
+
+// refuse records the refusal (once) and closes Refused.
+func (c *Client) refuse(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refusal == nil {
+		c.refusal = err
+		close(c.refused)
+	}
+}
+
 // reconnect dials and says hello, retrying until ctx ends.
 func (c *Client) reconnect(ctx context.Context) error {
 	var last error
@@ -136,6 +185,11 @@ func (c *Client) reconnect(ctx context.Context) error {
 		} else {
 			last = err
 			var pe *protocol.Error
+			var re *RefusedError
+			if errors.As(err, &re) {
+				c.refuse(err)
+				return err
+			}
 			if errors.As(err, &pe) && pe.Code == protocol.CodeVersionMismatch || errors.Is(err, errdefs.ErrUnsupported) {
 				return err // retrying cannot help
 			}
@@ -160,7 +214,8 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	lost := make(chan struct{})
 	var lostOnce sync.Once
 	markLost := func() { lostOnce.Do(func() { close(lost) }) }
-	ch := &liftChannel{Channel: transport.Line(conn, conn)}
+	gc := &guestConn{Conn: conn}
+	ch := &liftChannel{Channel: transport.Line(gc, gc)}
 	cli := jrpc2.NewClient(ch, &jrpc2.ClientOptions{
 		OnNotify: c.onNotify,
 		OnCancel: func(cli *jrpc2.Client, rsp *jrpc2.Response) {
@@ -171,15 +226,48 @@ func (c *Client) connectOnce(ctx context.Context) error {
 		},
 		OnStop: func(*jrpc2.Client, error) { markLost() },
 	})
-	var hello protocol.HelloResult
-	if err := cli.CallResult(dctx, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: protocol.Version}, &hello); err != nil {
+	key, enroll := c.cfg.Key()
+	if len(key) != protocol.KeyBytes {
 		cli.Close()
+		return errdefs.Unavailablef("the machine has no boot key (not running)")
+	}
+	challenge := make([]byte, protocol.ChallengeBytes)
+	rand.Read(challenge)
+	params := protocol.HelloParams{ProtocolVersion: protocol.Version, Challenge: challenge}
+	c.mu.Lock()
+	if enroll && !bytes.Equal(c.enrolled, key) {
+		params.EnrollKey = key
+	}
+	c.mu.Unlock()
+	var hello protocol.HelloResult
+	if err := cli.CallResult(dctx, protocol.MethodHello, params, &hello); err != nil {
+		cli.Close()
+		var je *jrpc2.Error
+		switch {
+		case errors.As(err, &je) && je.Code == protocol.CodePermissionDenied:
+			return &RefusedError{Reason: fmt.Sprintf("%s (the guest said: %s)", errNotProven, clean(je.Message))}
+		case errors.As(err, &je) && je.Code == protocol.CodeVersionMismatch:
+			return fmt.Errorf("hello: %w", classify(err))
+		case errors.As(err, &je) && je.Code == protocol.CodeInvalidParams && !strings.Contains(je.Message, "challenge"):
+			return fmt.Errorf("hello: %w", classify(err))
+		case errors.As(err, &je) && je.Code == protocol.CodeInvalidParams:
+			// A guest of protocol 1 knows no challenge: it proves nothing.
+			return &RefusedError{Reason: fmt.Sprintf("%s (the guest said: %s)", errNotProven, clean(je.Message))}
+		case !errors.As(err, &je) && gc.read.Load() > 0 && dctx.Err() == nil:
+			// Something answered, but not with JSON-RPC: a replaced
+			// endpoint (the guest agent never does this).
+			return &RefusedError{Reason: fmt.Sprintf("the guest agent's endpoint broke the protocol at hello (%s): the endpoint was replaced", clean(err.Error()))}
+		}
 		return fmt.Errorf("hello: %w", classify(err))
 	}
 	if hello.ProtocolVersion < protocol.MinVersion {
 		cli.Close()
 		return errdefs.Unsupportedf("guest agent %s speaks protocol %d; this Hivecrew needs at least %d: rebuild the VM from an updated template",
 			clean(hello.AgentVersion), hello.ProtocolVersion, protocol.MinVersion)
+	}
+	if !hmac.Equal(hello.Proof, protocol.HelloProof(key, challenge)) {
+		cli.Close()
+		return &RefusedError{Reason: errNotProven}
 	}
 	if err := checkHello(hello); err != nil {
 		cli.Close()
@@ -196,7 +284,7 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	default:
 	}
 	old := c.cli
-	c.cli, c.ch, c.hello, c.lost = cli, ch, hello, lost
+	c.cli, c.ch, c.hello, c.lost, c.enrolled = cli, ch, hello, lost, key
 	c.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -205,8 +293,19 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	return nil
 }
 
+// errNotProven is why a guest that cannot prove the boot key is refused.
+const errNotProven = "the guest agent did not prove the boot key: the endpoint was replaced"
+
 // checkHello refuses a guest description that cannot be right.
 func checkHello(h protocol.HelloResult) error {
+	for _, s := range []string{h.AgentVersion, h.OS, h.OSVersion, h.SharedPath} {
+		if len(s) > maxHelloString {
+			return errdefs.Invalidf("guest reported a hello string of %d bytes (at most %d)", len(s), maxHelloString)
+		}
+	}
+	if len(h.Capabilities) > maxCapabilities {
+		return errdefs.Invalidf("guest reported %d capabilities (at most %d)", len(h.Capabilities), maxCapabilities)
+	}
 	s := h.Screen
 	if s.Width <= 0 || s.Height <= 0 || s.Width > 16384 || s.Height > 16384 || s.Scale <= 0 || s.Scale > 8 {
 		return errdefs.Invalidf("guest reported an impossible screen %dx%d at scale %g", s.Width, s.Height, s.Scale)
@@ -251,8 +350,15 @@ func (c *Client) monitor() {
 			c.cfg.Log.Info("guest agent connection lost; reconnecting")
 			c.drop()
 		}
-		// reconnect retries until it succeeds or the client is closed.
+		// reconnect retries until it succeeds, the guest is refused or
+		// the client is closed.
 		if err := c.reconnect(context.Background()); err != nil {
+			var re *RefusedError
+			if errors.As(err, &re) {
+				c.cfg.Log.Error("guest agent refused; not reconnecting", "err", err)
+				<-c.closed
+				return
+			}
 			c.cfg.Log.Info("guest agent reconnect stopped", "err", err)
 		}
 	}
@@ -290,6 +396,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	}
 	cli, ch := c.current()
 	if cli == nil {
+		if err := c.Err(); err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
 		return errdefs.Unavailablef("%s: guest agent not connected (reconnecting)", method)
 	}
 	rsp, err := cli.Call(ctx, method, params)
@@ -316,7 +425,14 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if result == nil {
 		return nil
 	}
-	if err := rsp.UnmarshalResult(result); err != nil {
+	var raw json.RawMessage
+	if err := rsp.UnmarshalResult(&raw); err != nil {
+		return errdefs.Invalidf("%s: malformed result from the guest: %v", method, err)
+	}
+	if err := checkResult(method, raw); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, result); err != nil {
 		return errdefs.Invalidf("%s: malformed result from the guest: %v", method, err)
 	}
 	if lifted {

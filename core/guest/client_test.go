@@ -43,7 +43,7 @@ func startFake(t *testing.T) vm.Machine {
 func TestReconnectsAfterTheGuestRestarts(t *testing.T) {
 	ctx := context.Background()
 	m := startFake(t)
-	c, err := Connect(ctx, Config{Dial: m.DialGuest, Log: quiet(), HeartbeatTimeout: 600 * time.Millisecond})
+	c, err := Connect(ctx, Config{Dial: m.DialGuest, Key: m.GuestKey, Log: quiet(), HeartbeatTimeout: 600 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestReconnectsAfterTheGuestRestarts(t *testing.T) {
 
 func TestCancelReachesTheGuest(t *testing.T) {
 	m := startFake(t)
-	c, err := Connect(context.Background(), Config{Dial: m.DialGuest, Log: quiet()})
+	c, err := Connect(context.Background(), Config{Dial: m.DialGuest, Key: m.GuestKey, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +106,23 @@ func TestCancelReachesTheGuest(t *testing.T) {
 	}
 }
 
-// liar serves a guest that says one thing and sends another.
+// testKey is the boot key of the tests' guests.
+var testKey = bytes.Repeat([]byte{0x5a}, protocol.KeyBytes)
+
+// liar serves a guest that says one thing and sends another. Its hello
+// proves testKey (unless the hello handler answers otherwise).
 func liar(t *testing.T, methods handler.Map) Dialer {
+	if hello := methods[protocol.MethodHello]; hello != nil {
+		methods[protocol.MethodHello] = func(ctx context.Context, req *jrpc2.Request) (any, error) {
+			res, err := hello(ctx, req)
+			var p protocol.HelloParams
+			if h, ok := res.(protocol.HelloResult); ok && h.Proof == nil && req.UnmarshalParams(&p) == nil {
+				h.Proof = protocol.HelloProof(testKey, p.Challenge)
+				res = h
+			}
+			return res, err
+		}
+	}
 	return func(ctx context.Context) (net.Conn, error) {
 		host, guest := net.Pipe()
 		srv := jrpc2.NewServer(methods, nil)
@@ -126,7 +141,7 @@ func pngOf(w, h int) []byte {
 func TestUntrustedGuest(t *testing.T) {
 	ctx := context.Background()
 	goodHello := func(context.Context, *jrpc2.Request) (any, error) {
-		return protocol.HelloResult{ProtocolVersion: 1, OS: "linux", Screen: protocol.Screen{Width: 800, Height: 600, Scale: 1}}, nil
+		return protocol.HelloResult{ProtocolVersion: protocol.Version, OS: "linux", Screen: protocol.Screen{Width: 800, Height: 600, Scale: 1}}, nil
 	}
 	for name, c := range map[string]struct {
 		hello      jrpc2.Handler
@@ -135,7 +150,7 @@ func TestUntrustedGuest(t *testing.T) {
 	}{
 		"impossible screen": {
 			hello: func(context.Context, *jrpc2.Request) (any, error) {
-				return protocol.HelloResult{ProtocolVersion: 1, OS: "linux", Screen: protocol.Screen{Width: -5, Height: 1 << 30, Scale: 1}}, nil
+				return protocol.HelloResult{ProtocolVersion: protocol.Version, OS: "linux", Screen: protocol.Screen{Width: -5, Height: 1 << 30, Scale: 1}}, nil
 			},
 			want: "impossible screen",
 		},
@@ -174,7 +189,7 @@ func TestUntrustedGuest(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			cl, err := Connect(ctx, Config{Dial: liar(t, methods), Log: quiet()})
+			cl, err := Connect(ctx, Config{Dial: liar(t, methods), Key: FixedKey(testKey, false), Log: quiet()})
 			if err == nil {
 				defer cl.Close()
 				_, err = cl.Screenshot(ctx, protocol.ScreenshotParams{MaxWidth: 1280})

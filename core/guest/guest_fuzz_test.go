@@ -91,8 +91,9 @@ func (g *rogue) conn(c net.Conn) {
 			return
 		}
 		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
+			ID     json.RawMessage      `json:"id"`
+			Method string               `json:"method"`
+			Params protocol.HelloParams `json:"params"`
 		}
 		if json.Unmarshal(line, &req) != nil || req.ID == nil {
 			continue // a notification ($/cancelRequest)
@@ -100,7 +101,8 @@ func (g *rogue) conn(c net.Conn) {
 		var out []byte
 		switch req.Method {
 		case protocol.MethodHello:
-			out = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%d,"agentVersion":"rogue","os":"linux","screen":{"width":800,"height":600,"scale":1}}}`, req.ID, protocol.Version)
+			proof, _ := json.Marshal(protocol.HelloProof(testKey, req.Params.Challenge))
+			out = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%d,"agentVersion":"rogue","os":"linux","screen":{"width":800,"height":600,"scale":1},"proof":%s}}`, req.ID, protocol.Version, proof)
 		default:
 			if out = g.answer(int(g.calls.Add(1)), req.ID); out == nil {
 				out = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, goodShot)
@@ -125,7 +127,7 @@ func connectRogue(t testing.TB, g *rogue) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Connect(ctx, Config{Dial: g.dial, Log: quiet(), HeartbeatTimeout: time.Minute})
+	c, err := Connect(ctx, Config{Dial: g.dial, Key: FixedKey(testKey, false), Log: quiet(), HeartbeatTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

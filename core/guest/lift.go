@@ -190,47 +190,96 @@ func (s *scanner) object(field func(key string) bool) bool {
 	}
 }
 
-// value skips the value at s.i.
+// maxScanDepth bounds the nesting the scanner walks through. A deeper
+// message is not lifted: it goes to jrpc2 as it is, whose encoding/json
+// refuses it at its own depth limit. The scanner keeps its own stack of
+// open brackets (no recursion), so no message can exhaust the goroutine's
+// stack, whatever its depth.
+const maxScanDepth = 64
+
+// value skips the value at s.i, iteratively.
 func (s *scanner) value() bool {
-	s.space()
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch s.b[s.i] {
-	case '"':
-		return s.str()
-	case '{':
-		return s.object(func(string) bool { return s.value() })
-	case '[':
-		s.i++
+	var open [maxScanDepth]byte // the closing bracket each open container needs
+	depth := 0
+	for {
+		// A value starts at s.i.
 		s.space()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			return true
+		if s.i >= len(s.b) {
+			return false
 		}
-		for {
-			if !s.value() {
+		switch c := s.b[s.i]; c {
+		case '"':
+			if !s.str() {
 				return false
+			}
+		case '{', '[':
+			if depth == maxScanDepth {
+				return false
+			}
+			closing := byte(']')
+			if c == '{' {
+				closing = '}'
+			}
+			s.i++
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == closing {
+				s.i++ // empty: a complete value
+				break
+			}
+			open[depth] = closing
+			depth++
+			if c == '{' && !s.key() {
+				return false
+			}
+			continue // the container's first value
+		default:
+			start := s.i
+			for s.i < len(s.b) && bytes.IndexByte([]byte(",}] \t\r\n"), s.b[s.i]) < 0 {
+				s.i++
+			}
+			if s.i == start {
+				return false
+			}
+		}
+		// A value ended: close the containers it ends, or go on to the
+		// next element of the innermost one.
+		for next := false; !next; {
+			if depth == 0 {
+				return true
 			}
 			s.space()
 			if s.i >= len(s.b) {
 				return false
 			}
-			if s.b[s.i] == ']' {
+			switch s.b[s.i] {
+			case ',':
 				s.i++
-				return true
-			}
-			if s.b[s.i] != ',' {
+				if open[depth-1] == '}' && !s.key() {
+					return false
+				}
+				next = true
+			case open[depth-1]:
+				s.i++
+				depth--
+			default:
 				return false
 			}
-			s.i++
 		}
 	}
-	start := s.i
-	for s.i < len(s.b) && bytes.IndexByte([]byte(",}] \t\r\n"), s.b[s.i]) < 0 {
-		s.i++
+}
+
+// key reads an object's key and its colon, leaving s.i at the value.
+func (s *scanner) key() bool {
+	s.space()
+	if !s.str() {
+		return false
 	}
-	return s.i > start
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != ':' {
+		return false
+	}
+	s.i++
+	return true
 }
 
 // str skips the string at s.i, quotes included.

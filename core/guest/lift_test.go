@@ -82,7 +82,7 @@ func TestScreenshotsArriveLifted(t *testing.T) {
 	}
 	methods := handler.Map{
 		protocol.MethodHello: func(context.Context, *jrpc2.Request) (any, error) {
-			return protocol.HelloResult{ProtocolVersion: 1, OS: "linux", Screen: protocol.Screen{Width: 800, Height: 600, Scale: 1}}, nil
+			return protocol.HelloResult{ProtocolVersion: protocol.Version, OS: "linux", Screen: protocol.Screen{Width: 800, Height: 600, Scale: 1}}, nil
 		},
 		protocol.MethodScreenshot: func(context.Context, *jrpc2.Request) (any, error) {
 			return protocol.ScreenshotResult{Format: "png", Width: 120, Height: 100, Data: big}, nil
@@ -90,7 +90,7 @@ func TestScreenshotsArriveLifted(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cl, err := Connect(ctx, Config{Dial: liar(t, methods), Log: quiet()})
+	cl, err := Connect(ctx, Config{Dial: liar(t, methods), Key: FixedKey(testKey, false), Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -418,7 +418,7 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
 	defer cancel()
-	c, err := guest.Connect(rctx, guest.Config{Dial: m.DialGuest, Log: p.cfg.Log.With("vm", e.info.ID)})
+	c, err := guest.Connect(rctx, guest.Config{Dial: m.DialGuest, Key: m.GuestKey, Log: p.cfg.Log.With("vm", e.info.ID)})
 	if err != nil {
 		return fmt.Errorf("the guest of %s did not answer hello within %s: %w", e.info.ID, p.cfg.ReadyTimeout, err)
 	}
@@ -546,6 +546,9 @@ func (p *Pool) supervise(e *entry) {
 		case <-e.m.Exited():
 			p.fail(e, "the VM stopped unexpectedly: "+e.m.Status().Reason)
 			return
+		case <-e.c.Refused():
+			p.fail(e, e.c.Err().Error())
+			return
 		case <-e.c.Lost():
 			deadline := time.NewTimer(p.cfg.LostAfter)
 			healthy := false
@@ -557,6 +560,10 @@ func (p *Pool) supervise(e *entry) {
 				case <-e.m.Exited():
 					deadline.Stop()
 					p.fail(e, "the VM stopped unexpectedly: "+e.m.Status().Reason)
+					return
+				case <-e.c.Refused():
+					deadline.Stop()
+					p.fail(e, e.c.Err().Error())
 					return
 				case <-deadline.C:
 					p.fail(e, fmt.Sprintf("the guest agent stopped answering for %s", p.cfg.LostAfter))

@@ -14,10 +14,12 @@ package vm
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"net"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
 // TemplateKind says what a template is.
@@ -141,6 +143,20 @@ type Machine interface {
 	Delete(ctx context.Context) error
 	// DialGuest connects to the guest agent.
 	DialGuest(ctx context.Context) (net.Conn, error)
+	// GuestKey returns the secret of the current boot (NewGuestKey; nil
+	// when the machine has not started) that the guest agent proves at
+	// every hello (guestagent/protocol/PROTOCOL.md). It reaches only the
+	// guest agent: sandboxes pass it on an inherited descriptor. enroll
+	// says the backend has no such channel (macOS guests): the host hands
+	// the key over in the first hello of the boot instead.
+	GuestKey() (key []byte, enroll bool)
+}
+
+// NewGuestKey returns a fresh random boot key.
+func NewGuestKey() []byte {
+	k := make([]byte, protocol.KeyBytes)
+	rand.Read(k) // never fails (crypto/rand panics rather than return short)
+	return k
 }
 
 // SaveRestorer is implemented by machines whose running state can be saved

@@ -6,6 +6,11 @@
 // import it, and the guest must stay small.
 package protocol
 
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+)
+
 // Version is the protocol version this build speaks.
 //
 // History (add a line for every change; add, never rename):
@@ -15,10 +20,35 @@ package protocol
 //	               list_running_apps, mouse_*, scroll, keyboard_*, open_*,
 //	               run_shell (+ $/shellOutput), file tools, clipboard_*, wait,
 //	               shutdown, $/heartbeat, $/cancelRequest.
-const Version = 1
+//	2  2026-11-24  hello carries a challenge (and, on macOS guests, the
+//	               boot key once per boot); the guest answers with
+//	               HelloProof of its per-boot key. The host refuses a guest
+//	               that cannot prove it.
+const Version = 2
 
-// MinVersion is the oldest guest protocol version the host accepts.
-const MinVersion = 1
+// MinVersion is the oldest guest protocol version the host accepts: 2, the
+// first whose guests prove the boot key.
+const MinVersion = 2
+
+// KeyBytes is the size of a machine's per-boot key; ChallengeBytes the size
+// of hello's challenge.
+const (
+	KeyBytes       = 32
+	ChallengeBytes = 32
+)
+
+// helloContext binds a proof to its purpose and direction: the guest agent
+// proving the boot key to the host, at hello, in protocol 2.
+const helloContext = "hivecrew guest hello proof v2: guest to host\x00"
+
+// HelloProof is the guest's answer to hello's challenge:
+// HMAC-SHA256(key, helloContext || challenge).
+func HelloProof(key, challenge []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(helloContext))
+	m.Write(challenge)
+	return m.Sum(nil)
+}
 
 // MaxLineBytes caps one message in either direction; a longer line is a
 // protocol error that closes the connection.

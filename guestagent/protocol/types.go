@@ -2,9 +2,15 @@ package protocol
 
 import "time"
 
-// HelloParams opens a session.
+// HelloParams opens a session. Challenge is ChallengeBytes of fresh
+// randomness the guest answers with HelloProof. EnrollKey hands the guest
+// agent its boot key where the host has no other channel to it (macOS
+// guests): only in the first hello of a boot, and a guest agent that holds
+// a key already refuses another.
 type HelloParams struct {
-	ProtocolVersion int `json:"protocolVersion"`
+	ProtocolVersion int    `json:"protocolVersion"`
+	Challenge       []byte `json:"challenge,omitempty"`
+	EnrollKey       []byte `json:"enrollKey,omitempty"`
 }
 
 // Screen is the guest display: Width and Height in logical points, Scale
@@ -32,6 +38,8 @@ type HelloResult struct {
 	SharedPath      string      `json:"sharedPath"`
 	Capabilities    []string    `json:"capabilities"`
 	Permissions     Permissions `json:"permissions"`
+	// Proof is HelloProof(boot key, the hello's challenge).
+	Proof []byte `json:"proof,omitempty"`
 }
 
 // HealthResult is the answer to health_check.

@@ -21,6 +21,7 @@ import (
 func FuzzRequestLine(f *testing.F) {
 	for _, seed := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"hello","params":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"hello","params":{"protocolVersion":2,"challenge":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","enrollKey":"WlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlo="}}`,
 		`{"jsonrpc":"2.0","id":"a","method":"mouse_click","params":{"x":10,"y":10,"button":"right","clickType":"triple"}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"read_file","params":{"path":"../../etc/passwd"}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"write_file","params":{"path":"outbox/a.txt","contents":"x"}}`,

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
 	"net/url"
 	"os"
 	"time"
@@ -14,6 +16,14 @@ func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.He
 	if p.ProtocolVersion < protocol.MinVersion {
 		return protocol.HelloResult{}, protocol.Errorf(protocol.CodeVersionMismatch,
 			"host speaks protocol version %d; this guest agent (%s) needs at least %d", p.ProtocolVersion, s.cfg.AgentVersion, protocol.MinVersion)
+	}
+	if len(p.Challenge) != protocol.ChallengeBytes {
+		return protocol.HelloResult{}, protocol.Errorf(protocol.CodeInvalidParams,
+			"hello needs a challenge of %d bytes (protocol %d)", protocol.ChallengeBytes, protocol.Version)
+	}
+	key, err := s.bootKey(p.EnrollKey)
+	if err != nil {
+		return protocol.HelloResult{}, err
 	}
 	desc, err := s.cfg.Driver.Describe(ctx)
 	if err != nil {
@@ -29,7 +39,30 @@ func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.He
 		SharedPath:      s.cfg.SharedDir,
 		Capabilities:    caps,
 		Permissions:     desc.Permissions,
+		Proof:           protocol.HelloProof(key, p.Challenge),
 	}, nil
+}
+
+// bootKey returns the key hello proves: the one the agent was started
+// with, or the one the first hello enrolled. A second, different key is
+// refused: whoever enrolled first (the host, at boot) holds it.
+func (s *Server) bootKey(enroll []byte) ([]byte, error) {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if enroll != nil {
+		switch {
+		case len(enroll) != protocol.KeyBytes:
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "enrollKey must have %d bytes", protocol.KeyBytes)
+		case s.key == nil:
+			s.key = bytes.Clone(enroll)
+		case !hmac.Equal(s.key, enroll):
+			return nil, protocol.Errorf(protocol.CodePermissionDenied, "this guest agent holds a boot key already")
+		}
+	}
+	if s.key == nil {
+		return nil, protocol.Errorf(protocol.CodePermissionDenied, "this guest agent has no boot key (it takes one from --key-fd, or from the host's first hello)")
+	}
+	return s.key, nil
 }
 
 func (s *Server) health(ctx context.Context) (protocol.HealthResult, error) {

@@ -36,6 +36,10 @@ type Config struct {
 	// OnShutdown is called once a shutdown request has been answered and the
 	// driver powered off (the agent's main exits).
 	OnShutdown func()
+	// Key is the boot key the agent proves at hello (protocol.KeyBytes,
+	// from the host). Without one, the first hello that carries an
+	// enrollKey sets it (macOS guests); until then hello is refused.
+	Key []byte
 }
 
 // Server serves the guest protocol on any number of connections.
@@ -50,6 +54,10 @@ type Server struct {
 	handlers handler.Map
 
 	shutdownOnce sync.Once
+
+	// keyMu guards key.
+	keyMu sync.Mutex
+	key   []byte
 }
 
 // New returns a server for cfg. It creates the shared folder's inbox/,
@@ -76,7 +84,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = protocol.HeartbeatIntervalSeconds * time.Second
 	}
-	s := &Server{cfg: cfg, files: f, start: time.Now()}
+	if cfg.Key != nil && len(cfg.Key) != protocol.KeyBytes {
+		f.Close()
+		return nil, fmt.Errorf("the boot key has %d bytes, want %d", len(cfg.Key), protocol.KeyBytes)
+	}
+	s := &Server{cfg: cfg, files: f, start: time.Now(), key: cfg.Key}
 	s.shell = &shellRunner{shared: cfg.SharedDir, outputCap: cfg.ShellOutputCap, notify: s.notifyShell}
 	s.handlers = s.methods()
 	return s, nil

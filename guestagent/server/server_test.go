@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"image"
@@ -98,7 +101,7 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	h := &harness{shared: filepath.Join(dir, "shared"), sock: filepath.Join(dir, "a.sock"), drv: &fakeDriver{}, notes: make(chan *jrpc2.Request, 1024)}
-	cfg := Config{SharedDir: h.shared, Driver: h.drv, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), AgentVersion: "test"}
+	cfg := Config{SharedDir: h.shared, Driver: h.drv, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), AgentVersion: "test", Key: testKey}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -160,21 +163,72 @@ func codeOf(err error) int {
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// testKey is the boot key of the test servers.
+var testKey = bytes.Repeat([]byte{0x5a}, protocol.KeyBytes)
+
+// helloParams is a version-2 hello with a fresh challenge.
+func helloParams() protocol.HelloParams {
+	c := make([]byte, protocol.ChallengeBytes)
+	rand.Read(c)
+	return protocol.HelloParams{ProtocolVersion: protocol.Version, Challenge: c}
+}
+
+// TestHelloEnrollsOnce: an agent started without a key (macOS guests)
+// refuses hello until a hello enrolls one, proves that one from then on,
+// on every connection, and refuses to take another: whoever enrolled first
+// at boot (the host) keeps it.
+func TestHelloEnrollsOnce(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Key = nil })
+	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, helloParams()); codeOf(err) != protocol.CodePermissionDenied {
+		t.Fatalf("hello to an agent with no key = %v, want permission denied", err)
+	}
+	first := helloParams()
+	first.EnrollKey = testKey
+	hello, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, first)
+	if err != nil || !hmac.Equal(hello.Proof, protocol.HelloProof(testKey, first.Challenge)) {
+		t.Fatalf("enrolling hello = %+v, %v", hello, err)
+	}
+	c2 := h.dial(t)
+	defer c2.Close()
+	p := helloParams()
+	if hello, err := call[protocol.HelloResult](t, c2, protocol.MethodHello, p); err != nil || !hmac.Equal(hello.Proof, protocol.HelloProof(testKey, p.Challenge)) {
+		t.Fatalf("hello on a new connection = %+v, %v", hello, err)
+	}
+	thief := helloParams()
+	thief.EnrollKey = bytes.Repeat([]byte{7}, protocol.KeyBytes)
+	if _, err := call[protocol.HelloResult](t, c2, protocol.MethodHello, thief); codeOf(err) != protocol.CodePermissionDenied {
+		t.Fatalf("enrolling a second key = %v, want permission denied", err)
+	}
+}
+
 func TestHelloAndProtocolErrors(t *testing.T) {
 	h := newHarness(t, nil)
-	hello, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: protocol.Version})
+	p := helloParams()
+	hello, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hello.ProtocolVersion != protocol.Version || hello.OS != "linux" || hello.Screen.Width != 1024 || hello.SharedPath != h.shared {
 		t.Fatalf("hello = %+v", hello)
 	}
+	if !hmac.Equal(hello.Proof, protocol.HelloProof(testKey, p.Challenge)) {
+		t.Fatalf("hello's proof %x does not prove the boot key", hello.Proof)
+	}
+	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: protocol.Version}); codeOf(err) != protocol.CodeInvalidParams {
+		t.Fatalf("hello without a challenge = %v, want invalid params", err)
+	}
+	// An agent started with its key refuses to take another.
+	other := helloParams()
+	other.EnrollKey = bytes.Repeat([]byte{1}, protocol.KeyBytes)
+	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, other); codeOf(err) != protocol.CodePermissionDenied {
+		t.Fatalf("hello enrolling another key = %v, want permission denied", err)
+	}
 	for _, d := range []string{"inbox", "outbox", "workspace"} {
 		if fi, err := os.Stat(filepath.Join(h.shared, d)); err != nil || !fi.IsDir() {
 			t.Fatalf("shared/%s not created: %v", d, err)
 		}
 	}
-	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: 0}); codeOf(err) != protocol.CodeVersionMismatch {
+	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: 1, Challenge: p.Challenge}); codeOf(err) != protocol.CodeVersionMismatch {
 		t.Fatalf("hello with version 0 = %v, want version mismatch", err)
 	}
 	if _, err := call[any](t, h.cli, "no_such_method", nil); codeOf(err) != protocol.CodeMethodNotFound {
@@ -252,7 +306,7 @@ func TestConcurrentRequestsAndCancel(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond)
 	t0 := time.Now()
-	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: 1}); err != nil {
+	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, helloParams()); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(t0); d > 500*time.Millisecond {
@@ -330,7 +384,7 @@ func TestOverlongAndMalformedLines(t *testing.T) {
 	// The agent itself is fine: a new connection works.
 	c2 := h.dial(t)
 	defer c2.Close()
-	if _, err := call[protocol.HelloResult](t, c2, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: 1}); err != nil {
+	if _, err := call[protocol.HelloResult](t, c2, protocol.MethodHello, helloParams()); err != nil {
 		t.Fatalf("after an overlong line: %v", err)
 	}
 }

@@ -96,7 +96,7 @@ func startGuest(t *testing.T, id string) (vm.Machine, *guest.Client, string) {
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Log: log})
+	g, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Key: m.GuestKey, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

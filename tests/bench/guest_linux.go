@@ -16,6 +16,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/hivecrew/hivecrew/core/guest"
+	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/tests/xenv"
 )
@@ -101,7 +102,9 @@ func benchGuest(ctx context.Context, log *slog.Logger) ([]Metric, error) {
 	// The helper's own client: what it costs to receive a result counts.
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cli, err := guest.Connect(wctx, guest.Config{Log: log, Dial: func(ctx context.Context) (net.Conn, error) {
+	// The agent runs outside a sandbox here, without --key-fd: the client
+	// enrolls a key in its first hello, as on macOS guests.
+	cli, err := guest.Connect(wctx, guest.Config{Log: log, Key: guest.FixedKey(vm.NewGuestKey(), true), Dial: func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", sock)
 	}})

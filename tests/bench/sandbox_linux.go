@@ -84,7 +84,7 @@ func boot(ctx context.Context, b *sandbox.Backend, data, id string, log *slog.Lo
 		m.Delete(ctx)
 		return nil, nil, err
 	}
-	c, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Log: log})
+	c, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Key: m.GuestKey, Log: log})
 	if err != nil {
 		m.Delete(ctx)
 		return nil, nil, err

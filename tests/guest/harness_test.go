@@ -4,7 +4,9 @@ package guest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -86,10 +88,24 @@ func startAgent(t *testing.T, env *xenv.Env) *agent {
 			t.Logf("guest agent log:\n%s", b)
 		}
 	})
-	if _, err := call[protocol.HelloResult](a, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: protocol.Version}); err != nil {
+	// The agent runs outside a sandbox, without --key-fd: the first hello
+	// enrolls its key (as on macOS guests).
+	p := helloParams()
+	p.EnrollKey = agentKey
+	if _, err := call[protocol.HelloResult](a, protocol.MethodHello, p); err != nil {
 		t.Fatalf("hello: %v", err)
 	}
 	return a
+}
+
+// agentKey is the boot key the tests' agents are enrolled with.
+var agentKey = bytes.Repeat([]byte{0x42}, protocol.KeyBytes)
+
+// helloParams is a hello with a fresh challenge.
+func helloParams() protocol.HelloParams {
+	c := make([]byte, protocol.ChallengeBytes)
+	rand.Read(c)
+	return protocol.HelloParams{ProtocolVersion: protocol.Version, Challenge: c}
 }
 
 func call[R any](a *agent, method string, params any) (R, error) {

@@ -2,6 +2,7 @@ package guest
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"image"
 	"image/color"
 	_ "image/jpeg"
@@ -141,7 +142,11 @@ func screenshotColoursAndSizes(t *testing.T, o xenv.Options) *agent {
 		}
 	}
 
-	hello := must[protocol.HelloResult](a, protocol.MethodHello, protocol.HelloParams{ProtocolVersion: protocol.Version})
+	p := helloParams()
+	hello := must[protocol.HelloResult](a, protocol.MethodHello, p)
+	if !hmac.Equal(hello.Proof, protocol.HelloProof(agentKey, p.Challenge)) {
+		t.Errorf("hello's proof does not prove the enrolled key")
+	}
 	if hello.Screen != (protocol.Screen{Width: 1280, Height: 800, Scale: 1}) || hello.OS != "linux" {
 		t.Errorf("hello = %+v", hello)
 	}

@@ -126,6 +126,8 @@ type Machine struct {
 	status vm.Status
 	cancel context.CancelFunc
 	srv    *server.Server
+	// key is the boot key of the current start.
+	key    []byte
 	exited chan struct{}
 	served chan struct{}
 }
@@ -183,7 +185,8 @@ func (m *Machine) Start(ctx context.Context) error {
 		}
 	}
 	os.Remove(m.socket())
-	srv, err := server.New(server.Config{SharedDir: m.spec.SharedDir(), Driver: m.driver, Log: m.b.opts.Log, AgentVersion: "fake"})
+	key := vm.NewGuestKey()
+	srv, err := server.New(server.Config{SharedDir: m.spec.SharedDir(), Driver: m.driver, Log: m.b.opts.Log, AgentVersion: "fake", Key: key})
 	if err != nil {
 		m.releaseSlot()
 		return err
@@ -198,7 +201,7 @@ func (m *Machine) Start(ctx context.Context) error {
 		}
 	}
 	sctx, cancel := context.WithCancel(context.Background())
-	m.srv, m.cancel = srv, cancel
+	m.srv, m.cancel, m.key = srv, cancel, key
 	m.exited, m.served = make(chan struct{}), make(chan struct{})
 	m.status = vm.Status{State: vm.StateRunning, Limits: "none (fake)"}
 	exited, served := m.exited, m.served
@@ -284,6 +287,14 @@ func (m *Machine) Delete(ctx context.Context) error {
 		return fmt.Errorf("delete %s: %w", m.spec.ID, err)
 	}
 	return nil
+}
+
+// GuestKey implements vm.Machine: the key of the guest's current start,
+// given to its server directly.
+func (m *Machine) GuestKey() ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.key, false
 }
 
 // DialGuest implements vm.Machine.

@@ -26,6 +26,7 @@ const (
 	fdPasswd
 	fdGroup
 	fdResolv // internet only
+	fdKey    // the boot key, read and closed by the guest agent
 )
 
 // maskedDirs hold host user data; each gets an empty tmpfs in the sandbox.
@@ -131,6 +132,7 @@ func bwrapArgs(l launch) []string {
 		"--", guestAgent,
 		"--session", fmt.Sprintf("%dx%d", l.DisplayWidth, l.DisplayHeight),
 		"--listen", "unix:"+guestSocket, "--shared", guestShared, "--log-level", l.LogLevel,
+		"--key-fd", fd(fdKey),
 	)
 	return a
 }

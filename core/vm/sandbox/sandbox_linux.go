@@ -214,6 +214,8 @@ type Machine struct {
 	status   vm.Status
 	cmd      *exec.Cmd
 	childPID int // the sandbox's PID 1, as the host sees it
+	// key is the boot key of the current run (GuestKey).
+	key      []byte
 	exited   chan struct{}
 	stopping bool
 }
@@ -326,6 +328,15 @@ func (m *Machine) start(ctx context.Context) (err error) {
 		}
 		files = append(files, f)
 	}
+	key := vm.NewGuestKey()
+	keyR, err := keyPipe(key)
+	if err != nil {
+		return err
+	}
+	files = append(files, keyR)
+	if len(files) != fdKey-2 {
+		return fmt.Errorf("sandbox: the boot key would be descriptor %d, not %d", len(files)+2, fdKey)
+	}
 
 	lim, err := prepareLimits(m.b.cfg.CgroupRoot, m.spec.ID, m.spec.MemoryMB, m.spec.CPUs)
 	if err != nil {
@@ -394,13 +405,33 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	}
 	exited := make(chan struct{})
 	m.mu.Lock()
-	m.cmd, m.childPID, m.exited, m.stopping = cmd, pid, exited, false
+	m.cmd, m.childPID, m.exited, m.stopping, m.key = cmd, pid, exited, false, key
 	m.status = vm.Status{State: vm.StateRunning, Limits: lim.describe}
 	m.mu.Unlock()
 	// From here on the run is supervised: its end is recorded and cleaned up.
 	cleanups = nil
 	go m.supervise(waited, exited, net, lim, unstage)
 	return nil
+}
+
+// keyPipe returns the read end of a pipe holding key, its write end
+// closed: the guest agent reads the key to EOF and closes it, and what any
+// other holder of the descriptor could read is then nothing. (bubblewrap
+// passes it to the agent and closes it in the sandbox's PID 1.)
+func keyPipe(key []byte) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(key) // 32 bytes: within the pipe's buffer
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("boot key pipe: %w", err)
+	}
+	return r, nil
 }
 
 // readChildPID reads bwrap's info (the sandbox's PID 1 as the host sees it).
@@ -567,6 +598,14 @@ func (m *Machine) Delete(ctx context.Context) error {
 	}
 	m.release()
 	return nil
+}
+
+// GuestKey implements vm.Machine: the key of the current run, which only
+// its guest agent got (on descriptor fdKey).
+func (m *Machine) GuestKey() ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.key, false
 }
 
 // DialGuest implements vm.Machine.

@@ -47,7 +47,7 @@ func (h Harness) ctx(t *testing.T) context.Context {
 // Connect says hello to a running machine's guest.
 func Connect(ctx context.Context, t *testing.T, m vm.Machine) *guest.Client {
 	t.Helper()
-	c, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Key: m.GuestKey, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatalf("connect to %s: %v", m.Spec().ID, err)
 	}

@@ -143,6 +143,10 @@ type Machine struct {
 	status   vm.Status
 	exited   chan struct{}
 	stopping bool
+	// key is the boot key of the current run: the guest agent learns it
+	// in the first hello (GuestKey), and keeps it across a save and
+	// restore.
+	key []byte
 }
 
 var (
@@ -304,12 +308,25 @@ func (m *Machine) configuration() (*codehex.VirtualMachineConfiguration, error) 
 
 // Start implements vm.Machine.
 func (m *Machine) Start(ctx context.Context) error {
-	return m.boot(ctx, func(v *codehex.VirtualMachine) error { return v.Start() })
+	return m.boot(ctx, vm.NewGuestKey(), func(v *codehex.VirtualMachine) error { return v.Start() })
 }
+
+// GuestKey implements vm.Machine. A macOS guest has no channel to its
+// agent before the agent runs, so the host enrolls the key in the first
+// hello of the boot (enroll), before any task's code has run in the guest.
+func (m *Machine) GuestKey() ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.key, true
+}
+
+// keyFile is where Save keeps the boot key of a saved state: the restored
+// guest agent still holds it.
+func keyFile(statePath string) string { return statePath + ".key" }
 
 // boot creates the VM object and starts it with start (Start, or a restore
 // followed by Resume), then supervises it.
-func (m *Machine) boot(ctx context.Context, start func(*codehex.VirtualMachine) error) error {
+func (m *Machine) boot(ctx context.Context, key []byte, start func(*codehex.VirtualMachine) error) error {
 	ctx, end, err := m.boots.Begin(ctx, m.spec.ID)
 	if err != nil {
 		return err
@@ -354,7 +371,7 @@ func (m *Machine) boot(ctx context.Context, start func(*codehex.VirtualMachine) 
 	}
 	exited := make(chan struct{})
 	m.mu.Lock()
-	m.v, m.exited, m.stopping = v, exited, false
+	m.v, m.exited, m.stopping, m.key = v, exited, false, key
 	m.status.State, m.status.Reason = vm.StateRunning, ""
 	m.mu.Unlock()
 	go m.supervise(v, states, exited)
@@ -482,12 +499,23 @@ func (m *Machine) Save(ctx context.Context, path string) error {
 		v.Resume()
 		return fmt.Errorf("save VM %s: %w", m.spec.ID, nsError(err))
 	}
+	m.mu.Lock()
+	key := m.key
+	m.mu.Unlock()
+	if err := os.WriteFile(keyFile(path), key, 0o600); err != nil {
+		v.Resume()
+		return fmt.Errorf("save VM %s: the boot key: %w", m.spec.ID, err)
+	}
 	return m.Stop(ctx)
 }
 
 // Restore implements vm.SaveRestorer: start the VM from a saved state.
 func (m *Machine) Restore(ctx context.Context, path string) error {
-	return m.boot(ctx, func(v *codehex.VirtualMachine) error {
+	key, err := os.ReadFile(keyFile(path))
+	if err != nil || len(key) != protocol.KeyBytes {
+		return fmt.Errorf("restore VM %s: the saved state has no boot key (%v)", m.spec.ID, err)
+	}
+	return m.boot(ctx, key, func(v *codehex.VirtualMachine) error {
 		if err := v.RestoreMachineStateFromURL(path); err != nil {
 			return err
 		}
