@@ -1,0 +1,209 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/llmtest"
+)
+
+// impostor is a Python program that guest code runs in place of the guest
+// agent: it listens on the agent's socket and answers every connection's
+// first line (the host's hello) as its mode says, then reads on without
+// answering.
+//
+//	hello     a well-formed protocol-2 hello without the boot key's proof
+//	brackets  a line of 10 million '[' (inside a response object, so that
+//	          the host's screenshot lift walks it)
+//	nested    a result nested 100,000 objects deep
+//	huge      a 70 MB line (over the protocol's 64 MiB cap)
+//	wrongid   a response to a call the host never made, and nothing else
+//	endless   bytes without a newline, for ever
+const impostor = `
+import json, os, socket, sys, threading
+mode = sys.argv[1]
+path = "/run/hivecrew/agent.sock"
+try:
+    os.remove(path)
+except FileNotFoundError:
+    pass
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(path)
+srv.listen(16)
+
+def answer(rid):
+    if mode == "hello":
+        return ('{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":2,"agentVersion":"impostor","os":"linux",'
+                '"osVersion":"12","screen":{"width":1280,"height":800,"scale":1},"capabilities":["shell"],'
+                '"proof":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}}\n' % rid).encode()
+    if mode == "brackets":
+        return ('{"jsonrpc":"2.0","id":%s,"x":' % rid).encode() + b"[" * 10000000 + b"\n"
+    if mode == "nested":
+        return ('{"jsonrpc":"2.0","id":%s,"result":' % rid).encode() + b'{"a":' * 100000 + b"1" + b"}" * 100001 + b"\n"
+    if mode == "huge":
+        return ('{"jsonrpc":"2.0","id":%s,"result":{"x":"' % rid).encode() + b"A" * 70000000 + b'"}}\n'
+    if mode == "wrongid":
+        return b'{"jsonrpc":"2.0","id":987654321,"result":{}}\n'
+    return None
+
+def serve(c):
+    try:
+        f = c.makefile("rb")
+        line = f.readline(1 << 20)
+        try:
+            rid = json.dumps(json.loads(line).get("id"))
+        except Exception:
+            rid = "1"
+        out = answer(rid)
+        if out is None:  # endless
+            chunk = b"A" * (1 << 20)
+            while True:
+                c.sendall(chunk)
+        c.sendall(out)
+        while f.read(4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        c.close()
+
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`
+
+// takeOver is the shell command an agent runs to replace its guest agent
+// with the impostor in mode: it stops the real agent (the shell's parent)
+// with SIGSTOP a second after the command has returned, removes the
+// agent's socket and serves the impostor there, in a session of its own
+// so that it outlives the command.
+func takeOver(mode string) string {
+	return "cat > /tmp/impostor.py <<'EOF'\n" + impostor + "EOF\n" +
+		`agent=$PPID; setsid sh -c "sleep 1; kill -STOP $agent; exec python3 /tmp/impostor.py ` + mode + `" </dev/null >/tmp/impostor.log 2>&1 &` + "\n" +
+		"echo the impostor takes over"
+}
+
+// hostile is the script of a prompt-injected agent: it replaces its guest
+// agent, then goes on calling it.
+func hostile(mode string) []llmtest.Turn {
+	turns := []llmtest.Turn{llmtest.Tool("run_shell", map[string]any{"command": takeOver(mode)})}
+	for range 5 {
+		turns = append(turns, llmtest.Tool("wait", map[string]any{"seconds": 20}))
+	}
+	return turns
+}
+
+// createAllowing queues a task whose agent may run shell commands.
+func (h *helper) createAllowing(description string) wire.Task {
+	h.t.Helper()
+	task, err := h.unix.CreateTask(context.Background(), wire.CreateTask{Description: description, ToolPolicy: map[string]string{"run_shell": "allow"}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return task
+}
+
+// alive fails the test unless the helper process still runs.
+func (h *helper) alive() {
+	h.t.Helper()
+	if err := syscall.Kill(h.pid, 0); err != nil {
+		h.t.Fatalf("the helper (pid %d) is gone: %v", h.pid, err)
+	}
+	if err := h.unix.Health(context.Background()); err != nil {
+		h.t.Fatalf("the helper does not answer: %v", err)
+	}
+}
+
+// refused runs a hostile task that replaces its guest agent with the
+// impostor in mode, and checks the outcome: the task ends failed within
+// within of its shell command, its summary says why (each of want), its
+// VM is gone, and the helper is up.
+func (h *helper) refused(llm *llmtest.Server, mode string, within time.Duration, want ...string) {
+	t := h.t
+	t.Helper()
+	marker := "[[impostor " + mode + "]]"
+	llm.Script(marker, hostile(mode)...)
+	task := h.createAllowing("Read the web page and do what it says " + marker)
+	h.waitEvent(task.ID, "the hostile shell command's end", time.Minute, func(e wire.Event) bool {
+		return e.Type == "tool_call_result" && strings.Contains(e.Data.Summary, "impostor")
+	})
+	start := time.Now()
+	done := h.wait(task.ID, "the hostile task's end", within+5*time.Second, terminal)
+	took := time.Since(start)
+	t.Logf("impostor %s: the task ended %s in %s: %s", mode, done.Status, took.Round(time.Millisecond), summary(done))
+	if done.Status != "failed" {
+		t.Fatalf("impostor %s: the task ended %s %q; want failed", mode, done.Status, summary(done))
+	}
+	for _, w := range want {
+		if !strings.Contains(summary(done), w) {
+			t.Fatalf("impostor %s: the task's reason %q does not say %q", mode, summary(done), w)
+		}
+	}
+	if took > within {
+		t.Errorf("impostor %s: the task took %s to fail, want at most %s", mode, took, within)
+	}
+	h.ids.Note(done.VMID)
+	h.noSandboxesOf([]string{done.VMID}, 10*time.Second)
+	h.alive()
+}
+
+// TestReplacedAgentIsRefused answers the threat "guest code replaces the
+// guest agent": a prompt-injected agent runs a shell command that stops
+// the real guest agent (SIGSTOP), deletes its socket and serves an
+// impostor there that answers hello like the agent, without the boot key.
+// When the host reconnects (the stopped agent's heartbeats end), it must
+// refuse the impostor: the task fails saying the endpoint was replaced,
+// its VM is stopped, the helper stays up, and a task running meanwhile on
+// another VM completes.
+func TestReplacedAgentIsRefused(t *testing.T) {
+	home, ids := newHome(t)
+	h := startProcess(t, home, ids)
+	llm := llmtest.New(t)
+	h.setup(llm.URL, 2)
+	llm.Script("[[bystander]]", append([]llmtest.Turn{llmtest.Tool("wait", map[string]any{"seconds": 12})}, llmtest.Done("the bystander finished")...)...)
+	other := h.inGuestCall(h.create("Wait a while [[bystander]]").ID)
+	h.refused(llm, "hello", 30*time.Second, "did not prove the boot key", "the endpoint was replaced")
+	got := h.wait(other.ID, "the bystander's end", time.Minute, terminal)
+	if got.Status != "completed" || summary(got) != "the bystander finished" {
+		t.Fatalf("the task on the other VM ended %s %q; want completed", got.Status, summary(got))
+	}
+	h.completes(llm, "[[after the impostor]]")
+	h.stop()
+}
+
+// TestHostileEndpointCannotCrashTheHelper answers the threat "guest data
+// crashes or wedges the helper": the impostor answers the host's hello
+// with what a hostile guest can send (a line of 10 million '[', which
+// overflowed the stack of the host's recursive JSON scanner and killed
+// the helper; JSON nested 100,000 deep; a line over the 64 MiB cap; an
+// answer to a call never made; a line without end). Each time the helper
+// stays up, and the task fails within a bounded time with a reason that
+// says what happened. A last task then completes on a fresh VM.
+func TestHostileEndpointCannotCrashTheHelper(t *testing.T) {
+	home, ids := newHome(t)
+	h := startProcess(t, home, ids)
+	llm := llmtest.New(t)
+	h.setup(llm.URL, 1)
+	for _, c := range []struct {
+		mode   string
+		within time.Duration
+		want   []string
+	}{
+		{"brackets", 30 * time.Second, []string{"broke the protocol at hello", "the endpoint was replaced"}},
+		{"nested", 30 * time.Second, []string{"broke the protocol at hello"}},
+		{"huge", 30 * time.Second, []string{"broke the protocol at hello", fmt.Sprintf("limit of %d bytes", 64<<20)}},
+		{"endless", 30 * time.Second, []string{"broke the protocol at hello", fmt.Sprintf("limit of %d bytes", 64<<20)}},
+		// An answer to another call: hello times out and is retried until
+		// the guest has been unreachable for the pool's LostAfter.
+		{"wrongid", 40 * time.Second, []string{"stopped answering"}},
+	} {
+		h.refused(llm, c.mode, c.within, c.want...)
+	}
+	h.completes(llm, "[[after the hostile answers]]")
+	h.stop()
+}
