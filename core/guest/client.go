@@ -215,6 +215,7 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	var lostOnce sync.Once
 	markLost := func() { lostOnce.Do(func() { close(lost) }) }
 	gc := &guestConn{Conn: conn}
+	var stopped atomic.Pointer[error] // why the connection stopped reading
 	ch := &liftChannel{Channel: transport.Line(gc, gc)}
 	cli := jrpc2.NewClient(ch, &jrpc2.ClientOptions{
 		OnNotify: c.onNotify,
@@ -224,7 +225,12 @@ func (c *Client) connectOnce(ctx context.Context) error {
 			defer ncancel()
 			cli.Notify(nctx, protocol.NotifyCancelRequest, protocol.CancelParams{ID: json.RawMessage(rsp.ID())})
 		},
-		OnStop: func(*jrpc2.Client, error) { markLost() },
+		OnStop: func(_ *jrpc2.Client, err error) {
+			if err != nil {
+				stopped.Store(&err)
+			}
+			markLost()
+		},
 	})
 	key, enroll := c.cfg.Key()
 	if len(key) != protocol.KeyBytes {
@@ -253,10 +259,12 @@ func (c *Client) connectOnce(ctx context.Context) error {
 		case errors.As(err, &je) && je.Code == protocol.CodeInvalidParams:
 			// A guest of protocol 1 knows no challenge: it proves nothing.
 			return &RefusedError{Reason: fmt.Sprintf("%s (the guest said: %s)", errNotProven, clean(je.Message))}
-		case !errors.As(err, &je) && gc.read.Load() > 0 && dctx.Err() == nil:
-			// Something answered, but not with JSON-RPC: a replaced
-			// endpoint (the guest agent never does this).
-			return &RefusedError{Reason: fmt.Sprintf("the guest agent's endpoint broke the protocol at hello (%s): the endpoint was replaced", clean(err.Error()))}
+		}
+		if why := stopped.Load(); why != nil && gc.read.Load() > 0 && brokeProtocol(*why) {
+			// Something answered, but not with JSON-RPC (a line over the
+			// cap, a message that does not decode): the guest agent never
+			// does this, a replaced endpoint does.
+			return &RefusedError{Reason: fmt.Sprintf("the guest agent's endpoint broke the protocol at hello (%s): the endpoint was replaced", clean((*why).Error()))}
 		}
 		return fmt.Errorf("hello: %w", classify(err))
 	}
@@ -443,6 +451,13 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		shot.Data = img
 	}
 	return nil
+}
+
+// brokeProtocol reports whether the connection stopped because of what the
+// guest sent (a line over the cap, a message that does not decode), rather
+// than because it ended.
+func brokeProtocol(err error) bool {
+	return !isConnError(err) && !errors.Is(err, jrpc2.ErrConnClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed)
 }
 
 func isConnError(err error) bool {
