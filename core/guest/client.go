@@ -247,6 +247,7 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	c.mu.Unlock()
 	var hello protocol.HelloResult
 	if err := cli.CallResult(dctx, protocol.MethodHello, params, &hello); err != nil {
+		why := stopped.Load() // before Close, which stops it too
 		cli.Close()
 		var je *jrpc2.Error
 		switch {
@@ -260,7 +261,7 @@ func (c *Client) connectOnce(ctx context.Context) error {
 			// A guest of protocol 1 knows no challenge: it proves nothing.
 			return &RefusedError{Reason: fmt.Sprintf("%s (the guest said: %s)", errNotProven, clean(je.Message))}
 		}
-		if why := stopped.Load(); why != nil && gc.read.Load() > 0 && brokeProtocol(*why) {
+		if why != nil && gc.read.Load() > 0 && brokeProtocol(*why) {
 			// Something answered, but not with JSON-RPC (a line over the
 			// cap, a message that does not decode): the guest agent never
 			// does this, a replaced endpoint does.
