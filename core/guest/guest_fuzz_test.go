@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -263,4 +264,177 @@ func FuzzGuestAnswer(f *testing.F) {
 		}
 		recovers(t, cl)
 	})
+}
+
+// streamGuest is a guest endpoint on pipes that sends what a fuzzed stream
+// says: parts[0] answers the first connection's hello, parts[1] the first
+// call after it, and then the connection ends; parts[2] answers the hello
+// of the reconnection. In each part, $ID is the id of the request answered
+// and $PROOF the correct proof of testKey for the hello's challenge (so
+// that the fuzzer can get past hello, as a compromised agent that holds
+// the key would).
+type streamGuest struct {
+	parts []string
+	dials atomic.Int32
+	wg    sync.WaitGroup
+}
+
+func (g *streamGuest) dial(ctx context.Context) (net.Conn, error) {
+	n := int(g.dials.Add(1))
+	host, guest := net.Pipe()
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer guest.Close()
+		guest.SetDeadline(time.Now().Add(3 * time.Second))
+		in := bufio.NewReaderSize(guest, 64<<10)
+		answer := func(part string) bool {
+			line, err := in.ReadBytes('\n')
+			if err != nil {
+				return false
+			}
+			var req struct {
+				ID     json.RawMessage      `json:"id"`
+				Params protocol.HelloParams `json:"params"`
+			}
+			json.Unmarshal(line, &req)
+			out := strings.ReplaceAll(part, "$ID", string(req.ID))
+			if strings.Contains(out, "$PROOF") {
+				proof, _ := json.Marshal(protocol.HelloProof(testKey, req.Params.Challenge))
+				out = strings.ReplaceAll(out, "$PROOF", string(proof))
+			}
+			_, err = guest.Write([]byte(out))
+			return err == nil
+		}
+		switch n {
+		case 1:
+			if answer(g.parts[0]) {
+				answer(g.parts[1])
+			}
+		case 2:
+			if answer(g.parts[2]) {
+				io.Copy(io.Discard, in)
+			}
+		}
+	}()
+	return host, nil
+}
+
+const fuzzHello = `{"jsonrpc":"2.0","id":$ID,"result":{"protocolVersion":2,"agentVersion":"fuzz","os":"linux","screen":{"width":800,"height":600,"scale":1},"proof":$PROOF}}` + "\n"
+
+// FuzzGuestStream feeds arbitrary guest byte streams to the real client
+// through the whole host-side path: the hello and its proof, a call, the
+// connection's loss and the reconnection's hello. Whatever the guest
+// sends, the client never panics, never accepts a hello that did not
+// carry the key's proof (on the first connection or on the reconnect),
+// every step ends within its deadline, an accepted screenshot passed the
+// checks, errors are bounded and printable, and Close returns promptly.
+func FuzzGuestStream(f *testing.F) {
+	shot := `{"jsonrpc":"2.0","id":$ID,"result":` + string(goodShot) + "}\n"
+	for _, seed := range [][3]string{
+		{fuzzHello, shot, fuzzHello},
+		{strings.ReplaceAll(fuzzHello, "$PROOF", `"AAAA"`), shot, fuzzHello},
+		{fuzzHello, shot, strings.ReplaceAll(fuzzHello, "$PROOF", `null`)},
+		{fuzzHello, `{"jsonrpc":"2.0","id":$ID,"x":` + strings.Repeat("[", 100000) + "\n", fuzzHello},
+		{`{"jsonrpc":"2.0","method":"$/heartbeat","params":{}}` + "\n" + fuzzHello, shot, "\xff\xfe\n"},
+		{fuzzHello, `{"jsonrpc":"2.0","id":$ID,"result":` + strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20001) + "\n", fuzzHello},
+		{`{"jsonrpc":"2.0","id":$ID,"error":{"code":-32004,"message":"no key"}}` + "\n", shot, fuzzHello},
+		{`{"jsonrpc":"2.0","id":$ID,"error":{"code":-32602,"message":"unknown field challenge"}}` + "\n", shot, fuzzHello},
+		{`[` + strings.TrimSuffix(fuzzHello, "\n") + `,` + strings.TrimSuffix(fuzzHello, "\n") + "]\n", shot, fuzzHello},
+		{fuzzHello, `{"jsonrpc":"2.0","id":424242,"result":{}}` + "\n", fuzzHello},
+		{fuzzHello, `{"jsonrpc":"2.0","method":"$/shellOutput","params":{"data":"x"}}` + "\n" + shot, `{"jsonrpc":"2.0","id":$ID,"result":{"protocolVersion":2,"os":"linux","screen":{"width":800,"height":600,"scale":1},"proof":$PROOF,"capabilities":[` + strings.Repeat(`"x",`, 40) + `"x"]}}` + "\n"},
+		{"", "", ""},
+	} {
+		f.Add(seed[0] + "\x00" + seed[1] + "\x00" + seed[2])
+	}
+	f.Fuzz(func(t *testing.T, stream string) {
+		parts := append(strings.SplitN(stream, "\x00", 3), "", "")[:3]
+		g := &streamGuest{parts: parts}
+		defer g.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		cl, err := Connect(ctx, Config{Dial: g.dial, Key: FixedKey(testKey, false), Log: quiet(), HeartbeatTimeout: time.Minute})
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("Connect took %s past its 300 ms deadline", took)
+		}
+		if err != nil {
+			if !printable(err) {
+				t.Fatalf("Connect's error is unbounded or has control characters: %q", err)
+			}
+			return
+		}
+		if !strings.Contains(parts[0], "$PROOF") {
+			cl.Close()
+			t.Fatalf("accepted a hello without the key's proof: %q", parts[0])
+		}
+		cctx, ccancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start = time.Now()
+		shot, err := cl.Screenshot(cctx, protocol.ScreenshotParams{MaxWidth: 1280, MaxHeight: 800})
+		ccancel()
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("the call took %s past its 100 ms deadline", took)
+		}
+		if err == nil && (shot.Width <= 0 || shot.Height <= 0 || shot.Width > 1280 || shot.Height > 800 || len(shot.Data) == 0) {
+			t.Fatalf("accepted an impossible screenshot %dx%d of %d bytes", shot.Width, shot.Height, len(shot.Data))
+		}
+		if err != nil && !printable(err) {
+			t.Fatalf("the call's error is unbounded or has control characters: %q", err)
+		}
+		// The guest ends the connection; the client reconnects to parts[2].
+		deadline := time.Now().Add(300 * time.Millisecond)
+		for time.Now().Before(deadline) && g.dials.Load() < 2 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		// Connection 1 is lost before the second dial, and later dials
+		// get nothing: a live connection now is connection 2's.
+		if cli, _ := cl.current(); cli != nil && g.dials.Load() >= 2 && !strings.Contains(parts[2], "$PROOF") {
+			t.Fatalf("accepted a reconnect hello without the key's proof: %q", parts[2])
+		}
+		start = time.Now()
+		cl.Close()
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("Close took %s", took)
+		}
+	})
+}
+
+// TestStreamGuestReconnects checks FuzzGuestStream's guest: a proven
+// hello, a screenshot and a proven reconnect end connected on the second
+// connection; a reconnect hello without the proof ends refused.
+func TestStreamGuestReconnects(t *testing.T) {
+	shot := `{"jsonrpc":"2.0","id":$ID,"result":` + string(goodShot) + "}\n"
+	for name, c := range map[string]struct {
+		again   string
+		refused bool
+	}{
+		"proven":   {again: fuzzHello},
+		"unproven": {again: strings.ReplaceAll(fuzzHello, "$PROOF", `"AAAA"`), refused: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := &streamGuest{parts: []string{fuzzHello, shot, c.again}}
+			defer g.wg.Wait()
+			cl, err := Connect(context.Background(), Config{Dial: g.dial, Key: FixedKey(testKey, false), Log: quiet(), HeartbeatTimeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if _, err := cl.Screenshot(context.Background(), protocol.ScreenshotParams{}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				cli, _ := cl.current()
+				refused := cl.Err() != nil
+				if g.dials.Load() == 2 && (cli != nil && !c.refused || refused && c.refused) {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("dials %d, connected %v, refusal %v", g.dials.Load(), cli != nil, cl.Err())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
 }
