@@ -70,6 +70,10 @@ type Client struct {
 	refused chan struct{}
 
 	lastBeat atomic.Int64 // unix nanoseconds of the last heartbeat or answer
+	// ctx ends when Close is called: a reconnection in progress (a dial,
+	// a hello) ends with it, so that Close returns promptly.
+	ctx      context.Context
+	cancel   context.CancelFunc
 	closed   chan struct{}
 	done     chan struct{} // closed when the monitor has exited
 	closeMu  sync.Once
@@ -86,7 +90,9 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.HeartbeatTimeout = protocol.MissedHeartbeats * protocol.HeartbeatIntervalSeconds * time.Second
 	}
 	c := &Client{cfg: cfg, closed: make(chan struct{}), done: make(chan struct{}), refused: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.reconnect(ctx); err != nil {
+		c.cancel()
 		return nil, err
 	}
 	go c.monitor()
@@ -97,6 +103,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 func (c *Client) Close() error {
 	c.closeMu.Do(func() {
 		close(c.closed)
+		c.cancel()
 		c.mu.Lock()
 		if c.cli != nil {
 			c.cli.Close()
@@ -361,7 +368,7 @@ func (c *Client) monitor() {
 		}
 		// reconnect retries until it succeeds, the guest is refused or
 		// the client is closed.
-		if err := c.reconnect(context.Background()); err != nil {
+		if err := c.reconnect(c.ctx); err != nil {
 			var re *RefusedError
 			if errors.As(err, &re) {
 				c.cfg.Log.Error("guest agent refused; not reconnecting", "err", err)
