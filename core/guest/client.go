@@ -59,7 +59,9 @@ type Client struct {
 	mu  sync.Mutex
 	cli *jrpc2.Client
 	// ch is cli's channel, which holds the images it lifted from responses.
-	ch    *liftChannel
+	ch *liftChannel
+	// conn is cli's connection as Dial returned it.
+	conn  net.Conn
 	hello protocol.HelloResult
 	// lost is closed when the current connection is found dead.
 	lost chan struct{}
@@ -72,11 +74,11 @@ type Client struct {
 	lastBeat atomic.Int64 // unix nanoseconds of the last heartbeat or answer
 	// ctx ends when Close is called: a reconnection in progress (a dial,
 	// a hello) ends with it, so that Close returns promptly.
-	ctx      context.Context
-	cancel   context.CancelFunc
-	closed   chan struct{}
-	done     chan struct{} // closed when the monitor has exited
-	closeMu  sync.Once
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closed  chan struct{}
+	done    chan struct{} // closed when the monitor has exited
+	closeMu sync.Once
 }
 
 // Connect dials the guest, says hello and checks its protocol version. It
@@ -254,6 +256,14 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	c.mu.Unlock()
 	var hello protocol.HelloResult
 	if err := cli.CallResult(dctx, protocol.MethodHello, params, &hello); err != nil {
+		if cli.IsStopped() {
+			// The reader stopped the client: its reason reaches OnStop
+			// just after the pending call fails.
+			select {
+			case <-lost:
+			case <-time.After(time.Second):
+			}
+		}
 		why := stopped.Load() // before Close, which stops it too
 		cli.Close()
 		var je *jrpc2.Error
@@ -266,7 +276,8 @@ func (c *Client) connectOnce(ctx context.Context) error {
 			return fmt.Errorf("hello: %w", classify(err))
 		case errors.As(err, &je) && je.Code == protocol.CodeInvalidParams:
 			// A guest of protocol 1 knows no challenge: it proves nothing.
-			return &RefusedError{Reason: fmt.Sprintf("%s (the guest said: %s)", errNotProven, clean(je.Message))}
+			return &RefusedError{Reason: fmt.Sprintf("%s, or its guest agent is older than protocol %d (rebuild the template with this Hivecrew's agent); the guest said: %s",
+				errNotProven, protocol.MinVersion, clean(je.Message))}
 		}
 		if why != nil && gc.read.Load() > 0 && brokeProtocol(*why) {
 			// Something answered, but not with JSON-RPC (a line over the
@@ -276,14 +287,14 @@ func (c *Client) connectOnce(ctx context.Context) error {
 		}
 		return fmt.Errorf("hello: %w", classify(err))
 	}
+	if !hmac.Equal(hello.Proof, protocol.HelloProof(key, challenge)) {
+		cli.Close()
+		return &RefusedError{Reason: errNotProven}
+	}
 	if hello.ProtocolVersion < protocol.MinVersion {
 		cli.Close()
 		return errdefs.Unsupportedf("guest agent %s speaks protocol %d; this Hivecrew needs at least %d: rebuild the VM from an updated template",
 			clean(hello.AgentVersion), hello.ProtocolVersion, protocol.MinVersion)
-	}
-	if !hmac.Equal(hello.Proof, protocol.HelloProof(key, challenge)) {
-		cli.Close()
-		return &RefusedError{Reason: errNotProven}
 	}
 	if err := checkHello(hello); err != nil {
 		cli.Close()
@@ -300,7 +311,7 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	default:
 	}
 	old := c.cli
-	c.cli, c.ch, c.hello, c.lost, c.enrolled = cli, ch, hello, lost, key
+	c.cli, c.ch, c.hello, c.lost, c.enrolled, c.conn = cli, ch, hello, lost, key, conn
 	c.mu.Unlock()
 	if old != nil {
 		old.Close()

@@ -24,13 +24,18 @@ type liftChannel struct {
 	// mu guards images.
 	mu sync.Mutex
 	// images holds decoded images by response id until the call that
-	// asked for them takes them.
+	// asked for them takes them; held is their bytes.
 	images map[string][]byte
+	held   int
 }
 
-// maxLifted bounds the images waiting for their calls (a call that gave up
-// leaves its image behind).
-const maxLifted = 8
+// maxLifted and maxLiftedBytes bound the images waiting for their calls (a
+// call that gave up leaves its image behind, and a hostile guest may send
+// screenshots no call asked for).
+const (
+	maxLifted      = 8
+	maxLiftedBytes = maxScreenshotBytes
+)
 
 func (c *liftChannel) Recv() ([]byte, error) {
 	msg, err := c.Channel.Recv()
@@ -46,10 +51,12 @@ func (c *liftChannel) Recv() ([]byte, error) {
 	if c.images == nil {
 		c.images = map[string][]byte{}
 	}
-	if len(c.images) >= maxLifted {
+	if len(c.images) >= maxLifted || c.held+len(img) > maxLiftedBytes {
 		clear(c.images) // calls long gone; theirs would be the only ones
+		c.held = 0
 	}
 	c.images[id] = img
+	c.held += len(img)
 	return out, nil
 }
 
@@ -59,6 +66,7 @@ func (c *liftChannel) take(id string) ([]byte, bool) {
 	defer c.mu.Unlock()
 	img, ok := c.images[id]
 	delete(c.images, id)
+	c.held -= len(img)
 	return img, ok
 }
 

@@ -8,4 +8,20 @@
 // another process. Each test checks what a user would: a clear error on
 // the task, no task lost, no sandbox left running, a database that passes
 // its integrity check and traces that read back.
+//
+// The hostile-guest tests (impostor_test.go) take the guest to be an
+// attacker: a prompt-injected agent runs shell commands in its VM. Threats
+// and the tests that answer them:
+//
+//   - Guest code stops the real guest agent, replaces its socket and serves
+//     an impostor that answers hello like the agent: the host must refuse
+//     it (it cannot prove the per-boot key), fail that task with a clear
+//     reason, stay up, and let a task on another VM finish
+//     (TestReplacedAgentIsRefused).
+//   - The impostor answers with data built to crash or wedge the helper: a
+//     line of 10 million '[' (which overflowed the stack of the host's
+//     recursive JSON scanner), JSON nested 100,000 deep, a line over the
+//     64 MiB cap, a line without end, an answer to a call never made: the
+//     helper stays up and each task fails within a bounded time with a
+//     clear reason (TestHostileEndpointCannotCrashTheHelper).
 package faults
