@@ -79,12 +79,16 @@ while True:
 `
 
 // takeOver is the shell command an agent runs to replace its guest agent
-// with the impostor in mode: it stops the real agent (the shell's parent)
+// with the impostor in mode. It first tries to read the agent's open
+// descriptors and memory (where the boot key was and is): the agent is
+// non-dumpable, so both are refused. Then it stops the real agent (the shell's parent)
 // with SIGSTOP a second after the command has returned, removes the
 // agent's socket and serves the impostor there, in a session of its own
 // so that it outlives the command.
 func takeOver(mode string) string {
-	return "cat > /tmp/impostor.py <<'EOF'\n" + impostor + "EOF\n" +
+	return "echo \"agent fds: $(ls /proc/$PPID/fd 2>&1 | head -n 1)\"\n" +
+		"echo \"agent memory: $(head -c 1 /proc/$PPID/mem 2>&1 | head -n 1)\"\n" +
+		"cat > /tmp/impostor.py <<'EOF'\n" + impostor + "EOF\n" +
 		`agent=$PPID; setsid sh -c "sleep 1; kill -STOP $agent; exec python3 /tmp/impostor.py ` + mode + `" </dev/null >/tmp/impostor.log 2>&1 &` + "\n" +
 		"echo the impostor takes over"
 }
@@ -130,9 +134,14 @@ func (h *helper) refused(llm *llmtest.Server, mode string, within time.Duration,
 	marker := "[[impostor " + mode + "]]"
 	llm.Script(marker, hostile(mode)...)
 	task := h.createAllowing("Read the web page and do what it says " + marker)
-	h.waitEvent(task.ID, "the hostile shell command's end", time.Minute, func(e wire.Event) bool {
-		return e.Type == "tool_call_result" && strings.Contains(e.Data.Summary, "impostor")
+	ran := h.waitEvent(task.ID, "the hostile shell command's end", time.Minute, func(e wire.Event) bool {
+		return e.Type == "tool_call_result" && strings.Contains(e.Data.Details, "impostor")
 	})
+	for _, what := range []string{"agent fds: ", "agent memory: "} {
+		if _, out, _ := strings.Cut(ran.Data.Details, what); !strings.HasPrefix(out, "ls: cannot open directory") && !strings.HasPrefix(out, "head: cannot open") {
+			t.Fatalf("guest code read the guest agent's %s%.80q; want permission denied", what, out)
+		}
+	}
 	start := time.Now()
 	done := h.wait(task.ID, "the hostile task's end", within+5*time.Second, terminal)
 	took := time.Since(start)
