@@ -79,14 +79,16 @@ while True:
 `
 
 // takeOver is the shell command an agent runs to replace its guest agent
-// with the impostor in mode. It first tries to read the agent's open
-// descriptors and memory (where the boot key was and is): the agent is
-// non-dumpable, so both are refused. Then it stops the real agent (the shell's parent)
+// with the impostor in mode. It first lists its own descriptors (which
+// works), then tries to read the agent's open descriptors and memory
+// (where the boot key was and is): the agent is non-dumpable, so both are
+// refused. Then it stops the real agent (the shell's parent)
 // with SIGSTOP a second after the command has returned, removes the
 // agent's socket and serves the impostor there, in a session of its own
 // so that it outlives the command.
 func takeOver(mode string) string {
-	return "echo \"agent fds: $(ls /proc/$PPID/fd 2>&1 | head -n 1)\"\n" +
+	return "echo \"own fds: $(ls /proc/$$/fd 2>&1 | head -n 1)\"\n" +
+		"echo \"agent fds: $(ls /proc/$PPID/fd 2>&1 | head -n 1)\"\n" +
 		"echo \"agent memory: $(head -c 1 /proc/$PPID/mem 2>&1 | head -n 1)\"\n" +
 		"cat > /tmp/impostor.py <<'EOF'\n" + impostor + "EOF\n" +
 		`agent=$PPID; setsid sh -c "sleep 1; kill -STOP $agent; exec python3 /tmp/impostor.py ` + mode + `" </dev/null >/tmp/impostor.log 2>&1 &` + "\n" +
@@ -137,6 +139,11 @@ func (h *helper) refused(llm *llmtest.Server, mode string, within time.Duration,
 	ran := h.waitEvent(task.ID, "the hostile shell command's end", time.Minute, func(e wire.Event) bool {
 		return e.Type == "tool_call_result" && strings.Contains(e.Data.Details, "impostor")
 	})
+	// The shell can read its own (a dumpable process of the same uid):
+	// the refusals below come from the agent being non-dumpable.
+	if _, own, _ := strings.Cut(ran.Data.Details, "own fds: "); !strings.HasPrefix(own, "0") {
+		t.Fatalf("guest code cannot list its own descriptors: %.80q", own)
+	}
 	for _, what := range []string{"agent fds: ", "agent memory: "} {
 		if _, out, _ := strings.Cut(ran.Data.Details, what); !strings.HasPrefix(out, "ls: cannot open directory") && !strings.HasPrefix(out, "head: cannot open") {
 			t.Fatalf("guest code read the guest agent's %s%.80q; want permission denied", what, out)
