@@ -5,6 +5,7 @@
 package vmtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -121,6 +122,7 @@ func lifecycle(t *testing.T, h Harness) {
 	if _, err := m.DialGuest(ctx); !errors.Is(err, vm.ErrNotRunning) {
 		t.Fatalf("DialGuest on a stopped machine = %v, want ErrNotRunning", err)
 	}
+	var lastKey []byte
 	for run := 1; run <= 2; run++ {
 		if err := m.Start(ctx); err != nil {
 			t.Fatalf("start (run %d): %v", run, err)
@@ -132,6 +134,20 @@ func lifecycle(t *testing.T, h Harness) {
 		hello := c.Hello()
 		if hello.ProtocolVersion < protocol.MinVersion || hello.Screen.Width <= 0 {
 			t.Fatalf("hello = %+v", hello)
+		}
+		// Every start has its own boot key, which the guest agent proves:
+		// a client holding another key refuses it.
+		key, _ := m.GuestKey()
+		if len(key) != protocol.KeyBytes || bytes.Equal(key, lastKey) {
+			t.Fatalf("run %d: boot key of %d bytes, the same as the last run's: %v", run, len(key), bytes.Equal(key, lastKey))
+		}
+		lastKey = key
+		wrong := bytes.Repeat([]byte{0xee}, protocol.KeyBytes)
+		if c, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Key: guest.FixedKey(wrong, false), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}); err == nil {
+			c.Close()
+			t.Fatal("a client holding another key accepted the guest agent")
+		} else if re := (*guest.RefusedError)(nil); !errors.As(err, &re) {
+			t.Fatalf("a client holding another key: %v, want a refusal", err)
 		}
 		exited := m.Exited()
 		select {
