@@ -14,6 +14,11 @@ import (
 // maxScreenshotBytes bounds an encoded screenshot from the guest.
 const maxScreenshotBytes = 48 << 20
 
+// maxScreenshotPixels bounds a screenshot's size whatever the request
+// asked for (an 8K screen has 33 million pixels): a small PNG can claim a
+// size whose decoding would take gigabytes.
+const maxScreenshotPixels = 40_000_000
+
 // Screenshot takes a screenshot and checks that the image is what the guest
 // says it is: a decodable PNG or JPEG of the reported size, within the
 // requested bounds.
@@ -28,6 +33,9 @@ func (c *Client) Screenshot(ctx context.Context, p protocol.ScreenshotParams) (p
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(res.Data))
 	if err != nil {
 		return res, errdefs.Invalidf("guest screenshot does not decode: %v", err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > 16384 || cfg.Height > 16384 || cfg.Width*cfg.Height > maxScreenshotPixels {
+		return res, errdefs.Invalidf("guest screenshot of %dx%d pixels exceeds %d pixels", cfg.Width, cfg.Height, maxScreenshotPixels)
 	}
 	if format != res.Format || cfg.Width != res.Width || cfg.Height != res.Height {
 		return res, errdefs.Invalidf("guest screenshot is a %dx%d %s, not the %dx%d %s it reported",

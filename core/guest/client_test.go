@@ -169,6 +169,15 @@ func TestUntrustedGuest(t *testing.T) {
 			},
 			want: "not the 100x100",
 		},
+		"too many pixels": {
+			hello: goodHello,
+			screenshot: func(context.Context, *jrpc2.Request) (any, error) {
+				var b bytes.Buffer
+				png.Encode(&b, image.NewGray(image.Rect(0, 0, 7000, 7000)))
+				return protocol.ScreenshotResult{Format: "png", Width: 7000, Height: 7000, Data: b.Bytes()}, nil
+			},
+			want: "exceeds 40000000 pixels",
+		},
 		"not an image": {
 			hello: goodHello,
 			screenshot: func(context.Context, *jrpc2.Request) (any, error) {
