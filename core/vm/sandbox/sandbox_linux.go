@@ -319,7 +319,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	}
 	defer infoR.Close()
 	files = append(files, infoW)
-	for _, d := range []struct{ name, data string }{{"passwd", passwd()}, {"group", group()}, {"resolv.conf", resolvConf}} {
+	for _, d := range []struct{ name, data string }{{"passwd", passwd()}, {"group", group()}, {"resolv.conf", resolvConf}, {"machine-id", machineID()}, {"hosts", hostsFile}} {
 		f, err := memfd(d.name, d.data)
 		if err != nil {
 			return err
