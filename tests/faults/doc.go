@@ -8,4 +8,13 @@
 // another process. Each test checks what a user would: a clear error on
 // the task, no task lost, no sandbox left running, a database that passes
 // its integrity check and traces that read back.
+//
+// Hostile-guest threats answered here (issues 15, 24), each by a real
+// attacker's move in a real sandbox:
+//   - egress_test.go: an internet-mode guest reaching host services bound
+//     to 0.0.0.0 through the host's own addresses, the cloud metadata
+//     address, or machines on private networks next to the host;
+//   - hosttemplate_test.go: a guest of the default host template reading
+//     host data (/work source trees, /srv, /opt, /var, /etc secrets, the
+//     host's machine id).
 package faults

@@ -29,6 +29,14 @@ func startSlirp(pid int, id identity) (*slirp, error) {
 	if err != nil {
 		return nil, errors.New("internet mode needs slirp4netns (run make deps)")
 	}
+	// Its egress policy matches slirp4netns's uid: that of the sandbox
+	// account, which only a root helper switches to (see egress_linux.go).
+	if id.cred == nil {
+		return nil, errors.New("internet mode needs the helper to run as root: its egress policy (no host, link-local or private addresses) is enforced with nftables on the sandbox account's uid")
+	}
+	if err := applyEgress(int(id.cred.Uid), nil); err != nil {
+		return nil, err
+	}
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, err
