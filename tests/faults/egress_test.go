@@ -149,3 +149,18 @@ except OSError as e:
 		t.Errorf("DNS through slirp4netns: %s", out)
 	}
 }
+
+// TestInternetAllowlistLetsAPrivateHostThrough: a host on a private
+// network, named in the allowlist, is reachable; its neighbour on another
+// private network is still refused.
+func TestInternetAllowlistLetsAPrivateHostThrough(t *testing.T) {
+	neighbour(t, "10.231.9.2")
+	neighbour(t, "10.231.10.2")
+	_, c := startGuest(t, vm.NetworkInternet, "10.231.9.2")
+	if out := guestConnect(t, c, "10.231.9.2", 8080); out != "CONNECTED hello" {
+		t.Errorf("internet guest could not reach the allowlisted 10.231.9.2: %s", out)
+	}
+	if out := guestConnect(t, c, "10.231.10.2", 8080); !strings.HasPrefix(out, "FAILED") {
+		t.Errorf("internet guest reached 10.231.10.2, not allowlisted: %s", out)
+	}
+}

@@ -20,11 +20,12 @@ import (
 )
 
 // startGuest starts one real sandbox of the default host template with
-// network mode nm and connects to its guest agent.
-func startGuest(t *testing.T, nm vm.NetworkMode) (vm.Machine, *guest.Client) {
+// network mode nm (and internet-mode allowlist allow) and connects to its
+// guest agent.
+func startGuest(t *testing.T, nm vm.NetworkMode, allow ...string) (vm.Machine, *guest.Client) {
 	t.Helper()
 	data := t.TempDir()
-	b, err := vmsandbox.New(vmsandbox.Config{AgentBinary: filepath.Join(bin, "hivecrew-guestagent"), DataDir: data, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	b, err := vmsandbox.New(vmsandbox.Config{AgentBinary: filepath.Join(bin, "hivecrew-guestagent"), DataDir: data, AllowHosts: allow, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

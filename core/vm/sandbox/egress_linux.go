@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -59,6 +61,34 @@ func resolvers() []net.IP {
 		}
 	}
 	return out
+}
+
+// resolveAllow turns allowlist entries (CIDRs, addresses or host names)
+// into networks. Names are resolved once, here, at a VM's start: a name
+// whose addresses change later is not followed.
+func resolveAllow(entries []string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if _, n, err := net.ParseCIDR(e); err == nil {
+			out = append(out, n)
+			continue
+		}
+		if ip := net.ParseIP(e); ip != nil {
+			out = append(out, hostNet(ip))
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ips, err := net.DefaultResolver.LookupIP(ctx, "ip", e)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("allowed host %q: %w", e, err)
+		}
+		for _, ip := range ips {
+			out = append(out, hostNet(ip))
+		}
+	}
+	return out, nil
 }
 
 // egressChain names uid's chain.

@@ -24,7 +24,7 @@ type slirp struct {
 
 // startSlirp attaches slirp4netns to the network namespace of pid and waits
 // until the interface is configured.
-func startSlirp(pid int, id identity) (*slirp, error) {
+func startSlirp(pid int, id identity, allowHosts []string) (*slirp, error) {
 	path, err := exec.LookPath("slirp4netns")
 	if err != nil {
 		return nil, errors.New("internet mode needs slirp4netns (run make deps)")
@@ -34,7 +34,11 @@ func startSlirp(pid int, id identity) (*slirp, error) {
 	if id.cred == nil {
 		return nil, errors.New("internet mode needs the helper to run as root: its egress policy (no host, link-local or private addresses) is enforced with nftables on the sandbox account's uid")
 	}
-	if err := applyEgress(int(id.cred.Uid), nil); err != nil {
+	allow, err := resolveAllow(allowHosts)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyEgress(int(id.cred.Uid), allow); err != nil {
 		return nil, err
 	}
 	readyR, readyW, err := os.Pipe()
