@@ -7,6 +7,7 @@ require (
 	github.com/Code-Hex/vz/v3 v3.7.1
 	github.com/creachadair/jrpc2 v1.3.6
 	github.com/godbus/dbus/v5 v5.2.4
+	github.com/google/nftables v0.2.0
 	github.com/google/uuid v1.6.0
 	github.com/jezek/xgb v1.1.1
 	github.com/keybase/dbus v0.0.0-20220506165403-5aa21ea2c23a
@@ -28,9 +29,13 @@ require (
 require (
 	github.com/Code-Hex/go-infinity-channel v1.0.0 // indirect
 	github.com/creachadair/mds v0.31.0 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
+	github.com/josharian/native v1.1.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	github.com/mattn/go-sqlite3 v1.14.22 // indirect
+	github.com/mdlayher/netlink v1.7.2 // indirect
 	github.com/mdlayher/socket v0.8.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.62.0 // indirect

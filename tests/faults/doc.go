@@ -24,4 +24,13 @@
 //     64 MiB cap, a line without end, an answer to a call never made: the
 //     helper stays up and each task fails within a bounded time with a
 //     clear reason (TestHostileEndpointCannotCrashTheHelper).
+//
+// Hostile-guest threats answered here (issues 15, 24), each by a real
+// attacker's move in a real sandbox:
+//   - egress_test.go: an internet-mode guest reaching host services bound
+//     to 0.0.0.0 through the host's own addresses, the cloud metadata
+//     address, or machines on private networks next to the host;
+//   - hosttemplate_test.go: a guest of the default host template reading
+//     host data (/work source trees, /srv, /opt, /var, /etc secrets, the
+//     host's machine id).
 package faults

@@ -26,7 +26,9 @@ const (
 	fdPasswd
 	fdGroup
 	fdResolv // internet only
-	fdKey    // the boot key, read and closed by the guest agent
+	fdMachineID
+	fdHosts
+	fdKey // the boot key, read and closed by the guest agent
 )
 
 // maskedDirs hold host user data; each gets an empty tmpfs in the sandbox.
@@ -57,9 +59,32 @@ type RootEntry struct {
 	Name, Link string
 }
 
-// unboundRoot are the top-level entries a host-template sandbox never
-// binds: its own /dev and /proc, and the masked folders (empty tmpfs).
-var unboundRoot = map[string]bool{"dev": true, "proc": true, "tmp": true, "run": true, "home": true, "root": true, "mnt": true, "media": true, "lost+found": true}
+// boundRoot is the allowlist of top-level entries a host-template sandbox
+// binds (read-only): the programs and libraries, and on merged-/usr
+// systems the /bin, /lib* and /sbin links into /usr, recreated as links.
+// Everything else of the host's root (/work, /srv, /opt, /var, /boot, the
+// rest of /etc ...) is absent in the sandbox, not masked. /etc is built
+// from etcAllow, /var is an empty tmpfs (see bwrapArgs).
+var boundRoot = map[string]bool{"usr": true, "bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true, "libx32": true}
+
+// etcAllow are the entries of the host's /etc a host-template sandbox
+// binds read-only: what the dynamic linker, name service, fonts, TLS, the
+// X11/D-Bus/GTK desktop and shells read. Not in it, so absent: shadow,
+// gshadow, ssh (host keys), machine-id (each VM gets its own), hosts and
+// hostname (generated), resolv.conf (only internet mode gets one, pointing
+// at slirp4netns), subuid/subgid, sudoers, cron, pam, credentials of
+// installed services (postgresql, apache2, ...).
+var etcAllow = []string{
+	"alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "dbus-1", "dconf",
+	"debian_version", "environment", "fonts", "gai.conf", "glvnd", "gtk-2.0", "gtk-3.0", "host.conf",
+	"inputrc", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "locale.alias", "localtime", "magic",
+	"magic.mime", "mime.types", "networks", "nsswitch.conf", "os-release", "profile", "profile.d",
+	"protocols", "python3", "python3.11", "perl", "services", "shells", "ssl", "terminfo", "timezone",
+	"X11", "xdg", "xml", "sgml", "vim", "ImageMagick-6", "java-17-openjdk", "libpaper.d", "papersize",
+}
+
+// hostsFile is the sandbox's /etc/hosts: its own names only.
+const hostsFile = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 // covered reports whether path lies inside one of the masked folders.
 func covered(path string) bool {
@@ -90,6 +115,14 @@ func bwrapArgs(l launch) []string {
 				a = append(a, "--ro-bind", "/"+e.Name, "/"+e.Name)
 			}
 		}
+		// A VM's own machine id (D-Bus reads both paths) and hosts file;
+		// /var holds only what programs write to (/var/tmp, masked below).
+		a = append(a,
+			"--ro-bind-data", fd(fdMachineID), "/etc/machine-id",
+			"--ro-bind-data", fd(fdHosts), "/etc/hosts",
+			"--tmpfs", "/var", "--dir", "/var/lib/dbus",
+			"--symlink", "/etc/machine-id", "/var/lib/dbus/machine-id",
+		)
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc")
 	for _, m := range maskedDirs {

@@ -62,11 +62,19 @@ func TestBwrapArgsIsolate(t *testing.T) {
 			t.Errorf("binds %s", b[0])
 		}
 	}
-	if l := operands(args, "--symlink", 2); len(l) != 1 || l[0][0] != "usr/bin" || l[0][1] != "/bin" {
+	if l := operands(args, "--symlink", 2); len(l) != 2 || l[0][0] != "usr/bin" || l[0][1] != "/bin" || l[1][1] != "/var/lib/dbus/machine-id" {
 		t.Errorf("links = %v", l)
 	}
 	if ro := operands(args, "--remount-ro", 1); len(ro) != 1 || ro[0][0] != "/" {
 		t.Errorf("root not made read-only: %v", ro)
+	}
+	// /var is a fresh tmpfs laid over whatever was bound; the VM's own
+	// machine id replaces the host's.
+	if !slices.ContainsFunc(operands(args, "--tmpfs", 1), func(o []string) bool { return o[0] == "/var" }) {
+		t.Errorf("/var not a tmpfs: %v", args)
+	}
+	if !slices.Contains(args, "/etc/machine-id") {
+		t.Error("no machine id of its own")
 	}
 	if slices.Contains(args, "/etc/resolv.conf") {
 		t.Error("an offline sandbox gets a resolver")

@@ -24,10 +24,22 @@ type slirp struct {
 
 // startSlirp attaches slirp4netns to the network namespace of pid and waits
 // until the interface is configured.
-func startSlirp(pid int, id identity) (*slirp, error) {
+func startSlirp(pid int, id identity, allowHosts []string) (*slirp, error) {
 	path, err := exec.LookPath("slirp4netns")
 	if err != nil {
 		return nil, errors.New("internet mode needs slirp4netns (run make deps)")
+	}
+	// Its egress policy matches slirp4netns's uid: that of the sandbox
+	// account, which only a root helper switches to (see egress_linux.go).
+	if id.cred == nil {
+		return nil, errors.New("internet mode needs the helper to run as root: its egress policy (no host, link-local or private addresses) is enforced with nftables on the sandbox account's uid")
+	}
+	allow, err := resolveAllow(allowHosts)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyEgress(int(id.cred.Uid), allow); err != nil {
+		return nil, err
 	}
 	readyR, readyW, err := os.Pipe()
 	if err != nil {

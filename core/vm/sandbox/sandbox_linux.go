@@ -44,7 +44,11 @@ type Config struct {
 	CgroupRoot string
 	// AgentLogLevel is the guest agent's log level; default info.
 	AgentLogLevel string
-	Log           *slog.Logger
+	// AllowHosts are host names or CIDRs internet-mode guests may reach
+	// although the egress policy refuses them otherwise (private ranges,
+	// the host's own addresses); names are resolved at each VM's start.
+	AllowHosts []string
+	Log        *slog.Logger
 }
 
 // Backend runs machines as bubblewrap sandboxes.
@@ -321,7 +325,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	}
 	defer infoR.Close()
 	files = append(files, infoW)
-	for _, d := range []struct{ name, data string }{{"passwd", passwd()}, {"group", group()}, {"resolv.conf", resolvConf}} {
+	for _, d := range []struct{ name, data string }{{"passwd", passwd()}, {"group", group()}, {"resolv.conf", resolvConf}, {"machine-id", machineID()}, {"hosts", hostsFile}} {
 		f, err := memfd(d.name, d.data)
 		if err != nil {
 			return err
@@ -398,7 +402,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	// earlier, its user namespace may not be ready to be joined.
 	var net *slirp
 	if m.spec.Network == vm.NetworkInternet {
-		if net, err = startSlirp(pid, m.id); err != nil {
+		if net, err = startSlirp(pid, m.id, m.b.cfg.AllowHosts); err != nil {
 			return err
 		}
 		cleanups = append(cleanups, func() error { net.stop(); return nil })

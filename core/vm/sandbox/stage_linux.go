@@ -29,7 +29,7 @@ func hostRoot() ([]RootEntry, error) {
 	}
 	var out []RootEntry
 	for _, e := range ents {
-		if unboundRoot[e.Name()] {
+		if !boundRoot[e.Name()] {
 			continue
 		}
 		re := RootEntry{Name: e.Name()}
@@ -40,7 +40,7 @@ func hostRoot() ([]RootEntry, error) {
 		}
 		out = append(out, re)
 	}
-	return out, nil
+	return append(out, hostEtc()...), nil
 }
 
 // sources are the host paths bubblewrap binds into a sandbox.
