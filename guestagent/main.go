@@ -2,7 +2,7 @@
 // guest protocol (screenshots, input, accessibility, apps, files, shell,
 // clipboard) to the host over a unix socket or vsock.
 //
-//	hivecrew-guestagent --listen unix:/run/hivecrew/agent.sock --shared /shared --key-fd 7
+//	hivecrew-guestagent --listen unix:/run/hivecrew/agent.sock --shared /shared --key-fd 9
 //	hivecrew-guestagent --listen vsock:7420 --shared "/Volumes/My Shared Files/hivecrew"
 //
 // The agent proves a per-boot key at every hello (PROTOCOL.md). On Linux
