@@ -84,6 +84,11 @@ func run(ctx context.Context, o options, logOut io.Writer) error {
 			return err
 		}
 	}
+	// Whatever else was inherited (the sandbox's setup descriptors) is not
+	// passed on to the programs the agent starts for the model.
+	if err := sealInherited(); err != nil {
+		return err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
@@ -151,6 +156,23 @@ func listen(spec string) (net.Listener, error) {
 		return listenVsock(uint32(port))
 	}
 	return nil, fmt.Errorf("--listen %q: want unix:/path/agent.sock or vsock:PORT", spec)
+}
+
+// sealInherited marks every descriptor above stderr close-on-exec: the
+// apps and shell commands the agent starts get only stdin, stdout and
+// stderr from it. (Go opens its own files close-on-exec; this is for what
+// the agent's parent left open.)
+func sealInherited() error {
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		return fmt.Errorf("list the inherited descriptors: %w", err)
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd) // the listing's own descriptor is gone by now: EBADF, ignored
+		}
+	}
+	return nil
 }
 
 // readKey reads the boot key from the inherited descriptor fd, which it

@@ -23,6 +23,9 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 	return d, d.Close, nil
 }
 
+// fdDir lists the process's open descriptors (fdesc(5)).
+const fdDir = "/dev/fd"
+
 // harden denies debuggers (ptrace PT_DENY_ATTACH), so that other processes
 // of the agent's user cannot attach to it and read the boot key that the
 // host's first hello enrolled.

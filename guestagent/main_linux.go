@@ -74,6 +74,9 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 	}, nil
 }
 
+// fdDir lists the process's open descriptors.
+const fdDir = "/proc/self/fd"
+
 // harden makes the agent non-dumpable: other processes of its uid in the
 // guest cannot ptrace it or read its /proc files (mem, environ, fd), which
 // would give them the boot key.

@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
@@ -83,30 +86,80 @@ func findApp(name string) (desktopEntry, bool) {
 	return desktopEntry{}, false
 }
 
+// windowWait bounds how long open_app and open_file wait for the opened
+// application's window: a cold start of a GTK editor takes seconds, and a
+// screenshot taken before its window is mapped shows the model nothing.
+const windowWait = 10 * time.Second
+
 // launch starts args detached from the agent (its own session, no terminal,
-// output discarded) and reaps it when it exits.
-func launch(args []string) error {
+// output discarded) and reaps it when it exits. It returns once a window
+// that was not there before is managed (the program's own, or one it handed
+// the request to, as single-instance editors do), once the program fails,
+// or after windowWait, whichever comes first.
+func (d *Driver) launch(ctx context.Context, args []string) error {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		return protocol.Errorf(protocol.CodeNotFound, "program %q not found", args[0])
 	}
+	before := d.clients()
 	cmd := exec.Command(path, args[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = os.Getenv("HOME")
 	if err := cmd.Start(); err != nil {
 		return protocol.Errorf(protocol.CodeInternalError, "start %s: %v", args[0], err)
 	}
-	go cmd.Wait()
-	return nil
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if before == nil {
+		return nil // no EWMH window manager to ask: nothing to wait for
+	}
+	deadline := time.NewTimer(windowWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.ExitCode() != 0 {
+				return protocol.Errorf(protocol.CodeInternalError, "%s exited with status %d", args[0], exit.ExitCode())
+			}
+			exited = nil // handed off (or a launcher): keep watching for the window
+		case <-tick.C:
+			for w := range d.clients() {
+				if !before[w] {
+					return nil
+				}
+			}
+		case <-deadline.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// clients returns the windows the window manager manages
+// (_NET_CLIENT_LIST), or nil when no EWMH window manager runs.
+func (d *Driver) clients() map[xproto.Window]bool {
+	if d.property(d.root, "_NET_SUPPORTING_WM_CHECK", xproto.AtomWindow) == nil {
+		return nil
+	}
+	v := d.property(d.root, "_NET_CLIENT_LIST", xproto.AtomWindow)
+	out := make(map[xproto.Window]bool, len(v)/4)
+	for i := 0; i+4 <= len(v); i += 4 {
+		out[xproto.Window(xgb.Get32(v[i:]))] = true
+	}
+	return out
 }
 
 // OpenApp implements server.Driver.
 func (d *Driver) OpenApp(ctx context.Context, name string) error {
 	if e, ok := findApp(name); ok {
-		return launch(execArgs(e.Exec, nil))
+		return d.launch(ctx, execArgs(e.Exec, nil))
 	}
 	if _, err := exec.LookPath(name); err == nil && !strings.ContainsAny(name, " /") {
-		return launch([]string{name})
+		return d.launch(ctx, []string{name})
 	}
 	return protocol.Errorf(protocol.CodeNotFound, "no application named %q (give a desktop-file id, an application name or a program)", name)
 }
@@ -119,9 +172,9 @@ func (d *Driver) OpenFile(ctx context.Context, path, app string) error {
 			if _, err := exec.LookPath(app); err != nil {
 				return protocol.Errorf(protocol.CodeNotFound, "no application named %q", app)
 			}
-			return launch([]string{app, path})
+			return d.launch(ctx, []string{app, path})
 		}
-		return launch(execArgs(e.Exec, []string{path}))
+		return d.launch(ctx, execArgs(e.Exec, []string{path}))
 	}
 	return xdgOpen(ctx, path)
 }

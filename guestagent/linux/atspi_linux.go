@@ -77,6 +77,12 @@ func (a *accessibility) bus(ctx context.Context) (*dbus.Conn, error) {
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "connect to the AT-SPI bus: %v", err)
 	}
+	// The registry is started on demand: accessibility is reported
+	// available only once it answers.
+	if err := conn.Object(atspiRegistry, atspiRoot).CallWithContext(ctx, "org.freedesktop.DBus.Peer.Ping", 0).Err; err != nil {
+		conn.Close()
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "the AT-SPI registry does not answer: %v", err)
+	}
 	a.conn = conn
 	return conn, nil
 }

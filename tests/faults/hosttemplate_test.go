@@ -110,8 +110,15 @@ func TestHostTemplateShowsNoHostData(t *testing.T) {
 	if r.ExitCode != 0 || len(ids) != 2 || len(ids[0]) != 32 || ids[0] != ids[1] || ids[0] == strings.TrimSpace(string(host)) {
 		t.Errorf("guest machine ids %q (exit %d), host's %q", r.Stdout, r.ExitCode, host)
 	}
-	// What programs need is still there.
-	if r := guestSh(t, c, "getent passwd user && ls /usr/bin/Xvfb && test -d /var/tmp -a -w /var/tmp && fc-list | head -1 | grep ."); r.ExitCode != 0 {
+	// Nothing of the sandbox's setup is inherited by guest programs (the
+	// offline guest's unused resolv.conf descriptor was, before the agent
+	// sealed what it inherits).
+	if r := guestSh(t, c, "ls /proc/$$/fd | tr '\\n' ' '"); strings.Join(strings.Fields(r.Stdout), " ") != "0 1 2" {
+		t.Errorf("a guest shell holds descriptors %q; want only 0 1 2", r.Stdout)
+	}
+	// What programs need is still there, the font cache included (without
+	// it every GTK app rescans the fonts at start).
+	if r := guestSh(t, c, "getent passwd user && ls /usr/bin/Xvfb && test -d /var/tmp -a -w /var/tmp && fc-list | head -1 | grep . && ls /var/cache/fontconfig | grep -q cache"); r.ExitCode != 0 {
 		t.Errorf("programs lack what they need: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
 	}
 }

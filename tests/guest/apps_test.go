@@ -13,7 +13,8 @@ import (
 
 // TestOpenAppsAndFiles: apps open by desktop-file id and by program name, a
 // file from the share opens in the app asked for, and unknown apps are a
-// clear error.
+// clear error. open_app and open_file answer once the window is there, so
+// the model's next screenshot shows it: no polling after the answer.
 func TestOpenAppsAndFiles(t *testing.T) {
 	env := xenv.Start(t, xenv.Options{})
 	a := startAgent(t, env)
@@ -36,12 +37,17 @@ func TestOpenAppsAndFiles(t *testing.T) {
 		return false
 	}
 	must[protocol.Empty](a, protocol.MethodOpenApp, protocol.OpenAppParams{Name: "debian-xterm"})
-	env.WaitFor(10*time.Second, "xterm among the running apps", func() bool { return running("XTerm") })
+	if !running("XTerm") {
+		t.Fatal("open_app answered before xterm's window was managed")
+	}
 
 	if err := os.WriteFile(filepath.Join(a.shared, "inbox", "note.txt"), []byte("a note for the agent\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	must[protocol.Empty](a, protocol.MethodOpenFile, protocol.OpenFileParams{Path: "inbox/note.txt", App: "Mousepad"})
+	if !running("Mousepad") {
+		t.Fatal("open_file answered before Mousepad's window was managed")
+	}
 	env.WaitFor(15*time.Second, "Mousepad showing note.txt", func() bool {
 		front, err := call[protocol.FrontmostApp](a, protocol.MethodFrontmostApp, nil)
 		return err == nil && strings.Contains(front.WindowTitle, "note.txt")
@@ -49,6 +55,9 @@ func TestOpenAppsAndFiles(t *testing.T) {
 
 	if _, err := call[protocol.Empty](a, protocol.MethodOpenApp, protocol.OpenAppParams{Name: "no-such-app-anywhere"}); codeOf(err) != protocol.CodeNotFound {
 		t.Errorf("unknown app = %v, want not found", err)
+	}
+	if _, err := call[protocol.Empty](a, protocol.MethodOpenApp, protocol.OpenAppParams{Name: "false"}); err == nil || !strings.Contains(err.Error(), "exited with status 1") {
+		t.Errorf("a program that fails at once = %v, want its exit status", err)
 	}
 	if _, err := call[protocol.Empty](a, protocol.MethodOpenFile, protocol.OpenFileParams{Path: "/etc/passwd"}); codeOf(err) != protocol.CodePermissionDenied {
 		t.Errorf("open_file outside the share = %v, want permission denied", err)

@@ -123,6 +123,9 @@ func bwrapArgs(l launch) []string {
 			"--tmpfs", "/var", "--dir", "/var/lib/dbus",
 			"--symlink", "/etc/machine-id", "/var/lib/dbus/machine-id",
 		)
+		// The font cache is derived from /usr/share/fonts alone; without it
+		// every GTK app and the window manager rescan the fonts at start.
+		a = append(a, "--ro-bind-try", "/var/cache/fontconfig", "/var/cache/fontconfig")
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc")
 	for _, m := range maskedDirs {
