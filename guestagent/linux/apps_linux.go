@@ -128,6 +128,7 @@ func (d *Driver) launch(ctx context.Context, args []string) error {
 		case <-tick.C:
 			for w := range d.clients() {
 				if !before[w] {
+					d.settle.input() // the next capture waits for it to draw
 					return nil
 				}
 			}

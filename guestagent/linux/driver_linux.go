@@ -24,7 +24,7 @@ func (d *Driver) TypeText(ctx context.Context, text string) error {
 	if err := d.kb.typeKeysyms(syms, nil); err != nil {
 		return err
 	}
-	return d.sync()
+	return d.posted()
 }
 
 // PressKey implements server.Driver.
@@ -40,7 +40,7 @@ func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) e
 	if err := d.kb.typeKeysyms([]uint32{sym}, mods); err != nil {
 		return err
 	}
-	return d.sync()
+	return d.posted()
 }
 
 // ClipboardRead implements server.Driver.

@@ -38,7 +38,7 @@ func (d *Driver) button(press bool, b byte) {
 // MouseMove implements server.Driver.
 func (d *Driver) MouseMove(ctx context.Context, x, y float64) error {
 	d.motion(x, y)
-	return d.sync()
+	return d.posted()
 }
 
 // MouseClick implements server.Driver.
@@ -49,7 +49,7 @@ func (d *Driver) MouseClick(ctx context.Context, x, y float64, button string, co
 		d.button(true, b)
 		d.button(false, b)
 	}
-	return d.sync()
+	return d.posted()
 }
 
 // MouseDrag implements server.Driver: press at the start, move in steps,
@@ -77,7 +77,7 @@ func (d *Driver) MouseDrag(ctx context.Context, p protocol.DragParams) error {
 		}
 	}
 	d.button(false, 1)
-	return d.sync()
+	return d.posted()
 }
 
 // Scroll implements server.Driver: one wheel click per line.
@@ -99,5 +99,5 @@ func (d *Driver) Scroll(ctx context.Context, p protocol.ScrollParams) error {
 	}
 	clicks(p.DeltaY, scrollUp, scrollDown)
 	clicks(p.DeltaX, scrollLeft, scrollRight)
-	return d.sync()
+	return d.posted()
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/damage"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
@@ -44,6 +45,8 @@ type Driver struct {
 	clip  *clipboard
 	atoms *atoms
 	a11y  *accessibility
+	// settle makes captures after input wait for the screen to settle.
+	settle *settler
 
 	osVersion string
 	powerOff  []string
@@ -107,6 +110,9 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if d.shm, err = newSHMScreen(conn, d.root, d.width*d.height*4, cfg.Log); err != nil {
 		cfg.Log.Info("screenshots go through the X socket", "reason", err)
 	}
+	if d.settle, err = newSettler(conn, d.root); err != nil {
+		cfg.Log.Info("captures after input wait a fixed time", "reason", err)
+	}
 	d.a11y = newAccessibility(cfg.Log)
 	d.osVersion = osVersion()
 	ok = true
@@ -118,6 +124,7 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 func (d *Driver) Close() error {
 	d.kb.restore()
 	d.a11y.close()
+	d.settle.close()
 	if d.shm != nil {
 		d.shm.close()
 	}
@@ -195,6 +202,8 @@ func (d *Driver) eventLoop() {
 			d.clip.notified(e)
 		case xproto.PropertyNotifyEvent:
 			d.clip.propertyChanged(e)
+		case damage.NotifyEvent:
+			d.settle.drawn(e)
 		}
 	}
 }
@@ -231,7 +240,13 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 // Capture implements server.Driver: the root window at native size, as a
 // frame in the display's own pixel layout, read in place from shared
 // memory where the X server offers it (then the frame must be released).
+//
+// After input it first waits for the applications to draw its effect
+// (settler.wait): the model's next screenshot shows what its action did.
 func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
+	if waited := d.settle.wait(ctx); waited > 0 {
+		d.log.Debug("the screen settled after input", "waited", waited)
+	}
 	w, h := d.size()
 	f := &frame.Frame{Stride: 4 * w, Width: w, Height: h, R: d.red, G: d.green, B: d.blue}
 	if d.shm != nil {
@@ -252,6 +267,16 @@ func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 		return nil, protocol.Errorf(protocol.CodeInternalError, "screen image: %v", err)
 	}
 	return f, nil
+}
+
+// posted waits until the X server has processed the input just posted
+// and notes it for the next capture.
+func (d *Driver) posted() error {
+	if err := d.sync(); err != nil {
+		return err
+	}
+	d.settle.input()
+	return nil
 }
 
 // sync waits until the X server has processed every request sent so far.
