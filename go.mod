@@ -7,6 +7,7 @@ require (
 	github.com/Code-Hex/vz/v3 v3.7.1
 	github.com/creachadair/jrpc2 v1.3.6
 	github.com/godbus/dbus/v5 v5.2.4
+	github.com/google/jsonschema-go v0.4.3
 	github.com/google/nftables v0.2.0
 	github.com/google/uuid v1.6.0
 	github.com/jezek/xgb v1.1.1

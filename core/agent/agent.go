@@ -561,8 +561,11 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		return "", fmt.Errorf("there is no tool %q: the tools you can call are %s", truncate(call.Name, 64), strings.Join(slices.Sorted(maps.Keys(r.offered)), ", "))
 	}
 	var args map[string]any
-	if err := json.Unmarshal(call.Arguments, &args); err != nil {
-		return "", fmt.Errorf("arguments are not a JSON object: %v", err)
+	if err := json.Unmarshal(call.Arguments, &args); err != nil || args == nil {
+		return "", fmt.Errorf("%s: the arguments are not a JSON object: %s", call.Name, truncate(string(call.Arguments), 200))
+	}
+	if err := checkArgs(call.Name, args); err != nil {
+		return "", err
 	}
 	switch call.Name {
 	case "ask_text_question", "ask_multiple_choice":
@@ -620,6 +623,12 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		y, yok := args[pair[1]].(float64)
 		if !xok || !yok {
 			return "", fmt.Errorf("%s needs numbers %s and %s", call.Name, pair[0], pair[1])
+		}
+		// A point off the screenshot is refused, not moved to the edge
+		// (where close buttons sit).
+		if !m.onShot(x, y) {
+			return "", fmt.Errorf("%s: (%s, %s) = (%g, %g) is off the screen: the screenshot is %dx%d pixels, x from 0 to %d and y from 0 to %d",
+				call.Name, pair[0], pair[1], x, y, m.shotW, m.shotH, m.shotW-1, m.shotH-1)
 		}
 		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
 	}

@@ -37,6 +37,7 @@ type turn struct {
 	calls   []openai.ToolCall
 	verdict *llm.Verdict
 	status  int           // an HTTP error instead
+	finish  openai.FinishReason
 	hold    chan struct{} // answer only once closed
 }
 
@@ -88,7 +89,7 @@ func newLLM(t *testing.T, script ...turn) *llmServer {
 			v, _ := json.Marshal(t.verdict)
 			msg = openai.ChatCompletionMessage{Role: "assistant", Content: string(v)}
 		}
-		json.NewEncoder(w).Encode(openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: msg}},
+		json.NewEncoder(w).Encode(openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: msg, FinishReason: t.finish}},
 			Usage: openai.Usage{PromptTokens: len(body) / 4, CompletionTokens: 10}})
 	}))
 	t.Cleanup(s.srv.Close)
@@ -584,5 +585,76 @@ func TestOfferedToolsAreThePolicyVocabulary(t *testing.T) {
 	}
 	if !slices.Equal(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(config.AgentTools))) {
 		t.Fatalf("offered %v, policy names %v", names, config.AgentTools)
+	}
+}
+
+// TestToolArgumentsAreCheckedLikeUserInput: model output is untrusted
+// input. A point off the screenshot used to be clamped to the screen's
+// edge (where close buttons sit) and reported "Done"; a made-up argument
+// was dropped silently; a wrong type failed deep in the guest. Each is now
+// refused before the guest hears of it, with a message that names the
+// argument (and, for points, the screenshot's size).
+func TestToolArgumentsAreCheckedLikeUserInput(t *testing.T) {
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{
+			call("mouse_click", map[string]any{"x": 1280, "y": 100}),
+			call("mouse_drag", map[string]any{"fromX": 10, "fromY": 10, "toX": 30, "toY": -1}),
+			call("mouse_click", map[string]any{"x": 10, "y": 10, "colour": "red"}),
+			call("keyboard_type", map[string]any{"text": 5}),
+			call("keyboard_key", map[string]any{"key": "a", "modifiers": []string{"ctrl"}}),
+			call("scroll", map[string]any{"x": 10}),
+			{ID: "c-raw", Type: "function", Function: openai.FunctionCall{Name: "mouse_move", Arguments: `[1,2]`}},
+		}},
+		{calls: []openai.ToolCall{call("mouse_click", map[string]any{"x": 1279.4, "y": 799})}},
+	}, done(true, "ok")...)...)
+	e := newEnv(t, l, nil)
+	res := wait(t, e.run())
+	if res.Status != store.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	// Only the last, valid click (on the screenshot's last pixel) reached
+	// the guest, at its last point.
+	acts := e.m.Driver().Actions()
+	if len(acts) != 1 || acts[0].Kind != "click" || acts[0].X != 1439 || acts[0].Y != 899 {
+		t.Fatalf("the guest was asked to do %+v; want one click at (1439, 899)", acts)
+	}
+	second := l.requests()[1]
+	for _, want := range []string{
+		`mouse_click: (x, y) = (1280, 100) is off the screen: the screenshot is 1280x800 pixels, x from 0 to 1279 and y from 0 to 799`,
+		`mouse_drag: (toX, toY) = (30, -1) is off the screen`,
+		`mouse_click: unexpected additional properties [\"colour\"]`,
+		`keyboard_type: argument text: type: 5 has type \"integer\", want \"string\"`,
+		`keyboard_key: argument modifiers: enum: ctrl does not equal any of`,
+		`scroll: required: missing properties: [\"y\"]`,
+		`mouse_move: the arguments are not a JSON object: [1,2]`,
+	} {
+		if !strings.Contains(second, want) {
+			t.Errorf("the model was not told %s", want)
+		}
+	}
+	if t.Failed() {
+		for _, line := range strings.Split(second, `\n`) {
+			if strings.Contains(line, "Error: ") {
+				t.Logf("told: %s", line)
+			}
+		}
+	}
+}
+
+// TestContentFilterIsNotCompletion: a provider that stops the model's
+// answer with finish_reason content_filter (often with no text, or a
+// partial one) did not answer: the task pauses saying so instead of taking
+// the stub for a final answer and reporting it completed.
+func TestContentFilterIsNotCompletion(t *testing.T) {
+	l := newLLM(t, append([]turn{{text: "I will now", finish: openai.FinishReasonContentFilter}}, done(true, "ok")...)...)
+	e := newEnv(t, l, nil)
+	res := e.run()
+	waitFor(t, "the pause", func() bool { st, _ := e.r.Status(); return st == store.StatusPaused })
+	if _, reason := e.r.Status(); !strings.Contains(reason, "content filter") {
+		t.Fatalf("paused for %q; want the content filter named", reason)
+	}
+	e.r.Resume("")
+	if r := wait(t, res); r.Status != store.StatusCompleted {
+		t.Fatalf("after resuming: %+v", r)
 	}
 }

@@ -9,7 +9,13 @@ type mapping struct {
 	screenW, screenH int // guest logical points
 }
 
-// toGuest maps a screenshot pixel to guest points, clamped to the screen.
+// onShot reports whether a point lies on the screenshot.
+func (m mapping) onShot(x, y float64) bool {
+	return x >= 0 && y >= 0 && x < float64(m.shotW) && y < float64(m.shotH)
+}
+
+// toGuest maps a screenshot pixel to guest points, clamped to the screen
+// (a point on the screenshot's last pixel may round past it).
 func (m mapping) toGuest(x, y float64) (float64, float64) {
 	gx := x * float64(m.screenW) / float64(m.shotW)
 	gy := y * float64(m.screenH) / float64(m.shotH)

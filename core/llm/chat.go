@@ -89,6 +89,11 @@ func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest) (
 		}
 		return err
 	})
+	if err == nil && resp.Choices[0].FinishReason == openai.FinishReasonContentFilter {
+		// Not a completed answer, whatever text came with it; asking again
+		// the same way gets the same.
+		return resp, &Error{Attempts: 1, Message: "the provider's content filter stopped the model's answer (finish_reason content_filter)"}
+	}
 	return resp, err
 }
 
