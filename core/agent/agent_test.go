@@ -36,7 +36,7 @@ type turn struct {
 	text    string
 	calls   []openai.ToolCall
 	verdict *llm.Verdict
-	status  int           // an HTTP error instead
+	status  int // an HTTP error instead
 	finish  openai.FinishReason
 	hold    chan struct{} // answer only once closed
 }
