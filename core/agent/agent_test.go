@@ -467,16 +467,19 @@ func TestRefusedKeyFailsTheTask(t *testing.T) {
 
 // TestOnlyOfferedToolsRun answers a prompt-injected model that calls guest
 // methods it was never offered: shutdown (which powered the VM off),
-// hello, clipboard_write (not a tool of ours), a made-up name, and a tool
-// the policy denies. Each is refused on the host with the list of valid
-// tools; the guest never sees the call and keeps running.
+// hello, health_check, a made-up name, and tools the policy denies
+// (clipboard_write, run_shell). Each is refused on the host, the unknown
+// ones with the list of valid tools; the guest never sees the call and
+// keeps running.
 func TestOnlyOfferedToolsRun(t *testing.T) {
 	l := newLLM(t, append([]turn{
 		{calls: []openai.ToolCall{call("shutdown", map[string]any{}), call("hello", map[string]any{"protocolVersion": 1})}},
 		{calls: []openai.ToolCall{call("clipboard_write", map[string]any{"text": "pwned"}), call("health_check", map[string]any{})}},
 		{calls: []openai.ToolCall{call("rm_rf_everything\x1b[31m", map[string]any{}), call("run_shell", map[string]any{"command": "true"})}},
 	}, done(true, "ok")...)...)
-	e := newEnv(t, l, func(t *Task) { t.Policy = config.ToolPolicy{"run_shell": config.Deny} })
+	e := newEnv(t, l, func(t *Task) {
+		t.Policy = config.ToolPolicy{"run_shell": config.Deny, "clipboard_write": config.Deny}
+	})
 	res := wait(t, e.run())
 	if res.Status != store.StatusCompleted {
 		t.Fatalf("result = %+v", res)
@@ -491,14 +494,14 @@ func TestOnlyOfferedToolsRun(t *testing.T) {
 		t.Fatalf("the clipboard was written: %q", c)
 	}
 	reqs := l.requests()
-	for i, name := range map[int]string{1: "shutdown", 2: "clipboard_write", 3: "rm_rf_everything"} {
+	for i, name := range map[int]string{1: "shutdown", 2: "health_check", 3: "rm_rf_everything"} {
 		if !strings.Contains(reqs[i], `there is no tool \"`+name) || !strings.Contains(reqs[i], "the tools you can call are ") ||
 			!strings.Contains(reqs[i], "mouse_click, mouse_drag") {
 			t.Errorf("request %d does not refuse %s with the valid tools", i, name)
 		}
 	}
-	if !strings.Contains(reqs[1], `there is no tool \"hello`) || !strings.Contains(reqs[2], `there is no tool \"health_check`) {
-		t.Error("hello or health_check was not refused")
+	if !strings.Contains(reqs[1], `there is no tool \"hello`) || !strings.Contains(reqs[2], "clipboard_write is not allowed for this task") {
+		t.Error("hello or the denied clipboard_write was not refused")
 	}
 	// The refusal quotes the name with its escape spelled out (the model's
 	// own message carries it raw, JSON-escaped).
@@ -507,6 +510,26 @@ func TestOnlyOfferedToolsRun(t *testing.T) {
 	}
 	if !strings.Contains(reqs[3], "run_shell is not allowed for this task") {
 		t.Error("the denied tool was not refused as such")
+	}
+}
+
+// TestClipboardAndAppTools: the clipboard and the app list are tools the
+// model can call (they were guest methods it could not reach).
+func TestClipboardAndAppTools(t *testing.T) {
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("clipboard_write", map[string]any{"text": "copied by the agent"}), call("clipboard_read", map[string]any{}),
+			call("get_frontmost_app", map[string]any{}), call("list_running_apps", map[string]any{})}},
+	}, done(true, "ok")...)...)
+	e := newEnv(t, l, nil)
+	if res := wait(t, e.run()); res.Status != store.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	if c, _ := e.m.Driver().ClipboardRead(context.Background()); c != "copied by the agent" {
+		t.Fatalf("the clipboard holds %q", c)
+	}
+	second := l.requests()[1]
+	if !strings.Contains(second, `{\"text\":\"copied by the agent\"}`) || !strings.Contains(second, `\"apps\"`) {
+		t.Errorf("the model was not told the clipboard's text and the apps: %.2000s", second)
 	}
 }
 

@@ -48,7 +48,8 @@ var AgentTools = []string{
 	"screenshot", "mouse_click", "mouse_move", "mouse_drag", "scroll",
 	"keyboard_type", "keyboard_key", "open_app", "open_file", "open_url",
 	"run_shell", "read_file", "write_file", "list_directory", "move_file",
-	"traverse_accessibility_tree", "wait",
+	"traverse_accessibility_tree", "get_frontmost_app", "list_running_apps",
+	"clipboard_read", "clipboard_write", "wait",
 	"ask_text_question", "ask_multiple_choice", "request_user_intervention",
 }
 
@@ -60,11 +61,10 @@ var AgentTools = []string{
 // run_shell's permission.
 const OpenTerminal = "open_terminal"
 
-// legacyPolicyNames were accepted by earlier versions but gated nothing:
-// file tools never reach outside the shared folder, and the clipboard tools
-// are not offered to the model. Stored policies that name them still load;
-// the names are dropped (see ToolPolicy.normalize).
-var legacyPolicyNames = []string{"write_outside_shared", "clipboard_read", "clipboard_write"}
+// legacyPolicyNames were accepted by earlier versions but gate nothing:
+// file tools never reach outside the shared folder. Stored policies that
+// name them still load; the names are dropped (see ToolPolicy.normalize).
+var legacyPolicyNames = []string{"write_outside_shared"}
 
 // ToolPolicy maps a tool name to its permission; tools it does not name are
 // allowed (open_terminal follows run_shell).

@@ -112,10 +112,10 @@ func TestModelPrices(t *testing.T) {
 }
 
 // TestPolicyMeansWhatItSays: open_terminal follows run_shell unless it is
-// named; names that never gated anything (write_outside_shared, the
-// clipboard tools the model is not offered) still load from an old
-// database but are dropped, so no setting claims a gate that does not
-// exist; unknown names are refused.
+// named; a name that never gated anything (write_outside_shared) still
+// loads from an old database but is dropped, so no setting claims a gate
+// that does not exist; the clipboard tools, offered to the model, are
+// gated; unknown names are refused.
 func TestPolicyMeansWhatItSays(t *testing.T) {
 	p := ToolPolicy{"run_shell": Deny}
 	if p.For(OpenTerminal) != Deny || (ToolPolicy{}).For(OpenTerminal) != Allow {
@@ -129,8 +129,8 @@ func TestPolicyMeansWhatItSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.ToolPolicy) != 1 || got.ToolPolicy[OpenTerminal] != Deny {
-		t.Fatalf("policy = %v, want only open_terminal", got.ToolPolicy)
+	if len(got.ToolPolicy) != 2 || got.ToolPolicy[OpenTerminal] != Deny || got.ToolPolicy["clipboard_write"] != Deny {
+		t.Fatalf("policy = %v, want open_terminal and clipboard_write", got.ToolPolicy)
 	}
 	if _, err := base.Patch([]byte(`{"toolPolicy": {"shutdown": "allow"}}`)); err == nil || !strings.Contains(err.Error(), `unknown tool "shutdown"`) {
 		t.Fatalf("an unknown tool was accepted: %v", err)

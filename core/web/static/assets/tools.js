@@ -6,7 +6,8 @@ export const AGENT_TOOLS = [
   'screenshot', 'mouse_click', 'mouse_move', 'mouse_drag', 'scroll',
   'keyboard_type', 'keyboard_key', 'open_app', 'open_file', 'open_url',
   'run_shell', 'read_file', 'write_file', 'list_directory', 'move_file',
-  'traverse_accessibility_tree', 'wait',
+  'traverse_accessibility_tree', 'get_frontmost_app', 'list_running_apps',
+  'clipboard_read', 'clipboard_write', 'wait',
   'ask_text_question', 'ask_multiple_choice', 'request_user_intervention',
 ];
 
