@@ -28,7 +28,8 @@ const (
 	fdResolv // internet only
 	fdMachineID
 	fdHosts
-	fdKey // the boot key, read and closed by the guest agent
+	fdKey  // the boot key, read and closed by the guest agent
+	fdArgs // bubblewrap's own arguments (--args), kept off the command line
 )
 
 // maskedDirs hold host user data; each gets an empty tmpfs in the sandbox.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -361,8 +362,25 @@ func (m *Machine) start(ctx context.Context) (err error) {
 		Mask: []string{m.b.cfg.DataDir}, DisplayWidth: m.spec.DisplayWidth, DisplayHeight: m.spec.DisplayHeight,
 		LogLevel: m.b.cfg.AgentLogLevel, CPUs: m.spec.CPUs,
 	})
-	argv := append(append([]string{}, lim.wrap...), "bwrap")
-	argv = append(argv, args...)
+	// The options name the VM and its staged folders: they go to
+	// bubblewrap through a descriptor, not its command line, which every
+	// local user can read in ps. The command after "--" (the guest agent,
+	// which names neither) stays on the command line: bubblewrap reads no
+	// command from an --args file.
+	sep := slices.Index(args, "--")
+	if sep < 0 {
+		return errors.New("sandbox: bubblewrap's arguments have no command")
+	}
+	argsFile, err := memfd("bwrap-args", strings.Join(args[:sep], "\x00")+"\x00")
+	if err != nil {
+		return err
+	}
+	files = append(files, argsFile)
+	if len(files) != fdArgs-2 {
+		return fmt.Errorf("sandbox: bubblewrap's arguments would be descriptor %d, not %d", len(files)+2, fdArgs)
+	}
+	argv := append(append([]string{}, lim.wrap...), "bwrap", "--args", strconv.Itoa(fdArgs))
+	argv = append(argv, args[sep:]...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Path, _ = exec.LookPath(argv[0])
 	cmd.ExtraFiles = files

@@ -67,8 +67,16 @@ func (m *Machine) stage() (sources, func() error, error) {
 		return sources{}, nil, err
 	}
 	os.Chmod(stageRoot, 0o711)
-	if err := os.Mkdir(dir, 0o711); err != nil {
+	// The folder is the sandbox account's alone: the bind mounts below it
+	// show the machine's home, shared and run folders with their own
+	// modes, which would otherwise let any local user read a running VM's
+	// files past the data folder's 0700 (stageRoot is 0711: no listing).
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return sources{}, nil, err
+	}
+	if err := os.Chown(dir, m.id.uid, m.id.gid); err != nil {
+		os.Remove(dir)
+		return sources{}, nil, fmt.Errorf("stage: %w", err)
 	}
 	s := sources{home: filepath.Join(dir, "home"), shared: filepath.Join(dir, "shared"), run: filepath.Join(dir, "run"), agent: filepath.Join(dir, "hivecrew-guestagent")}
 	cleanup := func() error { return unstage(dir) }
