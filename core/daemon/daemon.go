@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
@@ -25,6 +27,36 @@ const MakeRunKeyName = "make run"
 
 // shutdownGrace bounds how long in-flight requests may take once shutdown starts.
 const shutdownGrace = 5 * time.Second
+
+const (
+	// headerTimeout closes a connection that has not sent its request's
+	// headers in time; idleTimeout one kept alive without a new request.
+	// Neither bounds a response (event streams last as long as the page).
+	headerTimeout = 10 * time.Second
+	idleTimeout   = time.Minute
+	// maxTCPConns caps the TCP connections served at once (fewer when the
+	// descriptor limit is low: a quarter of it), with
+	// golang.org/x/net/netutil.LimitListener. Beyond it, new ones wait in
+	// the kernel's queue, holding none of the helper's descriptors, so no
+	// number of local clients can take the descriptors that VMs, the store
+	// and the unix socket (the CLI and the kill switch) need.
+	maxTCPConns = 1024
+)
+
+// tcpConnLimit is maxTCPConns, or a quarter of the descriptor limit when
+// that is lower. (Go raises the soft limit to the hard one at start.)
+func tcpConnLimit() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur/4 < maxTCPConns {
+		return max(int(rl.Cur/4), 16)
+	}
+	return maxTCPConns
+}
+
+// newHTTPServer returns a server with the helper's timeouts.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout}
+}
 
 // Config configures Run. Paths and Log are required.
 type Config struct {
@@ -95,7 +127,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	defer stop()
 	srv := newServer(log, stop)
 	serveErr := make(chan error, 2)
-	unixSrv := &http.Server{Handler: srv.handler(true), ReadHeaderTimeout: 10 * time.Second}
+	// The unix socket has its own server and listener: TCP clients, however
+	// many, never queue ahead of the CLI or the kill switch.
+	unixSrv := newHTTPServer(srv.handler(true))
 	go func() { serveErr <- serve(unixSrv, unixLn) }()
 	cleanups = append(cleanups, shutdownFunc(unixSrv, "unix socket"))
 
@@ -118,8 +152,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen on %s (change apiPort in Settings or pass --addr): %w", addr, err)
 	}
-	tcpSrv := &http.Server{Handler: srv.handler(false), ReadHeaderTimeout: 10 * time.Second}
-	go func() { serveErr <- serve(tcpSrv, tcpLn) }()
+	tcpSrv := newHTTPServer(srv.handler(false))
+	go func() { serveErr <- serve(tcpSrv, netutil.LimitListener(tcpLn, tcpConnLimit())) }()
 	cleanups = append(cleanups, shutdownFunc(tcpSrv, "tcp"))
 
 	var key string
