@@ -654,3 +654,44 @@ func TestAttention(t *testing.T) {
 		}
 	}
 }
+
+// TestModelTextCannotDriveTheTerminal: a summary that carries terminal
+// escapes (ESC, BEL, a bidi override), as a prompt-injected model may
+// write, is printed with them shown, never sent raw to the user's terminal.
+func TestModelTextCannotDriveTheTerminal(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	h.scripted("Say something.",
+		llmtest.Text("Done."),
+		llmtest.Verdict(true, "All good\x1b]0;pwned\x07\x1b[2J and \u202eexe.txt"),
+	)
+	r := h.cli("run", "Say something.", "--wait")
+	if r.code != 0 {
+		t.Fatalf("run --wait: %s", r)
+	}
+	if strings.ContainsAny(r.stdout, "\x1b\x07\u202e") {
+		t.Fatalf("raw control characters reached the terminal: %q", r.stdout)
+	}
+	if !strings.Contains(r.stdout, `All good\x1b]0;pwned\x07\x1b[2J and \u202eexe.txt`) {
+		t.Fatalf("the summary is not shown with its escapes spelled out:\n%s", r.stdout)
+	}
+}
+
+// TestOutputDirIsCheckedAtSubmit: an output folder where files would act
+// on the system (a system location, a home folder's top, a hidden folder)
+// is refused when the task is submitted, before any VM runs.
+func TestOutputDirIsCheckedAtSubmit(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	h.scripted("Write a note.", llmtest.Text("Done."), llmtest.Verdict(true, "Done."))
+	home, _ := os.UserHomeDir()
+	for _, dir := range []string{"/etc/cron.d", home, filepath.Join(home, ".config", "autostart"), "/"} {
+		r := h.cli("run", "Write a note.", "--output-dir", dir)
+		if r.code == 0 || !strings.Contains(r.stderr, "outputDirectory") {
+			t.Errorf("run --output-dir %s: %s", dir, r)
+		}
+	}
+	if r := h.cli("ls"); strings.Contains(r.stdout, "Write a note") {
+		t.Errorf("a refused task was queued:\n%s", r.stdout)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hivecrew/hivecrew/core/files"
 )
 
 // table writes aligned columns; Flush when done.
@@ -27,7 +29,7 @@ func row(tw *tabwriter.Writer, cols ...string) {
 }
 
 // oneLine collapses runs of white space (newlines included) to one space.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func oneLine(s string) string { return files.Printable(strings.Join(strings.Fields(s), " ")) }
 
 // clip shortens s to n runes, ending with "…" when it was longer.
 func clip(s string, n int) string {
@@ -138,7 +140,9 @@ func fields(w io.Writer, fs ...field) {
 		if f.value == "" {
 			continue
 		}
-		lines := strings.Split(strings.TrimRight(f.value, "\n"), "\n")
+		// What a guest or a model wrote (summaries, file names) reaches the
+		// terminal with its control characters shown, not acted on.
+		lines := strings.Split(files.PrintableText(strings.TrimRight(f.value, "\n")), "\n")
 		fmt.Fprintf(w, "%-*s  %s\n", width, f.key+":", lines[0])
 		for _, l := range lines[1:] {
 			fmt.Fprintf(w, "%s%s\n", pad, l)

@@ -8,6 +8,7 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
@@ -145,33 +147,115 @@ type Collected struct {
 
 // Skipped is an outbox entry that was not copied, and why.
 type Skipped struct {
+	// Name is the entry's path in the outbox, with any character that is
+	// not safe to show escaped (see Printable).
 	Name   string
 	Reason string
 	// TooLarge says a size or count cap left it out.
 	TooLarge bool
 }
 
+// MaxSkippedListed is how many skipped entries a collection names; the
+// rest are counted only (a guest can make any number of them).
+const MaxSkippedListed = 10
+
+// Collection is what Collect copied and what it left out.
+type Collection struct {
+	Collected []Collected
+	// Skipped names the first MaxSkippedListed entries left out;
+	// SkippedCount counts them all.
+	Skipped      []Skipped
+	SkippedCount int
+}
+
+func (c *Collection) skip(name, reason string, tooLarge bool) {
+	c.SkippedCount++
+	if len(c.Skipped) < MaxSkippedListed {
+		c.Skipped = append(c.Skipped, Skipped{Name: Printable(name), Reason: reason, TooLarge: tooLarge})
+	}
+}
+
+// CheckOutputName checks a path the guest gave an outbox entry
+// (slash-separated): each element must be a valid name (CheckName), not
+// hidden (a leading dot: .bashrc, .ssh/, .config/autostart/), and free of
+// invisible formatting characters (bidirectional overrides such as U+202E,
+// zero-width characters), which make a name read as something else.
+func CheckOutputName(rel string) error {
+	for _, elem := range strings.Split(rel, "/") {
+		if _, err := CheckName(elem); err != nil {
+			return err
+		}
+		if strings.HasPrefix(elem, ".") {
+			return errdefs.Invalidf("%q is hidden (starts with a dot)", Printable(elem))
+		}
+		for _, r := range elem {
+			if unicode.Is(unicode.Cf, r) {
+				return errdefs.Invalidf("%q contains the invisible formatting character %U", Printable(elem), r)
+			}
+		}
+	}
+	return nil
+}
+
+// Printable returns s with every control, formatting or invalid byte
+// shown as an escape (\x1b, \u202e), so that a guest's name can be put
+// in a summary, a log or a terminal without acting on it.
+func Printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case unicode.Is(unicode.Cf, r) || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// PrintableText is Printable for text of several lines: line breaks
+// stay, tabs become spaces.
+func PrintableText(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = Printable(strings.ReplaceAll(l, "\t", "    "))
+	}
+	return strings.Join(lines, "\n")
+}
+
 // Collect copies the regular files under outbox into dest (keeping their
 // relative paths) and reports what it skipped: symbolic links, devices,
-// sockets and files over the caps. A missing outbox collects nothing.
-func Collect(outbox, dest string, lim Limits) ([]Collected, []Skipped, error) {
+// FIFOs, sockets, hidden or unsafely named entries (whole folders of them)
+// and files over the caps, which count only the files collected. A
+// missing outbox collects nothing. Collection stops when ctx ends (what
+// was copied by then is kept). The guest must not run meanwhile (the
+// caller stops the VM first); even so, every file is opened without
+// blocking, without following a link, and checked by its open descriptor.
+// Caps count a file's apparent size, so a sparse file counts in full.
+func Collect(ctx context.Context, outbox, dest string, lim Limits) (Collection, error) {
 	lim = lim.withDefaults()
+	var c Collection
 	root, err := os.OpenRoot(outbox)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
+		return c, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("open outbox: %w", err)
+		return c, fmt.Errorf("open outbox: %w", err)
 	}
 	defer root.Close()
-	var (
-		got     []Collected
-		skipped []Skipped
-		total   int64
-	)
+	var total int64
 	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		if err != nil {
-			skipped = append(skipped, Skipped{Name: name, Reason: err.Error()})
+			c.skip(name, err.Error(), false)
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -180,35 +264,48 @@ func Collect(outbox, dest string, lim Limits) ([]Collected, []Skipped, error) {
 		if name == "." {
 			return nil
 		}
+		if err := CheckOutputName(name); err != nil {
+			c.skip(name, err.Error(), false)
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
-			skipped = append(skipped, Skipped{Name: name, Reason: "symbolic link (never followed)"})
+			c.skip(name, "symbolic link (never followed)", false)
 			return nil
 		case d.IsDir():
 			return nil
 		case !d.Type().IsRegular():
-			skipped = append(skipped, Skipped{Name: name, Reason: "not a regular file"})
+			c.skip(name, "not a regular file", false)
 			return nil
-		case len(got) >= lim.MaxFiles:
-			skipped = append(skipped, Skipped{Name: name, Reason: fmt.Sprintf("over the limit of %d files", lim.MaxFiles), TooLarge: true})
+		case len(c.Collected) >= lim.MaxFiles:
+			c.skip(name, fmt.Sprintf("over the limit of %d files", lim.MaxFiles), true)
 			return nil
 		}
-		n, err := copyFromRoot(root, name, filepath.Join(dest, filepath.FromSlash(name)), lim.MaxFileBytes, lim.MaxTaskBytes-total)
+		dst := filepath.Join(dest, filepath.FromSlash(name))
+		n, err := copyFromRoot(ctx, root, name, dst, lim.MaxFileBytes, lim.MaxTaskBytes-total)
 		if err != nil {
-			skipped = append(skipped, Skipped{Name: name, Reason: err.Error(), TooLarge: errors.Is(err, errdefs.ErrTooLarge)})
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			c.skip(name, err.Error(), errors.Is(err, errdefs.ErrTooLarge))
 			return nil
 		}
 		total += n
-		got = append(got, Collected{Name: name, Size: n, Path: filepath.Join(dest, filepath.FromSlash(name))})
+		c.Collected = append(c.Collected, Collected{Name: name, Size: n, Path: dst})
 		return nil
 	})
-	return got, skipped, err
+	return c, err
 }
 
 // copyFromRoot copies one regular file out of root, refusing it if it is
 // larger than maxFile or than the room left.
-func copyFromRoot(root *os.Root, name, dst string, maxFile, room int64) (int64, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|noFollow, 0)
+func copyFromRoot(ctx context.Context, root *os.Root, name, dst string, maxFile, room int64) (int64, error) {
+	// O_NONBLOCK: a FIFO put in a regular file's place opens at once (and
+	// is refused below) instead of blocking until a writer comes.
+	f, err := root.OpenFile(name, os.O_RDONLY|noFollow|nonBlock, 0)
 	if err != nil {
 		return 0, fmt.Errorf("open: %w", err)
 	}
@@ -235,7 +332,7 @@ func copyFromRoot(root *os.Root, name, dst string, maxFile, room int64) (int64, 
 		return 0, fmt.Errorf("create copy: %w", err)
 	}
 	// The guest may still write: never copy more than the cap.
-	n, err := io.Copy(out, io.LimitReader(f, limit+1))
+	n, err := io.Copy(out, io.LimitReader(ctxReader{ctx, f}, limit+1))
 	if err == nil && n > limit {
 		err = errdefs.TooLargef("grew over the cap of %d bytes while copying", limit)
 	}
@@ -250,6 +347,19 @@ func copyFromRoot(root *os.Root, name, dst string, maxFile, room int64) (int64, 
 		return 0, err
 	}
 	return n, nil
+}
+
+// ctxReader stops reading once ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // Put puts src at dst, a new file: moved when move is set and both are
@@ -291,20 +401,34 @@ func copyFile(src, dst string, max int64) error {
 
 // Place copies collected files into dir (created if needed) and returns
 // the paths it wrote. A name that is taken gets " (1)", " (2)"… before its
-// extension; nothing existing is overwritten.
+// extension ("notes (1)" without one); nothing existing is overwritten.
+// Files are written 0644 (never executable) and, when the helper runs as
+// root, given to dir's owner, as are the folders made for them.
 func Place(dir string, collected []Collected) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
+	owner, err := OwnerOf(dir)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, c := range collected {
-		dst, f, err := createUnique(filepath.Join(dir, filepath.FromSlash(c.Name)))
-		if err != nil {
+		want := filepath.Join(dir, filepath.FromSlash(c.Name))
+		if err := mkdirOwned(dir, filepath.Dir(want), owner); err != nil {
 			return out, fmt.Errorf("place %s: %w", c.Name, err)
 		}
-		err = copyInto(c.Path, f)
+		dst, f, err := createUnique(want)
+		if err == nil {
+			err = copyInto(c.Path, f)
+			if err == nil {
+				err = chown(dst, owner)
+			}
+			if err != nil {
+				os.Remove(dst)
+			}
+		}
 		if err != nil {
-			os.Remove(dst)
 			return out, fmt.Errorf("place %s: %w", c.Name, err)
 		}
 		out = append(out, dst)
@@ -312,11 +436,26 @@ func Place(dir string, collected []Collected) ([]string, error) {
 	return out, nil
 }
 
+// mkdirOwned creates the folders from base down to dir (0755), giving the
+// new ones to owner.
+func mkdirOwned(base, dir string, owner Owner) error {
+	if dir == base {
+		return nil
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	if err := mkdirOwned(base, filepath.Dir(dir), owner); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return chown(dir, owner)
+}
+
 // createUnique creates a new file at want, or at want with " (n)" added.
 func createUnique(want string) (string, *os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(want), 0o755); err != nil {
-		return "", nil, err
-	}
 	ext := filepath.Ext(want)
 	base := strings.TrimSuffix(want, ext)
 	for n := 0; n < 10000; n++ {

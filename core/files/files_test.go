@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -40,10 +41,11 @@ func TestCollectNeverFollowsLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	dest := t.TempDir()
-	got, skipped, err := Collect(outbox, dest, Limits{MaxFileBytes: 1000})
+	col, err := Collect(context.Background(), outbox, dest, Limits{MaxFileBytes: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
+	got, skipped := col.Collected, col.Skipped
 	var names []string
 	for _, c := range got {
 		names = append(names, c.Name)
@@ -70,8 +72,8 @@ func TestCollectNeverFollowsLinks(t *testing.T) {
 		}
 		return nil
 	})
-	if got, _, err := Collect(filepath.Join(shared, "missing"), dest, Limits{}); err != nil || len(got) != 0 {
-		t.Fatalf("missing outbox: %v %v", got, err)
+	if col, err := Collect(context.Background(), filepath.Join(shared, "missing"), dest, Limits{}); err != nil || len(col.Collected) != 0 {
+		t.Fatalf("missing outbox: %v %v", col, err)
 	}
 }
 
@@ -81,9 +83,9 @@ func TestCollectTaskCap(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		write(t, filepath.Join(outbox, n), strings.Repeat("x", 400))
 	}
-	got, skipped, err := Collect(outbox, t.TempDir(), Limits{MaxTaskBytes: 1000})
-	if err != nil || len(got) != 2 || len(skipped) != 1 {
-		t.Fatalf("got %d, skipped %v, %v", len(got), skipped, err)
+	col, err := Collect(context.Background(), outbox, t.TempDir(), Limits{MaxTaskBytes: 1000})
+	if err != nil || len(col.Collected) != 2 || len(col.Skipped) != 1 {
+		t.Fatalf("got %d, skipped %v, %v", len(col.Collected), col.Skipped, err)
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 // noFollow refuses a symbolic link as the last path element.
 const noFollow = syscall.O_NOFOLLOW
 
+// nonBlock opens a FIFO without waiting for its other end.
+const nonBlock = syscall.O_NONBLOCK
+
 func ownerOf(fi fs.FileInfo) Owner {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return Owner{int(st.Uid), int(st.Gid)}
@@ -25,7 +28,7 @@ func chown(path string, owner Owner) error {
 		return nil
 	}
 	if err := os.Lchown(path, owner.UID, owner.GID); err != nil {
-		return fmt.Errorf("give %s to the guest: %w", path, err)
+		return fmt.Errorf("give %s to uid %d: %w", path, owner.UID, err)
 	}
 	return nil
 }

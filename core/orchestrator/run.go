@@ -260,9 +260,44 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err := o.cfg.Store.EndSession(background(), sess); err != nil {
 		o.cfg.Log.Error("end session", "task", t.ID, "err", err)
 	}
-	o.collect(t, tw.Dir(), shared, settings, &out)
+	// The outbox is read from a stopped VM: nothing in the guest can swap
+	// a FIFO or a link in under the collection, or hold it up. A stopped
+	// run (cancel, stop-all, helper stop) stops its VM at once and has a
+	// short deadline for what it collects; a finished one, a long one.
+	stopWithin, collectWithin := finishedStop, finishedCollect
+	if ctx.Err() != nil || runCtx.Err() != nil {
+		stopWithin, collectWithin = stoppedStop, stoppedCollect
+	}
+	collected := false
+	err = lease.ReleaseAfter(stopWithin, func(vm.Machine) error {
+		collected = true
+		cctx, cancel := context.WithTimeout(background(), collectWithin)
+		defer cancel()
+		o.collect(cctx, t, tw.Dir(), shared, settings, &out)
+		return nil
+	})
+	if err != nil {
+		o.cfg.Log.Error("stop VM before collecting outputs", "task", t.ID, "vm", lease.ID(), "err", err)
+	}
+	if !collected {
+		// The pool let go of the VM already (it failed and is stopped): its
+		// outbox, if still there, cannot change.
+		cctx, cancel := context.WithTimeout(background(), collectWithin)
+		o.collect(cctx, t, tw.Dir(), shared, settings, &out)
+		cancel()
+	}
 	return out
 }
+
+// How long a run's VM may take to stop, and its outputs to be collected:
+// after the agent finished, and after the run was stopped (the kill switch
+// must win within seconds whatever the guest does).
+const (
+	finishedStop    = 5 * time.Second
+	finishedCollect = 10 * time.Minute
+	stoppedStop     = time.Second
+	stoppedCollect  = 2 * time.Second
+)
 
 // vmLostGrace is how long a run whose guest went away waits for the pool
 // to say whether the VM failed.
@@ -361,7 +396,9 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 		ok := out.status == store.StatusCompleted
 		success = &ok
 	}
-	summary := out.summary
+	// The summary is the model's words (and file names a guest chose):
+	// stored with line breaks but no control character left to act.
+	summary := files.PrintableText(out.summary)
 	activity := "info"
 	if out.status != store.StatusCompleted {
 		activity = "error"
@@ -490,25 +527,38 @@ func (o *Orchestrator) copyInputs(ctx context.Context, taskID, shared string) er
 }
 
 // collect copies the outbox into the session's artifacts and the output
-// directory, and adds the output files and any problems to out.
-func (o *Orchestrator) collect(t store.Task, sessionDir, shared string, settings config.Settings, out *outcome) {
+// directory, and adds the output files and any problems to out. Without
+// the task's own output folder, its files go into a new folder of their
+// own in the default one, named from the title and the time.
+func (o *Orchestrator) collect(ctx context.Context, t store.Task, sessionDir, shared string, settings config.Settings, out *outcome) {
 	artifacts := filepath.Join(sessionDir, trace.ArtifactsDir)
-	got, skipped, err := files.Collect(filepath.Join(shared, files.Outbox), artifacts, outputLimits(settings))
+	col, err := files.Collect(ctx, filepath.Join(shared, files.Outbox), artifacts, outputLimits(settings))
 	if err != nil {
-		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not collect the outbox: " + err.Error()})
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not collect the whole outbox: " + err.Error()})
 	}
-	var overCap []string
-	for _, s := range skipped {
-		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
-			Summary: fmt.Sprintf("Outbox file %s not collected: %s", s.Name, s.Reason)})
+	got := col.Collected
+	var overCap, listed []string
+	for _, s := range col.Skipped {
+		listed = append(listed, s.Name+" ("+s.Reason+")")
 		if s.TooLarge {
 			overCap = append(overCap, s.Name+" ("+s.Reason+")")
 		}
+	}
+	if col.SkippedCount > 0 {
+		more := ""
+		if n := col.SkippedCount - len(col.Skipped); n > 0 {
+			more = fmt.Sprintf("; and %d more", n)
+		}
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
+			Summary: fmt.Sprintf("%d outbox entries not collected", col.SkippedCount), Details: strings.Join(listed, "\n") + more})
 	}
 	if len(overCap) > 0 {
 		// A size cap is the user's to change: the result says what it cost.
 		out.summary = strings.TrimSpace(out.summary + fmt.Sprintf("\n\nNot collected, over the output size caps (Settings: maxOutputFileMB %d, maxOutputTaskMB %d): %s.",
 			settings.MaxOutputFileMB, settings.MaxOutputTaskMB, strings.Join(overCap, "; ")))
+	}
+	if rest := col.SkippedCount - len(col.Skipped); rest > 0 || len(listed) > len(overCap) {
+		out.summary = strings.TrimSpace(out.summary + fmt.Sprintf("\n\n%d outbox entries were not collected (hidden, unsafe names, links or special files; see the activity).", col.SkippedCount-len(overCap)))
 	}
 	now := time.Now().UTC()
 	for _, c := range got {
@@ -519,7 +569,10 @@ func (o *Orchestrator) collect(t store.Task, sessionDir, shared string, settings
 	if len(got) == 0 {
 		return
 	}
-	dir := or(t.OutputDirectory, settings.OutputDirectory)
+	dir := t.OutputDirectory
+	if dir == "" {
+		dir = filepath.Join(settings.OutputDirectory, files.TaskFolderName(t.Title, time.Now()))
+	}
 	placed, err := files.Place(dir, got)
 	first := len(out.files) - len(got)
 	for i, p := range placed {

@@ -120,7 +120,11 @@ func outputDir(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		return "", errdefs.Invalidf("outputDirectory %q: want an absolute path", dir)
 	}
-	return filepath.Clean(dir), nil
+	dir = filepath.Clean(dir)
+	if err := files.CheckOutputDir(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 // Submit checks and queues a new task with its uploaded input files. The

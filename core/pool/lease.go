@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/guest"
 	"github.com/hivecrew/hivecrew/core/vm"
 )
@@ -60,6 +61,24 @@ func (l *Lease) lose(reason string) {
 		l.reason = reason
 		close(l.lost)
 	}
+}
+
+// ReleaseAfter ends the lease like Release, but first stops the VM (by
+// force after stopWithin) and runs keep on the stopped machine: nothing in
+// the guest runs any more while keep reads its folders (a guest cannot
+// swap a FIFO or a link in under it). keep's error, or the stop's, is
+// returned; the VM is deleted either way.
+func (l *Lease) ReleaseAfter(stopWithin time.Duration, keep func(vm.Machine) error) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return errdefs.Conflictf("vm %s was released", l.e.info.ID)
+	}
+	l.released = true
+	l.mu.Unlock()
+	err := l.p.discardKeeping(l.e, "task finished", keep, stopWithin)
+	go l.p.refill(l.p.bg)
+	return err
 }
 
 // Release ends the lease: the VM is destroyed (a VM serves one task) and the

@@ -473,11 +473,16 @@ func templateOf(e *entry, lim Limits) vm.Template {
 }
 
 // discard stops and deletes a VM the pool lets go of, and forgets it.
-func (p *Pool) discard(e *entry, reason string) { p.discardKeeping(e, reason, nil) }
+func (p *Pool) discard(e *entry, reason string) { p.discardKeeping(e, reason, nil, 0) }
+
+// templateStop bounds the graceful stop of a VM that keep reads (a
+// template being sealed): its disk must be flushed.
+const templateStop = 2 * time.Minute
 
 // discardKeeping is discard; keep, if set, runs on the stopped machine
-// before it is deleted, and its error (or the stop's) is returned.
-func (p *Pool) discardKeeping(e *entry, reason string, keep func(vm.Machine) error) error {
+// before it is deleted, and its error (or the stop's) is returned. The
+// stop is forced after stopWithin (templateStop when 0).
+func (p *Pool) discardKeeping(e *entry, reason string, keep func(vm.Machine) error, stopWithin time.Duration) error {
 	p.mu.Lock()
 	if _, ok := p.entries[e.info.ID]; !ok {
 		p.mu.Unlock()
@@ -504,7 +509,10 @@ func (p *Pool) discardKeeping(e *entry, reason string, keep func(vm.Machine) err
 	}
 	if m != nil {
 		if keep != nil {
-			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			if stopWithin <= 0 {
+				stopWithin = templateStop
+			}
+			sctx, scancel := context.WithTimeout(context.Background(), stopWithin)
 			if err := m.Stop(sctx); err != nil {
 				kept = fmt.Errorf("stop vm %s: %w", e.info.ID, err)
 			} else {
@@ -744,7 +752,7 @@ func (p *Pool) Take(ctx context.Context, id, reason string, keep func(vm.Machine
 	if l != nil {
 		l.lose(reason)
 	}
-	err := p.discardKeeping(e, reason, keep)
+	err := p.discardKeeping(e, reason, keep, 0)
 	go p.refill(p.bg)
 	return err
 }

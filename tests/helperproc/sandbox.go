@@ -131,6 +131,9 @@ func (p *Proc) Mounts() []string { return Mounts(p.Home, p.VMIDs()) }
 type Process struct {
 	PID, PPID int
 	Cmdline   string // arguments joined by spaces
+	// VM is the HIVECREW_VM of its environment (set for bubblewrap by the
+	// sandbox backend; readable as root).
+	VM string
 }
 
 func (p Process) String() string { return strconv.Itoa(p.PID) + ": " + p.Cmdline }
@@ -172,7 +175,15 @@ func All() map[int]Process {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		out[pid] = Process{PID: pid, PPID: ppid, Cmdline: strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))}
+		p := Process{PID: pid, PPID: ppid, Cmdline: strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))}
+		if env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil {
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if v, ok := strings.CutPrefix(kv, "HIVECREW_VM="); ok {
+					p.VM = v
+				}
+			}
+		}
+		out[pid] = p
 	}
 	return out
 }
@@ -183,7 +194,8 @@ func IsBwrap(p Process) bool {
 }
 
 // Sandboxes lists the bubblewrap processes of the VMs ids of the helper on
-// home: those whose command line names home/VMs/<id> or StageRoot/<id>
+// home: those whose environment names the VM (HIVECREW_VM) or whose
+// command line names home/VMs/<id> or StageRoot/<id>
 // (ids are fixed-length, so no id is a prefix of another).
 func Sandboxes(home string, ids []string) Processes {
 	var out Processes
@@ -195,7 +207,7 @@ func Sandboxes(home string, ids []string) Processes {
 			if id == "" {
 				continue
 			}
-			if strings.Contains(p.Cmdline, filepath.Join(home, "VMs", id)) || strings.Contains(p.Cmdline, StageRoot+"/"+id) {
+			if p.VM == id || strings.Contains(p.Cmdline, filepath.Join(home, "VMs", id)) || strings.Contains(p.Cmdline, StageRoot+"/"+id) {
 				out = append(out, p)
 				break
 			}
@@ -212,7 +224,11 @@ var vmID = regexp.MustCompile(`vm-[0-9a-f]{12}`)
 func CountVMs(procs Processes) int {
 	seen := map[string]bool{}
 	for _, p := range procs {
-		seen[vmID.FindString(p.Cmdline)] = true
+		if p.VM != "" {
+			seen[p.VM] = true
+		} else {
+			seen[vmID.FindString(p.Cmdline)] = true
+		}
 	}
 	return len(seen)
 }

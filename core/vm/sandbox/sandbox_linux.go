@@ -384,7 +384,10 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Path, _ = exec.LookPath(argv[0])
 	cmd.ExtraFiles = files
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	// HIVECREW_VM names the VM to root and the sandbox account (a process's
+	// environment is readable by them alone), for tools and tests that find
+	// a VM's processes; bubblewrap clears it for the guest.
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HIVECREW_VM=" + m.spec.ID}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: m.id.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if lim.cgroup != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
