@@ -40,6 +40,12 @@ const (
 	sessionCookie         = "hivecrew_session"
 	loginLinkTTL          = 5 * time.Minute
 	webSessionTTL         = 7 * 24 * time.Hour
+	// webSessionIdle ends a web session not used for this long.
+	webSessionIdle = 2 * time.Hour
+	// stepUpWindow is how long after its login link a web session may
+	// change what only the owner should: API keys, providers' keys and
+	// addresses, safety settings.
+	stepUpWindow = 10 * time.Minute
 )
 
 // Pool is what the API needs of the VM pool; *pool.Pool has it.
@@ -83,6 +89,9 @@ type Config struct {
 	// Templates builds, seals, edits and deletes templates; nil leaves
 	// the template routes read-only.
 	Templates *template.Manager
+	// StepUpWindow is how long after its login link a web session may
+	// change API keys, providers and safety settings (default 10 minutes).
+	StepUpWindow time.Duration
 	Log       *slog.Logger
 }
 
@@ -96,7 +105,7 @@ type API struct {
 	// sessions, by token).
 	mu       sync.Mutex
 	logins   map[string]time.Time
-	sessions map[string]time.Time
+	sessions map[string]*webSession
 }
 
 // New returns the API.
@@ -114,7 +123,10 @@ func New(cfg Config) (*API, error) {
 	if cfg.LLMBackoff == 0 {
 		cfg.LLMBackoff = time.Second
 	}
-	return &API{cfg: cfg, o: cfg.Orchestrator, st: cfg.Store, logins: map[string]time.Time{}, sessions: map[string]time.Time{}}, nil
+	if cfg.StepUpWindow == 0 {
+		cfg.StepUpWindow = stepUpWindow
+	}
+	return &API{cfg: cfg, o: cfg.Orchestrator, st: cfg.Store, logins: map[string]time.Time{}, sessions: map[string]*webSession{}}, nil
 }
 
 // handlerFunc is a handler that returns its error; errors are written in
@@ -125,7 +137,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // says the request came over the unix socket.
 func (a *API) Handler(unix bool) http.Handler {
 	mux := http.NewServeMux()
-	a.routes(mux, unix)
+	a.routes(mux.Handle, unix)
 	var h http.Handler = jsonMisses(mux)
 	if !unix {
 		h = a.guard(h)
@@ -133,9 +145,17 @@ func (a *API) Handler(unix bool) http.Handler {
 	return h
 }
 
-func (a *API) routes(mux *http.ServeMux, unix bool) {
+// Routes lists the patterns ("METHOD /path") of a listener's routes: for
+// tests that must cover every route, including ones added later.
+func Routes(unix bool) []string {
+	var out []string
+	(&API{}).routes(func(pattern string, _ http.Handler) { out = append(out, pattern) }, unix)
+	return out
+}
+
+func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h := func(pattern string, f handlerFunc) {
-		mux.Handle(pattern, a.wrap(f))
+		handle(pattern, a.wrap(f))
 	}
 	// Tasks.
 	h("POST /api/v1/tasks", a.createTask)
@@ -191,9 +211,9 @@ func (a *API) routes(mux *http.ServeMux, unix bool) {
 		// A login link is minted only for the local user (CLI, app).
 		h("POST /api/v1/auth/login-link", a.loginLink)
 	}
-	mux.Handle("GET /login", a.wrap(a.login))
+	handle("GET /login", a.wrap(a.login))
 	if a.cfg.Web != nil {
-		mux.Handle("GET /", notUnderAPI(a.cfg.Web))
+		handle("GET /", notUnderAPI(a.cfg.Web))
 	}
 }
 
@@ -278,6 +298,8 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, "invalid"
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
+	case errors.Is(err, errStepUp):
+		return http.StatusForbidden, "step_up_required"
 	case errors.Is(err, errdefs.ErrUnsupported):
 		return http.StatusNotImplemented, "unsupported"
 	case errors.Is(err, errdefs.ErrUnavailable):
@@ -288,6 +310,10 @@ func classify(err error) (int, string) {
 
 // errUnauthorized is the class of a refused login link (401).
 var errUnauthorized = errors.New("unauthorized")
+
+// errStepUp is the class of a change a web session may make only soon
+// after its login link (403 step_up_required).
+var errStepUp = errors.New("step-up required")
 
 func (a *API) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := classify(err)

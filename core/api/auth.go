@@ -1,13 +1,17 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -34,38 +38,118 @@ func (a *API) guard(next http.Handler) http.Handler {
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/api/") {
-			if err := a.authenticate(r); err != nil {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="hivecrew"`)
-				WriteError(w, http.StatusUnauthorized, "unauthorized", err.Error())
+			sess, status, err := a.authenticate(r)
+			if err != nil {
+				if status == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="hivecrew"`)
+				}
+				code := "unauthorized"
+				if status == http.StatusForbidden {
+					code = "forbidden"
+				}
+				WriteError(w, status, code, err.Error())
 				return
+			}
+			if sess != nil {
+				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// authenticate accepts a bearer API key or a web session cookie.
-func (a *API) authenticate(r *http.Request) error {
+// SessionHeader carries a web session's token on state-changing requests.
+// The token reaches the page only in the login redirect's fragment, which
+// the browser keeps from every server, and lives in the page's own
+// storage, which no other origin (another localhost port included) can
+// read: a session cookie alone, which browsers send to every port of
+// localhost, is never a key.
+const SessionHeader = "X-Hivecrew-Session"
+
+// webSession is a browser's session, by its cookie.
+type webSession struct {
+	expires, lastSeen time.Time
+	// token must come with state-changing requests (SessionHeader).
+	token string
+	// stepUpUntil ends the window in which the session may change API
+	// keys, providers' keys and addresses, and safety settings.
+	stepUpUntil time.Time
+}
+
+type sessionKey struct{}
+
+// authenticate accepts a bearer API key, or a web session cookie (with its
+// header token when the request changes anything). It returns the session
+// for a cookie, and the status to answer when it refuses.
+func (a *API) authenticate(r *http.Request) (*webSession, int, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		key, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
-			return fmt.Errorf("Authorization: want \"Bearer hc_...\"")
+			return nil, http.StatusUnauthorized, fmt.Errorf("Authorization: want \"Bearer hc_...\"")
 		}
 		if _, err := a.st.VerifyAPIKey(r.Context(), strings.TrimSpace(key)); err != nil {
-			return fmt.Errorf("API key refused: %w", err)
+			return nil, http.StatusUnauthorized, fmt.Errorf("API key refused: %w", err)
 		}
+		return nil, 0, nil
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil, http.StatusUnauthorized, fmt.Errorf("an API key is required: send \"Authorization: Bearer hc_...\" (create one with `hivecrew apikey create`)")
+	}
+	sess, ok := a.session(c.Value)
+	if !ok {
+		return nil, http.StatusUnauthorized, fmt.Errorf("this web session has expired or was never valid: run `hivecrew open` for a new login link")
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if got := r.Header.Get(SessionHeader); subtle.ConstantTimeCompare([]byte(got), []byte(sess.token)) != 1 {
+			return nil, http.StatusForbidden, fmt.Errorf("a session cookie alone cannot change anything: the request needs the page's session token in %s (reload the page, or run `hivecrew open` for a new login link)", SessionHeader)
+		}
+	}
+	return sess, 0, nil
+}
+
+// requireStepUp refuses a web session's request to change what more than
+// a session should (what), unless its login link was opened in the last
+// stepUpWindow. API keys and the unix socket need no step-up.
+func requireStepUp(r *http.Request, what string) error {
+	sess, _ := r.Context().Value(sessionKey{}).(*webSession)
+	if sess == nil || time.Now().Before(sess.stepUpUntil) {
 		return nil
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil && a.validSession(c.Value) {
-		return nil
-	}
-	return fmt.Errorf("an API key is required: send \"Authorization: Bearer hc_...\" (create one with `hivecrew apikey create`)")
+	return errdefs.New(errStepUp, what+" needs a fresh sign-in: run `hivecrew open` (or choose Open in the menu bar), use the new link, and try again within a few minutes")
 }
 
 // localPath returns next when it is a path on this site (the page a login
-// link opens), else "/".
+// link opens), else "/". Refused: anything that is not an absolute path,
+// a second slash or a backslash after the first (a browser reads "//x" and
+// "/\\x" as another host), control, formatting or invalid characters
+// (browsers drop tabs and newlines, so "/\t/evil.com" becomes
+// "//evil.com"), and any of these hidden under percent-encoding.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	decoded := next
+	for range 3 {
+		d, err := url.PathUnescape(decoded)
+		if err != nil {
+			return "/"
+		}
+		if d == decoded {
+			break
+		}
+		decoded = d
+	}
+	for _, p := range []string{next, decoded} {
+		if !strings.HasPrefix(p, "/") || len(p) > 1 && (p[1] == '/' || p[1] == '\\') || strings.Contains(p, "\\") || !utf8.ValidString(p) {
+			return "/"
+		}
+		for _, r := range p {
+			if r < 0x20 || r == 0x7f || unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) && r != ' ' {
+				return "/"
+			}
+		}
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return next
@@ -77,15 +161,23 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
-func (a *API) validSession(token string) bool {
+// session returns the live session of a cookie and marks it used; an
+// expired or idle one is forgotten.
+func (a *API) session(cookie string) (*webSession, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	exp, ok := a.sessions[token]
-	if ok && time.Now().After(exp) {
-		delete(a.sessions, token)
-		return false
+	sess, ok := a.sessions[cookie]
+	if !ok {
+		return nil, false
 	}
-	return ok
+	now := time.Now()
+	if now.After(sess.expires) || now.Sub(sess.lastSeen) > webSessionIdle {
+		delete(a.sessions, cookie)
+		return nil, false
+	}
+	sess.lastSeen = now
+	cp := *sess
+	return &cp, true
 }
 
 // loginLink mints a one-time link that opens the web UI with a session.
@@ -117,12 +209,22 @@ func (a *API) login(w http.ResponseWriter, r *http.Request) error {
 	if !ok || time.Now().After(exp) {
 		return errdefs.New(errUnauthorized, "this login link is unknown, used or expired: run `hivecrew open` for a new one")
 	}
-	session := newToken()
+	session, now := newToken(), time.Now()
+	sess := &webSession{expires: now.Add(webSessionTTL), lastSeen: now, token: newToken(), stepUpUntil: now.Add(a.cfg.StepUpWindow)}
 	a.mu.Lock()
-	a.sessions[session] = time.Now().Add(webSessionTTL)
+	for c, s := range a.sessions {
+		if now.After(s.expires) || now.Sub(s.lastSeen) > webSessionIdle {
+			delete(a.sessions, c)
+		}
+	}
+	a.sessions[session] = sess
 	a.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: session, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(webSessionTTL.Seconds())})
-	http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
+	// The page takes the session token from the fragment (never sent to a
+	// server) into its own storage, and removes it from the address bar.
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	next, _, _ := strings.Cut(localPath(r.URL.Query().Get("next")), "#")
+	http.Redirect(w, r, next+"#session="+sess.token, http.StatusSeeOther)
 	return nil
 }

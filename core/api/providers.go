@@ -92,6 +92,9 @@ func (a *API) createProvider(w http.ResponseWriter, r *http.Request) error {
 	if err := applyProvider(&p, in); err != nil {
 		return err
 	}
+	if err := requireStepUp(r, "Adding a provider"); err != nil {
+		return err
+	}
 	if err := a.st.CreateProvider(r.Context(), &p); err != nil {
 		return err
 	}
@@ -115,6 +118,12 @@ func (a *API) patchProvider(w http.ResponseWriter, r *http.Request) error {
 	old, err := a.findProvider(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
+	}
+	// A key, or an address its key would be sent to.
+	if in.APIKey != nil || in.BaseURL != nil {
+		if err := requireStepUp(r, "Changing a provider's API key or address"); err != nil {
+			return err
+		}
 	}
 	p, err := a.st.UpdateProvider(r.Context(), old.ID, func(p *store.Provider) error { return applyProvider(p, in) })
 	if err != nil {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -113,6 +114,16 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil {
+		for _, f := range safetySettings {
+			if _, ok := fields[f]; ok {
+				if err := requireStepUp(r, "Changing "+f); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	s, err := a.cfg.SaveSettings(r.Context(), body)
 	if err != nil {
 		return err
@@ -120,6 +131,11 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	a.o.Kick()
 	return writeJSON(w, http.StatusOK, s)
 }
+
+// safetySettings are the settings a web session changes only soon after
+// its login link: what the agent may do, where it may reach, where its
+// files land, and who may reach the helper.
+var safetySettings = []string{"toolPolicy", "networkMode", "outputDirectory", "allowRemoteAccess", "apiPort"}
 
 func apiKeyJSON(k store.APIKey) wire.APIKey {
 	return wire.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt}
@@ -146,6 +162,9 @@ func (a *API) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	if strings.TrimSpace(body.Name) == "" {
 		return errdefs.Invalidf("name is required")
+	}
+	if err := requireStepUp(r, "Creating an API key"); err != nil {
+		return err
 	}
 	key, rec, err := a.st.CreateAPIKey(r.Context(), strings.TrimSpace(body.Name))
 	if err != nil {

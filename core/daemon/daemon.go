@@ -77,6 +77,9 @@ type Config struct {
 	Backend vm.Backend
 	// LLMBackoff is the first retry wait of LLM calls; default 1 s.
 	LLMBackoff time.Duration
+	// WebStepUp is how long after its login link a web session may change
+	// API keys, providers and safety settings; default 10 minutes.
+	WebStepUp time.Duration
 	// DrainTimeout bounds the shutdown of agents and VMs; default 30 s.
 	DrainTimeout time.Duration
 	// MaxUploadBytes caps a request with files; default api.DefaultMaxUploadBytes.

@@ -24,6 +24,23 @@ const STATUS_LABELS = {
 
 export function statusLabel(s) { return STATUS_LABELS[s] || s; }
 
+const TOKEN_KEY = 'hivecrew.session';
+
+// The login link's redirect brings the session token in the address's
+// fragment (never sent to a server): keep it in this origin's storage and
+// take it out of the address bar and history.
+(function takeSessionToken() {
+  const m = /^#session=([0-9a-f]{64})$/.exec(location.hash);
+  if (!m) return;
+  try { localStorage.setItem(TOKEN_KEY, m[1]); } catch { /* storage off: this page only */ }
+  window.hivecrewSessionToken = m[1];
+  history.replaceState(null, '', location.pathname + location.search);
+})();
+
+function sessionToken() {
+  try { return localStorage.getItem(TOKEN_KEY) || window.hivecrewSessionToken || ''; } catch { return window.hivecrewSessionToken || ''; }
+}
+
 /**
  * Calls the API: path is below /api/v1. body is JSON, or FormData for a
  * multipart upload. Answers the parsed JSON (null for 204); throws ApiError.
@@ -31,6 +48,10 @@ export function statusLabel(s) { return STATUS_LABELS[s] || s; }
  */
 export async function api(method, path, body) {
   const init = { method, headers: {}, credentials: 'same-origin' };
+  // A session cookie alone cannot change anything: state-changing calls
+  // carry the session's token, which only this origin's pages can read.
+  const token = sessionToken();
+  if (token && method !== 'GET') init.headers['X-Hivecrew-Session'] = token;
   if (body instanceof FormData) {
     init.body = body;
   } else if (body !== undefined) {
