@@ -92,7 +92,7 @@ type Config struct {
 	// StepUpWindow is how long after its login link a web session may
 	// change API keys, providers and safety settings (default 10 minutes).
 	StepUpWindow time.Duration
-	Log       *slog.Logger
+	Log          *slog.Logger
 }
 
 // API is the REST API.
