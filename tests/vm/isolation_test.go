@@ -137,15 +137,29 @@ func TestSixSandboxesAreIsolated(t *testing.T) {
 	if err := r.c.Call(context.Background(), protocol.MethodWriteFile, protocol.WriteFileParams{Path: "outbox/tool.txt", Contents: &text}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, accountUID := b.Account()
+	// Each machine runs as a host uid of its own, never the shared account
+	// (a root helper), so one VM's escaped process owns nothing of another's.
+	accountName, accountUID := b.Account()
+	uids := map[int]int{}
+	for i, m := range ms {
+		uid := m.m.(*sandbox.Machine).HostUID()
+		if j, dup := uids[uid]; dup {
+			t.Errorf("vm %d and vm %d share host uid %d", i, j, uid)
+		}
+		uids[uid] = i
+		if os.Geteuid() == 0 && (uid == accountUID || uid == 0) {
+			t.Errorf("vm %d runs as host uid %d (the account %s is %d)", i, uid, accountName, accountUID)
+		}
+	}
+	wantUID := r.m.(*sandbox.Machine).HostUID()
 	for _, f := range []string{"shell.txt", "tool.txt"} {
 		fi, err := os.Stat(filepath.Join(r.m.Spec().SharedDir(), "outbox", f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		uid := int(fi.Sys().(*syscall.Stat_t).Uid)
-		if uid == 0 || uid != accountUID {
-			t.Errorf("outbox/%s is owned by uid %d, want the sandbox account %d", f, uid, accountUID)
+		if uid == 0 || uid != wantUID {
+			t.Errorf("outbox/%s is owned by uid %d, want the machine's uid %d", f, uid, wantUID)
 		}
 	}
 	if st := r.m.Status(); st.Limits == "" {
