@@ -695,3 +695,22 @@ func TestOutputDirIsCheckedAtSubmit(t *testing.T) {
 		t.Errorf("a refused task was queued:\n%s", r.stdout)
 	}
 }
+
+// TestCappedNamesWhatTheHostEnforces: vms ls names the capped resources,
+// a shared account is not counted as a cap, and a VM that never started
+// shows "-".
+func TestCappedNamesWhatTheHostEnforces(t *testing.T) {
+	for _, c := range []struct {
+		l    *wire.VMLimits
+		want string
+	}{
+		{nil, "-"},
+		{&wire.VMLimits{}, "none"},
+		{&wire.VMLimits{Processes: "cgroup v1 pids.max 1024", Memory: "cgroup v1 memory.limit_in_bytes 1024 MB", CPU: "cgroup v1 cpu.cfs_quota_us 1 CPUs", UID: "per-VM uid 2000000001"}, "procs mem cpu uid"},
+		{&wire.VMLimits{Memory: "rlimit DATA 4096 MB per process", UID: "shared account hivecrew-sandbox (uid 999)"}, "mem"},
+	} {
+		if got := capped(c.l); got != c.want {
+			t.Errorf("capped(%+v) = %q, want %q", c.l, got, c.want)
+		}
+	}
+}

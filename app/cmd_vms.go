@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/client"
@@ -24,7 +25,7 @@ func vmsLs(e *env, args []string) error {
 	}, func(l wire.VMList) error {
 		now := time.Now()
 		return printTable(e, l.VMs, "No VMs.",
-			[]string{"ID", "STATE", "TASK", "TEMPLATE", "CPUS", "MEMORY", "NETWORK", "AGENT", "CREATED"}, func(v wire.VM) []string {
+			[]string{"ID", "STATE", "TASK", "TEMPLATE", "CPUS", "MEMORY", "NETWORK", "CAPPED", "AGENT", "CREATED"}, func(v wire.VM) []string {
 				state := v.State
 				if v.Reason != "" {
 					state += " (" + v.Reason + ")"
@@ -36,7 +37,7 @@ func vmsLs(e *env, args []string) error {
 						task += " " + clip(oneLine(v.TaskTitle), 30)
 					}
 				}
-				return []string{v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), agentCell(v.AgentVersion, v.AgentOutdated), ago(v.CreatedAt, now)}
+				return []string{v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), capped(v.Limits), agentCell(v.AgentVersion, v.AgentOutdated), ago(v.CreatedAt, now)}
 			})
 	})
 }
@@ -51,4 +52,26 @@ func vmsRm(e *env, args []string) error {
 
 func vmsRebuild(e *env, args []string) error {
 	return e.act(args, (*client.Client).RebuildVM, "VM %s removed; the warm pool boots a fresh clone of its template.")
+}
+
+// capped names the resources the host caps for a VM ("procs mem cpu uid";
+// "none" when nothing is, "-" before its first start); `vms ls --json`
+// gives the mechanism and the cap of each.
+func capped(l *wire.VMLimits) string {
+	if l == nil {
+		return "-"
+	}
+	var out []string
+	for _, f := range []struct{ name, v string }{{"procs", l.Processes}, {"mem", l.Memory}, {"cpu", l.CPU}, {"disk", l.Disk}} {
+		if f.v != "" {
+			out = append(out, f.name)
+		}
+	}
+	if strings.HasPrefix(l.UID, "per-VM") {
+		out = append(out, "uid")
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, " ")
 }

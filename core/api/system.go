@@ -12,6 +12,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/template"
+	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -21,7 +22,7 @@ func (a *API) listVMs(w http.ResponseWriter, r *http.Request) error {
 	out := wire.VMList{VMs: make([]wire.VM, len(infos))}
 	for i, v := range infos {
 		vm := wire.VM{ID: v.ID, Backend: v.Backend, TemplateID: v.TemplateID, State: string(v.State), Reason: v.Reason,
-			TaskID: v.TaskID, CPUCount: v.CPUs, MemoryMB: v.MemoryMB, Network: string(v.Network), Limits: v.Limits, CreatedAt: v.Created,
+			TaskID: v.TaskID, CPUCount: v.CPUs, MemoryMB: v.MemoryMB, Network: string(v.Network), Limits: vmLimits(v.Limits), CreatedAt: v.Created,
 			AgentVersion: v.AgentVersion, AgentOutdated: template.AgentOutdated(v.AgentVersion, a.cfg.Version)}
 		if !v.LastUsed.IsZero() {
 			lu := v.LastUsed
@@ -35,6 +36,15 @@ func (a *API) listVMs(w http.ResponseWriter, r *http.Request) error {
 		out.VMs[i] = vm
 	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// vmLimits is the wire form of a VM's limits (nil before its first start).
+func vmLimits(l vm.Limits) *wire.VMLimits {
+	if l == (vm.Limits{}) {
+		return nil
+	}
+	w := wire.VMLimits(l)
+	return &w
 }
 
 // startVM: the pool starts VMs as tasks need them (and keeps the warm pool),

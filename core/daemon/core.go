@@ -124,7 +124,7 @@ type recorder struct{ st *store.Store }
 
 func (r recorder) RecordVM(ctx context.Context, i pool.Info) error {
 	v := store.VM{ID: i.ID, Name: i.Name, Backend: i.Backend, TemplateID: i.TemplateID, State: string(i.State), StateReason: i.Reason,
-		CPUCount: i.CPUs, MemoryMB: i.MemoryMB, NetworkMode: string(i.Network), Dir: i.Dir, TaskID: i.TaskID, Limits: i.Limits,
+		CPUCount: i.CPUs, MemoryMB: i.MemoryMB, NetworkMode: string(i.Network), Dir: i.Dir, TaskID: i.TaskID, Limits: i.Limits.String(),
 		AgentVersion: i.AgentVersion, CreatedAt: i.Created, UpdatedAt: time.Now().UTC()}
 	if !i.LastUsed.IsZero() {
 		lu := i.LastUsed

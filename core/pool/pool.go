@@ -47,7 +47,7 @@ type Info struct {
 	CPUs     int
 	MemoryMB int
 	Network  vm.NetworkMode
-	Limits   string
+	Limits   vm.Limits
 	Dir      string
 	Created  time.Time
 	LastUsed time.Time
@@ -442,7 +442,7 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 	p.kickLocked()
 	p.mu.Unlock()
 	p.record(info)
-	p.cfg.Log.Info("VM ready", "vm", info.ID, "state", info.State, "limits", info.Limits)
+	p.cfg.Log.Info("VM ready", "vm", info.ID, "state", info.State, "limits", info.Limits.String())
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net"
+	"strings"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -90,8 +91,38 @@ type Status struct {
 	State State
 	// Reason explains StateError, or how the last run ended.
 	Reason string
-	// Limits says how CPU and memory caps are enforced for this machine.
-	Limits string
+	// Limits says how the machine's resources are capped.
+	Limits Limits
+}
+
+// Limits says, per resource, what caps a machine on its host: the
+// mechanism and the cap ("cgroup v1 memory.limit_in_bytes 4096 MB"). An
+// empty field is not capped: the machine shares the host's.
+type Limits struct {
+	// Processes caps how many processes (tasks) the machine runs.
+	Processes string `json:"processes,omitempty"`
+	// Memory caps the machine's memory, all its processes together or each.
+	Memory string `json:"memory,omitempty"`
+	// CPU caps the machine's CPU time.
+	CPU string `json:"cpu,omitempty"`
+	// Disk caps what the machine writes (home, shared folder, clone).
+	Disk string `json:"disk,omitempty"`
+	// UID is the host account the machine runs as (one of its own or shared).
+	UID string `json:"uid,omitempty"`
+}
+
+// String gives the limits on one line, "processes: ...; memory: ...".
+func (l Limits) String() string {
+	var parts []string
+	for _, f := range [][2]string{{"processes", l.Processes}, {"memory", l.Memory}, {"cpu", l.CPU}, {"disk", l.Disk}, {"uid", l.UID}} {
+		if f[1] != "" {
+			parts = append(parts, f[0]+": "+f[1])
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Capabilities describe a backend.

@@ -379,13 +379,24 @@ type VM struct {
 	CPUCount   int        `json:"cpuCount"`
 	MemoryMB   int        `json:"memoryMB"`
 	Network    string     `json:"networkMode"`
-	Limits     string     `json:"limits,omitempty"`
+	Limits     *VMLimits  `json:"limits,omitempty"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
 	// AgentVersion is what the guest agent said in hello; AgentOutdated
 	// flags one older than the helper (rebuild the VM's template).
 	AgentVersion  string `json:"agentVersion,omitempty"`
 	AgentOutdated bool   `json:"agentOutdated,omitempty"`
+}
+
+// VMLimits says, per resource, what caps a VM on its host: the mechanism
+// and the cap. An absent field is not capped (the VM shares the host's).
+type VMLimits struct {
+	Processes string `json:"processes,omitempty"`
+	Memory    string `json:"memory,omitempty"`
+	CPU       string `json:"cpu,omitempty"`
+	Disk      string `json:"disk,omitempty"`
+	// UID is the host account the VM runs as: one of its own, or shared.
+	UID string `json:"uid,omitempty"`
 }
 
 // VMList is the answer of GET /vms.

@@ -162,7 +162,7 @@ func TestSixSandboxesAreIsolated(t *testing.T) {
 			t.Errorf("outbox/%s is owned by uid %d, want the machine's uid %d", f, uid, wantUID)
 		}
 	}
-	if st := r.m.Status(); st.Limits == "" {
+	if st := r.m.Status(); st.Limits == (vm.Limits{}) {
 		t.Errorf("status states no limits: %+v", st)
 	}
 }

@@ -99,7 +99,7 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 		}
 	}
 	m := &Machine{b: b, spec: spec, driver: NewDriver(b.opts.Width, b.opts.Height, b.opts.Scale), exited: closedChan()}
-	m.status = vm.Status{State: vm.StateStopped, Limits: "none (fake)"}
+	m.status = vm.Status{State: vm.StateStopped, Limits: fakeLimits}
 	b.mu.Lock()
 	b.machines[spec.ID] = m
 	b.mu.Unlock()
@@ -203,7 +203,7 @@ func (m *Machine) Start(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(context.Background())
 	m.srv, m.cancel, m.key = srv, cancel, key
 	m.exited, m.served = make(chan struct{}), make(chan struct{})
-	m.status = vm.Status{State: vm.StateRunning, Limits: "none (fake)"}
+	m.status = vm.Status{State: vm.StateRunning, Limits: fakeLimits}
 	exited, served := m.exited, m.served
 	go func() {
 		if ln == nil { // the guest comes up later
@@ -309,3 +309,6 @@ func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
 	}
 	return conn, nil
 }
+
+// fakeLimits are a fake machine's: nothing runs, so nothing is capped.
+var fakeLimits = vm.Limits{Processes: "none (fake)", Memory: "none (fake)"}

@@ -43,6 +43,9 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// CgroupRoot is the cgroup v2 mount; default /sys/fs/cgroup.
 	CgroupRoot string
+	// MaxProcs caps each machine's processes (threads included); default
+	// 1024.
+	MaxProcs int
 	// AgentLogLevel is the guest agent's log level; default info.
 	AgentLogLevel string
 	// AllowHosts are host names or CIDRs internet-mode guests may reach
@@ -343,7 +346,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 		return fmt.Errorf("sandbox: the boot key would be descriptor %d, not %d", len(files)+2, fdKey)
 	}
 
-	lim, err := prepareLimits(m.b.cfg.CgroupRoot, m.spec.ID, m.spec.MemoryMB, m.spec.CPUs)
+	lim, err := prepareLimits(m.b.cfg.CgroupRoot, m.spec.ID, m.spec.MemoryMB, m.spec.CPUs, m.b.cfg.MaxProcs, m.id)
 	if err != nil {
 		return err
 	}
@@ -381,8 +384,19 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	}
 	argv := append(append([]string{}, lim.wrap...), "bwrap", "--args", strconv.Itoa(fdArgs))
 	argv = append(argv, args[sep:]...)
+	var g *gate
+	if lim.needsGate() {
+		if g, err = newGate(); err != nil {
+			return err
+		}
+		defer g.close()
+		argv = g.wrap(argv)
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Path, _ = exec.LookPath(argv[0])
+	if g != nil {
+		cmd.Stdin = g.r
+	}
 	cmd.ExtraFiles = files
 	// HIVECREW_VM names the VM to root and the sandbox account (a process's
 	// environment is readable by them alone), for tools and tests that find
@@ -404,6 +418,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	}
 	closeFiles()
 	files = nil
+	g.started()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	cleanups = append(cleanups, func() error {
@@ -411,6 +426,12 @@ func (m *Machine) start(ctx context.Context) (err error) {
 		<-waited
 		return nil
 	})
+	if err := lim.join(cmd.Process.Pid); err != nil {
+		return err
+	}
+	if err := g.open(); err != nil {
+		return fmt.Errorf("start the sandbox: %w", err)
+	}
 
 	pid, err := readChildPID(infoR, waited)
 	if err != nil {
@@ -431,7 +452,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	exited := make(chan struct{})
 	m.mu.Lock()
 	m.cmd, m.childPID, m.exited, m.stopping, m.key = cmd, pid, exited, false, key
-	m.status = vm.Status{State: vm.StateRunning, Limits: lim.describe}
+	m.status = vm.Status{State: vm.StateRunning, Limits: lim.what}
 	m.mu.Unlock()
 	// From here on the run is supervised: its end is recorded and cleaned up.
 	cleanups = nil
@@ -511,6 +532,10 @@ func (m *Machine) supervise(waited chan error, exited chan struct{}, net *slirp,
 	if net != nil {
 		net.stop()
 	}
+	capped := lim.events()
+	if capped != "" {
+		capped = " (" + capped + ")"
+	}
 	problems := []error{unstage()}
 	if lim.cleanup != nil {
 		problems = append(problems, lim.cleanup())
@@ -522,7 +547,7 @@ func (m *Machine) supervise(waited chan error, exited chan struct{}, net *slirp,
 	if m.stopping {
 		m.status = vm.Status{State: vm.StateStopped, Reason: "stopped", Limits: m.status.Limits}
 	} else {
-		m.status = vm.Status{State: vm.StateError, Reason: fmt.Sprintf("the sandbox exited unexpectedly (%v)%s", err, m.logTail()), Limits: m.status.Limits}
+		m.status = vm.Status{State: vm.StateError, Reason: fmt.Sprintf("the sandbox exited unexpectedly (%v)%s%s", err, capped, m.logTail()), Limits: m.status.Limits}
 	}
 	m.cmd, m.childPID = nil, 0
 	m.mu.Unlock()

@@ -124,7 +124,9 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	closed := make(chan struct{})
 	close(closed)
 	return &Machine{b: b, spec: spec, cfg: cfg, bundle: Bundle{Dir: spec.Dir}, exited: closed,
-		status: vm.Status{State: vm.StateStopped, Limits: fmt.Sprintf("VM: %d vCPUs, %d MB", cfg.CPUs, cfg.MemoryMB)}}, nil
+		status: vm.Status{State: vm.StateStopped, Limits: vm.Limits{
+			Processes: "VM (its own kernel)", Memory: fmt.Sprintf("VM: %d MB", cfg.MemoryMB),
+			CPU: fmt.Sprintf("VM: %d vCPUs", cfg.CPUs), Disk: "VM: its disk image", UID: "the helper's (Virtualization framework)"}}}, nil
 }
 
 // Machine is a macOS VM.

@@ -41,7 +41,7 @@ function render() {
       h('td', { class: 'mono' }, v.id),
       h('td', null, state),
       h('td', { class: 'hide-narrow' }, v.templateId),
-      h('td', { class: 'hide-narrow' }, `${v.cpuCount} CPU · ${Math.round(v.memoryMB / 1024 * 10) / 10} GB`, v.limits ? h('div', { class: 'hint' }, v.limits) : null),
+      h('td', { class: 'hide-narrow' }, `${v.cpuCount} CPU · ${Math.round(v.memoryMB / 1024 * 10) / 10} GB`, limitsHint(v.limits)),
       h('td', { class: 'hide-narrow' }, v.networkMode),
       h('td', { class: 'hide-narrow' }, fmtTime(v.lastUsedAt || v.createdAt)),
       h('td', null, h('div', { class: 'actions' },
@@ -91,3 +91,11 @@ $('#select-all').addEventListener('change', (e) => {
 $('#stop-selected').addEventListener('click', () => stop([...selected]));
 const poll = every(2000, refresh);
 document.addEventListener('hivecrew:stopped', () => poll.now());
+
+// What the host caps for a VM, one line per resource ("Not capped" for
+// those it shares with the host).
+function limitsHint(l) {
+  if (!l) return null;
+  const rows = [['Processes', l.processes], ['Memory', l.memory], ['CPU', l.cpu], ['Disk', l.disk], ['Host account', l.uid]];
+  return h('div', { class: 'hint' }, rows.map(([k, v]) => h('div', null, `${k}: ${v || 'not capped'}`)));
+}
