@@ -282,8 +282,8 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 
 // TestPromptInjectedModelIsKeptToItsTools, on a real sandbox, answers a
 // model told by a hostile page to attack: it calls the guest's own
-// shutdown (which used to power the VM off), hello, the clipboard (never
-// offered) and a made-up tool, and, its shell use needing approval under
+// shutdown (which used to power the VM off), hello, health_check (guest
+// methods never offered) and a made-up tool, and, its shell use needing approval under
 // the default policy, opens a terminal to type commands there instead.
 // The first four are refused on the host with the valid tools named; the
 // terminal waits for the user's approval, and once denied never opens; the
@@ -296,7 +296,7 @@ func TestPromptInjectedModelIsKeptToItsTools(t *testing.T) {
 	s := &scripted{answers: []openai.ChatCompletionMessage{
 		tool("shutdown", map[string]any{}),
 		tool("hello", map[string]any{"protocolVersion": 1}),
-		tool("clipboard_write", map[string]any{"text": "exfiltrate"}),
+		tool("health_check", map[string]any{}),
 		tool("steal_keys", map[string]any{}),
 		tool("open_app", map[string]any{"name": "xterm"}),
 		{Role: "assistant", Content: "Done."},
@@ -329,7 +329,7 @@ func TestPromptInjectedModelIsKeptToItsTools(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	reqs := s.requests()
-	for i, name := range []string{"shutdown", "hello", "clipboard_write", "steal_keys"} {
+	for i, name := range []string{"shutdown", "hello", "health_check", "steal_keys"} {
 		if !strings.Contains(reqs[i+1], `there is no tool \"`+name+`\": the tools you can call are `) {
 			t.Errorf("%s was not refused with the valid tools", name)
 		}
@@ -347,9 +347,5 @@ func TestPromptInjectedModelIsKeptToItsTools(t *testing.T) {
 	}
 	if strings.TrimSpace(out.Stdout) != "none" {
 		t.Fatalf("a terminal runs after the user denied it: pid %s", out.Stdout)
-	}
-	var clip struct{ Text string }
-	if err := g.Call(ctx, "clipboard_read", nil, &clip); err == nil && clip.Text == "exfiltrate" {
-		t.Fatal("the clipboard was written")
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hivecrew/hivecrew/core/vm"
 )
 
 // identity is who sandboxes run as on the host.
@@ -75,9 +77,11 @@ func sandboxIdentity(name string) (identity, error) {
 // slots of slotRange, so that no two machines, of this helper or of
 // another, share a host uid: a machine's files, processes (and
 // RLIMIT_NPROC) are its own. A helper that is not root cannot switch
-// accounts: its machines share its own.
-func (b *Backend) machineIdentity(vmID string) (identity, func(), error) {
-	if b.id.cred == nil {
+// accounts: its machines share its own. Machines of rootfs templates
+// share the sandbox account too: their templates give the folders the
+// guest writes (/opt, /srv…) to that account when they are built.
+func (b *Backend) machineIdentity(vmID string, kind vm.TemplateKind) (identity, func(), error) {
+	if b.id.cred == nil || kind == vm.KindRootFS {
 		return b.id, func() {}, nil
 	}
 	r, err := slotRange(b.id.name)

@@ -167,7 +167,7 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	if spec.MemoryMB == 0 {
 		spec.MemoryMB = 4096
 	}
-	id, release, err := b.machineIdentity(spec.ID)
+	id, release, err := b.machineIdentity(spec.ID, spec.Template.Kind)
 	if err != nil {
 		return nil, err
 	}
