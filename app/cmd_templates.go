@@ -33,15 +33,28 @@ func templatesLs(e *env, args []string) error {
 		return c.Templates(e.ctx)
 	}, func(l wire.TemplateList) error {
 		return printTable(e, l.Templates, "No VM templates yet: hivecrew templates create linux-desktop",
-			[]string{"ID", "NAME", "OS", "KIND", "STATUS", "CPUS", "MEMORY", "DISK", "AGENT", "DEFAULT"}, func(t wire.Template) []string {
+			[]string{"ID", "NAME", "OS", "KIND", "ISOLATION", "STATUS", "CPUS", "MEMORY", "DISK", "AGENT", "DEFAULT"}, func(t wire.Template) []string {
 				def := ""
 				if t.IsDefault || t.ID == l.DefaultTemplateID {
 					def = "yes"
 				}
-				return []string{t.ID, t.Name, t.OS, t.Kind, templateStatus(t), orDash(t.CPUCount, ""), orDash(t.MemoryMB, " MB"),
+				return []string{t.ID, t.Name, t.OS, t.Kind, isolation(t.Kind), templateStatus(t), orDash(t.CPUCount, ""), orDash(t.MemoryMB, " MB"),
 					orDash(t.DiskGB, " GB"), agentCell(t.AgentVersion, t.AgentOutdated), def}
 			})
 	})
+}
+
+// isolation says what a template kind isolates: the host template runs the
+// host's own programs (read-only), a built rootfs template has a root
+// filesystem of its own, a macOS template is a full VM.
+func isolation(kind string) string {
+	switch kind {
+	case "host":
+		return "host programs, read-only (weaker)"
+	case "rootfs":
+		return "own root filesystem (stronger)"
+	}
+	return "full VM"
 }
 
 // templateStatus is a template's status with its progress or reason.

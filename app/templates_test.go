@@ -27,7 +27,7 @@ func TestTemplatesCommands(t *testing.T) {
 		t.Errorf("default by name: %s", r)
 	}
 	ls := h.ok("templates", "ls").stdout
-	if !regexp.MustCompile(`(?m)^host\s+Host desktop\s+linux\s+host\s+ready\s+1\s+1024 MB\s+-\s+\S+\s+yes$`).MatchString(ls) {
+	if !regexp.MustCompile(`(?m)^host\s+Host desktop\s+linux\s+host\s+host programs, read-only \(weaker\)\s+ready\s+1\s+1024 MB\s+-\s+\S+\s+yes$`).MatchString(ls) {
 		t.Errorf("templates ls:\n%s", ls)
 	}
 	if r := h.ok("templates", "manifests"); !regexp.MustCompile(`(?m)^linux-desktop\s+1\s+linux\s+--full --with libreoffice\s+yes`).MatchString(r.stdout) {

@@ -64,6 +64,12 @@ test('onboarding, then a settings round trip with write-only keys', { timeout: 1
   await page.fill('#onboard-model-id', 'scripted-small');
   await page.click('#onboard-model button[type=submit]');
   await page.waitForSelector('#first-task-step:not([hidden])');
+  // With only the host template, the first run offers the more isolated
+  // Linux desktop template (building it is not started here: it downloads
+  // Debian).
+  await page.waitForSelector('#isolation-offer:not([hidden])');
+  assert.match(await page.textContent('#isolation-offer'), /root filesystem of its own/);
+  assert.equal(await page.textContent('#build-desktop'), 'Build the Linux desktop template');
   const suggestion = (await page.textContent('#suggestion-text')).trim();
   await page.click('#use-suggestion');
   await page.waitForURL(/\/\?describe=/);

@@ -24,6 +24,12 @@ import (
 // guest agent.
 func startGuest(t *testing.T, nm vm.NetworkMode, allow ...string) (vm.Machine, *guest.Client) {
 	t.Helper()
+	return startGuestWith(t, nil, nm, allow...)
+}
+
+// startGuestWith is startGuest with the spec changed by edit first.
+func startGuestWith(t *testing.T, edit func(*vm.Spec), nm vm.NetworkMode, allow ...string) (vm.Machine, *guest.Client) {
+	t.Helper()
 	data := t.TempDir()
 	b, err := vmsandbox.New(vmsandbox.Config{AgentBinary: filepath.Join(bin, "hivecrew-guestagent"), DataDir: data, AllowHosts: allow, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -32,7 +38,11 @@ func startGuest(t *testing.T, nm vm.NetworkMode, allow ...string) (vm.Machine, *
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	id := "f" + randHex(4)
-	m, err := b.Create(ctx, vm.Spec{ID: id, Template: vm.Template{ID: "host", Kind: vm.KindHost}, Dir: filepath.Join(data, "VMs", id), CPUs: 1, MemoryMB: 1024, Network: nm})
+	spec := vm.Spec{ID: id, Template: vm.Template{ID: "host", Kind: vm.KindHost}, Dir: filepath.Join(data, "VMs", id), CPUs: 1, MemoryMB: 1024, Network: nm}
+	if edit != nil {
+		edit(&spec)
+	}
+	m, err := b.Create(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

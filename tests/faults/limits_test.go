@@ -3,8 +3,10 @@ package faults
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,4 +98,34 @@ func countPIDNamespace(t *testing.T, pid int) int {
 		}
 	}
 	return n
+}
+
+// TestDiskFillStaysInItsVM answers issue 15.4's disk: `fallocate -l 8G` in
+// a guest's home filled the host's disk. Now a VM's home and shared folder
+// are on a disk image of the VM's size (1 GB here): the guest gets "No
+// space left on device", the image takes about that much of the host's
+// disk, the VM says what caps it, and its outputs are still readable
+// after it stops.
+func TestDiskFillStaysInItsVM(t *testing.T) {
+	m, c := startGuestWith(t, func(s *vm.Spec) { s.DiskGB = 1 }, vm.NetworkOffline)
+	if d := m.Status().Limits.Disk; !strings.Contains(d, "ext4 image of 1 GB") {
+		t.Fatalf("the VM's disk limit is %q", d)
+	}
+	r := guestSh(t, c, `dd if=/dev/zero of="$HIVECREW_SHARED/outbox/fill" bs=1M count=2000 2>&1; fallocate -l 8G ~/big 2>&1; echo "fallocate $?"`)
+	if strings.Count(r.Stdout, "No space left on device") < 2 || !strings.Contains(r.Stdout, "fallocate 1") {
+		t.Fatalf("filling a 1 GB VM disk: %q %q", r.Stdout, r.Stderr)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(m.Spec().Dir, "disk.img"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if used := st.Blocks * 512; used > 1100<<20 {
+		t.Fatalf("the VM's disk takes %d MB of the host's; want at most its 1 GB", used>>20)
+	}
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(m.Spec().SharedDir(), "outbox", "fill")); err != nil || fi.Size() < 500<<20 {
+		t.Fatalf("the outbox on the stopped VM's disk: %v, %v", fi, err)
+	}
 }

@@ -183,6 +183,22 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	if err := unstage(filepath.Join(stageRoot, spec.ID)); err != nil {
 		return nil, err
 	}
+	if os.Geteuid() == 0 && spec.DiskGB <= 0 {
+		if err := m.unmountDisk(); err != nil { // a disk left by a helper that crashed
+			return nil, err
+		}
+	}
+	if os.Geteuid() == 0 && spec.DiskGB > 0 {
+		if err := m.mountDisk(spec.DiskGB); err != nil {
+			return nil, err
+		}
+		m.disk = fmt.Sprintf("ext4 image of %d GB (home and shared folder)", spec.DiskGB)
+		defer func() {
+			if !loaded {
+				m.unmountDisk()
+			}
+		}()
+	}
 	for _, d := range []string{m.path("shared", protocol.InboxDir), m.path("shared", protocol.OutboxDir), m.path("shared", protocol.WorkspaceDir), m.path("home"), m.path("run")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -226,6 +242,8 @@ type Machine struct {
 	key      []byte
 	exited   chan struct{}
 	stopping bool
+	// disk describes the machine's own disk, "" without one (mountDisk).
+	disk string
 }
 
 var _ vm.Machine = (*Machine)(nil)
@@ -452,6 +470,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	exited := make(chan struct{})
 	m.mu.Lock()
 	m.cmd, m.childPID, m.exited, m.stopping, m.key = cmd, pid, exited, false, key
+	lim.what.Disk = m.disk
 	m.status = vm.Status{State: vm.StateRunning, Limits: lim.what}
 	m.mu.Unlock()
 	// From here on the run is supervised: its end is recorded and cleaned up.
@@ -642,6 +661,9 @@ func (m *Machine) Delete(ctx context.Context) error {
 	}
 	if err := m.Stop(ctx); err != nil {
 		return err
+	}
+	if err := m.unmountDisk(); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
 	}
 	if err := os.RemoveAll(m.spec.Dir); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)

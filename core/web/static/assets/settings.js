@@ -223,8 +223,17 @@ async function loadTemplates() {
       } catch (err) { report(err); }
     });
     return h('tr', null, h('td', null, t.name, t.description ? h('div', { class: 'hint' }, t.description) : null),
-      h('td', null, t.os), h('td', { class: 'hide-narrow' }, t.kind), h('td', null, radio));
+      h('td', null, t.os), h('td', { class: 'hide-narrow' }, t.kind, h('div', { class: 'hint' }, isolation(t.kind))), h('td', null, radio));
   }));
+}
+
+// What a template kind isolates, in a few words.
+function isolation(kind) {
+  switch (kind) {
+    case 'host': return "Runs this computer's programs, read-only; less isolated than a built template.";
+    case 'rootfs': return 'A root filesystem of its own: more isolated than the host template.';
+    default: return 'A full virtual machine.';
+  }
 }
 
 // ---- API keys ------------------------------------------------------------------

@@ -93,6 +93,24 @@ async function chooseModel(e) {
   } catch (err) { report(err); }
 }
 
+// offerIsolation offers to build the Linux desktop template while only the
+// host template exists.
+async function offerIsolation() {
+  const res = await get('/templates');
+  if (res.templates.some((t) => t.kind === 'rootfs')) return;
+  $('#isolation-offer').hidden = false;
+  $('#build-desktop').addEventListener('click', async () => {
+    $('#build-desktop').disabled = true;
+    try {
+      const t = await post('/templates', { manifest: 'linux-desktop' });
+      $('#build-desktop-status').textContent = `Building ${t.name}: Settings › Templates shows its progress; make it the default there when it is ready.`;
+    } catch (err) {
+      $('#build-desktop').disabled = false;
+      report(err);
+    }
+  });
+}
+
 async function start() {
   $('#onboard-preset').addEventListener('change', applyPreset);
   $('#onboard-provider').addEventListener('submit', connect);
@@ -106,6 +124,7 @@ async function start() {
     $('#use-suggestion').href = `/?describe=${encodeURIComponent($('#suggestion-text').textContent.trim())}`;
     step(3);
   }
+  await offerIsolation();
 }
 
 start().catch(report);
