@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
@@ -108,6 +109,19 @@ func TestStolenCookieIsNotAKey(t *testing.T) {
 		if status, body := h.as(cookie, token, c.method, c.path, c.body); status != http.StatusForbidden || !strings.Contains(body, "step_up_required") || !strings.Contains(body, "hivecrew open") {
 			t.Errorf("%s %s %s after the step-up window: %d %s; want 403 step_up_required", c.method, c.path, c.body, status, body)
 		}
+	}
+	// A safety setting sent unchanged (a form saves all its fields) needs
+	// no step-up.
+	var cur struct {
+		NetworkMode string `json:"networkMode"`
+	}
+	_, raw := h.as(cookie, "", "GET", "/api/v1/settings", nil)
+	json.Unmarshal([]byte(raw), &cur)
+	if status, body := h.as(cookie, token, "PATCH", "/api/v1/settings", `{"networkMode":"`+cur.NetworkMode+`","egressAllowHosts":[]}`); status != 200 {
+		t.Errorf("unchanged safety settings after the step-up window: %d %s", status, body)
+	}
+	if status, _ := h.as(cookie, token, "PATCH", "/api/v1/settings", `{"egressAllowHosts":["nas.local"]}`); status != http.StatusForbidden {
+		t.Errorf("changing the egress allowlist after the step-up window: %d; want 403", status)
 	}
 	// What is not the owner's alone still works with the token.
 	if status, body := h.as(cookie, token, "PATCH", "/api/v1/settings", `{"defaultTimeoutMinutes":45}`); status != 200 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -124,10 +125,14 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var fields map[string]json.RawMessage
+	// A safety setting sent unchanged (a form saves all its fields) needs
+	// no step-up; one that changes does.
+	var fields, current map[string]any
 	if json.Unmarshal(body, &fields) == nil {
+		now, _ := json.Marshal(a.cfg.Settings())
+		json.Unmarshal(now, &current)
 		for _, f := range safetySettings {
-			if _, ok := fields[f]; ok {
+			if v, ok := fields[f]; ok && !reflect.DeepEqual(v, current[f]) {
 				if err := requireStepUp(r, "Changing "+f); err != nil {
 					return err
 				}
@@ -145,7 +150,7 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 // safetySettings are the settings a web session changes only soon after
 // its login link: what the agent may do, where it may reach, where its
 // files land, and who may reach the helper.
-var safetySettings = []string{"toolPolicy", "networkMode", "outputDirectory", "allowRemoteAccess", "apiPort"}
+var safetySettings = []string{"toolPolicy", "networkMode", "egressAllowHosts", "outputDirectory", "allowRemoteAccess", "apiPort"}
 
 func apiKeyJSON(k store.APIKey) wire.APIKey {
 	return wire.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -149,6 +150,11 @@ type Settings struct {
 	// Files and network.
 	OutputDirectory string      `json:"outputDirectory"`
 	NetworkMode     NetworkMode `json:"networkMode"`
+	// EgressAllowHosts are host names, addresses or CIDR ranges that
+	// internet-mode VMs may reach although the egress policy refuses them
+	// (the host's own addresses, private and link-local ranges): a NAS, a
+	// company proxy. Names are resolved when a VM starts.
+	EgressAllowHosts []string `json:"egressAllowHosts"`
 	// MaxOutputFileMB and MaxOutputTaskMB cap what is collected from a
 	// VM's outbox per file and per task; what is over is left out, and the
 	// task's summary says so.
@@ -203,6 +209,7 @@ func Defaults(goos, userHome string) Settings {
 		MaxOutputFileMB:       1024,
 		MaxOutputTaskMB:       4096,
 		ToolPolicy:            ToolPolicy{"run_shell": Ask},
+		EgressAllowHosts:      []string{},
 		TraceRetentionDays:    0,
 		KillSwitchShortcut:    shortcut,
 	}
@@ -249,6 +256,14 @@ func (s Settings) Validate() error {
 	if !s.NetworkMode.Valid() {
 		errs = append(errs, fmt.Errorf("networkMode must be %q or %q (got %q)", NetworkInternet, NetworkOffline, s.NetworkMode))
 	}
+	if len(s.EgressAllowHosts) > 64 {
+		errs = append(errs, fmt.Errorf("egressAllowHosts: at most 64 entries (got %d)", len(s.EgressAllowHosts)))
+	}
+	for _, h := range s.EgressAllowHosts {
+		if !validAllowHost(h) {
+			errs = append(errs, fmt.Errorf("egressAllowHosts: %q is not a host name, an IP address or a CIDR range", h))
+		}
+	}
 	if err := s.ToolPolicy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("toolPolicy: %w", err))
 	}
@@ -291,5 +306,23 @@ func (s Settings) Patch(patch []byte) (Settings, error) {
 		return s, err
 	}
 	out.ToolPolicy.normalize()
+	if out.EgressAllowHosts == nil {
+		out.EgressAllowHosts = []string{}
+	}
 	return out, nil
+}
+
+// hostName is a DNS name: labels of letters, digits and hyphens.
+var hostName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
+
+// validAllowHost reports whether h is an IP address, a CIDR range or a
+// host name.
+func validAllowHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if _, _, err := net.ParseCIDR(h); err == nil {
+		return true
+	}
+	return len(h) <= 253 && hostName.MatchString(h)
 }

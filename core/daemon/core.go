@@ -115,7 +115,7 @@ func (h *settingsHolder) limits() pool.Limits {
 	return pool.Limits{
 		MaxConcurrent: s.MaxConcurrentVMs, WarmSize: warm, IdleTimeout: time.Duration(s.IdleTimeoutMinutes) * time.Minute,
 		CPUs: cpus, MemoryMB: mem, DiskGB: s.VMDiskGB,
-		WarmTemplate: h.warm, WarmNetwork: vm.NetworkMode(s.NetworkMode),
+		WarmTemplate: h.warm, WarmNetwork: vm.NetworkMode(s.NetworkMode), AllowHosts: s.EgressAllowHosts,
 	}
 }
 

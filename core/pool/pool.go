@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,10 +49,12 @@ type Info struct {
 	CPUs     int
 	MemoryMB int
 	Network  vm.NetworkMode
-	Limits   vm.Limits
-	Dir      string
-	Created  time.Time
-	LastUsed time.Time
+	// AllowHosts are what the VM may reach past the egress policy.
+	AllowHosts []string
+	Limits     vm.Limits
+	Dir        string
+	Created    time.Time
+	LastUsed   time.Time
 	// AgentVersion is the guest agent's version from its hello.
 	AgentVersion string
 }
@@ -67,6 +71,9 @@ type Limits struct {
 	// Warm is what the warm pool keeps ready.
 	WarmTemplate vm.Template
 	WarmNetwork  vm.NetworkMode
+	// AllowHosts are what internet-mode VMs may reach past the egress
+	// policy; a VM booted with another list is not leased.
+	AllowHosts []string
 }
 
 // Recorder persists VM records; the daemon's store implements it.
@@ -157,8 +164,12 @@ func New(cfg Config) (*Pool, error) {
 	return p, nil
 }
 
-func key(t vm.Template, n vm.NetworkMode) string {
-	return t.ID + "\x00" + string(t.Kind) + "\x00" + string(n)
+func key(t vm.Template, n vm.NetworkMode, allow []string) string {
+	k := t.ID + "\x00" + string(t.Kind) + "\x00" + string(n)
+	if n == vm.NetworkInternet && len(allow) > 0 {
+		k += "\x00" + strings.Join(slices.Sorted(slices.Values(allow)), ",")
+	}
+	return k
 }
 
 // kickLocked wakes everything waiting for a change.
@@ -285,7 +296,7 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 		if req.MemoryMB == 0 {
 			req.MemoryMB = lim.MemoryMB
 		}
-		k := key(req.Template, req.Network)
+		k := key(req.Template, req.Network, lim.AllowHosts)
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -371,7 +382,7 @@ func (p *Pool) reserveLocked(t vm.Template, n vm.NetworkMode, cpus, mem int, lim
 		done: make(chan struct{}),
 		info: Info{
 			ID: id, Name: id, Backend: p.cfg.Backend.Capabilities().Name, TemplateID: t.ID,
-			State: StateBooting, CPUs: cpus, MemoryMB: mem, Network: n,
+			State: StateBooting, CPUs: cpus, MemoryMB: mem, Network: n, AllowHosts: slices.Clone(lim.AllowHosts),
 			Dir: filepath.Join(p.cfg.Dir, id), Created: now, LastUsed: now,
 		},
 	}
@@ -397,7 +408,7 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 	lim := p.cfg.Limits()
 	spec := vm.Spec{
 		ID: e.info.ID, Name: e.info.Name, Template: templateOf(e, lim), Dir: e.info.Dir,
-		CPUs: e.info.CPUs, MemoryMB: e.info.MemoryMB, DiskGB: lim.DiskGB, Network: e.info.Network,
+		CPUs: e.info.CPUs, MemoryMB: e.info.MemoryMB, DiskGB: lim.DiskGB, Network: e.info.Network, AllowHosts: e.info.AllowHosts,
 	}
 	p.record(e.info)
 	defer func() {
@@ -624,7 +635,7 @@ func (p *Pool) refill(ctx context.Context) {
 			return
 		}
 		warm := 0
-		wk := key(lim.WarmTemplate, lim.WarmNetwork)
+		wk := key(lim.WarmTemplate, lim.WarmNetwork, lim.AllowHosts)
 		for _, e := range p.entries {
 			if e.lease == nil && e.key == wk && (e.info.State == StateReady || e.info.State == StateBooting) {
 				warm++

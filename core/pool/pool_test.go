@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"slices"
 	"testing"
 	"time"
 
@@ -331,5 +332,29 @@ func TestCloseEndsBootsAtOnce(t *testing.T) {
 	}
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Fatalf("stopping the pool took %s with a VM booting", d)
+	}
+}
+
+// TestAllowlistIsPartOfTheVM: internet-mode VMs boot with the settings'
+// egress allowlist, and a warm VM booted under another list is not
+// leased once the list changes (it would reach what the user no longer
+// allows, or miss what they now do).
+func TestAllowlistIsPartOfTheVM(t *testing.T) {
+	h := newPool(t, limits(2, 1), nil, func(c *Config) {})
+	h.setLimits(func(l *Limits) { l.WarmNetwork, l.AllowHosts = vm.NetworkInternet, []string{"nas.local"} })
+	h.run()
+	waitFor(t, "a warm VM", func() bool { return count(h.p, StateReady) == 1 })
+	warm := h.p.Snapshot()[0]
+	if !slices.Equal(warm.AllowHosts, []string{"nas.local"}) {
+		t.Fatalf("the warm VM allows %v", warm.AllowHosts)
+	}
+	h.setLimits(func(l *Limits) { l.AllowHosts = []string{"10.8.0.0/16"} })
+	l, err := h.p.Acquire(context.Background(), Request{TaskID: "t", Template: h.limits().WarmTemplate, Network: vm.NetworkInternet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	if l.ID() == warm.ID || !slices.Equal(l.Machine().Spec().AllowHosts, []string{"10.8.0.0/16"}) {
+		t.Fatalf("leased %s allowing %v after the list changed (the warm VM was %s)", l.ID(), l.Machine().Spec().AllowHosts, warm.ID)
 	}
 }

@@ -64,7 +64,10 @@ type Spec struct {
 	CPUs     int
 	MemoryMB int
 	DiskGB   int
-	Network  NetworkMode
+	// AllowHosts are host names, addresses or CIDRs an internet-mode
+	// machine may reach past its backend's egress policy.
+	AllowHosts []string
+	Network    NetworkMode
 	// Display is the guest screen in logical points (default 1280x800).
 	DisplayWidth, DisplayHeight int
 }

@@ -462,7 +462,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	// earlier, its user namespace may not be ready to be joined.
 	var net *slirp
 	if m.spec.Network == vm.NetworkInternet {
-		if net, err = startSlirp(pid, m.id, m.b.cfg.AllowHosts); err != nil {
+		if net, err = startSlirp(pid, m.id, append(slices.Clone(m.b.cfg.AllowHosts), m.spec.AllowHosts...)); err != nil {
 			return err
 		}
 		cleanups = append(cleanups, func() error { net.stop(); return nil })

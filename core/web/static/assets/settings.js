@@ -169,6 +169,7 @@ function fillSettings(s) {
   for (const input of document.querySelectorAll('[data-key]')) {
     const v = s[input.dataset.key];
     if (input.type === 'checkbox') input.checked = !!v;
+    else if (Array.isArray(v)) input.value = v.join('\n');
     else input.value = v === null || v === undefined ? '' : String(v);
   }
   const policy = s.toolPolicy || {};
@@ -192,6 +193,7 @@ for (const form of document.querySelectorAll('[data-settings-form]')) {
     for (const input of form.querySelectorAll('[data-key]')) {
       const k = input.dataset.key;
       if (input.type === 'checkbox') body[k] = input.checked;
+      else if (input.dataset.list !== undefined) body[k] = input.value.split('\n').map((l) => l.trim()).filter((l) => l);
       else if (input.type === 'number') body[k] = Number(input.value);
       else body[k] = input.value.trim();
     }
