@@ -27,7 +27,7 @@ import (
 )
 
 const usage = `usage:
-  hivecrew-helper serve [--home DIR] [--addr HOST:PORT] [--socket PATH] [--print-api-key] [--log-level LEVEL] [--guest-agent PATH]
+  hivecrew-helper serve [--home DIR] [--addr HOST:PORT] [--socket PATH] [--print-api-key] [--log-level LEVEL] [--guest-agent PATH] [--web-step-up DURATION]
   hivecrew-helper stop  [--home DIR]
   hivecrew-helper version`
 
@@ -80,6 +80,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		level := fs.String("log-level", "info", "debug, info, warn or error")
 		agent := fs.String("guest-agent", "", "guest agent binary for sandboxes (default: hivecrew-guestagent next to this binary)")
 		profile := fs.String("cpu-profile", "", "write a CPU profile (go tool pprof) to this file until the helper stops")
+		stepUp := fs.Duration("web-step-up", 0, "how long after its login link a web session may change API keys, providers and safety settings (default 10m)")
 		if err := fs.Parse(args); err != nil {
 			return usageError{err.Error()}
 		}
@@ -102,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return serve(ctx, daemon.Config{
-			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log, GuestAgent: *agent,
+			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log, GuestAgent: *agent, WebStepUp: *stepUp,
 		})
 	case "stop":
 		if err := fs.Parse(args); err != nil {

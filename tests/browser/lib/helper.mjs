@@ -32,7 +32,7 @@ export async function buildBinaries() {
 /** A running helper. */
 export class Helper {
   /** Starts the helper from bin and waits for its banner. name labels its log under out/logs. */
-  static async start(bin, name) {
+  static async start(bin, name, args = []) {
     const h = new Helper();
     h.name = name;
     h.home = fs.mkdtempSync('/tmp/hcb-'); // short: unix socket paths are limited
@@ -42,7 +42,7 @@ export class Helper {
     fs.mkdirSync(path.join(OUT, 'logs'), { recursive: true });
     h.logPath = path.join(OUT, 'logs', `${name}-helper.log`);
     const log = fs.openSync(h.logPath, 'w');
-    h.proc = spawn(path.join(bin, 'hivecrew-helper'), ['serve', '--home', h.home, '--addr', '127.0.0.1:0', '--print-api-key'], {
+    h.proc = spawn(path.join(bin, 'hivecrew-helper'), ['serve', '--home', h.home, '--addr', '127.0.0.1:0', '--print-api-key', ...args], {
       env: { ...process.env, HOME: h.userHome, XDG_DATA_HOME: path.join(h.userHome, '.local', 'share') },
       stdio: ['ignore', 'pipe', log],
     });

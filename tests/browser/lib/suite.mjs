@@ -11,12 +11,12 @@ import { ScriptedLLM } from './llm.mjs';
  * returned object is filled in before the first test runs. With provider,
  * the scripted provider is added as the default.
  */
-export function suite(name, { provider = true } = {}) {
+export function suite(name, { provider = true, helperArgs = [] } = {}) {
   const env = { bin: null, helper: null, llm: null, browser: null, pages: [] };
   before(async () => {
     const [bin, llm, browser] = await Promise.all([buildBinaries(), new ScriptedLLM().start(), launch()]);
     Object.assign(env, { bin, llm, browser });
-    env.helper = await Helper.start(bin, name);
+    env.helper = await Helper.start(bin, name, helperArgs);
     if (provider) await env.helper.addProvider(llm);
   });
   after(async () => {
