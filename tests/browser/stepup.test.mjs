@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { signIn } from './lib/browser.mjs';
 import { suite } from './lib/suite.mjs';
 
-const env = suite('stepup', { provider: false, helperArgs: ['--web-step-up', '10s'] });
+const env = suite('stepup', { helperArgs: ['--web-step-up', '10s'] });
 
 test('an API key needs a fresh login link once the step-up window has passed', { timeout: 60000 }, async () => {
   const page = await env.page('/settings');
