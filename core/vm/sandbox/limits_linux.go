@@ -388,6 +388,13 @@ func (c *cgroupV1) remove() error {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+		if err != nil && errors.Is(err, syscall.EBUSY) {
+			// The memory controller may hold an empty group for a while
+			// (its pages are still being uncharged): it goes once it can,
+			// without holding up the machine's stop.
+			go removeWhenFree(dir)
+			err = nil
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove cgroup v1 %s: %w", ctrl, err))
 			continue
@@ -395,6 +402,16 @@ func (c *cgroupV1) remove() error {
 		delete(c.dirs, ctrl)
 	}
 	return errors.Join(errs...)
+}
+
+// removeWhenFree retries removing an empty cgroup for a minute.
+func removeWhenFree(dir string) {
+	for range 600 {
+		time.Sleep(100 * time.Millisecond)
+		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) || !errors.Is(err, syscall.EBUSY) {
+			return
+		}
+	}
 }
 
 // events says what the caps did: processes the OOM killer ended, forks
