@@ -17,7 +17,7 @@ import (
 )
 
 // helperBinary is the helper's executable name.
-const helperBinary = "hivecrew-helper"
+const helperBinary = config.HelperBinary
 
 // helperStartTimeout bounds how long a started helper may take to answer.
 const helperStartTimeout = 20 * time.Second
@@ -93,17 +93,14 @@ func ensureHelper(ctx context.Context, c *client.Client, paths config.Paths, std
 	}
 }
 
-// findHelper finds hivecrew-helper next to the running executable, else in
-// PATH.
+// findHelper finds hivecrew-helper next to the running executable (bin/),
+// in Hivecrew.app's helper bundle, else in PATH.
 func findHelper() (string, error) {
-	var next string
-	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
-		next = filepath.Join(filepath.Dir(exe), helperBinary)
-		if fi, err := os.Stat(next); err == nil && fi.Mode().IsRegular() {
-			return next, nil
+	var cands []string
+	if in, err := config.CurrentInstall(); err == nil {
+		cands = in.HelperCandidates()
+		if p, ok := config.FirstExecutable(cands); ok {
+			return p, nil
 		}
 	}
 	p, err := exec.LookPath(helperBinary)
@@ -111,10 +108,22 @@ func findHelper() (string, error) {
 		return p, nil
 	}
 	where := "in PATH"
-	if next != "" {
-		where = "at " + next + " or in PATH"
+	if len(cands) > 0 {
+		where = "at " + strings.Join(cands, " or ") + " or in PATH"
 	}
 	return "", fmt.Errorf("the helper is not running and %s was not found %s: install it next to hivecrew (`make build` puts both in bin/)", helperBinary, where)
+}
+
+// findGuestAgent finds the guest agent the way the helper does (next to
+// the running executable, else in Hivecrew.app's Resources); "" when
+// there is none, and the helper then looks for itself.
+func findGuestAgent() string {
+	in, err := config.CurrentInstall()
+	if err != nil {
+		return ""
+	}
+	p, _ := config.FirstExecutable(in.GuestAgentCandidates())
+	return p
 }
 
 // lastLine returns the last non-empty line written to the file at path

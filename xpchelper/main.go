@@ -4,6 +4,7 @@
 //
 //	hivecrew-helper serve [--home DIR] [--addr 127.0.0.1:5482] [--socket PATH] [--print-api-key]
 //	hivecrew-helper stop  [--home DIR]
+//	hivecrew-helper paths [--home DIR]   (where this helper finds its files)
 //	hivecrew-helper version
 package main
 
@@ -29,6 +30,7 @@ import (
 const usage = `usage:
   hivecrew-helper serve [--home DIR] [--addr HOST:PORT] [--socket PATH] [--print-api-key] [--log-level LEVEL] [--guest-agent PATH] [--web-step-up DURATION]
   hivecrew-helper stop  [--home DIR]
+  hivecrew-helper paths [--home DIR]
   hivecrew-helper version`
 
 func main() {
@@ -119,6 +121,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("stop the helper for %s: %w", paths.Home, err)
 		}
 		fmt.Fprintln(stdout, "helper stopping")
+		return nil
+	case "paths":
+		agent := fs.String("guest-agent", "", "guest agent binary (default: found next to this binary or in Hivecrew.app)")
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		paths, err := config.ResolvePaths(*home)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "data:        %s\nsocket:      %s\n", paths.Home, paths.Socket())
+		p, err := daemon.GuestAgentPath(daemon.Config{GuestAgent: *agent})
+		if err != nil {
+			fmt.Fprintf(stdout, "guest agent: none (%v)\n", err)
+			return err
+		}
+		fmt.Fprintf(stdout, "guest agent: %s\n", p)
 		return nil
 	case "version", "--version":
 		fmt.Fprintln(stdout, "hivecrew-helper", version.Version)

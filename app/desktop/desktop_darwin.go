@@ -2,19 +2,21 @@ package desktop
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/progrium/darwinkit/dispatch"
 	"github.com/progrium/darwinkit/macos/appkit"
 	"github.com/progrium/darwinkit/macos/foundation"
 	"github.com/progrium/darwinkit/macos/webkit"
 	"github.com/progrium/darwinkit/objc"
+
+	"github.com/hivecrew/hivecrew/core/config"
 )
 
 // windows keeps the open windows, one per page kind, so that opening a
@@ -128,7 +130,9 @@ func (a Autostart) Set(on bool) error {
 }
 
 // StartHelperService installs the helper's LaunchAgent (in the user's GUI
-// session, so that it can show VM windows) and bootstraps it.
+// session, so that it can show VM windows) and bootstraps it, replacing a
+// previous registration. The agent names the guest agent the app found
+// (Hivecrew.app/Contents/Resources, or next to the app in bin/).
 func StartHelperService(helper string) (bool, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -140,13 +144,17 @@ func StartHelperService(helper string) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, err
 	}
-	if err := os.WriteFile(path, []byte(LaunchAgentPlist(HelperLabel, []string{helper, "serve"}, true, logPath)), 0o644); err != nil {
+	var agent string
+	if in, err := config.CurrentInstall(); err == nil {
+		agent, _ = config.FirstExecutable(in.GuestAgentCandidates())
+	}
+	plist := LaunchAgentPlist(HelperLabel, HelperServiceArgs(helper, agent), true, logPath)
+	if err := os.WriteFile(path, []byte(plist), 0o644); err != nil {
 		return false, err
 	}
-	// A previous registration is replaced.
-	exec.Command("launchctl", "bootout", domain()+"/"+HelperLabel).Run()
-	if out, err := exec.Command("launchctl", "bootstrap", domain(), path).CombinedOutput(); err != nil {
-		return false, fmt.Errorf("launchctl bootstrap %s: %v: %s", path, err, out)
+	run := func(args ...string) ([]byte, error) { return exec.Command("launchctl", args...).CombinedOutput() }
+	if err := replaceLaunchAgent(run, domain(), HelperLabel, path, 10*time.Second, time.Sleep); err != nil {
+		return false, err
 	}
 	return true, nil
 }

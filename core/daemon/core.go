@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -371,19 +372,30 @@ func templateManager(ctx context.Context, cfg Config, st *store.Store, p *pool.P
 	return tm, nil
 }
 
+// GuestAgentPath is the guest agent binary cfg's helper uses (see
+// guestAgentPath); `hivecrew-helper paths` prints it.
+func GuestAgentPath(cfg Config) (string, error) { return guestAgentPath(cfg) }
+
 // guestAgentPath is the guest agent binary: the configured one, else
-// hivecrew-guestagent next to the running executable.
+// hivecrew-guestagent next to the running executable (bin/ of a build),
+// else in Hivecrew.app's Contents/Resources (the helper runs from
+// Contents/Helpers/HivecrewHelper.app inside it).
 func guestAgentPath(cfg Config) (string, error) {
 	if cfg.GuestAgent != "" {
 		return cfg.GuestAgent, nil
 	}
-	exe, err := os.Executable()
+	in, err := config.CurrentInstall()
 	if err != nil {
 		return "", fmt.Errorf("find the guest agent: %w", err)
 	}
-	p := filepath.Join(filepath.Dir(exe), "hivecrew-guestagent")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("the guest agent is not next to the helper (%s): build it with `make build` or pass --guest-agent", p)
+	return findGuestAgent(in)
+}
+
+// findGuestAgent looks for the guest agent where in's layout puts it.
+func findGuestAgent(in config.Install) (string, error) {
+	cands := in.GuestAgentCandidates()
+	if p, ok := config.FirstExecutable(cands); ok {
+		return p, nil
 	}
-	return p, nil
+	return "", fmt.Errorf("no guest agent binary at %s: build it with `make build` or pass --guest-agent", strings.Join(cands, " or "))
 }

@@ -4,7 +4,6 @@
 package bundle
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,8 +53,9 @@ func TestBundleTree(t *testing.T) {
 		return nil
 	})
 	want := []string{
-		"Info.plist", "PkgInfo", "MacOS/hivecrew", "MacOS/hivecrew-helper",
-		"Library/LaunchAgents/com.hivecrew.helper.plist",
+		"Info.plist", "PkgInfo", "MacOS/hivecrew",
+		"Helpers/HivecrewHelper.app/Contents/Info.plist", "Helpers/HivecrewHelper.app/Contents/PkgInfo",
+		"Helpers/HivecrewHelper.app/Contents/MacOS/hivecrew-helper",
 		"Resources/hivecrew-guestagent", "Resources/com.hivecrew.guestagent.plist", "Resources/entitlements.plist",
 		"Resources/MenuBar-idleTemplate.png", "Resources/MenuBar-workingTemplate.png", "Resources/MenuBar-attentionTemplate.png",
 	}
@@ -67,7 +67,14 @@ func TestBundleTree(t *testing.T) {
 	if !slices.Contains(files, "Resources/AppIcon.icns") && !slices.Contains(files, "Resources/AppIcon.png") {
 		t.Error("bundle has no app icon")
 	}
-	for _, exe := range []string{"MacOS/hivecrew", "MacOS/hivecrew-helper", "Resources/hivecrew-guestagent"} {
+	for _, f := range files {
+		// The helper lives in its own bundle only: two executables of
+		// com.hivecrew.app confuse LaunchServices (issue 16.8).
+		if strings.HasPrefix(f, "MacOS/") && f != "MacOS/hivecrew" {
+			t.Errorf("the app's Contents/MacOS holds %s", f)
+		}
+	}
+	for _, exe := range []string{"MacOS/hivecrew", "Helpers/HivecrewHelper.app/Contents/MacOS/hivecrew-helper", "Resources/hivecrew-guestagent"} {
 		if fi, err := os.Stat(filepath.Join(app, exe)); err != nil || fi.Mode()&0o111 == 0 {
 			t.Errorf("%s is not executable: %v", exe, err)
 		}
@@ -90,12 +97,14 @@ func TestBundleTree(t *testing.T) {
 	if ats, _ := info["NSAppTransportSecurity"].(map[string]any); ats["NSAllowsLocalNetworking"] != true {
 		t.Error("Info.plist does not allow the web views to reach the local helper over http")
 	}
-	agent := read(t, filepath.Join(app, "Library", "LaunchAgents", "com.hivecrew.helper.plist"))
-	if agent["Label"] != "com.hivecrew.helper" || agent["BundleProgram"] != "Contents/MacOS/hivecrew-helper" || agent["RunAtLoad"] != true || agent["LimitLoadToSessionType"] != "Aqua" {
-		t.Errorf("helper LaunchAgent: %v", agent)
-	}
-	if args := fmt.Sprint(agent["ProgramArguments"]); args != "[Contents/MacOS/hivecrew-helper serve]" {
-		t.Errorf("helper LaunchAgent arguments: %s", args)
+	helperInfo := read(t, filepath.Join(app, "Helpers", "HivecrewHelper.app", "Contents", "Info.plist"))
+	for k, v := range map[string]any{
+		"CFBundleIdentifier": "com.hivecrew.helper", "CFBundleExecutable": "hivecrew-helper", "CFBundlePackageType": "APPL",
+		"LSUIElement": true, "LSMinimumSystemVersion": "15.0", "CFBundleShortVersionString": "1.4.2",
+	} {
+		if helperInfo[k] != v {
+			t.Errorf("helper Info.plist %s = %v, want %v", k, helperInfo[k], v)
+		}
 	}
 	ent := read(t, filepath.Join(app, "Resources", "entitlements.plist"))
 	if ent["com.apple.security.virtualization"] != true || ent["com.apple.security.network.client"] != true {
@@ -104,6 +113,39 @@ func TestBundleTree(t *testing.T) {
 	guest := read(t, filepath.Join(app, "Resources", "com.hivecrew.guestagent.plist"))
 	if guest["Label"] != "com.hivecrew.guestagent" {
 		t.Errorf("guest agent LaunchAgent: %v", guest)
+	}
+}
+
+// TestBundledHelperFindsTheGuestAgent answers issue 16.1: the helper as
+// installed in Hivecrew.app (no guest agent next to it) finds the one
+// bundle-app put in Contents/Resources; `hivecrew-helper paths` says which.
+func TestBundledHelperFindsTheGuestAgent(t *testing.T) {
+	bin, cleanup, err := testbin.BuildAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	out := t.TempDir()
+	if b, err := exec.Command(filepath.Join(root(), "scripts", "bundle-app"), "--bin", bin, "--out", out).CombinedOutput(); err != nil {
+		t.Fatalf("bundle-app: %v\n%s", err, b)
+	}
+	app := filepath.Join(out, "Hivecrew.app")
+	helper := filepath.Join(app, "Contents", "Helpers", "HivecrewHelper.app", "Contents", "MacOS", "hivecrew-helper")
+	paths := func() (string, error) {
+		cmd := exec.Command(helper, "paths", "--home", t.TempDir())
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	b, err := paths()
+	want := "guest agent: " + filepath.Join(app, "Contents", "Resources", "hivecrew-guestagent") + "\n"
+	if err != nil || !strings.Contains(b, want) {
+		t.Fatalf("bundled helper paths: %v\n%s\nwant a line %q", err, b, want)
+	}
+	// Without the bundled agent it says where it looked, and fails.
+	os.Remove(filepath.Join(app, "Contents", "Resources", "hivecrew-guestagent"))
+	b, err = paths()
+	if err == nil || !strings.Contains(b, "guest agent: none") || !strings.Contains(b, "Contents/Resources/hivecrew-guestagent") {
+		t.Fatalf("helper without an agent: %v\n%s", err, b)
 	}
 }
 

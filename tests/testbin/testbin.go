@@ -32,7 +32,7 @@ func Build(pkg, name string) (string, func(), error) {
 	bin := filepath.Join(dir, name)
 	build := exec.Command("go", "build", "-o", bin, pkg)
 	build.Dir = root()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), agentCgo())
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("build %s: %v\n%s", pkg, err, out)
@@ -53,6 +53,16 @@ func MainWithAgent(m interface{ Run() int }, path *string) {
 	os.Exit(code)
 }
 
+// agentCgo is the guest agent's cgo setting, as `make build` has it:
+// static on Linux (it runs inside sandboxes' own root filesystems); the
+// macOS driver needs cgo.
+func agentCgo() string {
+	if runtime.GOOS == "darwin" {
+		return "CGO_ENABLED=1"
+	}
+	return "CGO_ENABLED=0"
+}
+
 // BuildAll builds hivecrew, hivecrew-helper and hivecrew-guestagent into
 // one fresh folder (the helper finds the guest agent, and the CLI the
 // helper, next to itself) and returns it and a cleanup.
@@ -70,7 +80,7 @@ func BuildAll() (string, func(), error) {
 		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
 		build.Dir = root()
 		if name == "hivecrew-guestagent" {
-			build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build does
+			build.Env = append(os.Environ(), agentCgo()) // as make build does
 		}
 		if out, err := build.CombinedOutput(); err != nil {
 			cleanup()
