@@ -6,9 +6,11 @@ import (
 	"runtime"
 
 	"fyne.io/systray"
+	"github.com/progrium/darwinkit/dispatch"
 	"github.com/progrium/darwinkit/macos"
 	"github.com/progrium/darwinkit/macos/appkit"
 
+	"github.com/hivecrew/hivecrew/app/desktop"
 	"github.com/hivecrew/hivecrew/app/killswitch"
 	"github.com/hivecrew/hivecrew/app/menubar"
 )
@@ -30,11 +32,15 @@ func runMenuBar(ctx context.Context, cfg menubar.Config, sc killswitch.Shortcut,
 	}
 	start, end := systray.RunWithExternalLoop(m.Ready, func() {
 		m.Exit()
-		appkit.Application_SharedApplication().Terminate(nil)
+		// systray calls this on the goroutine that ends it; AppKit's
+		// terminate: belongs on the main thread.
+		dispatch.MainQueue().DispatchAsync(func() { appkit.Application_SharedApplication().Terminate(nil) })
 	})
 	macos.RunApp(func(app appkit.Application, delegate *appkit.ApplicationDelegate) {
 		app.SetActivationPolicy(appkit.ApplicationActivationPolicyAccessory)
 		delegate.SetApplicationShouldTerminateAfterLastWindowClosed(func(appkit.Application) bool { return false })
+		// ⌘C, ⌘V, ⌘Z, ⌘W ... in the web windows go through the main menu.
+		desktop.InstallMainMenu(app)
 		start()
 		go listenKillSwitch(kctx, sc, m, log)
 		go func() {

@@ -6,79 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/progrium/darwinkit/dispatch"
-	"github.com/progrium/darwinkit/macos/appkit"
-	"github.com/progrium/darwinkit/macos/foundation"
-	"github.com/progrium/darwinkit/macos/webkit"
 	"github.com/progrium/darwinkit/objc"
 
 	"github.com/hivecrew/hivecrew/core/config"
 )
-
-// windows keeps the open windows, one per page kind, so that opening a
-// page again brings its window forward; mu guards it.
-var (
-	mu      sync.Mutex
-	windows = map[string]*window{}
-)
-
-// window is an open page window and its web view.
-type window struct {
-	w    appkit.Window
-	view webkit.WebView
-}
-
-// kindOf names the window a link opens: its "next" path's first element
-// ("tasks", "settings", or "dashboard").
-func kindOf(link string) string {
-	_, next, _ := strings.Cut(link, "next=")
-	next = strings.TrimPrefix(strings.ReplaceAll(next, "%2F", "/"), "/")
-	kind, _, _ := strings.Cut(next, "/")
-	kind, _, _ = strings.Cut(kind, "#")
-	if kind == "" {
-		return "dashboard"
-	}
-	if kind == "tasks" {
-		return next // one window per task
-	}
-	return kind
-}
-
-// Open shows a page of the web UI in a native window (a WKWebView) on the
-// main thread; the window's frame is remembered per kind of page.
-func Open(link string) error {
-	dispatch.MainQueue().DispatchAsync(func() {
-		kind := kindOf(link)
-		mu.Lock()
-		win, ok := windows[kind]
-		mu.Unlock()
-		if !ok {
-			w := appkit.NewWindowWithSize(1100, 760)
-			objc.Retain(&w)
-			w.SetTitle("Hivecrew")
-			w.SetFrameAutosaveName(appkit.WindowFrameAutosaveName("Hivecrew " + kind))
-			w.SetReleasedWhenClosed(false)
-			view := webkit.NewWebViewWithFrameConfiguration(foundation.Rect{}, webkit.NewWebViewConfiguration())
-			objc.Retain(&view)
-			// The web UI offers the VM's native window for takeover when it
-			// sees it runs inside the app.
-			view.SetCustomUserAgent("HivecrewApp/1 (Macintosh) AppleWebKit")
-			w.SetContentView(view)
-			win = &window{w: w, view: view}
-			mu.Lock()
-			windows[kind] = win
-			mu.Unlock()
-		}
-		webkit.LoadURL(win.view, link)
-		win.w.MakeKeyAndOrderFront(nil)
-		appkit.Application_SharedApplication().ActivateIgnoringOtherApps(true)
-	})
-	return nil
-}
 
 // Notify delivers a user notification.
 func Notify(title, body string) error {

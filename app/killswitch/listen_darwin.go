@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/progrium/darwinkit/dispatch"
 	"golang.design/x/hotkey"
 )
 
@@ -33,7 +34,11 @@ func Listen(ctx context.Context, display string, sc Shortcut, fire func()) error
 	if err := hk.Register(); err != nil {
 		return fmt.Errorf("kill switch: register %s: %w", sc.Symbols(true), err)
 	}
-	defer hk.Unregister()
+	// Carbon's hot keys belong to the main thread: hotkey registers there
+	// (dispatch_sync), but its Unregister runs on the caller's thread,
+	// where it would also race the main thread's key-down callback that
+	// sends on the channels Unregister closes.
+	defer dispatch.MainQueue().DispatchAsync(func() { hk.Unregister() })
 	for {
 		select {
 		case <-ctx.Done():
