@@ -511,7 +511,7 @@ func (p *Pool) discardKeeping(e *entry, reason string, keep func(vm.Machine) err
 	m, c := e.m, e.c
 	p.kickLocked()
 	p.mu.Unlock()
-	if c != nil {
+	if c != nil && keep == nil {
 		c.Close()
 	}
 	var kept error
@@ -523,10 +523,21 @@ func (p *Pool) discardKeeping(e *entry, reason string, keep func(vm.Machine) err
 			if stopWithin <= 0 {
 				stopWithin = templateStop
 			}
+			// Its disk is kept: the guest shuts down cleanly, through its
+			// agent where the backend needs that (macOS).
+			var ask func(context.Context) error
+			if c != nil {
+				ask = c.Shutdown
+			}
 			sctx, scancel := context.WithTimeout(context.Background(), stopWithin)
-			if err := m.Stop(sctx); err != nil {
+			how, err := vm.StopAs(sctx, m, vm.Keep, ask, stopWithin/2)
+			if c != nil {
+				c.Close()
+			}
+			if err != nil {
 				kept = fmt.Errorf("stop vm %s: %w", e.info.ID, err)
 			} else {
+				p.cfg.Log.Info("VM stopped to be kept", "vm", e.info.ID, "how", how)
 				kept = keep(m)
 			}
 			scancel()
@@ -615,7 +626,7 @@ func (p *Pool) fail(e *entry, reason string) {
 	// machine itself stops now and no longer counts against the caps.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.m.Stop(ctx); err != nil {
+	if _, err := vm.StopAs(ctx, e.m, vm.Discard, nil, 0); err != nil {
 		p.cfg.Log.Warn("stop failed VM", "vm", e.info.ID, "err", err)
 	}
 }

@@ -11,8 +11,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/guest"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -182,6 +184,28 @@ func (m *Manager) manifestOf(t store.Template) (*Manifest, error) {
 	return man, nil
 }
 
+// setupShutdownGrace is how long a template booted for its setup has to
+// shut down after its guest agent began the shutdown.
+const setupShutdownGrace = 90 * time.Second
+
+// shutDown stops a template booted for its setup with its disk consistent:
+// its guest agent (installed during the setup) is asked for a clean
+// shutdown, which needs no Automation permission in the guest; the
+// backend's own stop (RequestStop, then force) is the fallback.
+func (m *Manager) shutDown(ctx context.Context, mach vm.Machine) error {
+	ask := func(ctx context.Context) error {
+		c, err := guest.Connect(ctx, guest.Config{Dial: mach.DialGuest, Key: mach.GuestKey, Log: m.cfg.Log.With("vm", mach.Spec().ID)})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return c.Shutdown(ctx)
+	}
+	how, err := vm.StopAs(ctx, mach, vm.Keep, ask, setupShutdownGrace)
+	m.cfg.Log.Info("template shut down", "vm", mach.Spec().ID, "how", how, "err", err)
+	return err
+}
+
 // Setup boots a macOS template itself (not a clone) for its guided setup,
 // with the guest agent kit in its shared folder (install/), and opens its
 // window where the backend can; with finish it shuts the template down,
@@ -205,7 +229,7 @@ func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Temp
 	m.mu.Unlock()
 	if finish {
 		if running != nil {
-			if err := running.Stop(ctx); err != nil {
+			if err := m.shutDown(ctx, running); err != nil {
 				return store.Template{}, fmt.Errorf("shut the template down: %w", err)
 			}
 			m.mu.Lock()

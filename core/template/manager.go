@@ -153,8 +153,8 @@ func (m *Manager) Close() error {
 	m.wg.Wait()
 	var errs []error
 	for id, mach := range setups {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if err := mach.Stop(ctx); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := m.shutDown(ctx, mach); err != nil {
 			errs = append(errs, fmt.Errorf("shut down template %s: %w", id, err))
 		}
 		cancel()

@@ -15,6 +15,7 @@ import (
 	"image"
 	"log/slog"
 	"os/exec"
+	"strings"
 	"unicode/utf16"
 	"unsafe"
 
@@ -360,15 +361,18 @@ func (d *Driver) ClipboardWrite(ctx context.Context, text string) error {
 	return nil
 }
 
-// PowerOff implements server.Driver: with --poweroff, macOS shuts down the
-// way the Apple menu's Shut Down does.
+// PowerOff implements server.Driver: with --poweroff, macOS shuts down
+// cleanly with `sudo -n /sbin/shutdown -h now` (PowerOffCommand), which
+// the template's sudoers rule allows without a password. Asking System
+// Events to shut down would need the Automation permission, and the
+// framework's RequestStop only shows a "shut down?" dialog.
 func (d *Driver) PowerOff(ctx context.Context) error {
 	if !d.cfg.PowerOff {
 		return nil
 	}
-	out, err := exec.CommandContext(ctx, "osascript", "-e", `tell application "System Events" to shut down`).CombinedOutput()
+	out, err := exec.CommandContext(ctx, PowerOffCommand[0], PowerOffCommand[1:]...).CombinedOutput()
 	if err != nil {
-		return protocol.Errorf(protocol.CodeInternalError, "shut down: %v: %s", err, out)
+		return protocol.Errorf(protocol.CodeInternalError, "shut down (%s): %v: %s (is /etc/sudoers.d/hivecrew-guestagent installed? run install-agent.sh again)", strings.Join(PowerOffCommand, " "), err, out)
 	}
 	return nil
 }

@@ -1,6 +1,20 @@
 package darwin
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
+
+// PowerOffCommand shuts the guest down cleanly without the Automation
+// permission: root's shutdown through sudo, allowed without a password
+// by the sudoers rule templates/macos-15-base/install-agent.sh installs
+// (SudoersRule). -n: never wait for a password prompt.
+var PowerOffCommand = []string{"sudo", "-n", "/sbin/shutdown", "-h", "now"}
+
+// SudoersRule is the rule that allows PowerOffCommand for user.
+func SudoersRule(user string) string {
+	return user + " ALL=(root) NOPASSWD: " + strings.Join(PowerOffCommand[2:], " ")
+}
 
 // Virtual key codes of the ANSI US keyboard (Carbon's kVK_* constants).
 var keyCodes = map[string]uint16{

@@ -1,6 +1,12 @@
 package darwin
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
 
 func TestKeyStroke(t *testing.T) {
 	for _, c := range []struct {
@@ -33,5 +39,30 @@ func TestEveryProtocolKeyHasACode(t *testing.T) {
 		if _, ok := keyCodes[k]; !ok {
 			t.Errorf("no key code for %q", k)
 		}
+	}
+}
+
+// TestPowerOffNeedsNoAutomation answers issue 16.5: the guest shuts down
+// with root's shutdown through sudo, never asking for a password (-n, so a
+// missing rule fails at once instead of hanging), and install-agent.sh
+// installs exactly the sudoers rule that allows that command and nothing
+// more.
+func TestPowerOffNeedsNoAutomation(t *testing.T) {
+	if strings.Join(PowerOffCommand, " ") != "sudo -n /sbin/shutdown -h now" {
+		t.Fatalf("PowerOffCommand = %q", PowerOffCommand)
+	}
+	script, err := os.ReadFile(filepath.Join("..", "..", "templates", "macos-15-base", "install-agent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^rule="\$\(id -un\) (.*)"$`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("install-agent.sh writes no sudoers rule")
+	}
+	if got, want := "hivecrew "+string(m[1]), SudoersRule("hivecrew"); got != want {
+		t.Fatalf("install-agent.sh's rule %q, the agent needs %q", got, want)
+	}
+	if !strings.Contains(string(script), "/etc/sudoers.d/hivecrew-guestagent") || !strings.Contains(string(script), "visudo -cf") {
+		t.Fatal("install-agent.sh does not check and install the rule in /etc/sudoers.d")
 	}
 }

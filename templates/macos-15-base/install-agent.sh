@@ -5,7 +5,9 @@
 #   sh "/Volumes/My Shared Files/hivecrew/install/install-agent.sh"
 #
 # It copies hivecrew-guestagent (next to this script) to /usr/local/bin
-# (asking for the administrator password once), installs its LaunchAgent in
+# (asking for the administrator password once), allows it to shut the guest
+# down cleanly (/etc/sudoers.d/hivecrew-guestagent: `shutdown -h now` only),
+# installs its LaunchAgent in
 # ~/Library/LaunchAgents, loads it in this GUI session, and opens the two
 # Privacy & Security panes where the agent must be allowed (Screen
 # Recording, Accessibility). Running it again updates the agent.
@@ -27,6 +29,17 @@ sudo install -m 0755 "$agent" "$dest"
 sudo chmod 1777 /Users/Shared/Hivecrew
 # Downloaded from a shared folder: no quarantine for a binary we installed.
 sudo xattr -d com.apple.quarantine "$dest" 2>/dev/null || true
+
+# A clean shutdown from the host (templates setup --finish, seal) goes
+# through the agent: this rule lets the auto-login user run exactly
+# `/sbin/shutdown -h now` as root without a password (the agent runs
+# `sudo -n /sbin/shutdown -h now`), which needs no Automation permission.
+rule="$(id -un) ALL=(root) NOPASSWD: /sbin/shutdown -h now"
+tmp=$(mktemp)
+printf '%s\n' "$rule" >"$tmp"
+sudo visudo -cf "$tmp" >/dev/null
+sudo install -m 0440 -o root -g wheel "$tmp" /etc/sudoers.d/hivecrew-guestagent
+rm -f "$tmp"
 
 mkdir -p "$HOME/Library/LaunchAgents"
 install -m 0644 "$plist" "$HOME/Library/LaunchAgents/$label.plist"

@@ -152,8 +152,10 @@ type Machine struct {
 }
 
 var (
-	_ vm.Machine      = (*Machine)(nil)
-	_ vm.SaveRestorer = (*Machine)(nil)
+	_ vm.Machine         = (*Machine)(nil)
+	_ vm.SaveRestorer    = (*Machine)(nil)
+	_ vm.Halter          = (*Machine)(nil)
+	_ vm.GuestShutdowner = (*Machine)(nil)
 )
 
 func (m *Machine) Spec() vm.Spec { return m.spec }
@@ -402,22 +404,17 @@ func (m *Machine) supervise(v *codehex.VirtualMachine, states <-chan codehex.Vir
 	}
 }
 
-// Stop implements vm.Machine: ask the guest to shut down (the power button),
-// wait up to the grace period, then stop it by force.
+// Stop implements vm.Machine: ask the guest to shut down (RequestStop:
+// the power button, which a macOS guest answers with a "shut down?"
+// dialog), wait up to the grace period, then stop it by force. Task
+// clones are halted instead (Halt, vm.Discard), and templates shut down
+// through their guest agent first (vm.StopAs, vm.Keep): this is the
+// fallback.
 func (m *Machine) Stop(ctx context.Context) error {
-	// A boot in progress ends; if it got through, the VM is stopped below.
-	if err := m.boots.Abort(ctx); err != nil {
-		return fmt.Errorf("stop VM %s: %w", m.spec.ID, err)
+	v, exited, err := m.beginStop(ctx)
+	if err != nil || v == nil {
+		return err
 	}
-	m.mu.Lock()
-	v, exited := m.v, m.exited
-	if v == nil {
-		m.mu.Unlock()
-		return nil
-	}
-	m.stopping = true
-	m.status.State = vm.StateStopping
-	m.mu.Unlock()
 	if v.CanRequestStop() {
 		if _, err := v.RequestStop(); err != nil {
 			m.b.opts.Log.Warn("request stop", "vm", m.spec.ID, "err", err)
@@ -430,6 +427,47 @@ func (m *Machine) Stop(ctx context.Context) error {
 		case <-grace.C:
 		case <-ctx.Done():
 		}
+	}
+	return m.forceStop(v, exited)
+}
+
+// Halt implements vm.Halter: the power is cut at once (the framework's
+// destructive stop), for a VM whose disk is thrown away next.
+func (m *Machine) Halt(ctx context.Context) error {
+	v, exited, err := m.beginStop(ctx)
+	if err != nil || v == nil {
+		return err
+	}
+	return m.forceStop(v, exited)
+}
+
+// ShutsDownFromGuest implements vm.GuestShutdowner: a macOS guest shuts
+// down cleanly only when asked from inside (the guest agent's shutdown).
+func (m *Machine) ShutsDownFromGuest() bool { return true }
+
+// beginStop ends a boot in progress and marks a running VM as stopping;
+// v is nil when it is not running.
+func (m *Machine) beginStop(ctx context.Context) (*codehex.VirtualMachine, chan struct{}, error) {
+	// A boot in progress ends; if it got through, the VM is stopped below.
+	if err := m.boots.Abort(ctx); err != nil {
+		return nil, nil, fmt.Errorf("stop VM %s: %w", m.spec.ID, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.v == nil {
+		return nil, nil, nil
+	}
+	m.stopping = true
+	m.status.State = vm.StateStopping
+	return m.v, m.exited, nil
+}
+
+// forceStop stops v by force and waits for the run to end.
+func (m *Machine) forceStop(v *codehex.VirtualMachine, exited chan struct{}) error {
+	select {
+	case <-exited:
+		return nil
+	default:
 	}
 	if v.CanStop() {
 		if err := v.Stop(); err != nil {
@@ -450,7 +488,8 @@ func (m *Machine) Delete(ctx context.Context) error {
 		return fmt.Errorf("delete VM %s: %w", m.spec.ID, err)
 	}
 	m.closeDisplay()
-	if err := m.Stop(ctx); err != nil {
+	// Its disk goes next: no shutdown to wait for.
+	if err := m.Halt(ctx); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(m.spec.Dir); err != nil {
@@ -471,8 +510,19 @@ func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
 	if len(devs) == 0 {
 		return nil, errdefs.Unavailablef("VM %s has no socket device", m.spec.ID)
 	}
-	conn, err := devs[0].Connect(m.b.opts.GuestPort)
+	// Connect waits for the framework's completion handler and takes no
+	// context.
+	conn, err := vm.DialContext(ctx, func() (net.Conn, error) {
+		c, err := devs[0].Connect(m.b.opts.GuestPort)
+		if err != nil {
+			return nil, err // not c: a nil *VirtioSocketConnection is a non-nil net.Conn
+		}
+		return c, nil
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
 		return nil, errdefs.Unavailablef("connect to the guest agent of %s on vsock port %d: %v", m.spec.ID, m.b.opts.GuestPort, nsError(err))
 	}
 	return conn, nil
@@ -508,7 +558,9 @@ func (m *Machine) Save(ctx context.Context, path string) error {
 		v.Resume()
 		return fmt.Errorf("save VM %s: the boot key: %w", m.spec.ID, err)
 	}
-	return m.Stop(ctx)
+	// The state is saved and the VM paused: it must not run on (the disk
+	// would move past the saved state), so it is halted, not shut down.
+	return m.Halt(ctx)
 }
 
 // Restore implements vm.SaveRestorer: start the VM from a saved state.
