@@ -8,26 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/progrium/darwinkit/dispatch"
-	"github.com/progrium/darwinkit/objc"
-
 	"github.com/hivecrew/hivecrew/core/config"
 )
-
-// Notify delivers a user notification.
-func Notify(title, body string) error {
-	dispatch.MainQueue().DispatchAsync(func() {
-		objc.WithAutoreleasePool(func() {
-			n := objc.Call[objc.Object](objc.GetClass("NSUserNotification"), objc.Sel("new"))
-			n.Autorelease()
-			objc.Call[objc.Void](n, objc.Sel("setTitle:"), title)
-			objc.Call[objc.Void](n, objc.Sel("setInformativeText:"), body)
-			center := objc.Call[objc.Object](objc.GetClass("NSUserNotificationCenter"), objc.Sel("defaultUserNotificationCenter"))
-			objc.Call[objc.Void](center, objc.Sel("deliverNotification:"), n)
-		})
-	})
-	return nil
-}
 
 // SessionBusProblem: macOS always has a menu bar.
 func SessionBusProblem() string { return "" }

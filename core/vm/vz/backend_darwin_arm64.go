@@ -244,7 +244,13 @@ func (m *Machine) configuration() (*codehex.VirtualMachineConfiguration, error) 
 		if err != nil {
 			return nil, nsError(err)
 		}
-		mac, err := codehex.NewRandomLocallyAdministeredMACAddress()
+		// The VM's own MAC, kept in config.json (a restore needs the same
+		// configuration; a new MAC per boot used up NAT DHCP leases).
+		hw, err := net.ParseMAC(m.cfg.MACAddress)
+		if err != nil {
+			return nil, errdefs.Invalidf("VM %s has no valid MAC address in config.json: %v", m.spec.ID, err)
+		}
+		mac, err := codehex.NewMACAddress(hw)
 		if err != nil {
 			return nil, nsError(err)
 		}
@@ -288,26 +294,47 @@ func (m *Machine) configuration() (*codehex.VirtualMachineConfiguration, error) 
 	gfx.SetDisplays(display)
 	c.SetGraphicsDevicesVirtualMachineConfiguration([]codehex.GraphicsDeviceConfiguration{gfx})
 
-	keyboard, err := codehex.NewMacKeyboardConfiguration()
-	if err != nil {
-		kb, uerr := codehex.NewUSBKeyboardConfiguration() // before macOS 14
-		if uerr != nil {
-			return nil, nsError(uerr)
-		}
-		c.SetKeyboardsVirtualMachineConfiguration([]codehex.KeyboardConfiguration{kb})
+	// Mac keyboard and trackpad where the host has them: a saved state
+	// cannot be taken or restored with USB input devices.
+	kbName, pointerNames := inputDevices(hostMacOSMajor())
+	var kb codehex.KeyboardConfiguration
+	if kbName == devMacKeyboard {
+		kb, err = codehex.NewMacKeyboardConfiguration()
 	} else {
-		c.SetKeyboardsVirtualMachineConfiguration([]codehex.KeyboardConfiguration{keyboard})
+		kb, err = codehex.NewUSBKeyboardConfiguration()
 	}
-	pointer, err := codehex.NewUSBScreenCoordinatePointingDeviceConfiguration()
 	if err != nil {
 		return nil, nsError(err)
 	}
-	c.SetPointingDevicesVirtualMachineConfiguration([]codehex.PointingDeviceConfiguration{pointer})
+	c.SetKeyboardsVirtualMachineConfiguration([]codehex.KeyboardConfiguration{kb})
+	var pointers []codehex.PointingDeviceConfiguration
+	for _, name := range pointerNames {
+		var p codehex.PointingDeviceConfiguration
+		if name == devMacTrackpad {
+			p, err = codehex.NewMacTrackpadConfiguration()
+		} else {
+			p, err = codehex.NewUSBScreenCoordinatePointingDeviceConfiguration()
+		}
+		if err != nil {
+			return nil, nsError(err)
+		}
+		pointers = append(pointers, p)
+	}
+	c.SetPointingDevicesVirtualMachineConfiguration(pointers)
 
 	if ok, err := c.Validate(); !ok || err != nil {
 		return nil, errdefs.Invalidf("VM %s configuration: %v", m.spec.ID, nsError(err))
 	}
 	return c, nil
+}
+
+// hostMacOSMajor is this Mac's macOS major version (kern.osproductversion).
+func hostMacOSMajor() int {
+	v, err := unix.Sysctl("kern.osproductversion")
+	if err != nil {
+		return 0
+	}
+	return majorVersion(v)
 }
 
 // Start implements vm.Machine.

@@ -9,8 +9,10 @@
 package vz
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -49,6 +51,11 @@ type Config struct {
 	DisplayWidth  int       `json:"displayWidth"`
 	DisplayHeight int       `json:"displayHeight"`
 	Created       time.Time `json:"created"`
+	// MACAddress is the VM's network address, made once and kept: the
+	// framework refuses to restore a saved state into a configuration
+	// that differs (a new MAC at every boot did), and every new MAC takes
+	// another lease from the host's NAT DHCP server.
+	MACAddress string `json:"macAddress,omitempty"`
 }
 
 // configFor turns a spec into a bundle configuration with defaults.
@@ -70,7 +77,31 @@ func configFor(spec vm.Spec) Config {
 	if c.Network == "" {
 		c.Network = vm.NetworkInternet
 	}
+	c.MACAddress = NewMACAddress()
 	return c
+}
+
+// NewMACAddress returns a random locally administered unicast MAC address
+// (as VZMACAddress.randomLocallyAdministeredAddress makes).
+func NewMACAddress() string {
+	var b [6]byte
+	rand.Read(b[:])          // never fails (crypto/rand panics rather than return short)
+	b[0] = b[0]&^0x01 | 0x02 // unicast, locally administered
+	return net.HardwareAddr(b[:]).String()
+}
+
+// checkMAC accepts a locally administered unicast MAC address.
+func checkMAC(s string) error {
+	hw, err := net.ParseMAC(s)
+	switch {
+	case err != nil || len(hw) != 6:
+		return errdefs.Invalidf("MAC address %q: want six bytes such as 02:00:00:00:00:01", s)
+	case hw[0]&0x01 != 0:
+		return errdefs.Invalidf("MAC address %s is a multicast address", s)
+	case hw[0]&0x02 == 0:
+		return errdefs.Invalidf("MAC address %s is not locally administered (it could clash with real hardware)", s)
+	}
+	return nil
 }
 
 // Validate checks a configuration against what the framework accepts.
@@ -86,6 +117,8 @@ func (c Config) Validate() error {
 		return errdefs.Invalidf("network mode %q", c.Network)
 	case c.DisplayWidth < 640 || c.DisplayHeight < 480:
 		return errdefs.Invalidf("display %dx%d is too small", c.DisplayWidth, c.DisplayHeight)
+	case c.MACAddress != "":
+		return checkMAC(c.MACAddress)
 	}
 	return nil
 }
@@ -103,7 +136,9 @@ func (b Bundle) WriteConfig(c Config) error {
 	return os.Rename(tmp, b.Config())
 }
 
-// ReadConfig reads and validates config.json.
+// ReadConfig reads and validates config.json. A bundle written before
+// config.json kept a MAC address gets one now, written back, so that it
+// keeps it from then on.
 func (b Bundle) ReadConfig() (Config, error) {
 	data, err := os.ReadFile(b.Config())
 	if err != nil {
@@ -113,7 +148,16 @@ func (b Bundle) ReadConfig() (Config, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return Config{}, errdefs.Invalidf("VM bundle %s: config.json: %v", b.Dir, err)
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	if c.MACAddress == "" {
+		c.MACAddress = NewMACAddress()
+		if err := b.WriteConfig(c); err != nil {
+			return Config{}, fmt.Errorf("VM bundle %s: keep its new MAC address: %w", b.Dir, err)
+		}
+	}
+	return c, nil
 }
 
 // CheckTemplate reports what a template bundle lacks.
@@ -171,4 +215,44 @@ func classify(domain string, code int, description string, err error) error {
 		return errdefs.Unsupportedf("%s", description)
 	}
 	return err
+}
+
+// Input devices of a macOS guest.
+const (
+	devMacKeyboard = "mac-keyboard"       // VZMacKeyboardConfiguration, macOS 14 hosts
+	devMacTrackpad = "mac-trackpad"       // VZMacTrackpadConfiguration, macOS 13 hosts
+	devUSBKeyboard = "usb-keyboard"       // VZUSBKeyboardConfiguration
+	devUSBPointer  = "usb-screen-pointer" // VZUSBScreenCoordinatePointingDeviceConfiguration
+)
+
+// inputDevices lists the keyboard and the pointing devices of a macOS
+// guest on a host running macOS hostMajor. A saved state can only be
+// taken and restored without USB input devices
+// (validateSaveRestoreSupportWithError), so where the host has the Mac
+// keyboard and trackpad (macOS 14) the guest gets only those; older hosts
+// get what they have.
+func inputDevices(hostMajor int) (keyboard string, pointers []string) {
+	switch {
+	case hostMajor >= 14:
+		return devMacKeyboard, []string{devMacTrackpad}
+	case hostMajor == 13:
+		return devUSBKeyboard, []string{devUSBPointer, devMacTrackpad}
+	}
+	return devUSBKeyboard, []string{devUSBPointer}
+}
+
+// majorVersion is the major number of a macOS version ("15.1.1": 15); 0
+// when it cannot be read.
+func majorVersion(v string) int {
+	n := 0
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = n*10 + int(r-'0')
+		if n > 1000 {
+			return 0
+		}
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,5 +74,84 @@ func TestClassify(t *testing.T) {
 	}
 	if err := classify("NSPOSIXErrorDomain", 6, "x", other); err != other {
 		t.Fatalf("another domain's code 6 = %v", err)
+	}
+}
+
+// TestMACAddressIsKept answers issue 16.7: every VM gets its own MAC once,
+// in config.json, and keeps it across reads (boots); a bundle from before
+// gets one on its next read and keeps that. A restore needs the same
+// configuration, and a new MAC per boot took a new NAT DHCP lease.
+func TestMACAddressIsKept(t *testing.T) {
+	a := configFor(vm.Spec{ID: "a", MemoryMB: 4096})
+	b := configFor(vm.Spec{ID: "b", MemoryMB: 4096})
+	for _, c := range []Config{a, b} {
+		if err := checkMAC(c.MACAddress); err != nil {
+			t.Fatalf("new config's MAC: %v", err)
+		}
+	}
+	if a.MACAddress == b.MACAddress {
+		t.Fatalf("two VMs share the MAC %s", a.MACAddress)
+	}
+	bundle := Bundle{Dir: t.TempDir()}
+	if err := bundle.WriteConfig(a); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		got, err := bundle.ReadConfig()
+		if err != nil || got.MACAddress != a.MACAddress {
+			t.Fatalf("read %d: MAC %q, %v; want %q", i, got.MACAddress, err, a.MACAddress)
+		}
+	}
+
+	// A config.json from before has none: it gets one, written back.
+	old := a
+	old.MACAddress = ""
+	if err := bundle.WriteConfig(old); err != nil {
+		t.Fatal(err)
+	}
+	first, err := bundle.ReadConfig()
+	if err != nil || checkMAC(first.MACAddress) != nil {
+		t.Fatalf("old bundle: %q %v", first.MACAddress, err)
+	}
+	again, err := bundle.ReadConfig()
+	if err != nil || again.MACAddress != first.MACAddress {
+		t.Fatalf("old bundle's MAC changed: %q then %q (%v)", first.MACAddress, again.MACAddress, err)
+	}
+
+	// A hand-edited or damaged MAC is refused with a clear error.
+	for _, bad := range []string{"nonsense", "01:00:5e:00:00:01", "00:1b:63:84:45:e6", "02:00:00:00:00:00:00:01"} {
+		c := a
+		c.MACAddress = bad
+		if err := c.Validate(); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "MAC") {
+			t.Errorf("MAC %q: %v", bad, err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		if err := checkMAC(NewMACAddress()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestInputDevices answers issue 16.7: on the hosts Hivecrew supports
+// (macOS 15) a macOS guest has only the Mac keyboard and trackpad, since
+// the framework refuses to save or restore a VM with USB input devices.
+func TestInputDevices(t *testing.T) {
+	for _, host := range []int{14, 15, 26} {
+		kb, ptrs := inputDevices(host)
+		if kb != devMacKeyboard || len(ptrs) != 1 || ptrs[0] != devMacTrackpad {
+			t.Errorf("macOS %d host: %s %v", host, kb, ptrs)
+		}
+	}
+	if kb, ptrs := inputDevices(13); kb != devUSBKeyboard || !slices.Contains(ptrs, devMacTrackpad) {
+		t.Errorf("macOS 13 host: %s %v", kb, ptrs)
+	}
+	if kb, ptrs := inputDevices(0); kb != devUSBKeyboard || len(ptrs) != 1 || ptrs[0] != devUSBPointer {
+		t.Errorf("unknown host: %s %v", kb, ptrs)
+	}
+	for v, want := range map[string]int{"15.1.1": 15, "26.0": 26, "14": 14, "": 0, "x15": 0, "999999999999": 0} {
+		if got := majorVersion(v); got != want {
+			t.Errorf("majorVersion(%q) = %d, want %d", v, got, want)
+		}
 	}
 }
