@@ -82,6 +82,7 @@ func main() {
 // exit code: 0 ok, 1 error, 2 usage (130 when interrupted). Errors go to
 // stderr as "hivecrew: <message>".
 func run(args []string, stdout, stderr io.Writer) int {
+	args = dropProcessSerialNumber(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	e := &env{ctx: ctx, stdout: stdout, stderr: stderr}
@@ -112,6 +113,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "hivecrew:", err)
 	return 1
+}
+
+// dropProcessSerialNumber removes the -psn_<n>_<n> argument that
+// LaunchServices may add when the Finder opens the app (the first launch
+// of a downloaded Hivecrew.app, among others): it is not the user's, and
+// the app would exit with a usage error instead of showing its menu.
+func dropProcessSerialNumber(args []string) []string {
+	out := args[:0:0]
+	for _, a := range args {
+		if strings.HasPrefix(a, "-psn_") {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // dispatch parses the global flags before the command and runs it.

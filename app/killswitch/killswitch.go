@@ -99,6 +99,20 @@ var keys = map[string]uint32{
 	"f7": 0xffc4, "f8": 0xffc5, "f9": 0xffc6, "f10": 0xffc7, "f11": 0xffc8, "f12": 0xffc9,
 }
 
+// MacKeyCodes maps the key names to macOS virtual key codes (Carbon's
+// kVK_* of the ANSI keyboard, as golang.design/x/hotkey takes them).
+// "backspace" is kVK_Delete, the key macOS labels delete; "delete" is the
+// forward delete key, kVK_ForwardDelete, as the X11 keysyms above have it.
+var MacKeyCodes = map[string]uint8{
+	"escape": 0x35, "space": 0x31, "return": 0x24, "tab": 0x30, "backspace": 0x33, "delete": 0x75,
+	"a": 0x00, "s": 0x01, "d": 0x02, "f": 0x03, "h": 0x04, "g": 0x05, "z": 0x06, "x": 0x07, "c": 0x08, "v": 0x09,
+	"b": 0x0b, "q": 0x0c, "w": 0x0d, "e": 0x0e, "r": 0x0f, "y": 0x10, "t": 0x11,
+	"1": 0x12, "2": 0x13, "3": 0x14, "4": 0x15, "6": 0x16, "5": 0x17, "9": 0x19, "7": 0x1a, "8": 0x1c, "0": 0x1d,
+	"o": 0x1f, "u": 0x20, "i": 0x22, "p": 0x23, "l": 0x25, "j": 0x26, "k": 0x28, "n": 0x2d, "m": 0x2e,
+	"f1": 0x7a, "f2": 0x78, "f3": 0x63, "f4": 0x76, "f5": 0x60, "f6": 0x61, "f7": 0x62, "f8": 0x64,
+	"f9": 0x65, "f10": 0x6d, "f11": 0x67, "f12": 0x6f,
+}
+
 func init() {
 	for c := 'a'; c <= 'z'; c++ {
 		keys[string(c)] = uint32(c)

@@ -1,6 +1,14 @@
 package killswitch
 
-import "testing"
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestParse(t *testing.T) {
 	for in, want := range map[string][2]string{
@@ -24,5 +32,62 @@ func TestParse(t *testing.T) {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)
 		}
+	}
+}
+
+// TestMacKeyCodes answers issue 16.8 (backspace had no macOS key code, and
+// "delete" was bound to the backspace key): every key a shortcut may name
+// has a macOS code, and the codes agree with the Key constants of the
+// pinned golang.design/x/hotkey (Carbon's kVK_* values).
+func TestMacKeyCodes(t *testing.T) {
+	for k := range keys {
+		if _, ok := MacKeyCodes[k]; !ok {
+			t.Errorf("key %q has no macOS key code", k)
+		}
+	}
+	for k := range MacKeyCodes {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("macOS key %q is not a shortcut key", k)
+		}
+	}
+	if MacKeyCodes["backspace"] != 0x33 || MacKeyCodes["delete"] != 0x75 {
+		t.Errorf("backspace = %#x (want kVK_Delete 0x33), delete = %#x (want kVK_ForwardDelete 0x75)", MacKeyCodes["backspace"], MacKeyCodes["delete"])
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "golang.design/x/hotkey").Output()
+	if err != nil {
+		t.Fatalf("find hotkey: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "hotkey_darwin.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]uint64{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*Key(\w+)\s+Key = (0x[0-9A-Fa-f]+|\d+)`).FindAllStringSubmatch(string(src), -1) {
+		v, err := strconv.ParseUint(m[2], 0, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		consts[strings.ToLower(m[1])] = v
+	}
+	if len(consts) < 50 {
+		t.Fatalf("read only %d key constants from hotkey", len(consts))
+	}
+	checked := 0
+	for name, code := range MacKeyCodes {
+		hk := name
+		if name == "backspace" {
+			hk = "delete" // hotkey's KeyDelete is kVK_Delete, the backspace key
+		}
+		want, ok := consts[hk]
+		if name == "delete" || !ok {
+			continue // forward delete: hotkey has no constant
+		}
+		checked++
+		if uint64(code) != want {
+			t.Errorf("%s = %#x, hotkey says %#x", name, code, want)
+		}
+	}
+	if checked < len(MacKeyCodes)-1 {
+		t.Errorf("checked %d of %d codes against hotkey", checked, len(MacKeyCodes))
 	}
 }
