@@ -118,6 +118,8 @@ type Pool struct {
 	closed   bool
 	lastUse  time.Time // last Acquire, for the warm pool's idle timeout
 	leakSeen bool      // a host slot is held outside the pool
+	// slots are host slots held by machines outside the pool (slot.go).
+	slots map[string]slot
 
 	// recMu serialises the Recorder's calls and guards gone, the VMs
 	// already forgotten.
@@ -159,7 +161,7 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.RetryEvery == 0 {
 		cfg.RetryEvery = 10 * time.Second
 	}
-	p := &Pool{cfg: cfg, entries: map[string]*entry{}, changed: make(chan struct{}), lastUse: time.Now(), gone: map[string]bool{}}
+	p := &Pool{cfg: cfg, entries: map[string]*entry{}, slots: map[string]slot{}, changed: make(chan struct{}), lastUse: time.Now(), gone: map[string]bool{}}
 	p.bg, p.stopBg = context.WithCancel(context.Background())
 	return p, nil
 }
@@ -249,8 +251,14 @@ func (p *Pool) setState(e *entry, s State, reason string) {
 	p.record(info)
 }
 
-// usageLocked sums what running and booting VMs hold.
+// usageLocked sums what running and booting VMs hold, and the host slots
+// of machines outside the pool.
 func (p *Pool) usageLocked() (count, memMB, cpus int) {
+	for _, s := range p.slots {
+		count++
+		memMB += s.mem
+		cpus += s.cpus
+	}
 	for _, e := range p.entries {
 		switch e.info.State {
 		case StateBooting, StateReady, StateBusy, StateSuspending:

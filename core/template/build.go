@@ -31,6 +31,9 @@ type buildSpec struct {
 	owner *Owner
 	log   io.Writer
 	track *tracker
+	// reserve holds a host VM slot for a machine the build runs itself
+	// (the macOS installer), as the pool's ReserveSlot does.
+	reserve func(ctx context.Context, what string, cpus, memMB int, onWait func(reason string)) (release func(), err error)
 }
 
 // sealMachine copies a stopped machine's disk into the template folder dst.

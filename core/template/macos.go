@@ -184,6 +184,13 @@ func (m *Manager) manifestOf(t store.Template) (*Manifest, error) {
 	return man, nil
 }
 
+// setupVM is a template booted for its guided setup and the host slot
+// it holds.
+type setupVM struct {
+	mach    vm.Machine
+	release func()
+}
+
 // setupShutdownGrace is how long a template booted for its setup has to
 // shut down after its guest agent began the shutdown.
 const setupShutdownGrace = 90 * time.Second
@@ -225,13 +232,14 @@ func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Temp
 	}
 	shared := vm.Spec{Dir: m.dir(id)}.SharedDir()
 	m.mu.Lock()
-	running := m.setups[id]
+	running, isRunning := m.setups[id]
 	m.mu.Unlock()
 	if finish {
-		if running != nil {
-			if err := m.shutDown(ctx, running); err != nil {
+		if isRunning {
+			if err := m.shutDown(ctx, running.mach); err != nil {
 				return store.Template{}, fmt.Errorf("shut the template down: %w", err)
 			}
+			running.release()
 			m.mu.Lock()
 			delete(m.setups, id)
 			m.mu.Unlock()
@@ -246,7 +254,7 @@ func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Temp
 			return nil
 		})
 	}
-	if running != nil {
+	if isRunning {
 		return store.Template{}, errdefs.Conflictf("template %s is already running for its setup", id)
 	}
 	for _, v := range m.cfg.Pool.Snapshot() {
@@ -266,15 +274,28 @@ func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Temp
 	if man.MacOS != nil {
 		spec.DisplayWidth, spec.DisplayHeight = man.MacOS.Display.Width, man.MacOS.Display.Height
 	}
+	// The template runs outside the pool but takes a host VM slot (macOS
+	// runs two macOS guests at most): the pool counts it.
+	release, err := m.cfg.Pool.ReserveSlot(ctx, "the setup of template "+id, t.CPUCount, t.MemoryMB, nil)
+	if err != nil {
+		return store.Template{}, fmt.Errorf("wait for a VM slot: %w", err)
+	}
 	mach, err := m.cfg.Backend.Load(ctx, spec)
 	if err != nil {
+		release()
 		return store.Template{}, fmt.Errorf("open the template: %w", err)
 	}
 	if err := mach.Start(ctx); err != nil {
+		release()
 		return store.Template{}, fmt.Errorf("boot the template: %w", err)
 	}
+	// Shut down from inside (the user's own choice): the slot is free.
+	go func(exited <-chan struct{}) {
+		<-exited
+		release()
+	}(mach.Exited())
 	m.mu.Lock()
-	m.setups[id] = mach
+	m.setups[id] = setupVM{mach: mach, release: release}
 	m.mu.Unlock()
 	if d, ok := mach.(vm.Displayer); ok {
 		if err := d.ShowDisplay(ctx, func() {}); err != nil {

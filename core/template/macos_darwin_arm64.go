@@ -25,8 +25,17 @@ func buildMacOS(ctx context.Context, s buildSpec) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	s.track.set(PhaseInstall, 0, "installing macOS from "+filepath.Base(ipsw))
 	r := s.manifest.Resources
+	// The installer is a VM: it takes one of the host's two macOS VM
+	// slots, which the pool counts while it runs.
+	release, err := s.reserve(ctx, "the macOS installer of template "+filepath.Base(s.dir), r.CPUs, r.MemoryMB, func(reason string) {
+		s.track.set(PhaseInstall, 0, reason)
+	})
+	if err != nil {
+		return result{}, fmt.Errorf("wait for a VM slot for the installer: %w", err)
+	}
+	defer release()
+	s.track.set(PhaseInstall, 0, "installing macOS from "+filepath.Base(ipsw))
 	err = vz.InstallMacOS(ctx, vz.InstallSpec{Dir: s.dir, RestoreImage: ipsw, Name: s.manifest.DisplayName,
 		CPUs: r.CPUs, MemoryMB: r.MemoryMB, DiskGB: max(r.DiskGB, 32), DisplayWidth: mac.Display.Width, DisplayHeight: mac.Display.Height,
 		Progress: func(f float64) { s.track.set(PhaseInstall, f, fmt.Sprintf("installing macOS: %.0f%%", f*100)) }})

@@ -30,6 +30,9 @@ type Pool interface {
 	// Take removes a VM like Remove, but stops it first and runs keep on
 	// the stopped machine before its folder is deleted.
 	Take(ctx context.Context, id, reason string, keep func(vm.Machine) error) error
+	// ReserveSlot holds a host VM slot for a machine outside the pool
+	// (a macOS installer, a template booted for its setup) until release.
+	ReserveSlot(ctx context.Context, what string, cpus, memMB int, onWait func(reason string)) (release func(), err error)
 }
 
 // Owner is a host account (the sandbox account, which is the guest's user
@@ -98,7 +101,7 @@ type Manager struct {
 	mu   sync.Mutex
 	jobs map[string]*job
 	// setups are macOS templates booted for their guided setup.
-	setups map[string]vm.Machine
+	setups map[string]setupVM
 	closed bool
 	wg     sync.WaitGroup
 	// ctx is the manager's lifetime: Close cancels every job.
@@ -138,7 +141,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.CacheDir = DefaultCacheDir()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{cfg: cfg, jobs: map[string]*job{}, setups: map[string]vm.Machine{}, ctx: ctx, cancel: cancel}, nil
+	return &Manager{cfg: cfg, jobs: map[string]*job{}, setups: map[string]setupVM{}, ctx: ctx, cancel: cancel}, nil
 }
 
 // Close cancels the builds in progress and waits for them to clean up,
@@ -147,14 +150,16 @@ func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
 	setups := m.setups
-	m.setups = map[string]vm.Machine{}
+	m.setups = map[string]setupVM{}
 	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
 	var errs []error
-	for id, mach := range setups {
+	for id, s := range setups {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		if err := m.shutDown(ctx, mach); err != nil {
+		err := m.shutDown(ctx, s.mach)
+		s.release()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("shut down template %s: %w", id, err))
 		}
 		cancel()
@@ -281,6 +286,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (store.Template
 	spec := buildSpec{manifest: man, options: req.Options, mirror: req.Mirror, restoreImage: req.RestoreImage}
 	m.start(t, func(ctx context.Context, j *job, log io.Writer) (result, error) {
 		spec.dir, spec.cacheDir, spec.agent, spec.owner, spec.log = m.dir(t.ID), m.cfg.CacheDir, m.cfg.AgentBinary, m.cfg.GuestOwner, log
+		spec.reserve = m.cfg.Pool.ReserveSlot
 		if spec.mirror == "" {
 			spec.mirror = os.Getenv(MirrorEnv)
 		}

@@ -31,6 +31,28 @@ type fakePool struct {
 	vms      []pool.Info
 	machines map[string]vm.Machine
 	removed  []string
+	// slots are the host slots held; full refuses new ones.
+	slots map[string]bool
+	full  bool
+}
+
+func (p *fakePool) ReserveSlot(ctx context.Context, what string, cpus, memMB int, onWait func(string)) (func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.full {
+		return nil, errdefs.Unavailablef("no VM slot")
+	}
+	if p.slots == nil {
+		p.slots = map[string]bool{}
+	}
+	p.slots[what] = true
+	return func() { p.mu.Lock(); delete(p.slots, what); p.mu.Unlock() }, nil
+}
+
+func (p *fakePool) heldSlots() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.slots)
 }
 
 func (p *fakePool) Snapshot() []pool.Info {
@@ -371,6 +393,10 @@ func TestMacOSSetup(t *testing.T) {
 	if _, err := e.m.Setup(ctx, "mac", false); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("a second setup: %v", err)
 	}
+	// The running template holds a host slot (issue 16.8).
+	if n := e.pool.heldSlots(); n != 1 {
+		t.Errorf("%d host slots held during the setup, want 1", n)
+	}
 	done, err := e.m.Setup(ctx, tm.ID, true)
 	if err != nil {
 		t.Fatal(err)
@@ -381,6 +407,22 @@ func TestMacOSSetup(t *testing.T) {
 	if _, err := os.Stat(kit); !os.IsNotExist(err) {
 		t.Errorf("the kit stayed: %v", err)
 	}
+	if n := e.pool.heldSlots(); n != 0 {
+		t.Errorf("%d host slots held after the setup", n)
+	}
+	// No slot: the template does not boot.
+	e.pool.mu.Lock()
+	e.pool.full = true
+	e.pool.mu.Unlock()
+	if _, err := e.m.Setup(ctx, "mac", false); !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "VM slot") {
+		t.Errorf("setup without a slot: %v", err)
+	}
+	if mach.Status().State != vm.StateStopped {
+		t.Errorf("the template booted without a slot: %s", mach.Status().State)
+	}
+	e.pool.mu.Lock()
+	e.pool.full = false
+	e.pool.mu.Unlock()
 	e.add(t, store.Template{ID: "lin", Name: "Lin", OS: "linux", Kind: "rootfs", Status: store.TemplateReady})
 	if _, err := e.m.Setup(ctx, "lin", false); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("setup of a Linux template: %v", err)
