@@ -48,7 +48,10 @@ func (l *vsockListener) Accept() (net.Conn, error) {
 	var aerr error
 	err = rc.Read(func(fd uintptr) bool {
 		nfd, sa, aerr = unix.Accept(int(fd))
-		return !errors.Is(aerr, unix.EAGAIN)
+		// Wait for the next connection when none is queued, when the
+		// queued one was gone before it was accepted (ECONNABORTED) or a
+		// signal came (EINTR): none is the listener's fault.
+		return !errors.Is(aerr, unix.EAGAIN) && !errors.Is(aerr, unix.ECONNABORTED) && !errors.Is(aerr, unix.EINTR)
 	})
 	if err != nil {
 		return nil, err

@@ -7,7 +7,9 @@
 #import <CoreGraphics/CoreGraphics.h>
 #import <Foundation/Foundation.h>
 #import <ScreenCaptureKit/ScreenCaptureKit.h>
+#include <math.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,16 +18,50 @@
 
 static const int64_t hc_wait_seconds = 10;
 
-static char *hc_cstring(NSString *s) { return strdup(s != nil ? s.UTF8String : ""); }
-
-static char *hc_json(id object) {
-	NSData *data = [NSJSONSerialization dataWithJSONObject:object options:0 error:nil];
-	if (data == nil) return NULL;
+// hc_bytes copies data into a malloc'd, NUL-terminated string (NULL when
+// out of memory).
+static char *hc_bytes(NSData *data) {
 	char *out = malloc(data.length + 1);
+	if (out == NULL) return NULL;
 	memcpy(out, data.bytes, data.length);
 	out[data.length] = 0;
 	return out;
 }
+
+// hc_cstring returns s as malloc'd UTF-8. UTF8String is NULL for a string
+// that holds a lone UTF-16 surrogate (a clipboard or a window title can),
+// and strdup(NULL) crashes: such a string is converted lossily instead.
+static char *hc_cstring(NSString *s) {
+	if (s == nil) return strdup("");
+	const char *utf8 = s.UTF8String;
+	if (utf8 != NULL) return strdup(utf8);
+	NSData *lossy = [s dataUsingEncoding:NSUTF8StringEncoding allowLossyConversion:YES];
+	if (lossy == nil) return strdup("");
+	char *out = hc_bytes(lossy);
+	return out != NULL ? out : strdup("");
+}
+
+// hc_nsstring is s as an NSString: stringWithUTF8String: returns nil for
+// bytes that are not UTF-8 (and raises for NULL), and nil then raises in
+// fileURLWithPath: or setString:forType:. Such bytes give "".
+static NSString *hc_nsstring(const char *s) {
+	NSString *str = s != NULL ? [NSString stringWithUTF8String:s] : nil;
+	return str != nil ? str : @"";
+}
+
+// hc_json serialises object, or returns NULL. NSJSONSerialization raises
+// (it does not return an error) for an object it cannot write, such as a
+// NaN or infinite number in an accessibility frame: isValidJSONObject
+// checks first.
+static char *hc_json(id object) {
+	if (![NSJSONSerialization isValidJSONObject:object]) return NULL;
+	NSData *data = [NSJSONSerialization dataWithJSONObject:object options:0 error:nil];
+	if (data == nil) return NULL;
+	return hc_bytes(data);
+}
+
+// hc_number is a JSON-safe number: NaN and infinities become 0.
+static NSNumber *hc_number(double v) { return @(isfinite(v) ? v : 0); }
 
 // ---- Display and permissions
 
@@ -56,15 +92,33 @@ void hc_request_permissions(void) {
 
 // ---- Screenshot
 
+// A capture's result passes from the completion handler to the waiting
+// caller through state: the first of them to move it from waiting claims
+// it. A handler that comes after the caller timed out frees what it made;
+// before, every late capture leaked its pixel buffer.
+enum { HC_CAPTURE_WAITING = 0, HC_CAPTURE_DELIVERED = 1, HC_CAPTURE_ABANDONED = 2 };
+
 hc_image hc_capture(void) {
 	__block hc_image out = {0};
+	__block atomic_int state = HC_CAPTURE_WAITING;
 	dispatch_semaphore_t done = dispatch_semaphore_create(0);
+	void (^deliver)(hc_image) = ^(hc_image result) {
+		int waiting = HC_CAPTURE_WAITING;
+		if (atomic_compare_exchange_strong(&state, &waiting, HC_CAPTURE_DELIVERED)) {
+			out = result;
+			dispatch_semaphore_signal(done);
+			return;
+		}
+		free(result.pixels); // the caller gave up waiting
+		free(result.err);
+	};
 	[SCShareableContent getShareableContentExcludingDesktopWindows:NO
 	                                           onScreenWindowsOnly:YES
 	                                             completionHandler:^(SCShareableContent *content, NSError *error) {
 		if (error != nil || content.displays.count == 0) {
-			out.err = hc_cstring(error != nil ? error.localizedDescription : @"no display to capture");
-			dispatch_semaphore_signal(done);
+			hc_image failed = {0};
+			failed.err = hc_cstring(error != nil ? error.localizedDescription : @"no display to capture");
+			deliver(failed);
 			return;
 		}
 		SCDisplay *display = content.displays.firstObject;
@@ -80,28 +134,44 @@ hc_image hc_capture(void) {
 		[SCScreenshotManager captureImageWithFilter:filter
 		                              configuration:config
 		                          completionHandler:^(CGImageRef image, NSError *captureError) {
+			hc_image result = {0};
 			if (captureError != nil || image == NULL) {
-				out.err = hc_cstring(captureError != nil ? captureError.localizedDescription : @"no image");
-			} else {
-				size_t w = CGImageGetWidth(image), h = CGImageGetHeight(image);
-				unsigned char *pixels = calloc(w * h, 4);
-				CGColorSpaceRef space = CGColorSpaceCreateWithName(kCGColorSpaceSRGB);
-				CGContextRef ctx = CGBitmapContextCreate(pixels, w, h, 8, w * 4, space,
-				                                         kCGImageAlphaPremultipliedLast | kCGBitmapByteOrder32Big);
-				CGContextDrawImage(ctx, CGRectMake(0, 0, w, h), image);
-				CGContextRelease(ctx);
-				CGColorSpaceRelease(space);
-				out.pixels = pixels;
-				out.width = (int)w;
-				out.height = (int)h;
+				result.err = hc_cstring(captureError != nil ? captureError.localizedDescription : @"no image");
+				deliver(result);
+				return;
 			}
-			dispatch_semaphore_signal(done);
+			size_t w = CGImageGetWidth(image), h = CGImageGetHeight(image);
+			unsigned char *pixels = calloc(w * h, 4);
+			CGColorSpaceRef space = CGColorSpaceCreateWithName(kCGColorSpaceSRGB);
+			CGContextRef ctx = pixels != NULL && space != NULL
+			                       ? CGBitmapContextCreate(pixels, w, h, 8, w * 4, space,
+			                                               kCGImageAlphaPremultipliedLast | kCGBitmapByteOrder32Big)
+			                       : NULL;
+			if (ctx == NULL) {
+				free(pixels);
+				if (space != NULL) CGColorSpaceRelease(space);
+				result.err = strdup("could not allocate the screenshot's bitmap");
+				deliver(result);
+				return;
+			}
+			CGContextDrawImage(ctx, CGRectMake(0, 0, w, h), image);
+			CGContextRelease(ctx);
+			CGColorSpaceRelease(space);
+			result.pixels = pixels;
+			result.width = (int)w;
+			result.height = (int)h;
+			deliver(result);
 		}];
 	}];
 	if (dispatch_semaphore_wait(done, dispatch_time(DISPATCH_TIME_NOW, hc_wait_seconds * NSEC_PER_SEC)) != 0) {
-		hc_image late = {0};
-		late.err = strdup("screen capture timed out");
-		return late;
+		int waiting = HC_CAPTURE_WAITING;
+		if (atomic_compare_exchange_strong(&state, &waiting, HC_CAPTURE_ABANDONED)) {
+			hc_image late = {0};
+			late.err = strdup("screen capture timed out");
+			return late;
+		}
+		// Delivered between the timeout and now: the signal is coming.
+		dispatch_semaphore_wait(done, DISPATCH_TIME_FOREVER);
 	}
 	return out;
 }
@@ -222,7 +292,7 @@ static int hc_wait(void (^start)(void (^finish)(NSError *)), char **err) {
 }
 
 int hc_open_app(const char *name, char **err) {
-	NSURL *app = hc_app_url([NSString stringWithUTF8String:name]);
+	NSURL *app = hc_app_url(hc_nsstring(name));
 	if (app == nil) return HC_NOT_FOUND;
 	NSWorkspaceOpenConfiguration *config = [NSWorkspaceOpenConfiguration configuration];
 	config.activates = YES;
@@ -237,7 +307,7 @@ static int hc_open(NSURL *target, const char *app, char **err) {
 	NSWorkspaceOpenConfiguration *config = [NSWorkspaceOpenConfiguration configuration];
 	config.activates = YES;
 	if (app != NULL && app[0] != 0) {
-		NSURL *appURL = hc_app_url([NSString stringWithUTF8String:app]);
+		NSURL *appURL = hc_app_url(hc_nsstring(app));
 		if (appURL == nil) return HC_NOT_FOUND;
 		return hc_wait(^(void (^finish)(NSError *)) {
 			[[NSWorkspace sharedWorkspace] openURLs:@[ target ]
@@ -254,11 +324,16 @@ static int hc_open(NSURL *target, const char *app, char **err) {
 }
 
 int hc_open_file(const char *path, const char *app, char **err) {
-	return hc_open([NSURL fileURLWithPath:[NSString stringWithUTF8String:path]], app, err);
+	NSString *p = hc_nsstring(path);
+	if (p.length == 0) {
+		*err = strdup("the path is empty or not UTF-8");
+		return HC_FAILED;
+	}
+	return hc_open([NSURL fileURLWithPath:p], app, err);
 }
 
 int hc_open_url(const char *url, char **err) {
-	NSURL *target = [NSURL URLWithString:[NSString stringWithUTF8String:url]];
+	NSURL *target = [NSURL URLWithString:hc_nsstring(url)]; // nil for a malformed URL
 	if (target == nil) {
 		*err = strdup("not a URL");
 		return HC_FAILED;
@@ -356,7 +431,7 @@ static NSDictionary *hc_ax_node(AXUIElementRef element, pid_t pid, int depth, in
 		@"id" : [NSString stringWithFormat:@"%d:%lx", pid, (unsigned long)CFHash(element)],
 		@"role" : hc_ax_string(values[0]) ?: @"",
 		@"name" : title.length > 0 ? title : (desc ?: @""),
-		@"frame" : @{@"x" : @(position.x), @"y" : @(position.y), @"w" : @(size.width), @"h" : @(size.height)},
+		@"frame" : @{@"x" : hc_number(position.x), @"y" : hc_number(position.y), @"w" : hc_number(size.width), @"h" : hc_number(size.height)},
 	} mutableCopy];
 	NSString *value = hc_ax_string(values[3]);
 	if (value != nil) node[@"value"] = value.length > 4000 ? [value substringToIndex:4000] : value;
@@ -379,7 +454,7 @@ char *hc_ax_tree_json(const char *app_filter, int max_depth, int only_visible, i
 		AXUIElementSetMessagingTimeout(systemWide, 2.0);
 		CFRelease(systemWide);
 	});
-	NSString *filter = app_filter != NULL ? [NSString stringWithUTF8String:app_filter] : @"";
+	NSString *filter = hc_nsstring(app_filter);
 	NSMutableArray<NSRunningApplication *> *apps = [NSMutableArray array];
 	for (NSRunningApplication *app in hc_regular_apps()) {
 		if (filter.length == 0 || [app.localizedName caseInsensitiveCompare:filter] == NSOrderedSame ||
@@ -426,19 +501,32 @@ char *hc_clipboard_read(void) {
 int hc_clipboard_write(const char *text) {
 	NSPasteboard *pb = [NSPasteboard generalPasteboard];
 	[pb clearContents];
-	return [pb setString:[NSString stringWithUTF8String:text] forType:NSPasteboardTypeString] ? 0 : 1;
+	return [pb setString:hc_nsstring(text) forType:NSPasteboardTypeString] ? 0 : 1;
 }
 
 // ---- Main run loop (NSWorkspace's state is only kept current while it runs)
+
+// hc_stop_requested makes a stop stick: CFRunLoopStop does nothing to a
+// run loop that is not running yet, so a serve error before the loop ran
+// used to leave the agent running its loop forever, and launchd's
+// KeepAlive never restarted it.
+static atomic_bool hc_stop_requested;
 
 void hc_run_main_loop(void) {
 	@autoreleasepool {
 		[NSApplication sharedApplication];
 		[NSApp setActivationPolicy:NSApplicationActivationPolicyProhibited];
-		// A port keeps CFRunLoopRun from returning while there is nothing to do.
+		// A port keeps the run loop from returning while there is nothing to do.
 		[[NSRunLoop mainRunLoop] addPort:[NSMachPort port] forMode:NSDefaultRunLoopMode];
 	}
-	CFRunLoopRun();
+	while (!atomic_load(&hc_stop_requested)) {
+		@autoreleasepool {
+			CFRunLoopRunInMode(kCFRunLoopDefaultMode, 1.0, false);
+		}
+	}
 }
 
-void hc_stop_main_loop(void) { CFRunLoopStop(CFRunLoopGetMain()); }
+void hc_stop_main_loop(void) {
+	atomic_store(&hc_stop_requested, true);
+	CFRunLoopStop(CFRunLoopGetMain()); // at once if it runs; else within a second
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/creachadair/jrpc2"
@@ -104,14 +105,30 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer wg.Wait()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	var backoff time.Duration
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("accept: %w", err)
+			if !temporaryAcceptError(err) {
+				return fmt.Errorf("accept: %w", err)
+			}
+			// A connection that went before it was accepted, or a
+			// process of the guest that used up the descriptors: the
+			// listener is fine, so wait a little and accept again
+			// rather than exit (the host would lose the agent).
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.cfg.Log.Warn("accept failed; retrying", "err", err, "in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
 		}
+		backoff = 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -120,6 +137,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		}()
 	}
+}
+
+// temporaryAcceptError reports accept errors after which the listener
+// still works: ECONNABORTED (the peer went before accept; Go's own
+// listeners retry it, a raw vsock listener returns it), EINTR, and running
+// out of descriptors or buffers (EMFILE, ENFILE, ENOBUFS, ENOMEM).
+func temporaryAcceptError(err error) bool {
+	for _, e := range []error{syscall.ECONNABORTED, syscall.EINTR, syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // ServeConn serves one connection until the peer hangs up, the connection
