@@ -18,6 +18,9 @@ const (
 	HelperLabel = "com.hivecrew.helper"
 	AppLabel    = "com.hivecrew.app"
 	SystemdUnit = "hivecrew-helper.service"
+	// HelperBundleID is the bundle identifier of HivecrewHelper.app
+	// (Resources/HelperInfo.plist), to which the app yields activation.
+	HelperBundleID = "com.hivecrew.helper"
 )
 
 // SystemdUnitFile is the systemd --user unit that runs the helper.

@@ -47,8 +47,22 @@ func Open(link string) error {
 		webkit.LoadURL(win.view, link)
 		win.w.MakeKeyAndOrderFront(nil)
 		activate()
+		yieldToHelper()
 	})
 	return nil
+}
+
+// yieldToHelper lets the helper (com.hivecrew.helper) make itself active
+// later: since macOS 14 an app activates only when the active app yields
+// to it, and the helper's takeover window is asked for from these web
+// windows (NSApplication yieldActivationToApplicationWithBundleIdentifier:,
+// macOS 14 and later; darwinkit v0.5.0 does not bind it).
+func yieldToHelper() {
+	app := appkit.Application_SharedApplication()
+	sel := objc.Sel("yieldActivationToApplicationWithBundleIdentifier:")
+	if app.RespondsToSelector(sel) {
+		objc.Call[objc.Void](app, sel, HelperBundleID)
+	}
 }
 
 // newWindow puts view in a new window of kind, wires its delegates and
@@ -68,6 +82,9 @@ func newWindow(kind, home string, view webkit.WebView) *window {
 	w.SetContentView(view)
 	win := &window{kind: kind, home: home, w: w, view: view}
 	wd := &appkit.WindowDelegate{}
+	// Each time a web window is in front, the helper may take the front
+	// for a takeover.
+	wd.SetWindowDidBecomeKey(func(foundation.Notification) { yieldToHelper() })
 	wd.SetWindowWillClose(func(foundation.Notification) {
 		delete(windows, kind)
 		// Released after AppKit has finished closing it: a closed task

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hivecrew/hivecrew/app/desktop"
 	"github.com/hivecrew/hivecrew/tests/plisttest"
 	"github.com/hivecrew/hivecrew/tests/testbin"
 )
@@ -99,7 +100,8 @@ func TestBundleTree(t *testing.T) {
 	}
 	helperInfo := read(t, filepath.Join(app, "Helpers", "HivecrewHelper.app", "Contents", "Info.plist"))
 	for k, v := range map[string]any{
-		"CFBundleIdentifier": "com.hivecrew.helper", "CFBundleExecutable": "hivecrew-helper", "CFBundlePackageType": "APPL",
+		// The app yields activation to this id for the takeover window.
+		"CFBundleIdentifier": desktop.HelperBundleID, "CFBundleExecutable": "hivecrew-helper", "CFBundlePackageType": "APPL",
 		"LSUIElement": true, "LSMinimumSystemVersion": "15.0", "CFBundleShortVersionString": "1.4.2",
 	} {
 		if helperInfo[k] != v {

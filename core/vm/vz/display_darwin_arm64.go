@@ -71,12 +71,13 @@ func (m *Machine) ShowDisplay(ctx context.Context, closed func()) error {
 		mu.Unlock()
 		if open {
 			w.MakeKeyAndOrderFront(nil)
-			appkit.Application_SharedApplication().ActivateIgnoringOtherApps(true)
+			activate()
 			done <- nil
 			return
 		}
 		width, height := float64(m.cfg.DisplayWidth), float64(m.cfg.DisplayHeight)
 		rect := foundation.Rect{Size: foundation.Size{Width: width, Height: height}}
+		// alloc/init: this code owns the view until the window holds it.
 		view := objc.Call[objc.Object](objc.Call[objc.Object](objc.GetClass("VZVirtualMachineView"), objc.Sel("alloc")), objc.Sel("initWithFrame:"), rect)
 		if view.Ptr() == nil {
 			done <- errors.New("vz: could not create a VZVirtualMachineView")
@@ -87,15 +88,26 @@ func (m *Machine) ShowDisplay(ctx context.Context, closed func()) error {
 		w = appkit.NewWindowWithContentRectStyleMaskBackingDefer(rect,
 			appkit.WindowStyleMaskTitled|appkit.WindowStyleMaskClosable|appkit.WindowStyleMaskMiniaturizable|appkit.WindowStyleMaskResizable,
 			appkit.BackingStoreBuffered, false)
-		objc.Retain(&w)
+		// Held until it closes, and released then on this (the main)
+		// thread: not objc.Retain, whose release runs on the garbage
+		// collector's goroutine whenever it gets to it.
+		w.Retain()
 		w.SetTitle(fmt.Sprintf("Hivecrew — %s (you are in control)", m.spec.Name))
 		w.SetReleasedWhenClosed(false)
 		w.SetContentView(appkit.ViewFrom(view.Ptr()))
+		view.Release() // the window holds it now
 		delegate := &appkit.WindowDelegate{}
 		delegate.SetWindowWillClose(func(foundation.Notification) {
 			mu.Lock()
-			delete(displays, m.spec.ID)
+			if displays[m.spec.ID] == w {
+				delete(displays, m.spec.ID)
+			}
 			mu.Unlock()
+			// The view holds the VM object: let go of it, and of the
+			// window once AppKit has finished closing it, so that closed
+			// takeovers do not keep old VMs in memory.
+			objc.Call[objc.Void](view, objc.Sel("setVirtualMachine:"), objc.Object{})
+			dispatch.MainQueue().DispatchAsync(func() { w.Release() })
 			if closed != nil {
 				go closed()
 			}
@@ -104,7 +116,7 @@ func (m *Machine) ShowDisplay(ctx context.Context, closed func()) error {
 		w.Center()
 		w.MakeKeyAndOrderFront(nil)
 		w.MakeFirstResponder(appkit.ViewFrom(view.Ptr()))
-		appkit.Application_SharedApplication().ActivateIgnoringOtherApps(true)
+		activate()
 		mu.Lock()
 		displays[m.spec.ID] = w
 		mu.Unlock()
@@ -116,6 +128,21 @@ func (m *Machine) ShowDisplay(ctx context.Context, closed func()) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// activate brings the helper forward for a takeover. macOS 14 made
+// activation cooperative: activateIgnoringOtherApps: is deprecated and does
+// nothing there; NSApplication.activate succeeds when the active app (the
+// Hivecrew app, whose web window asked for the takeover) has yielded to
+// the helper (yieldActivationToApplicationWithBundleIdentifier:, done by
+// the app for com.hivecrew.helper).
+func activate() {
+	app := appkit.Application_SharedApplication()
+	if app.RespondsToSelector(objc.Sel("activate")) {
+		objc.Call[objc.Void](app, objc.Sel("activate"))
+		return
+	}
+	app.ActivateIgnoringOtherApps(true)
 }
 
 // HideDisplay implements vm.Displayer.
