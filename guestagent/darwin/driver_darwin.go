@@ -14,8 +14,11 @@ import (
 	"errors"
 	"image"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unsafe"
 
@@ -99,7 +102,23 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 	if !desc.Permissions.Accessibility {
 		desc.Problems = append(desc.Problems, "Accessibility permission is missing: System Settings > Privacy & Security > Accessibility")
 	}
+	if p := d.screenApprovalProblem(ctx); p != "" {
+		desc.Problems = append(desc.Problems, p)
+	}
 	return desc, nil
+}
+
+// screenApprovalProblem reads the agent's Screen Recording approval date
+// from replayd's defaults (ApprovalProblem says what is wrong with it).
+func (d *Driver) screenApprovalProblem(ctx context.Context) string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "defaults", "read", filepath.Join(home, ApprovalsDomain), AgentPath).Output()
+	return ApprovalProblem(macOSMajor(d.osVersion), string(out), err, time.Now())
 }
 
 func osVersion() string {

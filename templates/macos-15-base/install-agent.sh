@@ -41,6 +41,12 @@ sudo visudo -cf "$tmp" >/dev/null
 sudo install -m 0440 -o root -g wheel "$tmp" /etc/sudoers.d/hivecrew-guestagent
 rm -f "$tmp"
 
+# macOS 15 asks about once a month whether an app may keep recording the
+# screen, with an alert over the whole screen (it would sit in front of
+# the agent in every clone): record this agent's approval far ahead, in
+# replayd's approvals (health_check reports it when missing or due).
+defaults write "$HOME/Library/Group Containers/group.com.apple.replayd/ScreenCaptureApprovals" "$dest" -date "3024-01-01 00:00:00 +0000" || true
+
 mkdir -p "$HOME/Library/LaunchAgents"
 install -m 0644 "$plist" "$HOME/Library/LaunchAgents/$label.plist"
 domain="gui/$(id -u)"

@@ -33,10 +33,17 @@ func TestMakeRunOnAMac(t *testing.T) {
 		t.Errorf("make run on a Mac builds the guest agent without cgo:\n%s", mac)
 	}
 	helperAt := strings.Index(mac, "-o bin/hivecrew-helper ./xpchelper")
-	signAt := strings.Index(mac, "codesign --force --sign - --entitlements entitlements.plist bin/hivecrew-helper")
+	signAt := strings.Index(mac, `codesign --force --sign "-" --entitlements entitlements.plist bin/hivecrew-helper`)
 	serveAt := strings.Index(mac, "./bin/hivecrew-helper serve")
 	if helperAt < 0 || signAt < helperAt || serveAt < signAt {
 		t.Errorf("make run on a Mac must build, then sign the helper with its entitlements, then start it:\n%s", mac)
+	}
+
+	// A stable identity instead of ad hoc (no keychain prompt per rebuild).
+	cmd := exec.Command("make", "-n", "build", "UNAME=Darwin", "SIGN_IDENTITY=Hivecrew Dev")
+	cmd.Dir = root()
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), `codesign --force --sign "Hivecrew Dev" --entitlements entitlements.plist bin/hivecrew-helper`) {
+		t.Errorf("SIGN_IDENTITY is not used: %v\n%s", err, b)
 	}
 
 	linux := dryRun(t, "run", "Linux")
