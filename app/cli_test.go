@@ -522,12 +522,12 @@ func TestTemplatesVMsStatusVersion(t *testing.T) {
 	var vms wire.VMList
 	decodeOne(t, h.ok("vms", "ls", "--json").stdout, &vms)
 	st := h.ok("status")
-	if !strings.Contains(st.stdout, "Helper:   ok, version") || !strings.Contains(st.stdout, "Backend:  fake") || !strings.Contains(st.stdout, h.home) {
+	if !strings.Contains(st.stdout, "Helper:   healthy, version") || !strings.Contains(st.stdout, "Backend:  fake") || !strings.Contains(st.stdout, h.home) {
 		t.Fatalf("status:\n%s", st.stdout)
 	}
 	var s wire.Status
 	decodeOne(t, h.ok("--json", "status").stdout, &s)
-	if s.Status != "ok" || s.Backend != "fake" {
+	if s.Status != "healthy" || s.Backend != "fake" {
 		t.Fatalf("status --json: %+v", s)
 	}
 	if v := h.ok("version"); !strings.HasPrefix(v.stdout, "hivecrew ") {

@@ -91,7 +91,7 @@ func listTasks(e *env, c *client.Client, statuses []string, want int) (wire.Task
 		}
 	}
 	if out.Tasks == nil {
-		out.Tasks = []wire.Task{}
+		out.Tasks = []wire.TaskSummary{}
 	}
 	out.Limit = len(out.Tasks)
 	return out, nil

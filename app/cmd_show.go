@@ -50,7 +50,7 @@ func showTask(w io.Writer, t wire.Task) {
 		fs = append(fs, field{"Ended", localTime(*t.CompletedAt)})
 	}
 	if t.Duration != nil {
-		fs = append(fs, field{"Duration", clock(time.Duration(*t.Duration * float64(time.Second)))})
+		fs = append(fs, field{"Duration", clock(time.Duration(*t.Duration) * time.Second)})
 	}
 	if t.StepCount != nil {
 		fs = append(fs, field{"Steps", fmt.Sprint(*t.StepCount)})

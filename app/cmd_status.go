@@ -32,7 +32,7 @@ func cmdStatus(e *env, args []string) error {
 		return e.printJSON(s)
 	}
 	fields(e.stdout,
-		field{"Helper", fmt.Sprintf("%s, version %s, up %s", s.Status, s.Version, clock(time.Duration(s.Uptime*float64(time.Second))))},
+		field{"Helper", fmt.Sprintf("%s, version %s, up %s", s.Status, s.Version, clock(time.Duration(s.Uptime)*time.Second))},
 		field{"Data", paths.Home},
 		field{"Backend", s.Backend},
 		field{"Agents", fmt.Sprintf("%d running, %d paused, %d queued (at most %d at once)", s.Agents.Running, s.Agents.Paused, s.Agents.Queued, s.Agents.MaxConcurrent)},

@@ -253,7 +253,7 @@ func (e *env) printResult(c *client.Client, t wire.Task) error {
 			facts = append(facts, plural(*t.StepCount, "step"))
 		}
 		if t.Duration != nil {
-			facts = append(facts, clock(time.Duration(*t.Duration*float64(time.Second))))
+			facts = append(facts, clock(time.Duration(*t.Duration)*time.Second))
 		}
 		if len(facts) > 0 {
 			status += " (" + strings.Join(facts, ", ") + ")"

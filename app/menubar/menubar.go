@@ -309,10 +309,10 @@ func (m *Menu) refresh() {
 		systray.SetTemplateIcon(icon(Idle, true), icon(Idle, false))
 		return
 	}
-	snap := Summarize(list.Tasks, Slots)
+	snap := Summarize(list.Items(), Slots)
 	now := make(map[string]wire.Task, len(list.Tasks))
 	for _, t := range list.Tasks {
-		now[t.ID] = t
+		now[t.ID] = t.Task
 	}
 	m.mu.Lock()
 	before := m.last
@@ -381,7 +381,7 @@ func (m *Menu) endedSince(ctx context.Context) []wire.Task {
 		if t.CompletedAt == nil || t.CompletedAt.Before(since) || m.told[t.ID] {
 			continue
 		}
-		out = append(out, t)
+		out = append(out, t.Task)
 	}
 	m.told = told
 	return out

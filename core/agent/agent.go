@@ -433,7 +433,7 @@ func (r *Runner) observe(ctx context.Context, step int) (openai.ChatCompletionMe
 	text := fmt.Sprintf("Step %d. The screen now (%dx%d pixels):", step, shot.Width, shot.Height)
 	if ins := r.ctl.takeInstructions(); len(ins) > 0 {
 		text = "New instructions from the user: " + strings.Join(ins, "\n") + "\n\n" + text
-		r.emit(step, Event{Type: "llm_request", ActivityType: "info", Summary: "Instructions from the user: " + strings.Join(ins, " / ")})
+		r.emit(step, Event{Type: "status_change", ActivityType: "user_answer", Summary: "Instructions from the user: " + strings.Join(ins, " / ")})
 	}
 	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: []openai.ChatMessagePart{
 		{Type: openai.ChatMessagePartTypeText, Text: text}, part,
@@ -583,7 +583,7 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		if err != nil {
 			return "", err
 		}
-		r.emit(step, Event{Type: "question", ActivityType: "user_answer", Summary: "Answer: " + answer})
+		r.emit(step, Event{Type: "status_change", ActivityType: "user_answer", Summary: "Answer: " + answer})
 		return "The user answered: " + answer, nil
 	case "request_user_intervention":
 		reason, _ := args["reason"].(string)

@@ -12,6 +12,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,6 +161,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	}
 	// Tasks.
 	h("POST /api/v1/tasks", a.createTask)
+	h("POST /api/v1/tasks/batch", a.createTaskBatch)
 	h("GET /api/v1/tasks", a.listTasks)
 	h("GET /api/v1/tasks/{id}", a.getTask)
 	h("PATCH /api/v1/tasks/{id}", a.patchTask)
@@ -178,6 +181,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("POST /api/v1/tasks/{id}/input", a.input)
 	h("GET /api/v1/tasks/{id}/stream", a.stream)
 	h("GET /api/v1/tasks/{id}/export", a.export)
+	h("GET /api/v1/tasks/{id}/writeback", a.writeback)
 	// Schedules.
 	h("POST /api/v1/schedules", a.createSchedule)
 	h("GET /api/v1/schedules", a.listSchedules)
@@ -199,6 +203,8 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("POST /api/v1/vms/{id}/start", a.startVM)
 	h("POST /api/v1/vms/{id}/stop", a.stopVM)
 	h("DELETE /api/v1/vms/{id}", a.stopVM)
+	h("GET /api/v1/skills", a.skills)
+	h("GET /api/v1/provisioning", a.provisioning)
 	h("GET /api/v1/system/status", a.status)
 	h("GET /api/v1/system/config", a.systemConfig)
 	h("POST /api/v1/system/stop-all", a.stopAll)
@@ -289,24 +295,30 @@ func classify(err error) (int, string) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe), errors.Is(err, errdefs.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge, "too_large"
+		return http.StatusRequestEntityTooLarge, "payload_too_large"
 	case errors.Is(err, errdefs.ErrNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, errdefs.ErrConflict):
 		return http.StatusConflict, "conflict"
 	case errors.Is(err, errdefs.ErrInvalid):
-		return http.StatusBadRequest, "invalid"
+		return http.StatusBadRequest, "bad_request"
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, errStepUp):
 		return http.StatusForbidden, "step_up_required"
 	case errors.Is(err, errdefs.ErrUnsupported):
 		return http.StatusNotImplemented, "unsupported"
+	case errors.Is(err, errBadGateway):
+		return http.StatusBadGateway, "bad_gateway"
 	case errors.Is(err, errdefs.ErrUnavailable):
 		return http.StatusServiceUnavailable, "unavailable"
 	}
-	return http.StatusInternalServerError, "internal"
+	return http.StatusInternalServerError, "internal_error"
 }
+
+// errBadGateway is the class of an upstream (LLM provider) that failed
+// (502 bad_gateway).
+var errBadGateway = errors.New("bad gateway")
 
 // errUnauthorized is the class of a refused login link (401).
 var errUnauthorized = errors.New("unauthorized")
@@ -347,25 +359,43 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // maxJSONBytes caps a JSON request body.
 const maxJSONBytes = 1 << 20
 
-// decode reads a JSON body strictly: one object, known fields only.
+// decode reads a JSON body into v as the Swift server does: whatever the
+// Content-Type says (curl -d sends a form type), with fields v does not
+// know ignored, so clients that send more (Swift's, newer ones) work. It
+// stays exact where leniency would lose data: a known field with the
+// wrong type is a 400, and so is an unknown field that looks like a
+// misspelt known one (see checkFields). Ignored fields are named in the
+// X-Hivecrew-Ignored-Fields header.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return errdefs.Invalidf("Content-Type %q: want application/json", ct)
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBytes))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return err
 		}
-		if errors.Is(err, io.EOF) {
-			return errdefs.Invalidf("a JSON body is required")
-		}
+		return errdefs.Invalidf("read the body: %v", err)
+	}
+	return decodeJSON(w, body, v)
+}
+
+// decodeJSON is decode for a body already read (a multipart part).
+func decodeJSON(w http.ResponseWriter, body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errdefs.Invalidf("a JSON body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
 		return errdefs.Invalidf("bad JSON body: %v", jsonProblem(err))
 	}
 	if dec.More() {
 		return errdefs.Invalidf("bad JSON body: more than one value")
+	}
+	ignored, err := checkFields(body, reflect.TypeOf(v))
+	if err != nil {
+		return err
+	}
+	if len(ignored) > 0 && w != nil {
+		w.Header().Set("X-Hivecrew-Ignored-Fields", strings.Join(ignored, ", "))
 	}
 	return nil
 }
@@ -377,6 +407,29 @@ func jsonProblem(err error) string {
 		return fmt.Sprintf("field %q has the wrong type (%s)", te.Field, te.Value)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// ts is a time as the API sends it: UTC in whole seconds, which is what
+// Foundation's .iso8601 date decoding (the Swift clients') accepts.
+func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
+
+// tsp is ts of an optional time.
+func tsp(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := ts(*t)
+	return &v
+}
+
+// clampParam reads an integer query parameter as the Swift server does:
+// absent or not a number is def, and the value is clamped to [lo, hi].
+func clampParam(r *http.Request, name string, def, lo, hi int) int {
+	n, err := strconv.Atoi(r.URL.Query().Get(name))
+	if err != nil {
+		return def
+	}
+	return min(max(n, lo), hi)
 }
 
 // intParam reads an integer query parameter within [lo, hi].

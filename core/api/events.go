@@ -20,8 +20,23 @@ import (
 // sseHeartbeat keeps an idle event stream open through proxies.
 const sseHeartbeat = 15 * time.Second
 
+// eventType is the type an event is sent under: one of the Swift
+// server's (screenshot, tool_call_start, tool_call_result, llm_response,
+// status_change, subagent_update, question, permission_request). What the
+// user did (instructions, answers, plan edits; stored as llm_request or
+// question by older versions) is a status_change, as Swift sends it.
+func eventType(e store.Event) string {
+	switch {
+	case e.Type == "llm_request":
+		return "status_change"
+	case e.Type == "question" && e.ActivityType == "user_answer":
+		return "status_change"
+	}
+	return e.Type
+}
+
 func eventJSON(e store.Event) wire.Event {
-	w := wire.Event{Seq: e.Seq, Type: e.Type, Timestamp: e.Timestamp, Data: wire.EventData{
+	w := wire.Event{Seq: e.Seq, Type: eventType(e), Timestamp: ts(e.Timestamp), Data: wire.EventData{
 		Summary: e.Summary, ActivityType: e.ActivityType, Details: e.Details, Reasoning: e.Reasoning,
 		Status: e.Status, TaskID: e.TaskID, SubagentID: e.SubagentID,
 	}}
@@ -99,7 +114,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 		ended := false
 		for _, e := range events {
 			b, _ := json.Marshal(eventJSON(e))
-			fmt.Fprintf(&buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b)
+			fmt.Fprintf(&buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, eventType(e), b)
 			last = e.Seq
 			if e.Type == "status_change" && store.TaskStatus(e.Status).Terminal() {
 				ended = true

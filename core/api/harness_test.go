@@ -57,6 +57,13 @@ func (h *helper) tcp() *client.Client { return h.d.TCP() }
 // req sends a request over TCP with the key and returns status and body.
 func (h *helper) req(method, path string, body any, hdr ...string) (int, []byte) {
 	h.t.Helper()
+	code, out, _ := h.reqHeader(method, path, body, hdr...)
+	return code, out
+}
+
+// reqHeader is req with the answer's header.
+func (h *helper) reqHeader(method, path string, body any, hdr ...string) (int, []byte, http.Header) {
+	h.t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -92,7 +99,7 @@ func (h *helper) req(method, path string, body any, hdr ...string) (int, []byte)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	return resp.StatusCode, out, resp.Header
 }
 
 // expect checks a request's status and, for errors, the error shape.

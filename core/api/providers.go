@@ -21,8 +21,8 @@ func (a *API) providerJSON(p store.Provider) wire.Provider {
 	key, _ := a.cfg.APIKey(p)
 	return wire.Provider{
 		ID: p.ID, DisplayName: p.DisplayName, BaseURL: p.BaseURL, BackendMode: p.BackendMode, AuthMode: p.AuthMode,
-		IsDefault: p.IsDefault, HasAPIKey: key != "", DefaultModelID: p.DefaultModelID,
-		TimeoutInterval: float64(p.TimeoutSeconds), CreatedAt: p.CreatedAt,
+		IsDefault: p.IsDefault, HasAPIKey: key != "", DefaultModelID: p.DefaultModelID, OrganizationID: p.OrganizationID,
+		TimeoutInterval: float64(p.TimeoutSeconds), CreatedAt: ts(p.CreatedAt),
 	}
 }
 
@@ -61,6 +61,20 @@ func applyProvider(p *store.Provider, in wire.ProviderInput) error {
 	}
 	if in.BaseURL != nil {
 		p.BaseURL = strings.TrimRight(strings.TrimSpace(*in.BaseURL), "/")
+	}
+	if in.ClearBaseURL != nil && *in.ClearBaseURL {
+		// Swift falls back to its built-in address; Hivecrew has none, so
+		// the provider's check below refuses a provider without one.
+		p.BaseURL = ""
+	}
+	if in.OrganizationID != nil {
+		p.OrganizationID = strings.TrimSpace(*in.OrganizationID)
+	}
+	if in.ClearOrganizationID != nil && *in.ClearOrganizationID {
+		p.OrganizationID = ""
+	}
+	if in.AuthMode != nil && *in.AuthMode != "api_key" {
+		return errdefs.Invalidf("authMode %q: Hivecrew signs in to providers with an API key only (api_key)", *in.AuthMode)
 	}
 	if in.BackendMode != nil {
 		p.BackendMode = *in.BackendMode
@@ -129,6 +143,11 @@ func (a *API) patchProvider(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if in.APIKey == nil && in.ClearAPIKey != nil && *in.ClearAPIKey {
+		if err := a.cfg.Secrets.Delete(secretRef(p.ID)); err != nil {
+			return fmt.Errorf("delete the API key: %w", err)
+		}
+	}
 	if in.APIKey != nil {
 		key := strings.TrimSpace(*in.APIKey)
 		if key == "" {
@@ -181,11 +200,20 @@ func (a *API) providerModels(w http.ResponseWriter, r *http.Request) error {
 	}
 	models, err := c.Models(r.Context())
 	if err != nil {
-		return errdefs.Unavailablef("list models: %v", err)
+		// The provider failed, not the helper: 502, as Swift.
+		return errdefs.New(errBadGateway, "list models: "+err.Error())
 	}
 	out := wire.ModelList{Models: make([]wire.Model, len(models))}
 	for i, m := range models {
-		out.Models[i] = wire.Model{ID: m.ID, Name: or(m.Name, m.ID)}
+		out.Models[i] = wire.Model{ID: m.ID, Name: or(m.Name, m.ID),
+			ReasoningCapability: wire.ReasoningCapability{Kind: m.Reasoning.Kind, SupportedEfforts: m.Reasoning.Efforts}}
+		if m.ContextLength > 0 {
+			out.Models[i].ContextLength = &m.ContextLength
+		}
+		if m.Reasoning.Kind == "effort" {
+			def := "medium"
+			out.Models[i].ReasoningCapability.DefaultEffort = &def
+		}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

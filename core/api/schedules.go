@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -22,15 +23,18 @@ func (a *API) scheduleJSON(sc store.Schedule, fs []store.ScheduleFile) wire.Sche
 	w := wire.Schedule{
 		ID: sc.ID, Title: sc.Title, Description: sc.Description, ProviderName: sc.ProviderName, ModelID: sc.ModelID,
 		OutputDirectory: sc.OutputDirectory, IsEnabled: sc.IsEnabled, ScheduleType: sc.ScheduleType,
-		ScheduledAt: sc.ScheduledAt, TimeZone: sc.TimeZone, NextRunAt: sc.NextRunAt, LastRunAt: sc.LastRunAt,
-		CreatedAt: sc.CreatedAt, InputFiles: []wire.File{}, InputFileCount: len(fs),
+		ScheduledAt: tsp(sc.ScheduledAt), TimeZone: sc.TimeZone, NextRunAt: tsp(sc.NextRunAt), LastRunAt: tsp(sc.LastRunAt),
+		CreatedAt: ts(sc.CreatedAt), InputFiles: []wire.File{}, InputFileCount: len(fs), ReasoningEnabled: sc.ReasoningEnabled,
+	}
+	if sc.ReasoningEffort != "" {
+		w.ReasoningEffort = &sc.ReasoningEffort
 	}
 	if sc.ScheduleType == "recurring" {
 		w.Recurrence = &wire.Recurrence{Type: sc.RecurrenceType, DaysOfWeek: sc.DaysOfWeek, DayOfMonth: sc.DayOfMonth, Hour: sc.Hour, Minute: sc.Minute}
 	}
 	for _, f := range fs {
-		at := f.CreatedAt
-		w.InputFiles = append(w.InputFiles, wire.File{Name: f.Name, Size: f.Size, MimeType: f.MimeType, UploadedAt: &at})
+		at := ts(f.CreatedAt)
+		w.InputFiles = append(w.InputFiles, wire.File{Name: f.Name, Size: f.Size, MimeType: or(f.MimeType, files.MimeType(f.Name)), UploadedAt: &at})
 	}
 	return w
 }
@@ -112,6 +116,46 @@ func (a *API) checkTaskConfig(r *http.Request, sc *store.Schedule) error {
 	return nil
 }
 
+// scheduleFromForm reads a multipart POST /schedules in either form: the
+// Swift server's (the task's fields as parts, and a "schedule" part with
+// the timing as JSON), or one "schedule" part holding the whole JSON body.
+func scheduleFromForm(w http.ResponseWriter, f form) (wire.CreateSchedule, error) {
+	var in wire.CreateSchedule
+	raw, err := f.one("schedule")
+	if err != nil {
+		return in, err
+	}
+	delete(f, "schedule")
+	if len(f) == 0 {
+		// One part: the JSON body, or only the timing (then the title and
+		// the rest are missing, which is said below).
+		var probe map[string]json.RawMessage
+		if json.Unmarshal([]byte(raw), &probe) == nil && (probe["title"] != nil || probe["description"] != nil || probe["schedule"] != nil) {
+			if err := decodeJSON(w, []byte(raw), &in); err != nil {
+				return in, errdefs.Invalidf("schedule part: %v", err)
+			}
+			return in, nil
+		}
+	}
+	task, err := taskFromForm(w, f, "title")
+	if err != nil {
+		return in, err
+	}
+	in.Title, _ = f.one("title")
+	in.Description, in.ProviderName, in.ModelID, in.OutputDirectory = task.Description, task.ProviderName, task.ModelID, task.OutputDirectory
+	in.ReasoningEnabled, in.ReasoningEffort, in.TemplateID, in.NetworkMode = task.ReasoningEnabled, task.ReasoningEffort, task.TemplateID, task.NetworkMode
+	in.TimeoutMinutes, in.MaxIterations, in.ToolPolicy = task.TimeoutMinutes, task.MaxIterations, task.ToolPolicy
+	if raw == "" {
+		return in, errdefs.Invalidf("schedule is required: a part with {\"scheduledAt\": ...} or {\"recurrence\": {...}}")
+	}
+	var when wire.When
+	if err := decodeJSON(nil, []byte(raw), &when); err != nil {
+		return in, errdefs.Invalidf("schedule part: %v", err)
+	}
+	in.Schedule = &when
+	return in, nil
+}
+
 func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	var (
 		in      wire.CreateSchedule
@@ -123,18 +167,22 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	if rec != nil {
 		defer rec.cleanup()
-		raw, ok := rec.form["schedule"]
-		if !ok || len(rec.form) != 1 {
-			return errdefs.Invalidf("a multipart schedule has one JSON part named \"schedule\" and \"files\" parts")
-		}
-		dec := json.NewDecoder(strings.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil {
-			return errdefs.Invalidf("schedule part: %v", jsonProblem(err))
+		if in, err = scheduleFromForm(w, rec.form); err != nil {
+			return err
 		}
 		uploads = rec.uploads
 	}
+	if strings.TrimSpace(in.Title) == "" {
+		return errdefs.Invalidf("title is required")
+	}
+	if in.Schedule == nil && (in.ScheduledAt != nil || in.Recurrence != nil) {
+		in.Schedule = &wire.When{ScheduledAt: in.ScheduledAt, Recurrence: in.Recurrence}
+	}
+	if err := orchestrator.CheckReasoningEffort(in.ReasoningEffort); err != nil {
+		return err
+	}
 	sc := store.Schedule{
+		ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort,
 		Title: strings.TrimSpace(in.Title), Description: in.Description, ProviderName: in.ProviderName, ModelID: in.ModelID,
 		OutputDirectory: in.OutputDirectory, IsEnabled: in.IsEnabled == nil || *in.IsEnabled, TemplateID: in.TemplateID,
 		TimeoutMinutes: in.TimeoutMinutes, MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
@@ -201,14 +249,8 @@ func (a *API) writeSchedule(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 func (a *API) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	limit, err := intParam(r, "limit", 50, 1, 200)
-	if err != nil {
-		return err
-	}
-	offset, err := intParam(r, "offset", 0, 0, 1<<31-1)
-	if err != nil {
-		return err
-	}
+	limit := clampParam(r, "limit", 50, 1, 200)
+	offset := clampParam(r, "offset", 0, 0, 1<<31-1)
 	list, total, err := a.st.ListSchedules(r.Context(), limit, offset)
 	if err != nil {
 		return err
@@ -235,7 +277,20 @@ func (a *API) patchSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
+	// Swift's PATCH gives the timing at the top level; ours in schedule.
+	if in.Schedule == nil && (in.ScheduledAt != nil || in.Recurrence != nil) {
+		in.Schedule = &wire.When{ScheduledAt: in.ScheduledAt, Recurrence: in.Recurrence}
+	}
+	if err := orchestrator.CheckReasoningEffort(in.ReasoningEffort); err != nil {
+		return err
+	}
 	_, err := a.st.UpdateSchedule(r.Context(), id, func(sc *store.Schedule) error {
+		if in.ReasoningEnabled != nil {
+			sc.ReasoningEnabled = in.ReasoningEnabled
+		}
+		if in.ReasoningEffort != "" {
+			sc.ReasoningEffort = in.ReasoningEffort
+		}
 		if in.Title != "" {
 			sc.Title = strings.TrimSpace(in.Title)
 		}
@@ -310,7 +365,7 @@ func (a *API) runSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeTask(w, r, http.StatusCreated, t.ID)
+	return a.writeCreated(w, r, http.StatusOK, t)
 }
 
 func newScheduleID() string { return uuid.NewString() }

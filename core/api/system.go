@@ -23,10 +23,10 @@ func (a *API) listVMs(w http.ResponseWriter, r *http.Request) error {
 	out := wire.VMList{VMs: make([]wire.VM, len(infos))}
 	for i, v := range infos {
 		vm := wire.VM{ID: v.ID, Backend: v.Backend, TemplateID: v.TemplateID, State: string(v.State), Reason: v.Reason,
-			TaskID: v.TaskID, CPUCount: v.CPUs, MemoryMB: v.MemoryMB, Network: string(v.Network), Limits: vmLimits(v.Limits), CreatedAt: v.Created,
+			TaskID: v.TaskID, CPUCount: v.CPUs, MemoryMB: v.MemoryMB, Network: string(v.Network), Limits: vmLimits(v.Limits), CreatedAt: ts(v.Created),
 			AgentVersion: v.AgentVersion, AgentOutdated: template.AgentOutdated(v.AgentVersion, a.cfg.Version)}
 		if !v.LastUsed.IsZero() {
-			lu := v.LastUsed
+			lu := ts(v.LastUsed)
 			vm.LastUsedAt = &lu
 		}
 		if v.TaskID != "" {
@@ -76,7 +76,7 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) error {
 	}
 	settings := a.cfg.Settings()
 	out := wire.Status{
-		Status: "ok", Version: a.cfg.Version, Uptime: time.Since(a.cfg.Started).Seconds(), Backend: a.cfg.Backend,
+		Status: "healthy", Version: a.cfg.Version, Uptime: int64(time.Since(a.cfg.Started) / time.Second), Backend: a.cfg.Backend,
 		Agents: wire.AgentCounts{Running: counts[store.StatusRunning], Paused: counts[store.StatusPaused],
 			Queued: counts[store.StatusQueued] + counts[store.StatusWaitingForVM], MaxConcurrent: settings.MaxConcurrentVMs},
 		Resources: wire.ResourceSummary{MemoryTotalGB: float64(pool.HostMemoryMB()) / 1024},
@@ -194,4 +194,18 @@ func (a *API) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// skills answers GET /skills. Hivecrew has no skills (named instruction
+// sets the Swift app can give an agent) yet: the list is empty, and a
+// task's mentionedSkillNames have no effect.
+func (a *API) skills(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, wire.SkillList{Skills: []wire.Skill{}})
+}
+
+// provisioning answers GET /provisioning: the environment variables and
+// files every VM is given. Hivecrew provisions neither yet: both lists are
+// empty.
+func (a *API) provisioning(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, wire.Provisioning{EnvironmentVariables: []wire.EnvironmentVariable{}, InjectedFiles: []wire.InjectedFile{}})
 }

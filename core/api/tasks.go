@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,11 +28,17 @@ import (
 func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) wire.Task {
 	w := wire.Task{
 		ID: t.ID, Title: t.Title, Description: t.Description, Status: string(t.Status), StatusReason: t.StatusReason,
-		ProviderName: t.ProviderName, ModelID: t.ModelID, CreatedAt: t.CreatedAt, StartedAt: t.StartedAt,
-		CompletedAt: t.CompletedAt, ResultSummary: t.ResultSummary, WasSuccessful: t.WasSuccessful, VMID: t.VMID,
-		PlanFirst: t.PlanFirst, OutputDirectory: t.OutputDirectory, TemplateID: t.TemplateID,
+		ProviderName: t.ProviderName, ModelID: t.ModelID, CreatedAt: ts(t.CreatedAt), StartedAt: tsp(t.StartedAt),
+		CompletedAt: tsp(t.CompletedAt), ResultSummary: t.ResultSummary, WasSuccessful: t.WasSuccessful, VMID: t.VMID,
+		PlanFirst: t.PlanFirst, ReasoningEnabled: t.ReasoningEnabled, OutputDirectory: t.OutputDirectory, TemplateID: t.TemplateID,
 		TimeoutMinutes: t.TimeoutMinutes, MaxIterations: t.MaxIterations, NetworkMode: t.NetworkMode, ToolPolicy: t.ToolPolicy,
-		TraceDeletedAt: t.TraceDeletedAt,
+		AllowHosts: t.AllowHosts, BatchID: t.BatchID, TraceDeletedAt: tsp(t.TraceDeletedAt),
+	}
+	if t.ReasoningEffort != "" {
+		w.ReasoningEffort = &t.ReasoningEffort
+	}
+	if t.Status.Terminal() && t.Status != store.StatusCompleted && t.Status != store.StatusCancelled && t.StatusReason != "" {
+		w.ErrorMessage = &t.StatusReason
 	}
 	if t.PlanMarkdown != "" {
 		w.PlanMarkdown = &t.PlanMarkdown
@@ -46,7 +54,7 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 		if t.CompletedAt != nil {
 			end = *t.CompletedAt
 		}
-		d := end.Sub(*t.StartedAt).Seconds()
+		d := int64(end.Sub(*t.StartedAt).Round(time.Second) / time.Second)
 		w.Duration = &d
 	}
 	if t.StepCount > 0 || t.StartedAt != nil {
@@ -64,10 +72,10 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 			w.Screen = &wire.Screen{Width: scr.Width, Height: scr.Height, Scale: scr.Scale}
 		}
 		if q := live.Question; q != nil {
-			w.PendingQuestion = &wire.Question{ID: q.ID, Question: q.Text, SuggestedAnswers: q.Options, CreatedAt: q.Created}
+			w.PendingQuestion = &wire.Question{ID: q.ID, Question: q.Text, SuggestedAnswers: q.Options, CreatedAt: ts(q.Created)}
 		}
 		if p := live.Permission; p != nil {
-			w.PendingPermission = &wire.Permission{ID: p.ID, ToolName: p.Tool, Details: p.Details, CreatedAt: p.Created}
+			w.PendingPermission = &wire.Permission{ID: p.ID, ToolName: p.Tool, Details: p.Details, CreatedAt: ts(p.Created)}
 		}
 	}
 	if counts != nil {
@@ -81,8 +89,8 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 func filesJSON(fs []store.TaskFile) []wire.File {
 	out := make([]wire.File, len(fs))
 	for i, f := range fs {
-		at := f.CreatedAt
-		out[i] = wire.File{Name: f.Name, Size: f.Size, MimeType: f.MimeType, SavedTo: f.SavedPath}
+		at := ts(f.CreatedAt)
+		out[i] = wire.File{Name: f.Name, Size: f.Size, MimeType: or(f.MimeType, files.MimeType(f.Name)), SavedTo: f.SavedPath}
 		if f.Kind == store.FileInput {
 			out[i].UploadedAt = &at
 		} else {
@@ -121,7 +129,7 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 // received is a request body with files: its form fields and uploads,
 // staged in a temporary folder that cleanup removes.
 type received struct {
-	form    map[string]string
+	form    form
 	uploads []orchestrator.Upload
 	cleanup func()
 }
@@ -156,7 +164,7 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	if rec != nil {
 		defer rec.cleanup()
-		if in, err = taskFromForm(rec.form); err != nil {
+		if in, err = taskFromForm(w, rec.form); err != nil {
 			return err
 		}
 		uploads = rec.uploads
@@ -165,54 +173,199 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeTask(w, r, http.StatusCreated, t.ID)
+	return a.writeCreated(w, r, http.StatusCreated, t)
 }
 
-// taskFields are the form fields of a multipart POST /tasks.
-var taskFields = map[string]bool{
-	"description": true, "providerName": true, "modelId": true, "outputDirectory": true, "planFirst": true,
-	"templateId": true, "timeoutMinutes": true, "maxIterations": true, "networkMode": true, "toolPolicy": true,
+// writeCreated answers with a task just stored, as it was stored
+// (queued): the dispatcher may have taken it already, and an answer read
+// back could say waitingForVM or running, which a client that checks the
+// answer of its POST does not expect.
+func (a *API) writeCreated(w http.ResponseWriter, r *http.Request, status int, t store.Task) error {
+	wt, err := a.createdJSON(r, t)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, status, wt)
 }
 
-func taskFromForm(form map[string]string) (wire.CreateTask, error) {
-	var in wire.CreateTask
-	for k := range form {
-		if !taskFields[k] {
-			return in, errdefs.Invalidf("unknown form field %q", k)
+func (a *API) createdJSON(r *http.Request, t store.Task) (wire.Task, error) {
+	in, err := a.st.TaskFiles(r.Context(), t.ID, store.FileInput)
+	if err != nil {
+		return wire.Task{}, err
+	}
+	wt := a.taskJSON(t, in, nil, nil)
+	wt.PendingQuestion, wt.PendingPermission, wt.Screen, wt.TakenOver = nil, nil, nil, false
+	return wt, nil
+}
+
+// createTaskBatch queues one task per copy of every target (POST
+// /tasks/batch), JSON or multipart (the fields of POST /tasks, "targets"
+// as a JSON array, "files" parts given to every task).
+func (a *API) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
+	var (
+		in      wire.CreateTaskBatch
+		uploads []orchestrator.Upload
+	)
+	rec, err := a.receive(w, r, &in)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		defer rec.cleanup()
+		raw, err := rec.form.one("targets")
+		if err != nil {
+			return err
+		}
+		delete(rec.form, "targets")
+		if in.CreateTask, err = taskFromForm(w, rec.form); err != nil {
+			return err
+		}
+		ok := raw != ""
+		if !ok {
+			return errdefs.Invalidf("targets is required: a JSON array of {providerId, modelId, copyCount}")
+		}
+		if err := json.Unmarshal([]byte(raw), &in.Targets); err != nil {
+			return errdefs.Invalidf("targets: want a JSON array of {providerId, modelId, copyCount}: %v", jsonProblem(err))
+		}
+		uploads = rec.uploads
+	}
+	ts, err := a.o.SubmitBatch(r.Context(), in, uploads)
+	if err != nil {
+		return err
+	}
+	out := wire.TaskBatch{Tasks: make([]wire.Task, len(ts))}
+	for i, t := range ts {
+		if out.Tasks[i], err = a.createdJSON(r, t); err != nil {
+			return err
 		}
 	}
-	in.Description, in.ProviderName, in.ModelID = form["description"], form["providerName"], form["modelId"]
-	in.OutputDirectory, in.TemplateID, in.NetworkMode = form["outputDirectory"], form["templateId"], form["networkMode"]
-	var err error
-	if v := form["planFirst"]; v != "" {
-		if in.PlanFirst, err = strconv.ParseBool(v); err != nil {
-			return in, errdefs.Invalidf("planFirst %q: want true or false", v)
+	return writeJSON(w, http.StatusCreated, out)
+}
+
+// form is the text fields of a multipart body; a field may repeat (list
+// fields such as allowHosts, or Swift's mentionedSkillNames[]).
+type form map[string][]string
+
+// one is a field that must not repeat ("" when absent).
+func (f form) one(name string) (string, error) {
+	v := f[name]
+	if len(v) > 1 {
+		return "", errdefs.Invalidf("form field %q given %d times", name, len(v))
+	}
+	if len(v) == 0 {
+		return "", nil
+	}
+	return strings.TrimSpace(v[0]), nil
+}
+
+// list is a list field: its parts, under name or name[], blank ones left
+// out.
+func (f form) list(name string) []string {
+	var out []string
+	for _, v := range append(f[name], f[name+"[]"]...) {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
 		}
+	}
+	return out
+}
+
+// formBool reads a form boolean as the Swift server does (true, 1) and
+// also false and 0; anything else is a 400, not a silent false.
+func formBool(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "true", "1", "yes", "on":
+		return true, nil
+	case "false", "0", "no", "off":
+		return false, nil
+	}
+	return false, errdefs.Invalidf("%s %q: want true or false", name, v)
+}
+
+// taskFromForm reads the fields of a multipart POST /tasks: the JSON body's
+// fields, lists as repeated parts (or name[] parts), toolPolicy as JSON.
+// Fields it does not know are ignored as in a JSON body (a near-miss of a
+// known one is a 400).
+func taskFromForm(w http.ResponseWriter, f form, more ...string) (wire.CreateTask, error) {
+	var in wire.CreateTask
+	known := append(slices.Clip(jsonFieldNames(reflect.TypeOf(in))), more...)
+	var ignored []string
+	for k := range f {
+		name := strings.TrimSuffix(k, "[]")
+		if slices.Contains(known, name) {
+			continue
+		}
+		if near := nearest(name, known); near != "" {
+			return in, errdefs.Invalidf("unknown form field %q: did you mean %q?", k, near)
+		}
+		ignored = append(ignored, k)
+	}
+	if len(ignored) > 0 && w != nil {
+		slices.Sort(ignored)
+		w.Header().Set("X-Hivecrew-Ignored-Fields", strings.Join(ignored, ", "))
+	}
+	strs := map[string]*string{
+		"description": &in.Description, "providerName": &in.ProviderName, "modelId": &in.ModelID,
+		"outputDirectory": &in.OutputDirectory, "templateId": &in.TemplateID, "networkMode": &in.NetworkMode,
+		"reasoningEffort": &in.ReasoningEffort, "priority": &in.Priority,
+		"continuationSourceTaskId": &in.ContinuationSourceTaskID, "contextPackId": &in.ContextPackID,
+	}
+	for name, dst := range strs {
+		v, err := f.one(name)
+		if err != nil {
+			return in, err
+		}
+		*dst = v
+	}
+	// The description keeps its inner whitespace; only its ends are trimmed.
+	var err error
+	if v, _ := f.one("planFirst"); v != "" {
+		if in.PlanFirst, err = formBool("planFirst", v); err != nil {
+			return in, err
+		}
+	}
+	if v, _ := f.one("reasoningEnabled"); v != "" {
+		b, err := formBool("reasoningEnabled", v)
+		if err != nil {
+			return in, err
+		}
+		in.ReasoningEnabled = &b
 	}
 	for name, dst := range map[string]*int{"timeoutMinutes": &in.TimeoutMinutes, "maxIterations": &in.MaxIterations} {
-		if v := form[name]; v != "" {
+		v, err := f.one(name)
+		if err != nil {
+			return in, err
+		}
+		if v != "" {
 			if *dst, err = strconv.Atoi(v); err != nil {
 				return in, errdefs.Invalidf("%s %q: want an integer", name, v)
 			}
 		}
 	}
-	if v := form["toolPolicy"]; v != "" {
+	v, err := f.one("toolPolicy")
+	if err != nil {
+		return in, err
+	}
+	if v != "" {
 		if err := json.Unmarshal([]byte(v), &in.ToolPolicy); err != nil {
 			return in, errdefs.Invalidf("toolPolicy: want a JSON object from tool name to allow, ask or deny: %v", jsonProblem(err))
 		}
 	}
+	in.AllowHosts = f.list("allowHosts")
+	in.MentionedSkillNames, in.ReferencedTaskIDs = f.list("mentionedSkillNames"), f.list("referencedTaskIds")
 	return in, nil
 }
 
 // readMultipart streams a multipart body: form fields into a map, "files"
 // parts into files under tmp. The body is capped at MaxUploadBytes.
-func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) (map[string]string, []orchestrator.Upload, error) {
+func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, a.cfg.MaxUploadBytes)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, nil, errdefs.Invalidf("bad multipart body: %v", err)
 	}
-	form := map[string]string{}
+	fields := form{}
+	size := 0
 	var ups []orchestrator.Upload
 	seen := map[string]bool{}
 	for {
@@ -249,16 +402,16 @@ func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) 
 			if err != nil {
 				return nil, nil, multipartErr(err)
 			}
-			if len(b) > maxJSONBytes {
-				return nil, nil, errdefs.TooLargef("form field %q is over %d bytes", name, maxJSONBytes)
+			if size += len(b); size > maxJSONBytes {
+				return nil, nil, errdefs.TooLargef("form field %q takes the form fields over %d bytes", name, maxJSONBytes)
 			}
-			if _, dup := form[name]; dup {
-				return nil, nil, errdefs.Invalidf("form field %q given twice", name)
+			if len(fields[name]) >= 1000 {
+				return nil, nil, errdefs.Invalidf("form field %q given over 1000 times", name)
 			}
-			form[name] = string(b)
+			fields[name] = append(fields[name], string(b))
 		}
 	}
-	return form, ups, nil
+	return fields, ups, nil
 }
 
 func multipartErr(err error) error {
@@ -281,50 +434,53 @@ func savePart(part *multipart.Part, path string) error {
 	return err
 }
 
+// listTasks lists tasks. Its query is read as the Swift server reads it:
+// limit is clamped to 1..200, an unknown sort is createdAt, an order
+// other than asc is desc, and status names it does not know (in camelCase
+// or snake_case) match no task.
 func (a *API) listTasks(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	limit, err := intParam(r, "limit", 50, 1, 200)
-	if err != nil {
-		return err
+	limit := clampParam(r, "limit", 50, 1, 200)
+	offset := clampParam(r, "offset", 0, 0, 1<<31-1)
+	query := store.TaskQuery{Limit: limit, Offset: offset, Search: q.Get("search"), Asc: strings.EqualFold(q.Get("order"), "asc")}
+	switch sort := store.TaskSort(q.Get("sort")); sort {
+	case store.SortStartedAt, store.SortCompletedAt:
+		query.Sort = sort
+	default:
+		query.Sort = store.SortCreatedAt
 	}
-	offset, err := intParam(r, "offset", 0, 0, 1<<31-1)
-	if err != nil {
-		return err
-	}
-	query := store.TaskQuery{Limit: limit, Offset: offset, Search: q.Get("search"), Sort: store.TaskSort(q.Get("sort"))}
+	out := wire.TaskList{Tasks: []wire.TaskSummary{}, Limit: limit, Offset: offset}
 	if s := q.Get("status"); s != "" {
 		for _, v := range strings.Split(s, ",") {
-			st := store.TaskStatus(strings.TrimSpace(v))
-			if !st.Valid() {
-				return errdefs.Invalidf("status %q: want one or more of %s", v, statusNames())
+			if st, ok := parseStatus(v); ok {
+				query.Statuses = append(query.Statuses, st)
 			}
-			query.Statuses = append(query.Statuses, st)
 		}
-	}
-	switch q.Get("order") {
-	case "", "desc":
-	case "asc":
-		query.Asc = true
-	default:
-		return errdefs.Invalidf("order %q: want asc or desc", q.Get("order"))
+		if len(query.Statuses) == 0 {
+			return writeJSON(w, http.StatusOK, out) // as Swift: no status it knows, no task
+		}
 	}
 	tasks, total, err := a.st.ListTasks(r.Context(), query)
 	if err != nil {
 		return err
 	}
-	out := wire.TaskList{Tasks: make([]wire.Task, len(tasks)), Total: total, Limit: limit, Offset: offset}
-	for i, t := range tasks {
-		out.Tasks[i] = a.taskJSON(t.Task, nil, nil, &[2]int{t.InputFileCount, t.OutputFileCount})
+	out.Total = total
+	for _, t := range tasks {
+		out.Tasks = append(out.Tasks, wire.TaskSummary{Task: a.taskJSON(t.Task, nil, nil, &[2]int{t.InputFileCount, t.OutputFileCount})})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
-func statusNames() string {
-	names := make([]string, len(store.TaskStatuses))
-	for i, s := range store.TaskStatuses {
-		names[i] = string(s)
+// parseStatus reads a status name in the API's camelCase (waitingForVM)
+// or the Swift server's snake_case (waiting_for_vm).
+func parseStatus(v string) (store.TaskStatus, bool) {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "_", "")) }
+	for _, st := range store.TaskStatuses {
+		if norm(string(st)) == norm(v) {
+			return st, true
+		}
 	}
-	return strings.Join(names, ", ")
+	return "", false
 }
 
 func (a *API) getTask(w http.ResponseWriter, r *http.Request) error {
@@ -341,6 +497,7 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
+	changed := a.o.Watch(id)
 	var err error
 	switch body.Action {
 	case wire.ActionCancel:
@@ -349,26 +506,48 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		err = a.o.Pause(ctx, id)
 	case wire.ActionResume:
 		err = a.o.Resume(ctx, id, body.Instructions)
+	case wire.ActionInstruct:
+		if strings.TrimSpace(body.Instructions) == "" {
+			return errdefs.Invalidf("instruct needs instructions")
+		}
+		err = a.o.Instruct(ctx, id, body.Instructions)
 	case wire.ActionRerun:
 		t, err := a.o.Rerun(ctx, id)
 		if err != nil {
 			return err
 		}
-		return a.writeTask(w, r, http.StatusCreated, t.ID)
+		return a.writeCreated(w, r, http.StatusOK, t)
 	case wire.ActionApprovePlan, wire.ActionEditPlan, wire.ActionCancelPlan:
-		err = a.o.Plan(ctx, id, body.Action, body.PlanMarkdown)
+		// As the Swift server: an edited plan comes in planMarkdown or,
+		// failing that, instructions.
+		err = a.o.Plan(ctx, id, body.Action, or(body.PlanMarkdown, body.Instructions))
+	case wire.ActionApproveWriteback, wire.ActionDiscardWriteback:
+		return errdefs.Conflictf("task %s has no host-folder changes waiting for review", id)
 	case "":
-		return errdefs.Invalidf("action is required: cancel, pause, resume, rerun, approve_plan, edit_plan or cancel_plan")
+		return errdefs.Invalidf("action is required: %s", strings.Join(wire.TaskActions, ", "))
 	default:
-		return errdefs.Invalidf("unknown action %q: want cancel, pause, resume, rerun, approve_plan, edit_plan or cancel_plan", body.Action)
+		return errdefs.Invalidf("unknown action %q: want %s", body.Action, strings.Join(wire.TaskActions, ", "))
 	}
 	if err != nil {
 		return err
 	}
-	if body.Action == wire.ActionApprovePlan || body.Action == wire.ActionEditPlan {
-		waitChange(r, a.o.Watch(id))
+	switch body.Action {
+	case wire.ActionApprovePlan, wire.ActionEditPlan, wire.ActionCancelPlan:
+		// The run applies these; answer with the task as it then is.
+		waitChange(r, changed)
 	}
 	return a.writeTask(w, r, http.StatusOK, id)
+}
+
+// writeback answers GET /tasks/:id/writeback: Hivecrew stages no changes
+// to host folders for review (the Swift app's writeback), so a task never
+// has one waiting: 204, as Swift answers for a task without one.
+func (a *API) writeback(w http.ResponseWriter, r *http.Request) error {
+	if _, err := a.st.GetTask(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // waitChange waits briefly for a task's next change, so that an answer
@@ -409,15 +588,15 @@ func nonNil(f []wire.File) []wire.File {
 // artifacts), so a stored path can never lead outside it.
 func (a *API) taskFile(w http.ResponseWriter, r *http.Request) error {
 	id, name := r.PathValue("id"), r.PathValue("name")
+	// As the Swift server: type=input is an input file; any other type an
+	// output. Without a type, an output or else an input (extension).
 	kinds := []store.FileKind{store.FileOutput, store.FileInput}
 	switch typ := r.URL.Query().Get("type"); typ {
 	case "":
-	case "output":
-		kinds = kinds[:1]
 	case "input":
 		kinds = kinds[1:]
 	default:
-		return errdefs.Invalidf("type %q: want output or input", typ)
+		kinds = kinds[:1]
 	}
 	t, err := a.st.GetTask(r.Context(), id)
 	if err != nil {

@@ -86,7 +86,10 @@ func TestTaskContract(t *testing.T) {
 		t.Fatalf("input bytes = %q", got)
 	}
 	h.expect(404, "GET", "/api/v1/tasks/"+task.ID+"/files/sum.txt?type=input", nil)
-	h.expect(400, "GET", "/api/v1/tasks/"+task.ID+"/files/sum.txt?type=both", nil)
+	// As Swift: a type other than input means an output.
+	if got := h.expect(200, "GET", "/api/v1/tasks/"+task.ID+"/files/sum.txt?type=both", nil); string(got) != "6\n" {
+		t.Fatalf("type=both: %q", got)
+	}
 	for _, evil := range []string{"..%2F..%2Fhivecrew.db", "..%2Finputs%2Fnumbers.txt", "%2Fetc%2Fpasswd", "nope.txt"} {
 		h.expect(404, "GET", "/api/v1/tasks/"+task.ID+"/files/"+evil, nil)
 	}
@@ -150,8 +153,18 @@ func TestTaskContract(t *testing.T) {
 	if list.Total != 1 || len(list.Tasks) != 1 || list.Limit != 10 || *list.Tasks[0].InputFileCount != 1 || *list.Tasks[0].OutputFileCount != 1 || list.Tasks[0].InputFiles != nil {
 		t.Fatalf("list = %+v", list)
 	}
-	for _, bad := range []string{"status=done", "limit=0", "limit=201", "limit=x", "offset=-1", "sort=title", "order=up"} {
-		h.expect(400, "GET", "/api/v1/tasks?"+bad, nil)
+	// The query is read as Swift reads it: snake_case statuses too, limit
+	// clamped, unknown sort and order are the defaults, an unknown status
+	// matches nothing.
+	for query, want := range map[string][2]int64{ // total, limit
+		"status=done": {0, 50}, "status=timed_out,completed": {1, 50}, "limit=0": {1, 1}, "limit=500": {1, 200},
+		"limit=x": {1, 50}, "offset=-1": {1, 50}, "sort=title": {1, 50}, "order=ASC": {1, 50}, "order=up": {1, 50},
+	} {
+		var l wire.TaskList
+		json.Unmarshal(h.expect(200, "GET", "/api/v1/tasks?"+query, nil), &l)
+		if l.Total != want[0] || int64(l.Limit) != want[1] {
+			t.Errorf("%s: total %d limit %d; want %v", query, l.Total, l.Limit, want)
+		}
 	}
 
 	// Actions and their errors.
@@ -159,14 +172,19 @@ func TestTaskContract(t *testing.T) {
 	h.expect(404, "PATCH", "/api/v1/tasks/nope", map[string]any{"action": "pause"})
 	h.expect(400, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "explode"})
 	h.expect(400, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{})
-	h.expect(400, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "pause", "bogus": 1})
+	h.expect(400, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "pause", "instructons": "x"})
 	h.expect(400, "PATCH", "/api/v1/tasks/"+task.ID, "{not json")
 	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "pause"})
 	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "resume"})
 	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "cancel"})
 	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "approve_plan"})
-	h.expect(409, "POST", "/api/v1/tasks/"+task.ID+"/question/answer", map[string]any{"questionId": "q1", "answer": "yes"})
-	h.expect(409, "POST", "/api/v1/tasks/"+task.ID+"/permission/respond", map[string]any{"permissionId": "p1", "approved": true})
+	// No agent to answer: 404, as Swift.
+	h.expect(404, "POST", "/api/v1/tasks/"+task.ID+"/question/answer", map[string]any{"questionId": "q1", "answer": "yes"})
+	h.expect(404, "POST", "/api/v1/tasks/"+task.ID+"/permission/respond", map[string]any{"permissionId": "p1", "approved": true})
+	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "instruct", "instructions": "faster"})
+	h.expect(400, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "instruct"})
+	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "approve_writeback"})
+	h.expect(204, "GET", "/api/v1/tasks/"+task.ID+"/writeback", nil)
 	h.expect(400, "POST", "/api/v1/tasks/"+task.ID+"/permission/respond", map[string]any{"permissionId": "p1"})
 	h.expect(204, "GET", "/api/v1/tasks/"+task.ID+"/question", nil)
 	h.expect(204, "GET", "/api/v1/tasks/"+task.ID+"/permission", nil)
@@ -180,7 +198,7 @@ func TestTaskContract(t *testing.T) {
 
 	// Rerun: a new task with the same configuration and inputs.
 	var rerun wire.Task
-	json.Unmarshal(h.expect(201, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "rerun"}), &rerun)
+	json.Unmarshal(h.expect(200, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "rerun"}), &rerun)
 	if rerun.ID == task.ID || rerun.RerunOf != task.ID || rerun.Description != task.Description || len(rerun.InputFiles) != 1 {
 		t.Fatalf("rerun = %+v", rerun)
 	}
@@ -192,21 +210,26 @@ func TestTaskContract(t *testing.T) {
 	h.expect(404, "DELETE", "/api/v1/tasks/"+task.ID, nil)
 }
 
-// TestCreateTaskValidation: each bad field is a 400 naming it; an upload
-// over the cap is a 413.
+// TestCreateTaskValidation: each bad field is a 400 naming it (an unknown
+// provider a 404, as Swift); a misspelt field is a 400 naming the field
+// meant, while a field nothing resembles is ignored and named in a
+// header; an upload over the cap is a 413.
 func TestCreateTaskValidation(t *testing.T) {
 	h := startHelper(t, func(c *daemon.Config) { c.MaxUploadBytes = 64 << 10 })
 	h.addProvider()
 	for field, body := range map[string]map[string]any{
-		"description":     {"description": "  "},
-		"providerName":    {"description": "x", "providerName": "Nobody"},
-		"timeoutMinutes":  {"description": "x", "timeoutMinutes": -1},
-		"maxIterations":   {"description": "x", "maxIterations": 1000000},
-		"networkMode":     {"description": "x", "networkMode": "wifi"},
-		"toolPolicy":      {"description": "x", "toolPolicy": map[string]string{"run_shell": "maybe"}},
-		"outputDirectory": {"description": "x", "outputDirectory": "relative/dir"},
-		"templateId":      {"description": "x", "templateId": "none"},
-		"unknown":         {"description": "x", "colour": "blue"},
+		"description":         {"description": "  "},
+		"timeoutMinutes":      {"description": "x", "timeoutMinutes": -1},
+		"maxIterations":       {"description": "x", "maxIterations": 1000000},
+		"networkMode":         {"description": "x", "networkMode": "wifi"},
+		"toolPolicy":          {"description": "x", "toolPolicy": map[string]string{"run_shell": "maybe"}},
+		"outputDirectory":     {"description": "x", "outputDirectory": "relative/dir"},
+		"templateId":          {"description": "x", "templateId": "none"},
+		"reasoningEffort":     {"description": "x", "reasoningEffort": "extreme"},
+		"priority":            {"description": "x", "priority": "urgent"},
+		"allowHosts":          {"description": "x", "allowHosts": []string{"not a host"}},
+		"mentionedSkillNames": {"description": "x", "mentionedSkillNames": "one"},
+		"reasoningEnabled":    {"description": "x", "reasoningEnabled": "yes"},
 	} {
 		out := h.expect(400, "POST", "/api/v1/tasks", body)
 		if !strings.Contains(string(out), field) {
@@ -226,7 +249,17 @@ func TestCreateTaskValidation(t *testing.T) {
 	if list.Total != 0 {
 		t.Fatalf("%d tasks stored from refused requests", list.Total)
 	}
-	if code, _ := h.req("POST", "/api/v1/tasks", `{"description":"x"}`, "Content-Type", "text/plain"); code != http.StatusBadRequest {
-		t.Fatalf("text/plain body: %d", code)
+	if out := h.expect(400, "POST", "/api/v1/tasks", map[string]any{"description": "x", "outputDirectry": "/tmp/x"}); !strings.Contains(string(out), `did you mean \"outputDirectory\"`) {
+		t.Errorf("misspelt outputDirectory: %s", out)
+	}
+	if out := h.expect(404, "POST", "/api/v1/tasks", map[string]any{"description": "x", "providerName": "Nobody"}); !strings.Contains(string(out), "providerName") {
+		t.Errorf("unknown provider: %s", out)
+	}
+	// As Swift: a JSON body is JSON whatever its Content-Type says (curl -d
+	// sends a form type), and a field nothing resembles is ignored, and
+	// said so.
+	code, _, hdr := h.reqHeader("POST", "/api/v1/tasks", `{"description":"x","colour":"blue"}`, "Content-Type", "application/x-www-form-urlencoded")
+	if code != http.StatusCreated || hdr.Get("X-Hivecrew-Ignored-Fields") != "colour" {
+		t.Fatalf("form-typed JSON with an unknown field: %d, ignored %q", code, hdr.Get("X-Hivecrew-Ignored-Fields"))
 	}
 }

@@ -39,12 +39,13 @@ func (a *API) templateRoutes(h func(pattern string, f handlerFunc)) {
 
 func (a *API) templateJSON(t store.Template, def string) wire.Template {
 	out := wire.Template{ID: t.ID, Name: t.Name, Description: t.Description, IsDefault: t.ID == def, CPUCount: t.CPUCount,
-		MemoryMB: t.MemoryMB, DiskGB: t.DiskGB, OS: t.OS, Kind: t.Kind, AgentVersion: t.AgentVersion, CreatedAt: t.CreatedAt,
+		MemoryMB: t.MemoryMB, DiskGB: t.DiskGB, MemoryGB: (t.MemoryMB + 1023) / 1024, DiskSizeGB: t.DiskGB,
+		OS: t.OS, Kind: t.Kind, AgentVersion: t.AgentVersion, CreatedAt: ts(t.CreatedAt),
 		TemplateBuild: wire.TemplateBuild{Status: or(t.Status, store.TemplateReady), StatusReason: t.StatusReason, Manifest: t.Manifest,
 			ManifestVersion: t.ManifestVersion, Options: t.Options, ParentID: t.ParentID, SourceVMID: t.SourceVMID,
 			AgentOutdated: templateOutdated(t, a.cfg.Version)}}
 	if !t.UpdatedAt.IsZero() {
-		u := t.UpdatedAt
+		u := ts(t.UpdatedAt)
 		out.UpdatedAt = &u
 	}
 	if a.cfg.Templates != nil && t.Status == store.TemplateBuilding {

@@ -26,7 +26,10 @@ func TestTemplateRoutes(t *testing.T) {
 	h.expect(400, "POST", "/api/v1/templates", map[string]any{"manifest": "linux-desktop", "fromVmId": "vm-x"})
 	h.expect(400, "POST", "/api/v1/templates", map[string]any{"fromVmId": "vm-x", "full": true})
 	h.expect(400, "POST", "/api/v1/templates", map[string]any{"manifest": "linux-desktop", "with": []string{"games"}})
-	h.expect(400, "POST", "/api/v1/templates", map[string]any{"manifest": "linux-desktop", "colour": "blue"})
+	// A misspelt field is refused, naming the field meant.
+	if out := h.expect(400, "POST", "/api/v1/templates", map[string]any{"manifst": "linux-desktop"}); !strings.Contains(string(out), `did you mean \"manifest\"`) {
+		t.Errorf("misspelt manifest: %s", out)
+	}
 	h.expect(404, "POST", "/api/v1/templates", map[string]any{"manifest": "nope"})
 	h.expect(404, "POST", "/api/v1/templates", map[string]any{"fromVmId": "vm-nope"})
 	if out := h.expect(501, "POST", "/api/v1/templates", map[string]any{"manifest": "macos-15-base"}); !strings.Contains(string(out), "Apple silicon") {

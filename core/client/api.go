@@ -443,6 +443,9 @@ func (c *Client) RemoveVM(ctx context.Context, id string) error {
 // CreateSchedule adds a schedule, with input files as multipart.
 func (c *Client) CreateSchedule(ctx context.Context, in wire.CreateSchedule, files ...string) (wire.Schedule, error) {
 	var s wire.Schedule
+	if strings.TrimSpace(in.Title) == "" {
+		in.Title = wire.TitleFrom(in.Description) // the API needs one
+	}
 	if len(files) == 0 {
 		return s, c.call(ctx, http.MethodPost, "/api/v1/schedules", in, &s)
 	}

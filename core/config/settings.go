@@ -256,13 +256,8 @@ func (s Settings) Validate() error {
 	if !s.NetworkMode.Valid() {
 		errs = append(errs, fmt.Errorf("networkMode must be %q or %q (got %q)", NetworkInternet, NetworkOffline, s.NetworkMode))
 	}
-	if len(s.EgressAllowHosts) > 64 {
-		errs = append(errs, fmt.Errorf("egressAllowHosts: at most 64 entries (got %d)", len(s.EgressAllowHosts)))
-	}
-	for _, h := range s.EgressAllowHosts {
-		if !validAllowHost(h) {
-			errs = append(errs, fmt.Errorf("egressAllowHosts: %q is not a host name, an IP address or a CIDR range", h))
-		}
+	if err := CheckAllowHosts(s.EgressAllowHosts); err != nil {
+		errs = append(errs, fmt.Errorf("egressAllowHosts: %w", err))
 	}
 	if err := s.ToolPolicy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("toolPolicy: %w", err))
@@ -317,6 +312,20 @@ var hostName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-
 
 // validAllowHost reports whether h is an IP address, a CIDR range or a
 // host name.
+// CheckAllowHosts validates an egress allowlist: at most 64 host names,
+// IP addresses or CIDR ranges.
+func CheckAllowHosts(hosts []string) error {
+	if len(hosts) > 64 {
+		return fmt.Errorf("at most 64 entries (got %d)", len(hosts))
+	}
+	for _, h := range hosts {
+		if !validAllowHost(h) {
+			return fmt.Errorf("%q is not a host name, an IP address or a CIDR range", h)
+		}
+	}
+	return nil
+}
+
 func validAllowHost(h string) bool {
 	if net.ParseIP(h) != nil {
 		return true

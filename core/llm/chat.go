@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,7 +55,7 @@ type Reply struct {
 // Complete sends the conversation with the tools and returns the model's
 // reply.
 func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionMessage, tools []openai.Tool) (Reply, error) {
-	resp, err := c.create(ctx, openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: messages, Tools: tools})
+	resp, err := c.create(ctx, openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: messages, Tools: tools, ReasoningEffort: c.cfg.ReasoningEffort})
 	if err != nil {
 		return Reply{}, err
 	}
@@ -143,25 +144,79 @@ func truncate(s string, n int) string {
 type ModelInfo struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// ContextLength is the context window in tokens, 0 when the provider
+	// does not say.
+	ContextLength int
+	// Reasoning is how the model's reasoning is controlled.
+	Reasoning Reasoning
 }
 
-// Models lists the provider's models, by id.
+// Reasoning says how a model's reasoning is controlled: Kind is "none",
+// "toggle" (on or off) or "effort" (one of Efforts).
+type Reasoning struct {
+	Kind    string
+	Efforts []string
+}
+
+// modelEntry is one model of a /models answer. OpenAI sends id only;
+// OpenRouter and others add a name, the context window (under one of
+// several names) and the request parameters the model takes.
+type modelEntry struct {
+	ID                  string   `json:"id"`
+	Name                string   `json:"name"`
+	ContextLength       int      `json:"context_length"`
+	ContextWindow       int      `json:"context_window"`
+	MaxContextLength    int      `json:"max_context_length"`
+	SupportedParameters []string `json:"supported_parameters"`
+}
+
+// Models lists the provider's models, by id. The request goes through the
+// OpenAI client; the answer is read for the fields it drops (name,
+// context window, supported parameters).
 func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
-	var list openai.ModelsList
+	var list struct {
+		Data []modelEntry `json:"data"`
+	}
 	err := c.do(ctx, func(actx context.Context) error {
-		var err error
-		list, err = c.api.ListModels(actx)
-		return err
+		return c.getJSON(actx, "/models", &list)
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ModelInfo, 0, len(list.Models))
-	for _, m := range list.Models {
-		out = append(out, ModelInfo{ID: m.ID, Name: m.ID})
+	out := make([]ModelInfo, 0, len(list.Data))
+	for _, m := range list.Data {
+		if m.ID == "" {
+			continue
+		}
+		out = append(out, ModelInfo{ID: m.ID, Name: cmp.Or(m.Name, m.ID),
+			ContextLength: cmp.Or(m.ContextLength, m.ContextWindow, m.MaxContextLength), Reasoning: reasoningOf(m)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// effortModels are model families known to take reasoning_effort, for
+// providers whose /models does not list supported parameters (OpenAI).
+var effortModels = []string{"o1", "o3", "o4", "gpt-5", "gpt-oss"}
+
+func reasoningOf(m modelEntry) Reasoning {
+	effort := Reasoning{Kind: "effort", Efforts: []string{"low", "medium", "high"}}
+	if m.SupportedParameters != nil {
+		switch {
+		case slices.Contains(m.SupportedParameters, "reasoning_effort") || slices.Contains(m.SupportedParameters, "reasoning"):
+			return effort
+		case slices.Contains(m.SupportedParameters, "include_reasoning"):
+			return Reasoning{Kind: "toggle", Efforts: []string{}}
+		}
+		return Reasoning{Kind: "none", Efforts: []string{}}
+	}
+	id := strings.ToLower(m.ID[strings.LastIndex(m.ID, "/")+1:])
+	for _, f := range effortModels {
+		if id == f || strings.HasPrefix(id, f+"-") || strings.HasPrefix(id, f+".") {
+			return effort
+		}
+	}
+	return Reasoning{Kind: "none", Efforts: []string{}}
 }
 
 // Test checks that the endpoint answers and accepts the key, and that it

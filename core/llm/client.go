@@ -43,6 +43,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Prices estimate the cost of the tokens used.
 	Prices PriceTable
+	// Organization, if set, is sent as the OpenAI-Organization header.
+	Organization string
+	// ReasoningEffort, if set, is the reasoning_effort of every chat
+	// request.
+	ReasoningEffort string
 }
 
 // Client calls one model of one provider.
@@ -79,6 +84,7 @@ func New(cfg Config) (*Client, error) {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	oc.HTTPClient = recordingDoer{hc}
+	oc.OrgID = cfg.Organization
 	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), baseURL: oc.BaseURL, doer: recordingDoer{hc}}, nil
 }
 

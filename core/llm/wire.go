@@ -216,9 +216,31 @@ func (c *Client) postChat(ctx context.Context, b body, resp *openai.ChatCompleti
 	req.ContentLength = b.len()
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(b.reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
+	return c.send(req, resp)
+}
+
+// maxModelsBytes caps a /models answer (OpenRouter's is about 1 MB).
+const maxModelsBytes = 32 << 20
+
+// getJSON sends a GET of path under the base URL and decodes the answer.
+func (c *Client) getJSON(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+path, nil)
+	if err != nil {
+		return err
+	}
+	return c.send(req, out)
+}
+
+// send adds the headers every request carries, sends req and decodes a
+// successful answer into out; a failed one is an *openai.APIError, or an
+// *openai.RequestError when it is not in the OpenAI error shape.
+func (c *Client) send(req *http.Request, out any) error {
 	req.Header.Set("Accept", "application/json")
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	if c.cfg.Organization != "" {
+		req.Header.Set("OpenAI-Organization", c.cfg.Organization)
 	}
 	res, err := c.doer.Do(req)
 	if err != nil {
@@ -237,5 +259,5 @@ func (c *Client) postChat(ctx context.Context, b body, resp *openai.ChatCompleti
 		e.Error.HTTPStatus, e.Error.HTTPStatusCode = res.Status, res.StatusCode
 		return e.Error
 	}
-	return json.NewDecoder(res.Body).Decode(resp)
+	return json.NewDecoder(io.LimitReader(res.Body, maxModelsBytes)).Decode(out)
 }

@@ -58,6 +58,15 @@ func (o *Orchestrator) agentOf(ctx context.Context, id, action string) (*run, *a
 	return nil, nil, errdefs.Conflictf("cannot %s task %s: it is %s, not running", action, id, t.Status)
 }
 
+// noAgent makes agentOf's "not running" a not-found: there is no agent,
+// so no question or request, to answer (as the Swift server says).
+func noAgent(err error) error {
+	if errors.Is(err, errdefs.ErrConflict) {
+		return errdefs.NotFoundf("%s: no active agent", err.Error())
+	}
+	return err
+}
+
 // intervene records what the user did in the agent's session.
 func (o *Orchestrator) intervene(r *run, kind store.InterventionKind, text string) {
 	_, _, sid := r.get()
@@ -219,7 +228,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, id string) error {
 func (o *Orchestrator) Answer(ctx context.Context, id, questionID, answer string) error {
 	r, runner, err := o.agentOf(ctx, id, "answer")
 	if err != nil {
-		return err
+		return noAgent(err)
 	}
 	q, _ := runner.Pending()
 	if err := runner.Answer(questionID, answer); err != nil {
@@ -241,7 +250,7 @@ func (o *Orchestrator) Answer(ctx context.Context, id, questionID, answer string
 func (o *Orchestrator) Respond(ctx context.Context, id, permissionID string, approved bool) error {
 	r, runner, err := o.agentOf(ctx, id, "respond to")
 	if err != nil {
-		return err
+		return noAgent(err)
 	}
 	_, p := runner.Pending()
 	if err := runner.Respond(permissionID, approved); err != nil {

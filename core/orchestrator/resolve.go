@@ -18,16 +18,37 @@ func (o *Orchestrator) llmFor(ctx context.Context, t store.Task, settings config
 	if err != nil {
 		return nil, fmt.Errorf("LLM provider %q: %w", t.ProviderName, err)
 	}
-	return o.clientFor(p, t.ModelID, settings)
+	c, err := o.clientFor(p, t.ModelID, settings, reasoningEffort(t.ReasoningEnabled, t.ReasoningEffort))
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// reasoningEffort is the reasoning_effort to ask for: the task's effort,
+// or "medium" when reasoning is on without one. Reasoning off, or nothing
+// said, sends none (the provider's default: a model that does not reason
+// refuses the parameter).
+func reasoningEffort(enabled *bool, effort string) string {
+	switch {
+	case enabled != nil && !*enabled:
+		return ""
+	case effort != "":
+		return effort
+	case enabled != nil:
+		return "medium"
+	}
+	return ""
 }
 
 // clientFor returns a client of provider p for a model.
-func (o *Orchestrator) clientFor(p store.Provider, model string, settings config.Settings) (*llm.Client, error) {
+func (o *Orchestrator) clientFor(p store.Provider, model string, settings config.Settings, effort string) (*llm.Client, error) {
 	key, err := o.cfg.APIKey(p)
 	if err != nil {
 		return nil, fmt.Errorf("API key of provider %s: %w", p.DisplayName, err)
 	}
-	cfg := llm.Config{BaseURL: p.BaseURL, APIKey: key, Model: model, Prices: llm.PricesFrom(settings.ModelPrices), BackoffBase: o.cfg.LLMBackoff}
+	cfg := llm.Config{BaseURL: p.BaseURL, APIKey: key, Model: model, Prices: llm.PricesFrom(settings.ModelPrices), BackoffBase: o.cfg.LLMBackoff,
+		Organization: p.OrganizationID, ReasoningEffort: effort}
 	if p.TimeoutSeconds > 0 {
 		cfg.Timeout = time.Duration(p.TimeoutSeconds) * time.Second
 	}

@@ -124,6 +124,14 @@ func (o *Orchestrator) execute(r *run) {
 		return
 	}
 	out := o.work(r, t)
+	if out.status == store.StatusFailed && r.ctx.Err() != nil {
+		// A step that failed because the run was stopped (a cancel just
+		// after the VM was leased fails the input copy with "context
+		// canceled") ends as the stop says, not as that step's failure.
+		if stop := stopped(r.ctx, nil); stop.status != store.StatusFailed {
+			out.status, out.summary = stop.status, stop.summary
+		}
+	}
 	if err := o.recordEnd(r.id, out); err != nil {
 		log.Error("record the end of the task", "err", err)
 	}
@@ -172,7 +180,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	network := vm.NetworkMode(or(t.NetworkMode, string(settings.NetworkMode)))
 	lease, err := o.cfg.Pool.Acquire(ctx, pool.Request{
 		TaskID: t.ID, Template: vm.Template{ID: tmpl.ID, Kind: vm.TemplateKind(tmpl.Kind), Path: tmpl.Path},
-		Network: network, CPUs: tmpl.CPUCount, MemoryMB: tmpl.MemoryMB,
+		Network: network, CPUs: tmpl.CPUCount, MemoryMB: tmpl.MemoryMB, AllowHosts: t.AllowHosts,
 		OnWait: func(reason string) { o.setWaiting(t.ID, reason) },
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -62,7 +63,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 		for i, p := range providers {
 			names[i] = p.DisplayName
 		}
-		return t, errdefs.Invalidf("providerName %q: no such provider (configured: %s)", in.ProviderName, strings.Join(names, ", "))
+		return t, errdefs.NotFoundf("providerName %q: no such provider (configured: %s)", in.ProviderName, strings.Join(names, ", "))
 	}
 	if err != nil {
 		return t, err
@@ -83,6 +84,17 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if err := toPolicy(in.ToolPolicy).Validate(); err != nil {
 		return t, errdefs.Invalidf("toolPolicy: %v", err)
 	}
+	if err := config.CheckAllowHosts(in.AllowHosts); err != nil {
+		return t, errdefs.Invalidf("allowHosts: %v", err)
+	}
+	if err := CheckReasoningEffort(in.ReasoningEffort); err != nil {
+		return t, err
+	}
+	switch in.Priority {
+	case "", "low", "normal", "high":
+	default:
+		return t, errdefs.Invalidf("priority %q: want low, normal or high", in.Priority)
+	}
 	out, err := outputDir(in.OutputDirectory)
 	if err != nil {
 		return t, err
@@ -102,7 +114,20 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 		ID: uuid.NewString(), Description: desc, ProviderName: p.DisplayName, ModelID: model,
 		OutputDirectory: out, PlanFirst: in.PlanFirst, TemplateID: in.TemplateID, TimeoutMinutes: in.TimeoutMinutes,
 		MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
+		AllowHosts: in.AllowHosts, ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort,
 	}, nil
+}
+
+// ReasoningEfforts are the reasoning_effort values providers take.
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// CheckReasoningEffort refuses an effort no provider knows ("" is the
+// provider's default).
+func CheckReasoningEffort(effort string) error {
+	if effort == "" || slices.Contains(ReasoningEfforts, effort) {
+		return nil
+	}
+	return errdefs.Invalidf("reasoningEffort %q: want one of %s", effort, strings.Join(ReasoningEfforts, ", "))
 }
 
 // outputDir checks an output directory: absolute, or starting with ~/.
@@ -217,7 +242,8 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string) (store.Task, error)
 		ID: uuid.NewString(), Title: old.Title, Description: old.Description, ProviderName: old.ProviderName, ModelID: old.ModelID,
 		OutputDirectory: old.OutputDirectory, PlanFirst: old.PlanFirst, TemplateID: old.TemplateID,
 		TimeoutMinutes: old.TimeoutMinutes, MaxIterations: old.MaxIterations, NetworkMode: old.NetworkMode,
-		ToolPolicy: old.ToolPolicy, RerunOfID: &oldID,
+		ToolPolicy: old.ToolPolicy, AllowHosts: old.AllowHosts, ReasoningEnabled: old.ReasoningEnabled,
+		ReasoningEffort: old.ReasoningEffort, RerunOfID: &oldID,
 	}
 	return o.queue(ctx, t, srcs, false)
 }
@@ -252,4 +278,84 @@ func (o *Orchestrator) Delete(ctx context.Context, id string) error {
 	}
 	o.hub.notify(id)
 	return errors.Join(errs...)
+}
+
+// Batch limits: copies per target (as the Swift server) and tasks per batch.
+const (
+	MaxBatchCopies = 8
+	MaxBatchTasks  = 32
+)
+
+// SubmitBatch checks and queues one task per copy of every target, all
+// with the same description, options and input files (copied to each).
+// Every target is checked before any task is stored, and the tasks are
+// stored in one transaction: a batch is queued whole or not at all.
+func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch, uploads []Upload) ([]store.Task, error) {
+	if len(in.Targets) == 0 {
+		return nil, errdefs.Invalidf("targets is required: a list of {providerId, modelId, copyCount}")
+	}
+	var tasks []store.Task
+	batch := uuid.NewString()
+	for i, tg := range in.Targets {
+		provider, model := strings.TrimSpace(tg.ProviderID), strings.TrimSpace(tg.ModelID)
+		if provider == "" {
+			return nil, errdefs.Invalidf("targets[%d].providerId is required", i)
+		}
+		if model == "" {
+			return nil, errdefs.Invalidf("targets[%d].modelId is required", i)
+		}
+		copies := 1
+		if tg.CopyCount != nil {
+			copies = *tg.CopyCount
+		}
+		if copies < 1 || copies > MaxBatchCopies {
+			return nil, errdefs.Invalidf("targets[%d].copyCount %d: want 1..%d", i, copies, MaxBatchCopies)
+		}
+		if len(tasks)+copies > MaxBatchTasks {
+			return nil, errdefs.Invalidf("a batch makes at most %d tasks", MaxBatchTasks)
+		}
+		one := in.CreateTask
+		one.ProviderName, one.ModelID = provider, model
+		if tg.ReasoningEnabled != nil {
+			one.ReasoningEnabled = tg.ReasoningEnabled
+		}
+		if e := strings.TrimSpace(tg.ReasoningEffort); e != "" {
+			one.ReasoningEffort = e
+		}
+		for range copies {
+			t, err := o.Check(ctx, one)
+			if err != nil {
+				return nil, fmt.Errorf("targets[%d]: %w", i, err)
+			}
+			t.BatchID = batch
+			tasks = append(tasks, t)
+		}
+	}
+	srcs := make([]inputSource, len(uploads))
+	for i, u := range uploads {
+		srcs[i] = inputSource{name: u.Name, path: u.Path}
+	}
+	inputs := make([][]store.TaskFile, len(tasks))
+	cleanup := func() {
+		for _, t := range tasks {
+			os.RemoveAll(o.taskDir(t.ID))
+		}
+	}
+	for i, t := range tasks {
+		fs, err := o.stageInputs(t.ID, srcs, false)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		inputs[i] = fs
+	}
+	if err := o.cfg.Store.CreateTasks(ctx, tasks, inputs); err != nil {
+		cleanup()
+		return nil, err
+	}
+	for _, t := range tasks {
+		o.hub.notify(t.ID)
+	}
+	o.Kick()
+	return tasks, nil
 }

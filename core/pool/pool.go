@@ -174,6 +174,16 @@ func key(t vm.Template, n vm.NetworkMode, allow []string) string {
 	return k
 }
 
+// unionHosts is a and b without duplicates, sorted (a when b is empty).
+func unionHosts(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // kickLocked wakes everything waiting for a change.
 func (p *Pool) kickLocked() {
 	close(p.changed)
@@ -193,6 +203,9 @@ type Request struct {
 	Network  vm.NetworkMode
 	// CPUs and MemoryMB default to the Limits'.
 	CPUs, MemoryMB int
+	// AllowHosts are the task's own additions to Limits.AllowHosts; a VM
+	// that allows other hosts is not leased for it.
+	AllowHosts []string
 	// OnWait, if set, is told why the request waits, each time the reason
 	// changes.
 	OnWait func(reason string)
@@ -304,6 +317,7 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 		if req.MemoryMB == 0 {
 			req.MemoryMB = lim.MemoryMB
 		}
+		lim.AllowHosts = unionHosts(lim.AllowHosts, req.AllowHosts)
 		k := key(req.Template, req.Network, lim.AllowHosts)
 		p.mu.Lock()
 		if p.closed {

@@ -25,6 +25,9 @@ func migrations() []migration {
 		{2, "task cost and session", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 		{3, "where output files were saved", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&TaskFile{}) }},
 		{4, "template builds and trace retention", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Template{}, &Task{}) }},
+		{5, "task egress allowlist, reasoning and batch; provider organization", func(tx *gorm.DB) error {
+			return tx.Migrator().AutoMigrate(&Task{}, &Provider{}, &Schedule{})
+		}},
 	}
 }
 

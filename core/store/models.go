@@ -66,8 +66,17 @@ type Task struct {
 	NetworkMode     string
 	// ToolPolicy is the task's own policy over the default (tool -> allow|ask|deny).
 	ToolPolicy map[string]string `gorm:"serializer:json"`
-	VMID       string            `gorm:"column:vm_id;index"`
-	ScheduleID *string           `gorm:"index"`
+	// AllowHosts are the task's additions to the egress allowlist of
+	// Settings (internet mode).
+	AllowHosts []string `gorm:"serializer:json"`
+	// ReasoningEnabled and ReasoningEffort ask the model to reason (nil and
+	// "": the provider's default).
+	ReasoningEnabled *bool
+	ReasoningEffort  string
+	// BatchID groups the tasks one batch submission made.
+	BatchID    string  `gorm:"index"`
+	VMID       string  `gorm:"column:vm_id;index"`
+	ScheduleID *string `gorm:"index"`
 	RerunOfID  *string
 	// CreatedAt orders the FIFO queue (with ID as the tie-break).
 	CreatedAt        time.Time `gorm:"not null;index"`
@@ -230,6 +239,8 @@ type Provider struct {
 	IsDefault      bool
 	DefaultModelID string
 	TimeoutSeconds int
+	// OrganizationID is sent as the OpenAI-Organization header.
+	OrganizationID string
 	SecretRef      string
 	CreatedAt      time.Time `gorm:"not null"`
 	UpdatedAt      time.Time
@@ -258,10 +269,13 @@ type Schedule struct {
 	MaxIterations  int
 	NetworkMode    string
 	ToolPolicy     map[string]string `gorm:"serializer:json"`
-	NextRunAt      *time.Time        `gorm:"index"`
-	LastRunAt      *time.Time
-	CreatedAt      time.Time `gorm:"not null"`
-	UpdatedAt      time.Time
+	// ReasoningEnabled and ReasoningEffort go to every task it creates.
+	ReasoningEnabled *bool
+	ReasoningEffort  string
+	NextRunAt        *time.Time `gorm:"index"`
+	LastRunAt        *time.Time
+	CreatedAt        time.Time `gorm:"not null"`
+	UpdatedAt        time.Time
 }
 
 // ScheduleFile is an input file given to every task a schedule creates.

@@ -66,13 +66,15 @@ func (s *Store) ScheduleFiles(ctx context.Context, id string) ([]ScheduleFile, e
 	return fs, nil
 }
 
-// ListSchedules returns schedules by creation, newest first, and the total.
+// ListSchedules returns schedules by their next run, soonest first (as
+// the Swift server lists them), those with none (disabled, done) last by
+// creation, newest first; and the total.
 func (s *Store) ListSchedules(ctx context.Context, limit, offset int) ([]Schedule, int64, error) {
 	var total int64
 	if err := s.db.WithContext(ctx).Model(&Schedule{}).Count(&total).Error; err != nil {
 		return nil, 0, fmt.Errorf("count schedules: %w", classify(err))
 	}
-	q := s.db.WithContext(ctx).Order("created_at DESC, rowid DESC").Offset(offset)
+	q := s.db.WithContext(ctx).Order("next_run_at IS NULL, next_run_at ASC, created_at DESC, rowid DESC").Offset(offset)
 	if limit > 0 {
 		q = q.Limit(limit)
 	}

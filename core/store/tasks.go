@@ -6,16 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/wire"
 )
-
-// maxTitleRunes bounds a title derived from a description.
-const maxTitleRunes = 80
 
 // CreateTask stores a new task, its input files and its first status_change
 // event in one transaction, so a task never exists without its files or its
@@ -27,6 +24,27 @@ func (s *Store) CreateTask(ctx context.Context, t *Task, inputs []TaskFile) erro
 		return err
 	}
 	return s.tx(ctx, func(tx *gorm.DB) error { return createTask(tx, t, inputs) })
+}
+
+// CreateTasks stores several new tasks with their inputs in one
+// transaction: all of them, or none.
+func (s *Store) CreateTasks(ctx context.Context, ts []Task, inputs [][]TaskFile) error {
+	if len(inputs) != len(ts) {
+		return errdefs.Invalidf("%d tasks with %d input lists", len(ts), len(inputs))
+	}
+	for i := range ts {
+		if err := prepareTask(&ts[i], inputs[i]); err != nil {
+			return err
+		}
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		for i := range ts {
+			if err := createTask(tx, &ts[i], inputs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // prepareTask checks a new task and fills in its defaults and its files'.
@@ -85,15 +103,7 @@ func createTask(tx *gorm.DB, t *Task, inputs []TaskFile) error {
 	return err
 }
 
-func titleFrom(description string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(description), "\n")
-	line = strings.TrimSpace(line)
-	if utf8.RuneCountInString(line) <= maxTitleRunes {
-		return line
-	}
-	r := []rune(line)
-	return strings.TrimSpace(string(r[:maxTitleRunes-1])) + "…"
-}
+func titleFrom(description string) string { return wire.TitleFrom(description) }
 
 // GetTask returns a task, or an error of class errdefs.ErrNotFound.
 func (s *Store) GetTask(ctx context.Context, id string) (Task, error) {

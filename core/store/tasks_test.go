@@ -87,7 +87,7 @@ func TestCreateTaskIsAtomic(t *testing.T) {
 
 func TestTitleIsShortened(t *testing.T) {
 	title := titleFrom(strings.Repeat("é", 200))
-	if n := len([]rune(title)); n != maxTitleRunes || !strings.HasSuffix(title, "…") {
+	if n := len([]rune(title)); n != 80 || !strings.HasSuffix(title, "…") {
 		t.Fatalf("title of %d runes: %q", n, title)
 	}
 }

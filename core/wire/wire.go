@@ -1,9 +1,15 @@
 // Package wire holds the JSON bodies of the helper's REST API v1
 // (core/api/API.md): what the API writes and the client reads. Field names are
-// the API's camelCase names; times are RFC 3339 UTC.
+// the API's camelCase names; times are RFC 3339 UTC in whole seconds (the
+// API truncates them, as Foundation's .iso8601 decoder in Swift clients
+// needs), and list fields are sent as [] rather than left out.
 package wire
 
-import "time"
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // Error is the body of every error answer.
 type Error struct {
@@ -14,6 +20,8 @@ type Error struct {
 type ErrorBody struct {
 	Message string `json:"message"`
 	Code    string `json:"code"`
+	// Details adds context to Message, when there is any.
+	Details string `json:"details,omitempty"`
 }
 
 // TokenUsage counts a task's LLM tokens.
@@ -27,7 +35,7 @@ type TokenUsage struct {
 type File struct {
 	Name       string     `json:"name"`
 	Size       int64      `json:"size"`
-	MimeType   string     `json:"mimeType,omitempty"`
+	MimeType   string     `json:"mimeType"`
 	UploadedAt *time.Time `json:"uploadedAt,omitempty"` // input files
 	CreatedAt  *time.Time `json:"createdAt,omitempty"`  // output files
 	// SavedTo is where an output file was copied for the user (extension).
@@ -61,24 +69,30 @@ type Screen struct {
 // Task is a task as GET /tasks/:id answers it. In listings InputFiles and
 // OutputFiles are left out and the counts are set instead.
 type Task struct {
-	ID                string      `json:"id"`
-	Title             string      `json:"title"`
-	Description       string      `json:"description"`
-	Status            string      `json:"status"`
-	StatusReason      string      `json:"statusReason,omitempty"`
-	ProviderName      string      `json:"providerName"`
-	ModelID           string      `json:"modelId"`
-	CreatedAt         time.Time   `json:"createdAt"`
-	StartedAt         *time.Time  `json:"startedAt,omitempty"`
-	CompletedAt       *time.Time  `json:"completedAt,omitempty"`
-	ResultSummary     *string     `json:"resultSummary,omitempty"`
-	WasSuccessful     *bool       `json:"wasSuccessful,omitempty"`
-	VMID              string      `json:"vmId,omitempty"`
-	Duration          *float64    `json:"duration,omitempty"`
+	ID            string     `json:"id"`
+	Title         string     `json:"title"`
+	Description   string     `json:"description"`
+	Status        string     `json:"status"`
+	StatusReason  string     `json:"statusReason,omitempty"`
+	ProviderName  string     `json:"providerName"`
+	ModelID       string     `json:"modelId"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	StartedAt     *time.Time `json:"startedAt,omitempty"`
+	CompletedAt   *time.Time `json:"completedAt,omitempty"`
+	ResultSummary *string    `json:"resultSummary,omitempty"`
+	WasSuccessful *bool      `json:"wasSuccessful,omitempty"`
+	// ErrorMessage says why a task that failed, timed out or ran out of
+	// steps ended (statusReason, under Swift's name).
+	ErrorMessage *string `json:"errorMessage,omitempty"`
+	VMID         string  `json:"vmId,omitempty"`
+	// Duration is whole seconds from start to end (or to now).
+	Duration          *int64      `json:"duration,omitempty"`
 	StepCount         *int        `json:"stepCount,omitempty"`
 	TokenUsage        *TokenUsage `json:"tokenUsage,omitempty"`
 	CostUSD           *float64    `json:"costUSD,omitempty"`
 	PlanFirst         bool        `json:"planFirst"`
+	ReasoningEnabled  *bool       `json:"reasoningEnabled,omitempty"`
+	ReasoningEffort   *string     `json:"reasoningEffort,omitempty"`
 	PlanMarkdown      *string     `json:"planMarkdown,omitempty"`
 	PendingQuestion   *Question   `json:"pendingQuestion,omitempty"`
 	PendingPermission *Permission `json:"pendingPermission,omitempty"`
@@ -93,39 +107,95 @@ type Task struct {
 	MaxIterations   int               `json:"maxIterations,omitempty"`
 	NetworkMode     string            `json:"networkMode,omitempty"`
 	ToolPolicy      map[string]string `json:"toolPolicy,omitempty"`
-	ScheduleID      string            `json:"scheduleId,omitempty"`
-	RerunOf         string            `json:"rerunOf,omitempty"`
+	// AllowHosts are the task's own additions to the egress allowlist.
+	AllowHosts []string `json:"allowHosts,omitempty"`
+	ScheduleID string   `json:"scheduleId,omitempty"`
+	RerunOf    string   `json:"rerunOf,omitempty"`
+	// BatchID groups the tasks of one POST /tasks/batch (extension).
+	BatchID string `json:"batchId,omitempty"`
 	// TraceDeletedAt is when trace retention deleted the task's
 	// screenshots, events file and artifacts (extension).
 	TraceDeletedAt *time.Time `json:"traceDeletedAt,omitempty"`
 
-	InputFiles      []File `json:"inputFiles,omitempty"`
-	OutputFiles     []File `json:"outputFiles,omitempty"`
+	InputFiles      []File `json:"inputFiles"`
+	OutputFiles     []File `json:"outputFiles"`
 	InputFileCount  *int   `json:"inputFileCount,omitempty"`
 	OutputFileCount *int   `json:"outputFileCount,omitempty"`
+}
+
+// TaskSummary is a task in GET /tasks: the file counts instead of the
+// file lists (which these fields hide).
+type TaskSummary struct {
+	Task
+	InputFiles  []File `json:"inputFiles,omitempty"`
+	OutputFiles []File `json:"outputFiles,omitempty"`
 }
 
 // CreateTask is the body of POST /tasks (JSON, or the fields of a
 // multipart form).
 type CreateTask struct {
-	Description     string            `json:"description"`
-	ProviderName    string            `json:"providerName,omitempty"`
-	ModelID         string            `json:"modelId,omitempty"`
-	OutputDirectory string            `json:"outputDirectory,omitempty"`
-	PlanFirst       bool              `json:"planFirst,omitempty"`
-	TemplateID      string            `json:"templateId,omitempty"`
-	TimeoutMinutes  int               `json:"timeoutMinutes,omitempty"`
-	MaxIterations   int               `json:"maxIterations,omitempty"`
-	NetworkMode     string            `json:"networkMode,omitempty"`
-	ToolPolicy      map[string]string `json:"toolPolicy,omitempty"`
+	Description      string            `json:"description"`
+	ProviderName     string            `json:"providerName,omitempty"`
+	ModelID          string            `json:"modelId,omitempty"`
+	OutputDirectory  string            `json:"outputDirectory,omitempty"`
+	PlanFirst        bool              `json:"planFirst,omitempty"`
+	ReasoningEnabled *bool             `json:"reasoningEnabled,omitempty"`
+	ReasoningEffort  string            `json:"reasoningEffort,omitempty"`
+	TemplateID       string            `json:"templateId,omitempty"`
+	TimeoutMinutes   int               `json:"timeoutMinutes,omitempty"`
+	MaxIterations    int               `json:"maxIterations,omitempty"`
+	NetworkMode      string            `json:"networkMode,omitempty"`
+	ToolPolicy       map[string]string `json:"toolPolicy,omitempty"`
+	// AllowHosts adds hosts, addresses or CIDR ranges an internet-mode
+	// task may reach past the egress policy (extension).
+	AllowHosts []string `json:"allowHosts,omitempty"`
+	SwiftTaskFields
+}
+
+// SwiftTaskFields are fields the Swift server takes on a new task for
+// features Hivecrew does not have (task priority, skills, task references,
+// context packs). They are type-checked and accepted, so a Swift client
+// works, and have no effect (API.md says which).
+type SwiftTaskFields struct {
+	Priority                 string            `json:"priority,omitempty"` // low, normal, high
+	MentionedSkillNames      []string          `json:"mentionedSkillNames,omitempty"`
+	ReferencedTaskIDs        []string          `json:"referencedTaskIds,omitempty"`
+	ContinuationSourceTaskID string            `json:"continuationSourceTaskId,omitempty"`
+	ContextPackID            string            `json:"contextPackId,omitempty"`
+	ContextSuggestionIDs     []string          `json:"contextSuggestionIds,omitempty"`
+	ContextModeOverrides     map[string]string `json:"contextModeOverrides,omitempty"`
+	ContextInlineBlocks      []string          `json:"contextInlineBlocks,omitempty"`
+	ContextAttachmentPaths   []string          `json:"contextAttachmentPaths,omitempty"`
+}
+
+// BatchTarget is one provider and model of POST /tasks/batch, run
+// CopyCount times (1 to 8).
+type BatchTarget struct {
+	ProviderID       string `json:"providerId"`
+	ModelID          string `json:"modelId"`
+	CopyCount        *int   `json:"copyCount,omitempty"`
+	ReasoningEnabled *bool  `json:"reasoningEnabled,omitempty"`
+	ReasoningEffort  string `json:"reasoningEffort,omitempty"`
+}
+
+// CreateTaskBatch is the body of POST /tasks/batch: one task description,
+// its inputs and options, run on every target.
+type CreateTaskBatch struct {
+	CreateTask
+	Targets []BatchTarget `json:"targets"`
+}
+
+// TaskBatch is the answer of POST /tasks/batch.
+type TaskBatch struct {
+	Tasks []Task `json:"tasks"`
 }
 
 // TaskList is the answer of GET /tasks.
 type TaskList struct {
-	Tasks  []Task `json:"tasks"`
-	Total  int64  `json:"total"`
-	Limit  int    `json:"limit"`
-	Offset int    `json:"offset"`
+	Tasks  []TaskSummary `json:"tasks"`
+	Total  int64         `json:"total"`
+	Limit  int           `json:"limit"`
+	Offset int           `json:"offset"`
 }
 
 // TaskAction is the body of PATCH /tasks/:id.
@@ -144,7 +214,17 @@ const (
 	ActionApprovePlan = "approve_plan"
 	ActionEditPlan    = "edit_plan"
 	ActionCancelPlan  = "cancel_plan"
+	// ActionInstruct gives a running agent more instructions.
+	ActionInstruct = "instruct"
+	// Host-folder writeback review (Swift); Hivecrew stages no writebacks,
+	// so these answer 409.
+	ActionApproveWriteback = "approve_writeback"
+	ActionDiscardWriteback = "discard_writeback"
 )
+
+// TaskActions lists the actions of PATCH /tasks/:id.
+var TaskActions = []string{ActionCancel, ActionPause, ActionResume, ActionRerun, ActionInstruct,
+	ActionApprovePlan, ActionEditPlan, ActionCancelPlan, ActionApproveWriteback, ActionDiscardWriteback}
 
 // TaskFiles is the answer of GET /tasks/:id/files.
 type TaskFiles struct {
@@ -250,40 +330,47 @@ type When struct {
 }
 
 // CreateSchedule is the body of POST /schedules and of PATCH (all fields
-// optional there).
+// optional there). The timing is Schedule, or (as Swift's PATCH takes it)
+// ScheduledAt or Recurrence at the top level.
 type CreateSchedule struct {
-	Title           string            `json:"title"`
-	Description     string            `json:"description"`
-	ProviderName    string            `json:"providerName,omitempty"`
-	ModelID         string            `json:"modelId,omitempty"`
-	OutputDirectory string            `json:"outputDirectory,omitempty"`
-	Schedule        *When             `json:"schedule,omitempty"`
-	IsEnabled       *bool             `json:"isEnabled,omitempty"`
-	TemplateID      string            `json:"templateId,omitempty"`
-	TimeoutMinutes  int               `json:"timeoutMinutes,omitempty"`
-	MaxIterations   int               `json:"maxIterations,omitempty"`
-	NetworkMode     string            `json:"networkMode,omitempty"`
-	ToolPolicy      map[string]string `json:"toolPolicy,omitempty"`
+	Title            string            `json:"title"`
+	Description      string            `json:"description"`
+	ProviderName     string            `json:"providerName,omitempty"`
+	ModelID          string            `json:"modelId,omitempty"`
+	ReasoningEnabled *bool             `json:"reasoningEnabled,omitempty"`
+	ReasoningEffort  string            `json:"reasoningEffort,omitempty"`
+	OutputDirectory  string            `json:"outputDirectory,omitempty"`
+	Schedule         *When             `json:"schedule,omitempty"`
+	ScheduledAt      *time.Time        `json:"scheduledAt,omitempty"`
+	Recurrence       *Recurrence       `json:"recurrence,omitempty"`
+	IsEnabled        *bool             `json:"isEnabled,omitempty"`
+	TemplateID       string            `json:"templateId,omitempty"`
+	TimeoutMinutes   int               `json:"timeoutMinutes,omitempty"`
+	MaxIterations    int               `json:"maxIterations,omitempty"`
+	NetworkMode      string            `json:"networkMode,omitempty"`
+	ToolPolicy       map[string]string `json:"toolPolicy,omitempty"`
 }
 
 // Schedule is a schedule as the API answers it.
 type Schedule struct {
-	ID              string      `json:"id"`
-	Title           string      `json:"title"`
-	Description     string      `json:"description"`
-	ProviderName    string      `json:"providerName"`
-	ModelID         string      `json:"modelId"`
-	OutputDirectory string      `json:"outputDirectory,omitempty"`
-	IsEnabled       bool        `json:"isEnabled"`
-	ScheduleType    string      `json:"scheduleType"` // one-time, recurring
-	ScheduledAt     *time.Time  `json:"scheduledAt,omitempty"`
-	Recurrence      *Recurrence `json:"recurrence,omitempty"`
-	TimeZone        string      `json:"timeZone"`
-	NextRunAt       *time.Time  `json:"nextRunAt,omitempty"`
-	LastRunAt       *time.Time  `json:"lastRunAt,omitempty"`
-	CreatedAt       time.Time   `json:"createdAt"`
-	InputFiles      []File      `json:"inputFiles"`
-	InputFileCount  int         `json:"inputFileCount"`
+	ID               string      `json:"id"`
+	Title            string      `json:"title"`
+	Description      string      `json:"description"`
+	ProviderName     string      `json:"providerName"`
+	ModelID          string      `json:"modelId"`
+	ReasoningEnabled *bool       `json:"reasoningEnabled,omitempty"`
+	ReasoningEffort  *string     `json:"reasoningEffort,omitempty"`
+	OutputDirectory  string      `json:"outputDirectory,omitempty"`
+	IsEnabled        bool        `json:"isEnabled"`
+	ScheduleType     string      `json:"scheduleType"` // one-time, recurring
+	ScheduledAt      *time.Time  `json:"scheduledAt,omitempty"`
+	Recurrence       *Recurrence `json:"recurrence,omitempty"`
+	TimeZone         string      `json:"timeZone"`
+	NextRunAt        *time.Time  `json:"nextRunAt,omitempty"`
+	LastRunAt        *time.Time  `json:"lastRunAt,omitempty"`
+	CreatedAt        time.Time   `json:"createdAt"`
+	InputFiles       []File      `json:"inputFiles"`
+	InputFileCount   int         `json:"inputFileCount"`
 }
 
 // ScheduleList is the answer of GET /schedules.
@@ -303,21 +390,28 @@ type Provider struct {
 	AuthMode        string    `json:"authMode"`
 	IsDefault       bool      `json:"isDefault"`
 	HasAPIKey       bool      `json:"hasAPIKey"`
+	OrganizationID  string    `json:"organizationId,omitempty"`
 	DefaultModelID  string    `json:"defaultModelId,omitempty"`
 	TimeoutInterval float64   `json:"timeoutInterval,omitempty"`
 	CreatedAt       time.Time `json:"createdAt"`
 }
 
 // ProviderInput is the body of POST /providers and PATCH /providers/:id
-// (all fields optional there). APIKey is write-only.
+// (all fields optional there). APIKey is write-only. The Clear fields
+// (PATCH) remove the key, the base URL or the organization.
 type ProviderInput struct {
-	DisplayName     *string  `json:"displayName,omitempty"`
-	BaseURL         *string  `json:"baseURL,omitempty"`
-	APIKey          *string  `json:"apiKey,omitempty"`
-	BackendMode     *string  `json:"backendMode,omitempty"`
-	IsDefault       *bool    `json:"isDefault,omitempty"`
-	DefaultModelID  *string  `json:"defaultModelId,omitempty"`
-	TimeoutInterval *float64 `json:"timeoutInterval,omitempty"`
+	DisplayName         *string  `json:"displayName,omitempty"`
+	BaseURL             *string  `json:"baseURL,omitempty"`
+	ClearBaseURL        *bool    `json:"clearBaseURL,omitempty"`
+	APIKey              *string  `json:"apiKey,omitempty"`
+	ClearAPIKey         *bool    `json:"clearAPIKey,omitempty"`
+	OrganizationID      *string  `json:"organizationId,omitempty"`
+	ClearOrganizationID *bool    `json:"clearOrganizationId,omitempty"`
+	BackendMode         *string  `json:"backendMode,omitempty"`
+	AuthMode            *string  `json:"authMode,omitempty"`
+	IsDefault           *bool    `json:"isDefault,omitempty"`
+	DefaultModelID      *string  `json:"defaultModelId,omitempty"`
+	TimeoutInterval     *float64 `json:"timeoutInterval,omitempty"`
 }
 
 // ProviderList is the answer of GET /providers.
@@ -327,9 +421,19 @@ type ProviderList struct {
 
 // Model is one model a provider offers.
 type Model struct {
-	ID            string `json:"id"`
-	Name          string `json:"name"`
-	ContextLength int    `json:"contextLength,omitempty"`
+	ID                  string              `json:"id"`
+	Name                string              `json:"name"`
+	ContextLength       *int                `json:"contextLength,omitempty"`
+	ReasoningCapability ReasoningCapability `json:"reasoningCapability"`
+}
+
+// ReasoningCapability says how a model's reasoning is controlled: Kind
+// none, toggle (on or off) or effort (SupportedEfforts).
+type ReasoningCapability struct {
+	Kind             string   `json:"kind"`
+	SupportedEfforts []string `json:"supportedEfforts"`
+	DefaultEffort    *string  `json:"defaultEffort,omitempty"`
+	DefaultEnabled   bool     `json:"defaultEnabled"`
 }
 
 // ModelList is the answer of GET /providers/:id/models.
@@ -346,13 +450,18 @@ type ProviderTest struct {
 
 // Template is a VM template.
 type Template struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	Description  string    `json:"description,omitempty"`
-	IsDefault    bool      `json:"isDefault"`
-	CPUCount     int       `json:"cpuCount,omitempty"`
-	MemoryMB     int       `json:"memoryMB,omitempty"`
-	DiskGB       int       `json:"diskGB,omitempty"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	IsDefault   bool   `json:"isDefault"`
+	CPUCount    int    `json:"cpuCount,omitempty"`
+	MemoryMB    int    `json:"memoryMB,omitempty"`
+	DiskGB      int    `json:"diskGB,omitempty"`
+	// MemoryGB and DiskSizeGB are MemoryMB and DiskGB under the Swift
+	// server's names and units (whole GB, memory rounded up).
+	MemoryGB     int       `json:"memoryGB,omitempty"`
+	DiskSizeGB   int       `json:"diskSizeGB,omitempty"`
+	MacOSVersion string    `json:"macOSVersion,omitempty"`
 	OS           string    `json:"os"`
 	Kind         string    `json:"kind"`
 	AgentVersion string    `json:"agentVersion,omitempty"`
@@ -364,7 +473,7 @@ type Template struct {
 // TemplateList is the answer of GET /templates.
 type TemplateList struct {
 	Templates         []Template `json:"templates"`
-	DefaultTemplateID string     `json:"defaultTemplateId"`
+	DefaultTemplateID string     `json:"defaultTemplateId,omitempty"`
 }
 
 // VM is a machine of the pool (extension).
@@ -408,7 +517,7 @@ type VMList struct {
 type Status struct {
 	Status    string          `json:"status"`
 	Version   string          `json:"version"`
-	Uptime    float64         `json:"uptime"` // seconds
+	Uptime    int64           `json:"uptime"` // whole seconds
 	Agents    AgentCounts     `json:"agents"`
 	VMs       VMCounts        `json:"vms"`
 	Resources ResourceSummary `json:"resources"`
@@ -440,8 +549,39 @@ type SystemConfig struct {
 	MaxConcurrentVMs      int    `json:"maxConcurrentVMs"`
 	DefaultTimeoutMinutes int    `json:"defaultTimeoutMinutes"`
 	DefaultMaxIterations  int    `json:"defaultMaxIterations"`
-	DefaultTemplateID     string `json:"defaultTemplateId"`
+	DefaultTemplateID     string `json:"defaultTemplateId,omitempty"`
 	APIPort               int    `json:"apiPort"`
+}
+
+// SkillList is the answer of GET /skills. Hivecrew has no skills yet, so
+// the list is empty.
+type SkillList struct {
+	Skills []Skill `json:"skills"`
+}
+
+// Skill is a named instruction set an agent can be told to use.
+type Skill struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	IsEnabled   bool   `json:"isEnabled"`
+}
+
+// Provisioning is the answer of GET /provisioning: what every VM is given
+// (environment variable names, files). Hivecrew provisions neither yet.
+type Provisioning struct {
+	EnvironmentVariables []EnvironmentVariable `json:"environmentVariables"`
+	InjectedFiles        []InjectedFile        `json:"injectedFiles"`
+}
+
+// EnvironmentVariable names a variable set in every VM (never its value).
+type EnvironmentVariable struct {
+	Key string `json:"key"`
+}
+
+// InjectedFile is a file put into every VM.
+type InjectedFile struct {
+	FileName  string `json:"fileName"`
+	GuestPath string `json:"guestPath"`
 }
 
 // APIKey describes an API key; the key itself is only in CreatedAPIKey.
@@ -470,4 +610,28 @@ type APIKeyList struct {
 type LoginLink struct {
 	URL       string    `json:"url"`
 	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Items returns the listed tasks as Tasks.
+func (l TaskList) Items() []Task {
+	out := make([]Task, len(l.Tasks))
+	for i, t := range l.Tasks {
+		out[i] = t.Task
+	}
+	return out
+}
+
+// maxTitleRunes bounds a title derived from a description.
+const maxTitleRunes = 80
+
+// TitleFrom derives a title from a description: its first line, cut to
+// 80 characters.
+func TitleFrom(description string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(description), "\n")
+	line = strings.TrimSpace(line)
+	if utf8.RuneCountInString(line) <= maxTitleRunes {
+		return line
+	}
+	r := []rune(line)
+	return strings.TrimSpace(string(r[:maxTitleRunes-1])) + "…"
 }
