@@ -714,3 +714,42 @@ func TestCappedNamesWhatTheHostEnforces(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCompareAndTaskOptions: --compare and --copies run one task on
+// several models as one batch (--wait prints every result, the model
+// first); --allow-host and --reasoning reach the task; bad values are
+// usage errors.
+func TestRunCompareAndTaskOptions(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	h.scripted("Compare me.", llmtest.Done("Compared.")...)
+	r := h.ok("run", "Compare me.", "--compare", "other-model", "--copies", "2", "--wait")
+	if strings.Count(r.stdout, "Model:    ") != 4 || strings.Count(r.stdout, "other-model (Scripted)") != 2 ||
+		strings.Count(r.stdout, "scripted (Scripted)") != 2 || strings.Count(r.stdout, "completed") != 4 {
+		t.Fatalf("compare --wait:\n%s", r.stdout)
+	}
+	var list wire.TaskList
+	decodeOne(t, h.ok("ls", "--json").stdout, &list)
+	batches := map[string]int{}
+	for _, task := range list.Tasks {
+		batches[task.BatchID]++
+	}
+	if len(list.Tasks) != 4 || len(batches) != 1 || batches[""] != 0 {
+		t.Fatalf("the four tasks are not one batch: %v", batches)
+	}
+	var created wire.Task
+	decodeOne(t, h.ok("run", "--json", "Reach the mirror.", "--allow-host", "deb.debian.org", "--allow-host", "10.1.0.0/16", "--reasoning", "high").stdout, &created)
+	if strings.Join(created.AllowHosts, ",") != "deb.debian.org,10.1.0.0/16" || created.ReasoningEffort == nil || *created.ReasoningEffort != "high" {
+		t.Fatalf("created task: %+v", created)
+	}
+	for _, bad := range [][]string{
+		{"run", "x", "--copies", "9"},
+		{"run", "x", "--compare", "m", "--follow"},
+		{"run", "x", "--allow-host", "not a host"},
+		{"run", "x", "--reasoning", "extreme"},
+	} {
+		if r := h.cli(bad...); r.code == 0 {
+			t.Errorf("%v: exit 0", bad)
+		}
+	}
+}

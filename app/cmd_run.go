@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -42,6 +44,11 @@ func cmdRun(e *env, args []string) error {
 	offline := fs.Bool("offline", false, "no internet access in the VM")
 	var allow listFlag
 	fs.Var(&allow, "allow", "allow `TOOL` without asking, for this task (e.g. run_shell; repeatable)")
+	var allowHosts, compare listFlag
+	fs.Var(&allowHosts, "allow-host", "let the VM reach `HOST` (name, address or CIDR) past the egress policy, for this task (repeatable)")
+	reasoning := fs.String("reasoning", "", "reasoning `EFFORT` to ask the model for: none, minimal, low, medium, high or xhigh")
+	fs.Var(&compare, "compare", "also run the task on `[PROVIDER:]MODEL`, to compare the results (repeatable)")
+	copies := fs.Int("copies", 1, "run `N` copies on each model (1-8)")
 	planFirst := fs.Bool("plan-first", false, "have the agent write a plan for approval first")
 	wait := fs.Bool("wait", false, "wait for the end and print the result (exit 0 only if completed)")
 	follow := fs.Bool("follow", false, "print every activity event until the end, then the result")
@@ -57,10 +64,15 @@ func cmdRun(e *env, args []string) error {
 		return e.bad(fs, "give --wait or --follow, not both")
 	case *timeout < 0 || *maxIter < 0:
 		return e.bad(fs, "--timeout and --max-iterations must not be negative")
+	case *copies < 1 || *copies > 8:
+		return e.bad(fs, "--copies takes 1 to 8")
+	case *follow && (len(compare) > 0 || *copies > 1):
+		return e.bad(fs, "--follow follows one task: use --wait with --compare or --copies")
 	}
 	in := wire.CreateTask{
 		Description: desc, ProviderName: tf.provider, ModelID: tf.model, OutputDirectory: tf.outputDir,
 		PlanFirst: *planFirst, TemplateID: *template, TimeoutMinutes: *timeout, MaxIterations: *maxIter,
+		AllowHosts: allowHosts, ReasoningEffort: strings.TrimSpace(*reasoning),
 	}
 	if *offline {
 		in.NetworkMode = "offline"
@@ -74,6 +86,9 @@ func cmdRun(e *env, args []string) error {
 	c, err := e.client()
 	if err != nil {
 		return err
+	}
+	if len(compare) > 0 || *copies > 1 {
+		return e.runBatch(c, in, compare, *copies, tf.files, *wait)
 	}
 	t, err := c.CreateTask(e.ctx, in, tf.files...)
 	if err != nil {
@@ -90,4 +105,85 @@ func cmdRun(e *env, args []string) error {
 		return err
 	}
 	return e.printResult(c, final)
+}
+
+// runBatch runs one task on the --provider/--model and on every --compare
+// model, --copies times each, as one batch; with wait, it prints every
+// result and exits 0 only if all completed.
+func (e *env) runBatch(c *client.Client, in wire.CreateTask, compare []string, copies int, files []string, wait bool) error {
+	provider := in.ProviderName
+	if provider == "" {
+		ps, err := c.Providers(e.ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if p.IsDefault {
+				provider = p.ID
+			}
+		}
+		if provider == "" {
+			return errdefs.Invalidf("no default provider: give --provider")
+		}
+	}
+	n := copies
+	batch := wire.CreateTaskBatch{CreateTask: in, Targets: []wire.BatchTarget{{ProviderID: provider, ModelID: in.ModelID, CopyCount: &n}}}
+	batch.ProviderName, batch.ModelID = "", ""
+	for _, m := range compare {
+		p, model, ok := strings.Cut(m, ":")
+		if !ok {
+			p, model = provider, m
+		}
+		if strings.TrimSpace(model) == "" {
+			return errdefs.Invalidf("--compare %q: want [PROVIDER:]MODEL", m)
+		}
+		batch.Targets = append(batch.Targets, wire.BatchTarget{ProviderID: p, ModelID: model, CopyCount: &n})
+	}
+	if batch.Targets[0].ModelID == "" {
+		ps, err := c.Providers(e.ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if p.ID == provider || strings.EqualFold(p.DisplayName, provider) {
+				batch.Targets[0].ModelID = p.DefaultModelID
+			}
+		}
+		if batch.Targets[0].ModelID == "" {
+			return errdefs.Invalidf("--compare needs --model: provider %s has no default model", provider)
+		}
+	}
+	out, err := c.CreateTaskBatch(e.ctx, batch, files...)
+	if err != nil {
+		return err
+	}
+	if !wait {
+		if e.json {
+			return e.printJSON(out)
+		}
+		for _, t := range out.Tasks {
+			e.out("%s\t%s\t%s", t.ID, t.ProviderName, t.ModelID)
+		}
+		return nil
+	}
+	var failed error
+	for i, t := range out.Tasks {
+		final, err := e.waitTask(c, t, false)
+		if e.ctx.Err() != nil {
+			return fmt.Errorf("stopped waiting; the tasks go on (`hivecrew ls` lists them)")
+		}
+		if err != nil {
+			return err
+		}
+		if i > 0 && !e.json {
+			e.out("")
+		}
+		if !e.json {
+			e.out("Model:    %s (%s)", final.ModelID, final.ProviderName)
+		}
+		if err := e.printResult(c, final); err != nil {
+			failed = err
+		}
+	}
+	return failed
 }

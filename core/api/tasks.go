@@ -169,11 +169,24 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 		}
 		uploads = rec.uploads
 	}
+	if err := stepUpForTask(r, in); err != nil {
+		return err
+	}
 	t, err := a.o.Submit(r.Context(), in, uploads)
 	if err != nil {
 		return err
 	}
 	return a.writeCreated(w, r, http.StatusCreated, t)
+}
+
+// stepUpForTask: a task that lets its VM reach hosts past the egress
+// policy widens what a guest can touch, as the egressAllowHosts setting
+// does, so a web session needs a fresh sign-in for it.
+func stepUpForTask(r *http.Request, in wire.CreateTask) error {
+	if len(in.AllowHosts) == 0 {
+		return nil
+	}
+	return requireStepUp(r, "Letting a task reach hosts past the egress policy")
 }
 
 // writeCreated answers with a task just stored, as it was stored
@@ -228,6 +241,9 @@ func (a *API) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
 			return errdefs.Invalidf("targets: want a JSON array of {providerId, modelId, copyCount}: %v", jsonProblem(err))
 		}
 		uploads = rec.uploads
+	}
+	if err := stepUpForTask(r, in.CreateTask); err != nil {
+		return err
 	}
 	ts, err := a.o.SubmitBatch(r.Context(), in, uploads)
 	if err != nil {

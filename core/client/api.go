@@ -79,28 +79,57 @@ func (c *Client) CreateTask(ctx context.Context, in wire.CreateTask, files ...st
 	if len(files) == 0 {
 		return t, c.call(ctx, http.MethodPost, "/api/v1/tasks", in, &t)
 	}
-	fields := map[string]string{
-		"description": in.Description, "providerName": in.ProviderName, "modelId": in.ModelID,
-		"outputDirectory": in.OutputDirectory, "templateId": in.TemplateID, "networkMode": in.NetworkMode,
+	return t, c.multipart(ctx, "/api/v1/tasks", taskFields(in), files, &t)
+}
+
+// taskFields are a new task's multipart form fields.
+func taskFields(in wire.CreateTask) []field {
+	fields := []field{
+		{"description", in.Description}, {"providerName", in.ProviderName}, {"modelId", in.ModelID},
+		{"outputDirectory", in.OutputDirectory}, {"templateId", in.TemplateID}, {"networkMode", in.NetworkMode},
+		{"reasoningEffort", in.ReasoningEffort},
 	}
 	if in.PlanFirst {
-		fields["planFirst"] = "true"
+		fields = append(fields, field{"planFirst", "true"})
+	}
+	if in.ReasoningEnabled != nil {
+		fields = append(fields, field{"reasoningEnabled", strconv.FormatBool(*in.ReasoningEnabled)})
 	}
 	if in.TimeoutMinutes != 0 {
-		fields["timeoutMinutes"] = strconv.Itoa(in.TimeoutMinutes)
+		fields = append(fields, field{"timeoutMinutes", strconv.Itoa(in.TimeoutMinutes)})
 	}
 	if in.MaxIterations != 0 {
-		fields["maxIterations"] = strconv.Itoa(in.MaxIterations)
+		fields = append(fields, field{"maxIterations", strconv.Itoa(in.MaxIterations)})
 	}
 	if len(in.ToolPolicy) > 0 {
 		b, _ := json.Marshal(in.ToolPolicy)
-		fields["toolPolicy"] = string(b)
+		fields = append(fields, field{"toolPolicy", string(b)})
 	}
-	return t, c.multipart(ctx, "/api/v1/tasks", fields, files, &t)
+	for _, h := range in.AllowHosts {
+		fields = append(fields, field{"allowHosts", h})
+	}
+	return fields
 }
 
+// CreateTaskBatch queues one task per copy of every target, with the
+// same input files.
+func (c *Client) CreateTaskBatch(ctx context.Context, in wire.CreateTaskBatch, files ...string) (wire.TaskBatch, error) {
+	var b wire.TaskBatch
+	if len(files) == 0 {
+		return b, c.call(ctx, http.MethodPost, "/api/v1/tasks/batch", in, &b)
+	}
+	targets, err := json.Marshal(in.Targets)
+	if err != nil {
+		return b, err
+	}
+	return b, c.multipart(ctx, "/api/v1/tasks/batch", append(taskFields(in.CreateTask), field{"targets", string(targets)}), files, &b)
+}
+
+// field is one multipart form field; a name may repeat.
+type field struct{ name, value string }
+
 // multipart streams fields and files to path and decodes the answer.
-func (c *Client) multipart(ctx context.Context, path string, fields map[string]string, files []string, out any) error {
+func (c *Client) multipart(ctx context.Context, path string, fields []field, files []string, out any) error {
 	for _, f := range files {
 		fi, err := os.Stat(f)
 		if err != nil {
@@ -114,11 +143,11 @@ func (c *Client) multipart(ctx context.Context, path string, fields map[string]s
 	mw := multipart.NewWriter(pw)
 	go func() {
 		err := func() error {
-			for k, v := range fields {
-				if v == "" {
+			for _, f := range fields {
+				if f.value == "" {
 					continue
 				}
-				if err := mw.WriteField(k, v); err != nil {
+				if err := mw.WriteField(f.name, f.value); err != nil {
 					return err
 				}
 			}
@@ -453,7 +482,7 @@ func (c *Client) CreateSchedule(ctx context.Context, in wire.CreateSchedule, fil
 	if err != nil {
 		return s, err
 	}
-	return s, c.multipart(ctx, "/api/v1/schedules", map[string]string{"schedule": string(b)}, files, &s)
+	return s, c.multipart(ctx, "/api/v1/schedules", []field{{"schedule", string(b)}}, files, &s)
 }
 
 // Schedules lists schedules.
