@@ -458,7 +458,8 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	limit := clampParam(r, "limit", 50, 1, 200)
 	offset := clampParam(r, "offset", 0, 0, 1<<31-1)
-	query := store.TaskQuery{Limit: limit, Offset: offset, Search: q.Get("search"), Asc: strings.EqualFold(q.Get("order"), "asc")}
+	query := store.TaskQuery{Limit: limit, Offset: offset, Search: q.Get("search"), BatchID: q.Get("batchId"),
+		Asc: strings.EqualFold(q.Get("order"), "asc")}
 	switch sort := store.TaskSort(q.Get("sort")); sort {
 	case store.SortStartedAt, store.SortCompletedAt:
 		query.Sort = sort

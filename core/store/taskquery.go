@@ -31,10 +31,12 @@ type TaskQuery struct {
 	Statuses []TaskStatus
 	// Search matches title or description, case-insensitively.
 	Search string
-	Sort   TaskSort
-	Asc    bool
-	Limit  int
-	Offset int
+	// BatchID selects the tasks of one batch.
+	BatchID string
+	Sort    TaskSort
+	Asc     bool
+	Limit   int
+	Offset  int
 }
 
 // TaskSummary is a task with its file counts, as listings show it.
@@ -61,6 +63,9 @@ func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]TaskSummary, int6
 	where := s.db.WithContext(ctx).Model(&Task{})
 	if len(q.Statuses) > 0 {
 		where = where.Where("status IN ?", q.Statuses)
+	}
+	if q.BatchID != "" {
+		where = where.Where("batch_id = ?", q.BatchID)
 	}
 	if q.Search != "" {
 		like := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(strings.ToLower(q.Search)) + "%"

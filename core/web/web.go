@@ -43,6 +43,7 @@ func pages() map[string]string {
 		"GET /{$}":               "index.html",
 		"GET /tasks/{id}":        "task.html",
 		"GET /tasks/{id}/replay": "replay.html",
+		"GET /batches/{id}":      "compare.html",
 		"GET /environments":      "environments.html",
 		"GET /settings":          "settings.html",
 		"GET /welcome":           "welcome.html",

@@ -307,7 +307,7 @@ func TestPagesShareTheLayout(t *testing.T) {
 		}
 	}
 	current := map[string]string{"index.html": "/", "environments.html": "/environments", "settings.html": "/settings",
-		"task.html": "", "replay.html": "", "welcome.html": "", "notfound.html": ""}
+		"task.html": "", "replay.html": "", "compare.html": "", "welcome.html": "", "notfound.html": ""}
 	navLink := regexp.MustCompile(`<a href="(/[a-z]*)"( aria-current="page")?>`)
 	pages := htmlFiles(t)
 	if !slices.Equal(slices.Sorted(maps.Keys(pages)), slices.Sorted(maps.Keys(current))) {

@@ -102,6 +102,46 @@ function wireFiles() {
   });
 }
 
+// ---- Compare models ------------------------------------------------------
+
+let targetSeq = 0;
+
+/** Adds a row choosing one more provider and model to run the task on. */
+function addTarget() {
+  const n = ++targetSeq;
+  const provider = h('select', { id: `target-provider-${n}`, 'data-role': 'provider' },
+    state.providers.map((p) => h('option', { value: p.id, selected: p.isDefault }, p.displayName)));
+  const list = h('datalist', { id: `target-models-${n}` });
+  const model = h('input', { type: 'text', id: `target-model-${n}`, 'data-role': 'model', list: `target-models-${n}`, autocomplete: 'off', spellcheck: 'false', placeholder: 'Model id' });
+  const models = async () => {
+    fill(list);
+    try {
+      const res = await get(`/providers/${seg(provider.value)}/models`);
+      fill(list, res.models.map((m) => h('option', { value: m.id }, m.name !== m.id ? m.name : null)));
+    } catch {
+      // Free text then.
+    }
+  };
+  provider.addEventListener('change', models);
+  const row = h('li', { class: 'row' },
+    h('div', { class: 'field' }, h('label', { for: provider.id }, 'Provider'), provider),
+    h('div', { class: 'field' }, h('label', { for: model.id }, 'Model'), model, list),
+    h('button', { type: 'button', class: 'small', 'aria-label': 'Remove this model', onclick: () => { row.remove(); } }, 'Remove'));
+  $('#compare-targets').append(row);
+  models();
+  model.focus();
+}
+
+/** The batch targets of the form: the main provider and model first. */
+function batchTargets(copies) {
+  const main = state.providers.find((p) => p.displayName === $('#task-provider').value);
+  const targets = [{ providerId: main ? main.id : $('#task-provider').value, modelId: $('#task-model').value.trim(), copyCount: copies }];
+  for (const row of document.querySelectorAll('#compare-targets li')) {
+    targets.push({ providerId: row.querySelector('[data-role=provider]').value, modelId: row.querySelector('[data-role=model]').value.trim(), copyCount: copies });
+  }
+  return targets;
+}
+
 async function submitTask(e) {
   e.preventDefault();
   const status = $('#form-status');
@@ -126,10 +166,34 @@ async function submitTask(e) {
   }
   if (Object.keys(policy).length) fd.append('toolPolicy', JSON.stringify(policy));
   for (const f of state.files) fd.append('files', f, f.name);
+  const copies = Number($('#task-copies').value || 1);
+  const batch = copies > 1 || document.querySelectorAll('#compare-targets li').length > 0;
+  if (batch) {
+    if (!Number.isInteger(copies) || copies < 1 || copies > 8) {
+      status.textContent = 'Runs per model: 1 to 8.';
+      $('#task-copies').focus();
+      return;
+    }
+    const targets = batchTargets(copies);
+    const missing = targets.findIndex((t) => !t.modelId);
+    if (missing >= 0) {
+      status.textContent = 'Choose a model for each provider you compare.';
+      (missing === 0 ? $('#task-model') : document.querySelectorAll('#compare-targets [data-role=model]')[missing - 1]).focus();
+      return;
+    }
+    fd.delete('providerName');
+    fd.delete('modelId');
+    fd.append('targets', JSON.stringify(targets));
+  }
   const btn = $('#start-task');
   btn.disabled = true;
   status.textContent = state.files.length ? 'Uploading…' : 'Starting…';
   try {
+    if (batch) {
+      const res = await post('/tasks/batch', fd);
+      location.href = `/batches/${seg(res.tasks[0].batchId)}`;
+      return;
+    }
     const task = await post('/tasks', fd);
     location.href = `/tasks/${seg(task.id)}`;
   } catch (err) {
@@ -293,6 +357,7 @@ async function remove(t) {
 // ---- Start -----------------------------------------------------------------
 
 $('#new-task').addEventListener('submit', submitTask);
+$('#add-target').addEventListener('click', addTarget);
 wireFiles();
 $('#history-search').addEventListener('input', renderHistory);
 $('#history-status').addEventListener('change', () => { historySig = ''; historyPoll.now(); });
