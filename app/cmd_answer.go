@@ -8,7 +8,7 @@ func cmdAnswer(e *env, args []string) error {
 	}
 	q, err := pending(e, id, "question", c.Question)
 	if err != nil {
-		return err
+		return inPlanState(e, c, id, "answer", err)
 	}
 	if err := c.Answer(e.ctx, id, q.ID, answer); err != nil {
 		return err

@@ -11,9 +11,14 @@ func respond(e *env, fs *flag.FlagSet, args []string, approved bool) error {
 	if err != nil {
 		return err
 	}
+	what := "deny a tool call of"
+	if approved {
+		what = approveToolCall
+	}
 	p, err := pending(e, id, "permission request", c.Permission)
 	if err != nil {
-		return err
+		// `approve` is not how a plan is approved: say what is.
+		return inPlanState(e, c, id, what, err)
 	}
 	if err := c.Respond(e.ctx, id, p.ID, approved); err != nil {
 		return err

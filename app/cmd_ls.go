@@ -18,7 +18,7 @@ const apiMaxLimit = 200
 // cmdLs: hivecrew ls [--status S,S] [--limit N] [--all]
 func cmdLs(e *env, args []string) error {
 	fs := e.flags()
-	status := fs.String("status", "", "only tasks with these `STATUSES` (comma-separated: queued,running,completed,...)")
+	status := fs.String("status", "", "only tasks with these `STATUSES` (comma-separated: queued,planReview,running,completed,...)")
 	limit := fs.Int("limit", lsDefaultLimit, "show at most `N` tasks")
 	all := fs.Bool("all", false, "show every task")
 	if _, err := e.parseN(fs, args, 0); err != nil {

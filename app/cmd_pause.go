@@ -4,5 +4,10 @@ import "github.com/hivecrew/hivecrew/core/wire"
 
 // cmdPause: hivecrew pause ID
 func cmdPause(e *env, args []string) error {
-	return e.printTaskState(e.taskAction(args, wire.ActionPause))
+	c, id, err := e.oneTask(args, e.flags())
+	if err != nil {
+		return err
+	}
+	t, err := c.TaskAction(e.ctx, id, wire.TaskAction{Action: wire.ActionPause})
+	return e.printTaskState(t, inPlanState(e, c, id, "pause", err))
 }

@@ -10,5 +10,6 @@ func cmdResume(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.printTaskState(c.TaskAction(e.ctx, id, wire.TaskAction{Action: wire.ActionResume, Instructions: *instructions}))
+	t, err := c.TaskAction(e.ctx, id, wire.TaskAction{Action: wire.ActionResume, Instructions: *instructions})
+	return e.printTaskState(t, inPlanState(e, c, id, "resume", err))
 }

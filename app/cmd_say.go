@@ -7,7 +7,7 @@ func cmdSay(e *env, args []string) error {
 		return err
 	}
 	if err := c.Instruct(e.ctx, id, text); err != nil {
-		return err
+		return inPlanState(e, c, id, "instruct", err)
 	}
 	e.out("Sent to task %s.", shortID(id))
 	return nil

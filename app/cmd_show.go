@@ -89,7 +89,13 @@ func showTask(w io.Writer, t wire.Task) {
 	}
 	fs = append(fs, field{"Description", t.Description})
 	if t.PlanMarkdown != nil {
-		fs = append(fs, field{"Plan", *t.PlanMarkdown})
+		plan := *t.PlanMarkdown
+		if t.Status == statusPlanReview {
+			plan += "\n\n" + planNext(t.ID)
+		}
+		fs = append(fs, field{"Plan", plan})
+	} else if t.Status == statusPlanning {
+		fs = append(fs, field{"Plan", "(the model is writing it)"})
 	}
 	if t.ResultSummary != nil {
 		fs = append(fs, field{"Summary", *t.ResultSummary})

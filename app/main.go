@@ -48,6 +48,7 @@ func commands() []command {
 		{"answer", `ID "<answer>"`, "answer a task's pending question", cmdAnswer},
 		{"approve", "ID", "allow a task's pending tool call", cmdApprove},
 		{"deny", "ID", "refuse a task's pending tool call", cmdDeny},
+		{"plan", "show|approve|edit|cancel ID", "review the plan of a plan-first task", cmdPlan},
 		{"stop-all", "", "kill switch: stop every running and paused task", cmdStopAll},
 		{"export", "ID [--format html|md|json] [-o FILE]", "export a task's session", cmdExport},
 		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},

@@ -11,7 +11,7 @@ import (
 // terminal says whether a task status is final.
 func terminal(status string) bool {
 	switch status {
-	case "completed", "failed", "cancelled", "timedOut", "maxIterations":
+	case "completed", "failed", "cancelled", "timedOut", "maxIterations", statusPlanFailed:
 		return true
 	}
 	return false

@@ -179,7 +179,8 @@ func (p *progress) tick(ctx context.Context) {
 }
 
 // attention says what the user has to do when a task waits for them (a
-// question, a permission request, a pause the user did not ask for), or ""
+// question, a permission request, a plan to review, a pause the user did
+// not ask for), or ""
 // when nothing is needed.
 func attention(id string, ev wire.Event) string {
 	short := shortID(id)
@@ -188,6 +189,8 @@ func attention(id string, ev wire.Event) string {
 		return fmt.Sprintf("The agent asks: %s\n  answer with: hivecrew answer %s \"...\"", oneLine(ev.Data.Summary), short)
 	case ev.Type == "permission_request":
 		return fmt.Sprintf("%s\n  hivecrew approve %s   or   hivecrew deny %s", oneLine(ev.Data.Summary), short, short)
+	case ev.Type == "status_change" && ev.Data.Status == statusPlanReview:
+		return fmt.Sprintf("The plan of task %s waits for your review: hivecrew plan show %s\n  then: hivecrew plan approve %s   or   hivecrew plan edit %s   or   hivecrew plan cancel %s", short, short, short, short, short)
 	case ev.Type == "status_change" && ev.Data.Status == "paused" &&
 		!strings.Contains(ev.Data.Summary, "by the user") && !strings.Contains(ev.Data.Summary, "the user is in control"):
 		return fmt.Sprintf("Task %s is %s\n  resume with: hivecrew resume %s", short, oneLine(ev.Data.Summary), short)

@@ -367,7 +367,7 @@ func (m *Menu) endedSince(ctx context.Context) []wire.Task {
 	}
 	since := m.since
 	m.mu.Unlock()
-	list, err := m.cfg.Client.ListTasks(ctx, client.TaskQuery{Statuses: []string{"completed", "failed", "timedOut", "maxIterations"},
+	list, err := m.cfg.Client.ListTasks(ctx, client.TaskQuery{Statuses: finishedStatuses,
 		Sort: "completedAt", Order: "desc", Limit: 20})
 	if err != nil {
 		return nil

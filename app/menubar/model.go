@@ -30,7 +30,8 @@ type Agent struct {
 	ID     string
 	Title  string
 	Status string
-	// Waiting says the agent waits for the user (question, permission).
+	// Waiting says the agent waits for the user (question, permission,
+	// a plan to review).
 	Waiting bool
 }
 
@@ -60,8 +61,12 @@ type Snapshot struct {
 	Running, Paused, Queued int
 }
 
-// activeStatuses are the task states the menu lists.
-var activeStatuses = []string{"running", "paused", "waitingForVM", "queued"}
+// activeStatuses are the task states the menu lists (planning and
+// planReview: a plan-first task before its agent starts).
+var activeStatuses = []string{"running", "paused", "waitingForVM", "queued", "planning", "planReview"}
+
+// finishedStatuses are the ends the menu tells the user about.
+var finishedStatuses = []string{"completed", "failed", "timedOut", "maxIterations", "planFailed"}
 
 // Summarize turns the active tasks (newest first) into the menu's content
 // with at most slots agent entries: running and paused agents first, then
@@ -75,7 +80,8 @@ func Summarize(tasks []wire.Task, slots int) Snapshot {
 			if (pass == 0) != live {
 				continue
 			}
-			a := Agent{ID: t.ID, Title: t.Title, Status: t.Status, Waiting: t.PendingQuestion != nil || t.PendingPermission != nil}
+			a := Agent{ID: t.ID, Title: t.Title, Status: t.Status,
+				Waiting: t.PendingQuestion != nil || t.PendingPermission != nil || t.Status == "planReview"}
 			listed = append(listed, a)
 		}
 	}
@@ -147,12 +153,15 @@ func Notices(before, after map[string]wire.Task, ended []wire.Task) []Notice {
 		switch t.Status {
 		case "completed":
 			out = append(out, Notice{t.ID, "Task completed", summaryOf(t)})
-		case "failed", "timedOut", "maxIterations":
+		case "failed", "timedOut", "maxIterations", "planFailed":
 			out = append(out, Notice{t.ID, "Task " + humanStatus(t.Status), summaryOf(t)})
 		}
 	}
 	for id, t := range after {
 		prev := before[id]
+		if t.Status == "planReview" && prev.Status != "planReview" {
+			out = append(out, Notice{id, t.Title + ": plan ready", "Open the task to approve, edit or cancel its plan."})
+		}
 		if q := t.PendingQuestion; q != nil && (prev.PendingQuestion == nil || prev.PendingQuestion.ID != q.ID) {
 			out = append(out, Notice{id, t.Title + " asks", q.Question})
 		}
@@ -169,6 +178,8 @@ func humanStatus(s string) string {
 		return "timed out"
 	case "maxIterations":
 		return "stopped at its step limit"
+	case "planFailed":
+		return "failed to plan"
 	}
 	return s
 }

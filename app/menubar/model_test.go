@@ -18,6 +18,10 @@ func TestSummarize(t *testing.T) {
 		{ID: "e", Title: "Waiting for a VM", Status: "waitingForVM"},
 	}
 	s := Summarize(tasks, 3)
+	if s := Summarize([]wire.Task{{ID: "p", Title: "Plan", Status: "planReview"}, {ID: "w", Title: "Writing", Status: "planning"}}, 3); s.State != Attention ||
+		len(s.Agents) != 2 || !s.Agents[0].Waiting || s.Agents[1].Waiting || s.Agents[0].Label() != "Plan — needs you" {
+		t.Fatalf("plans: %+v", s)
+	}
 	if s.State != Attention || s.Running != 2 || s.Paused != 1 || s.Queued != 2 || s.More != 2 {
 		t.Fatalf("snapshot = %+v", s)
 	}
@@ -49,13 +53,23 @@ func TestNotices(t *testing.T) {
 		"a": {ID: "a", Title: "A", Status: "running", PendingQuestion: q},
 		"b": {ID: "b", Title: "B", Status: "running", PendingQuestion: q},
 		"c": {ID: "c", Title: "C", Status: "paused", PendingPermission: &wire.Permission{ID: "p", ToolName: "run_shell"}},
+		"g": {ID: "g", Title: "G", Status: "planReview"},
 	}
-	ended := []wire.Task{{ID: "d", Title: "D", Status: "completed", ResultSummary: &sum}, {ID: "e", Title: "E", Status: "cancelled"}, {ID: "f", Title: "F", Status: "timedOut"}}
+	before["g"] = wire.Task{ID: "g", Title: "G", Status: "planning"}
+	noPlan := "The model returned an empty plan."
+	ended := []wire.Task{{ID: "d", Title: "D", Status: "completed", ResultSummary: &sum}, {ID: "e", Title: "E", Status: "cancelled"}, {ID: "f", Title: "F", Status: "timedOut"},
+		{ID: "h", Title: "H", Status: "planFailed", ResultSummary: &noPlan}}
 	got := map[string]Notice{}
 	for _, n := range Notices(before, after, ended) {
 		got[n.TaskID] = n
 	}
-	if len(got) != 4 || got["a"].Body != "Which one?" || got["c"].Body != "Allow run_shell?" || got["d"].Body != "D: Wrote the report." || got["f"].Title != "Task timed out" {
+	if got["g"].Title != "G: plan ready" || got["h"].Title != "Task failed to plan" || got["h"].Body != "H: "+noPlan {
+		t.Fatalf("plan notices = %+v", got)
+	}
+	if again := Notices(after, after, nil); len(again) != 0 {
+		t.Fatalf("a plan still under review was notified again: %+v", again)
+	}
+	if len(got) != 6 || got["a"].Body != "Which one?" || got["c"].Body != "Allow run_shell?" || got["d"].Body != "D: Wrote the report." || got["f"].Title != "Task timed out" {
 		t.Fatalf("notices = %+v", got)
 	}
 	if _, ok := got["b"]; ok {

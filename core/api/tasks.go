@@ -37,8 +37,14 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	if t.ReasoningEffort != "" {
 		w.ReasoningEffort = &t.ReasoningEffort
 	}
-	if t.Status.Terminal() && t.Status != store.StatusCompleted && t.Status != store.StatusCancelled && t.StatusReason != "" {
-		w.ErrorMessage = &t.StatusReason
+	if t.Status.Terminal() && t.Status != store.StatusCompleted && t.Status != store.StatusCancelled {
+		msg := t.StatusReason
+		if msg == "" && t.ResultSummary != nil {
+			msg = *t.ResultSummary
+		}
+		if msg != "" {
+			w.ErrorMessage = &msg
+		}
 	}
 	if t.PlanMarkdown != "" {
 		w.PlanMarkdown = &t.PlanMarkdown

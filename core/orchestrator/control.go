@@ -52,8 +52,11 @@ func (o *Orchestrator) agentOf(ctx context.Context, id, action string) (*run, *a
 	if err != nil {
 		return nil, nil, err
 	}
-	if t.StatusReason == "waiting for plan approval" {
-		return nil, nil, errdefs.Conflictf("cannot %s task %s: its plan waits for approval (approve_plan, edit_plan or cancel_plan)", action, id)
+	switch t.Status {
+	case store.StatusPlanReview:
+		return nil, nil, errdefs.Conflictf("cannot %s task %s: its plan waits for review (approve_plan, edit_plan or cancel_plan)", action, id)
+	case store.StatusPlanning:
+		return nil, nil, errdefs.Conflictf("cannot %s task %s: the model is still writing its plan", action, id)
 	}
 	return nil, nil, errdefs.Conflictf("cannot %s task %s: it is %s, not running", action, id, t.Status)
 }
@@ -191,8 +194,9 @@ func (o *Orchestrator) Instruct(ctx context.Context, id, text string) error {
 	return nil
 }
 
-// Cancel stops a task: an active one at once (its VM is destroyed), a
-// queued one before it starts.
+// Cancel stops a task: an active one at once (its VM is destroyed, its
+// plan's model call interrupted), a queued one before it starts, one whose
+// plan waits for review at once.
 func (o *Orchestrator) Cancel(ctx context.Context, id string) error {
 	if r, ok := o.activeRun(id); ok {
 		if runner, _, _ := r.get(); runner != nil {
@@ -203,12 +207,25 @@ func (o *Orchestrator) Cancel(ctx context.Context, id string) error {
 		}
 		select {
 		case <-r.done:
-			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if !r.planning {
+			return nil
+		}
+		// A planning run may have left its plan under review just before
+		// the stop: the plan is cancelled below.
+		if t, err := o.cfg.Store.GetTask(ctx, id); err != nil || t.Status != store.StatusPlanReview {
+			return err
+		}
 	}
-	_, err := o.finishTask(ctx, id, outcome{status: store.StatusCancelled, summary: "Cancelled by the user before it started.", requireQueued: true}, nil)
+	_, err := o.finishTask(ctx, id, outcome{status: store.StatusCancelled, summary: "Cancelled by the user before it started.",
+		only: func(t *store.Task) error {
+			if t.Status == store.StatusPlanReview {
+				return nil
+			}
+			return onlyQueued(t)
+		}}, nil)
 	if errors.Is(err, errdefs.ErrConflict) {
 		// It left the queue meanwhile: it is active now, or finished.
 		if r, ok := o.activeRun(id); ok {

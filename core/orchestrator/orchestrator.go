@@ -62,7 +62,7 @@ type Orchestrator struct {
 
 	// mu guards runs, base and closed.
 	mu     sync.Mutex
-	runs   map[string]*run // active tasks: acquiring a VM, running or paused
+	runs   map[string]*run // active tasks: planning, acquiring a VM, running or paused
 	base   context.Context // parent of every run; cancelled by Run's end
 	closed bool
 
@@ -94,7 +94,9 @@ func (o *Orchestrator) Kick() {
 
 // Recover ends what a previous helper left in flight: tasks waiting for a
 // VM, running or paused are marked failed with the reason "helper
-// restarted". Queued tasks stay queued.
+// restarted". A task that was planning is queued to plan again; one whose
+// plan waits for review keeps waiting (the plan is in the store). Queued
+// tasks stay queued.
 func (o *Orchestrator) Recover(ctx context.Context) (int, error) {
 	tasks, err := o.cfg.Store.TasksInStatus(ctx, store.StatusWaitingForVM, store.StatusRunning, store.StatusPaused)
 	if err != nil {
@@ -105,6 +107,16 @@ func (o *Orchestrator) Recover(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		o.cfg.Log.Warn("task interrupted by a helper restart", "task", t.ID)
+	}
+	planning, err := o.cfg.Store.TasksInStatus(ctx, store.StatusPlanning)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range planning {
+		if _, err := o.requeuePlanning(ctx, t.ID, "helper restarted while the plan was written"); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+			return 0, err
+		}
+		o.cfg.Log.Warn("task queued to plan again after a helper restart", "task", t.ID)
 	}
 	return len(tasks), nil
 }
@@ -140,14 +152,23 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 }
 
 // dispatch starts queued tasks, oldest first, while slots are free. A task
-// holds its slot from VM acquisition to its end, paused included.
+// holds its slot from VM acquisition to its end, paused included. Writing
+// a plan takes no slot (it needs no VM): up to maxPlanning plans are
+// written at once, whatever the slots.
 func (o *Orchestrator) dispatch(ctx context.Context) {
 	limit := o.cfg.Settings().MaxConcurrentVMs
 	o.mu.Lock()
-	free := limit - len(o.runs)
+	free, planFree := limit, maxPlanning
+	for _, r := range o.runs {
+		if r.planning {
+			planFree--
+		} else {
+			free--
+		}
+	}
 	closed := o.closed || o.base == nil
 	o.mu.Unlock()
-	if free <= 0 || closed {
+	if (free <= 0 && planFree <= 0) || closed {
 		return
 	}
 	queued, err := o.cfg.Store.TasksInStatus(ctx, store.StatusQueued)
@@ -156,10 +177,13 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 		return
 	}
 	for _, t := range queued {
-		if free == 0 {
-			return
+		if needsPlan(t) {
+			if planFree > 0 && o.start(t) {
+				planFree--
+			}
+			continue
 		}
-		if o.start(t) {
+		if free > 0 && o.start(t) {
 			free--
 		}
 	}
@@ -188,9 +212,10 @@ func (o *Orchestrator) Active() []string {
 // pending question/permission). Take it before reading the state it guards.
 func (o *Orchestrator) Watch(taskID string) <-chan struct{} { return o.hub.watch(taskID) }
 
-// StopAll is the kill switch: every active task (waiting for a VM, running
-// or paused) is cancelled and its VM destroyed, and queued tasks are
-// cancelled so that nothing starts in their place. It returns the stopped
+// StopAll is the kill switch: every active task (planning, waiting for a
+// VM, running or paused) is cancelled and its VM destroyed, and queued
+// tasks and plans under review are cancelled so that nothing starts in
+// their place. It returns the stopped
 // tasks once all of them have ended, or when ctx ends.
 func (o *Orchestrator) StopAll(ctx context.Context) ([]string, error) {
 	o.mu.Lock()
@@ -204,18 +229,25 @@ func (o *Orchestrator) StopAll(ctx context.Context) ([]string, error) {
 		r.stop(errKillSwitch)
 		stopped = append(stopped, r.id)
 	}
-	queued, err := o.cfg.Store.TasksInStatus(ctx, store.StatusQueued)
+	queued, err := o.cfg.Store.TasksInStatus(ctx, store.StatusQueued, store.StatusPlanReview)
 	if err != nil {
 		return stopped, err
 	}
 	for _, t := range queued {
+		status := t.Status
 		if r, ok := o.activeRun(t.ID); ok {
 			r.stop(errKillSwitch)
 			runs = append(runs, r)
 			stopped = append(stopped, t.ID)
 			continue
 		}
-		_, err := o.finishTask(ctx, t.ID, outcome{status: store.StatusCancelled, summary: "Stopped by the kill switch before it started.", requireQueued: true}, nil)
+		_, err := o.finishTask(ctx, t.ID, outcome{status: store.StatusCancelled, summary: "Stopped by the kill switch before it started.",
+			only: func(t *store.Task) error {
+				if t.Status != status {
+					return errdefs.Conflictf("task %s is %s, no longer %s", t.ID, t.Status, status)
+				}
+				return nil
+			}}, nil)
 		if err == nil {
 			stopped = append(stopped, t.ID)
 		} else if !errors.Is(err, errdefs.ErrConflict) {

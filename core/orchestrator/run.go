@@ -28,14 +28,16 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the task has its terminal status and its VM is gone
+	// planning marks a run that only writes the task's plan: it holds no
+	// VM and no VM slot, and ends when the plan waits for review.
+	planning bool
 
 	// mu guards everything below.
 	mu        sync.Mutex
 	runner    *agent.Runner
 	lease     *pool.Lease
 	sessionID string
-	plan      chan planDecision // set while a plan waits for approval
-	saved     map[string]bool   // questions and permission requests already in the store
+	saved     map[string]bool // questions and permission requests already in the store
 }
 
 // stop ends the run with cause: the agent is interrupted wherever it is.
@@ -68,15 +70,25 @@ type outcome struct {
 	cost    float64
 	files   []store.TaskFile
 	events  []store.Event
-	// requireQueued refuses to end a task that has left the queue.
-	requireQueued bool
+	// only, if set, refuses to end a task it returns an error for (one
+	// that has left the queue, say).
+	only func(*store.Task) error
+}
+
+// onlyQueued refuses to end a task that has left the queue.
+func onlyQueued(t *store.Task) error {
+	if t.Status != store.StatusQueued {
+		return errdefs.Conflictf("task %s is %s, no longer queued", t.ID, t.Status)
+	}
+	return nil
 }
 
 // background is the context of writes that must happen even when the run
 // was cancelled: recording how it ended.
 func background() context.Context { return context.Background() }
 
-// start claims a queued task and runs it; it reports whether a run began.
+// start claims a queued task and runs it, or writes its plan when it is a
+// plan-first task without one; it reports whether a run began.
 func (o *Orchestrator) start(t store.Task) bool {
 	o.mu.Lock()
 	if o.closed || o.base == nil {
@@ -88,29 +100,36 @@ func (o *Orchestrator) start(t store.Task) bool {
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(o.base)
-	r := &run{id: t.ID, ctx: ctx, cancel: cancel, done: make(chan struct{}), saved: map[string]bool{}}
+	r := &run{id: t.ID, ctx: ctx, cancel: cancel, done: make(chan struct{}), planning: needsPlan(t), saved: map[string]bool{}}
 	o.runs[t.ID] = r
 	o.wg.Add(1)
 	o.mu.Unlock()
-	go o.execute(r)
+	if r.planning {
+		go o.planTask(r)
+	} else {
+		go o.execute(r)
+	}
 	return true
 }
 
+// endRun forgets a run that has ended and wakes the dispatcher.
+func (o *Orchestrator) endRun(r *run) {
+	r.cancel(nil)
+	o.mu.Lock()
+	delete(o.runs, r.id)
+	o.mu.Unlock()
+	close(r.done)
+	o.Kick()
+	o.wg.Done()
+}
+
 func (o *Orchestrator) execute(r *run) {
-	defer o.wg.Done()
-	defer func() {
-		o.mu.Lock()
-		delete(o.runs, r.id)
-		o.mu.Unlock()
-		close(r.done)
-		o.Kick()
-	}()
-	defer r.cancel(nil)
+	defer o.endRun(r)
 	log := o.cfg.Log.With("task", r.id)
 	t, err := o.update(r.id, store.Update{
 		Mutate: func(t *store.Task) error {
-			if t.Status != store.StatusQueued {
-				return errdefs.Conflictf("task %s is %s, not queued", t.ID, t.Status)
+			if t.Status != store.StatusQueued || needsPlan(*t) {
+				return errdefs.Conflictf("task %s is %s, not queued to run", t.ID, t.Status)
 			}
 			t.Status, t.StatusReason = store.StatusWaitingForVM, "preparing a VM"
 			return nil
@@ -171,11 +190,8 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	}
 	description := t.Description
 	if t.PlanFirst {
-		plan, out, ok := o.planFirst(r, t, client)
-		if !ok {
-			return out
-		}
-		description += "\n\nFollow this plan, which the user approved:\n" + plan
+		// The claim took only a task whose plan the user approved.
+		description += "\n\nFollow this plan, which the user approved:\n" + t.PlanMarkdown
 	}
 	network := vm.NetworkMode(or(t.NetworkMode, string(settings.NetworkMode)))
 	lease, err := o.cfg.Pool.Acquire(ctx, pool.Request{
@@ -417,8 +433,10 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 			if t.Status.Terminal() {
 				return errdefs.Conflictf("task %s has already ended (%s)", id, t.Status)
 			}
-			if out.requireQueued && t.Status != store.StatusQueued {
-				return errdefs.Conflictf("task %s is %s, no longer queued", id, t.Status)
+			if out.only != nil {
+				if err := out.only(t); err != nil {
+					return err
+				}
 			}
 			t.Status, t.StatusReason = out.status, ""
 			t.CompletedAt, t.ResultSummary, t.WasSuccessful = &now, &summary, success

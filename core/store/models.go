@@ -7,9 +7,14 @@ import (
 // TaskStatus is a task's lifecycle state, with the wire names of the API.
 type TaskStatus string
 
-// Task statuses; the last five are terminal.
+// Task statuses. A plan-first task is planning while the model writes its
+// plan and planReview while the plan waits for the user; neither holds a
+// VM. Completed, failed, cancelled, timedOut, maxIterations and planFailed
+// (the model gave no usable plan; the task never took a VM) are terminal.
 const (
 	StatusQueued        TaskStatus = "queued"
+	StatusPlanning      TaskStatus = "planning"
+	StatusPlanReview    TaskStatus = "planReview"
 	StatusWaitingForVM  TaskStatus = "waitingForVM"
 	StatusRunning       TaskStatus = "running"
 	StatusPaused        TaskStatus = "paused"
@@ -18,12 +23,13 @@ const (
 	StatusCancelled     TaskStatus = "cancelled"
 	StatusTimedOut      TaskStatus = "timedOut"
 	StatusMaxIterations TaskStatus = "maxIterations"
+	StatusPlanFailed    TaskStatus = "planFailed"
 )
 
 // TaskStatuses lists every status, in lifecycle order.
 var TaskStatuses = []TaskStatus{
-	StatusQueued, StatusWaitingForVM, StatusRunning, StatusPaused,
-	StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations,
+	StatusQueued, StatusPlanning, StatusPlanReview, StatusWaitingForVM, StatusRunning, StatusPaused,
+	StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations, StatusPlanFailed,
 }
 
 // Valid reports whether s is a known status.
@@ -39,7 +45,7 @@ func (s TaskStatus) Valid() bool {
 // Terminal reports whether a task in status s is finished for good.
 func (s TaskStatus) Terminal() bool {
 	switch s {
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations:
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations, StatusPlanFailed:
 		return true
 	}
 	return false

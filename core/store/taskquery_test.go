@@ -125,3 +125,33 @@ func TestProviderDefaults(t *testing.T) {
 		t.Fatalf("unsetting the only default: %v", err)
 	}
 }
+
+// TestPlanStatuses: the plan states are stored, filtered on and counted
+// like any other; planFailed is terminal, planning and planReview are not.
+func TestPlanStatuses(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	for _, st := range []TaskStatus{StatusPlanning, StatusPlanReview, StatusPlanFailed} {
+		if !st.Valid() {
+			t.Fatalf("%s is not a valid status", st)
+		}
+		task := newTask("plan " + string(st))
+		task.PlanFirst = true
+		if err := s.CreateTask(ctx, task, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.UpdateTask(ctx, task.ID, Update{Mutate: func(t *Task) error { t.Status = st; return nil }}); err != nil {
+			t.Fatal(err)
+		}
+		if list, n, err := s.ListTasks(ctx, TaskQuery{Statuses: []TaskStatus{st}}); err != nil || n != 1 || list[0].ID != task.ID {
+			t.Fatalf("filter on %s: %v %d %v", st, list, n, err)
+		}
+	}
+	if StatusPlanning.Terminal() || StatusPlanReview.Terminal() || !StatusPlanFailed.Terminal() {
+		t.Fatal("planning and planReview wait; planFailed is terminal")
+	}
+	counts, err := s.CountTasks(ctx)
+	if err != nil || counts[StatusPlanning] != 1 || counts[StatusPlanReview] != 1 || counts[StatusPlanFailed] != 1 || counts[StatusQueued] != 0 {
+		t.Fatalf("counts = %v, %v", counts, err)
+	}
+}

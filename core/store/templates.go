@@ -87,7 +87,12 @@ type Trace struct {
 // TracesEndedBefore returns the finished tasks that ended before t and
 // still have their traces, oldest first, at most limit.
 func (s *Store) TracesEndedBefore(ctx context.Context, t time.Time, limit int) ([]Trace, error) {
-	terminal := []TaskStatus{StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations}
+	var terminal []TaskStatus
+	for _, st := range TaskStatuses {
+		if st.Terminal() {
+			terminal = append(terminal, st)
+		}
+	}
 	var tasks []Task
 	err := s.db.WithContext(ctx).Where("status IN ? AND completed_at IS NOT NULL AND completed_at < ? AND trace_deleted_at IS NULL", terminal, t).
 		Order("completed_at, id").Limit(limit).Find(&tasks).Error

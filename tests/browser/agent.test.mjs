@@ -223,8 +223,9 @@ test('plan first: the plan is shown, edited and approved in the agent window, an
   await page.waitForSelector('#plan-card:not([hidden])', { timeout: 60000 });
   assert.equal(await page.inputValue('#plan-text'), '1. Look at the screen.\n2. Say hello.');
   assert.equal(await page.locator('#btn-resume').isHidden(), true, 'a plan is approved, not resumed');
-  await page.fill('#plan-text', '1. Look at the screen.\n2. Say hello in French.');
   await page.click('#plan-edit');
+  await page.fill('#plan-text', '1. Look at the screen.\n2. Say hello in French.');
+  await page.click('#plan-run-edited');
   await page.waitForSelector('#plan-card', { state: 'hidden' });
   await page.waitForSelector('#task-meta [data-status="completed"]', { timeout: 60000 });
   const bodies = llm.bodies(M);

@@ -130,4 +130,4 @@ export class Helper {
   }
 }
 
-export const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timedOut', 'maxIterations']);
+export const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timedOut', 'maxIterations', 'planFailed']);

@@ -12,14 +12,16 @@ export class ApiError extends Error {
 }
 
 /** Terminal task statuses. */
-export const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timedOut', 'maxIterations']);
-/** Statuses of tasks that hold (or wait for) an agent. */
-export const ACTIVE = ['queued', 'waitingForVM', 'running', 'paused'];
+export const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timedOut', 'maxIterations', 'planFailed']);
+/** Statuses of tasks that hold (or wait for) an agent, or whose plan is being written or reviewed. */
+export const ACTIVE = ['queued', 'planning', 'planReview', 'waitingForVM', 'running', 'paused'];
+/** Statuses of a plan-first task before its plan is approved (no VM yet). */
+export const PLAN_STATES = new Set(['planning', 'planReview']);
 
 const STATUS_LABELS = {
-  queued: 'Queued', waitingForVM: 'Waiting for VM', running: 'Running', paused: 'Paused',
-  completed: 'Completed', failed: 'Failed', cancelled: 'Cancelled', timedOut: 'Timed out',
-  maxIterations: 'Step limit reached',
+  queued: 'Queued', planning: 'Planning…', planReview: 'Plan review', waitingForVM: 'Waiting for VM',
+  running: 'Running', paused: 'Paused', completed: 'Completed', failed: 'Failed', cancelled: 'Cancelled',
+  timedOut: 'Timed out', maxIterations: 'Step limit reached', planFailed: 'Plan failed',
 };
 
 export function statusLabel(s) { return STATUS_LABELS[s] || s; }

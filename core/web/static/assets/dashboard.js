@@ -219,6 +219,7 @@ function makeCard(t) {
     pause: h('button', { type: 'button', class: 'small', 'data-action': 'pause' }, 'Pause'),
     cancel: h('button', { type: 'button', class: 'small danger', 'data-action': 'cancel' }, 'Cancel'),
     img, ph, reason: h('p', { class: 'hint' }),
+    open: h('a', { class: 'button small', href: `/tasks/${seg(t.id)}` }, 'Open'),
   };
   const el = h('article', { class: 'card task-card', 'data-task-id': t.id, 'aria-labelledby': `card-${t.id}` },
     h('a', { href: `/tasks/${seg(t.id)}`, tabindex: '-1', 'aria-hidden': 'true' }, img, ph),
@@ -226,8 +227,7 @@ function makeCard(t) {
     h('div', { class: 'meta' }, parts.badge, parts.elapsed, parts.vm),
     t.description.trim() !== t.title.trim() ? h('p', { class: 'snippet' }, t.description) : null,
     parts.reason,
-    h('div', { class: 'actions' }, parts.pause, parts.cancel,
-      h('a', { class: 'button small', href: `/tasks/${seg(t.id)}` }, 'Open')));
+    h('div', { class: 'actions' }, parts.pause, parts.cancel, parts.open));
   parts.pause.addEventListener('click', async () => {
     const task = cards.get(t.id).task;
     const action = task.status === 'paused' ? 'resume' : 'pause';
@@ -252,6 +252,10 @@ function updateCard(t) {
   c.parts.vm.textContent = t.vmId ? t.vmId : '';
   c.parts.reason.textContent = t.statusReason || (t.pendingQuestion ? 'Waiting for your answer' : t.pendingPermission ? 'Waiting for your approval' : '');
   c.parts.pause.textContent = t.status === 'paused' ? 'Resume' : 'Pause';
+  // A plan under review is approved in the agent window.
+  c.parts.open.textContent = t.status === 'planReview' ? 'Review plan' : 'Open';
+  c.parts.open.classList.toggle('primary', t.status === 'planReview');
+  c.parts.ph.textContent = { planning: 'Planning…', planReview: 'Plan waits for your review' }[t.status] || 'No screen yet';
   c.parts.pause.disabled = !(t.status === 'running' || t.status === 'paused');
   const live = t.status === 'running' || t.status === 'paused';
   if (live && Date.now() - c.shotAt > 2500) {

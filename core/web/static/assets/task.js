@@ -4,7 +4,7 @@
 // takeover: while the user is in control, pointer and keyboard events on
 // the live screen go to the guest in its logical points.
 import {
-  ApiError, TERMINAL, $, badge, elapsed, every, fileList, fill, fmtClock, fmtCost, fmtDuration, fmtTokens, get, h,
+  ApiError, PLAN_STATES, TERMINAL, $, badge, elapsed, every, fileList, fill, fmtClock, fmtCost, fmtDuration, fmtTokens, get, h,
   initChrome, isKillShortcut, patch, post, report, seg, statusLabel, taskIdFromPath, toast,
 } from './common.js';
 
@@ -53,7 +53,7 @@ function render() {
   const running = t.status === 'running';
   const paused = t.status === 'paused';
   const taken = !!t.takenOver;
-  const planWaits = t.statusReason === 'waiting for plan approval';
+  const planWaits = PLAN_STATES.has(t.status);
   document.title = `${t.title} — Hivecrew`;
   $('#task-title').textContent = t.title;
   fill($('#task-meta'), badge(t.status), h('span', null, `${t.providerName} · ${t.modelId}`),
@@ -70,8 +70,9 @@ function render() {
   $('#btn-cancel').disabled = done;
   $('#btn-screenshot').href = `${base}/screenshot`;
   show($('#control-banner'), taken);
-  $('#send-instruction').disabled = done;
-  $('#instruction').disabled = done;
+  // Instructions go to a running agent: a plan is edited in its panel.
+  $('#send-instruction').disabled = done || planWaits;
+  $('#instruction').disabled = done || planWaits;
 
   renderPlan(t);
   renderQuestion(t.pendingQuestion);
@@ -81,7 +82,8 @@ function render() {
   renderStatusBar();
   if (done) {
     const res = $('#result');
-    res.hidden = false;
+    // A failed plan has its own panel: no agent ran, nothing to replay.
+    res.hidden = t.status === 'planFailed';
     res.classList.toggle('bad', t.wasSuccessful === false || t.status !== 'completed');
     $('#result-summary').textContent = t.resultSummary || statusLabel(t.status);
     fill($('#output-files'), fileList(id, t.outputFiles, 'output'));
@@ -103,7 +105,7 @@ function renderStatusBar() {
   let guest;
   if (on) guest = `Guest: ${t.vmId} connected${t.screen ? ` (${t.screen.width}×${t.screen.height})` : ''}`;
   else if (TERMINAL.has(t.status)) guest = 'Guest: disconnected';
-  else guest = t.status === 'waitingForVM' ? 'Guest: waiting for a VM' : 'Guest: not started';
+  else guest = t.status === 'waitingForVM' ? 'Guest: waiting for a VM' : PLAN_STATES.has(t.status) ? 'Guest: none until the plan is approved' : 'Guest: not started';
   $('#sb-guest').textContent = guest;
   $('#sb-elapsed').textContent = t.startedAt ? fmtDuration(elapsed(t)) : '—';
   $('#sb-steps').textContent = String(t.stepCount || 0);
@@ -113,28 +115,55 @@ function renderStatusBar() {
 
 // ---- Plan, questions, permissions --------------------------------------------
 
+// The plan states of a plan-first task: planning (the model writes the
+// plan), planReview (the user approves it, edits it, which also starts the
+// agent, or cancels the task), planFailed (the reason; terminal).
 let planShown = '';
+let planEditing = false;
 
 function renderPlan(t) {
-  const waiting = t.statusReason === 'waiting for plan approval' && t.planMarkdown;
-  show($('#plan-card'), !!waiting);
-  if (waiting && planShown !== t.planMarkdown) {
-    planShown = t.planMarkdown;
-    $('#plan-text').value = t.planMarkdown;
+  const reviewing = t.status === 'planReview';
+  show($('#planning-card'), t.status === 'planning');
+  show($('#plan-card'), reviewing);
+  show($('#plan-failed-card'), t.status === 'planFailed');
+  if (t.status === 'planFailed') $('#plan-failed-reason').textContent = t.resultSummary || 'The model gave no usable plan.';
+  if (!reviewing) { planShown = ''; setPlanEditing(false); return; }
+  // A plan being edited is never overwritten by a refresh.
+  if (!planEditing && planShown !== (t.planMarkdown || '')) {
+    planShown = t.planMarkdown || '';
+    $('#plan-text').value = planShown;
   }
 }
 
-async function planAction(action) {
-  if (action === 'cancel_plan' && !confirm('Cancel this task?')) return;
+function setPlanEditing(on) {
+  planEditing = on;
+  const box = $('#plan-text');
+  box.readOnly = !on;
+  show($('#plan-approve'), !on);
+  show($('#plan-edit'), !on);
+  show($('#plan-run-edited'), on);
+  show($('#plan-discard'), on);
+  $('#plan-hint').textContent = on
+    ? 'Edit the plan, then run it: the agent starts with your version.'
+    : 'Approve it to start the agent, edit it first, or cancel the task.';
+  if (on) box.focus();
+}
+
+async function planAction(body) {
+  if (body.action === 'cancel_plan' && !confirm('Cancel this task?')) return;
+  if (body.action === 'edit_plan' && !body.planMarkdown.trim()) {
+    toast('The plan is empty: write one, or cancel the task.');
+    return;
+  }
+  for (const b of document.querySelectorAll('#plan-card button, #planning-card button')) b.disabled = true;
   try {
-    if (action === 'edit_plan') {
-      // Edits are saved, then the edited plan is approved.
-      await patch(path, { action: 'edit_plan', planMarkdown: $('#plan-text').value });
-      action = 'approve_plan';
-    }
-    task = await patch(path, { action });
+    task = await patch(path, body);
+    setPlanEditing(false);
     render();
+    toast(body.action === 'cancel_plan' ? 'Task cancelled.' : 'Plan approved: the agent starts when a VM is free.');
   } catch (err) { report(err); }
+  for (const b of document.querySelectorAll('#plan-card button, #planning-card button')) b.disabled = false;
+  poll.now();
 }
 
 let questionShown = '';
@@ -217,9 +246,15 @@ $('#banner-handback').addEventListener('click', handBack);
 $('#btn-cancel').addEventListener('click', () => {
   if (confirm('Cancel this task? The agent stops and its VM is destroyed.')) act(() => patch(path, { action: 'cancel' }).then(() => get(path)));
 });
-$('#plan-approve').addEventListener('click', () => planAction('approve_plan'));
-$('#plan-edit').addEventListener('click', () => planAction('edit_plan'));
-$('#plan-cancel').addEventListener('click', () => planAction('cancel_plan'));
+$('#plan-approve').addEventListener('click', () => planAction({ action: 'approve_plan' }));
+$('#plan-edit').addEventListener('click', () => setPlanEditing(true));
+$('#plan-discard').addEventListener('click', () => {
+  $('#plan-text').value = planShown;
+  setPlanEditing(false);
+});
+$('#plan-run-edited').addEventListener('click', () => planAction({ action: 'edit_plan', planMarkdown: $('#plan-text').value }));
+$('#plan-cancel').addEventListener('click', () => planAction({ action: 'cancel_plan' }));
+$('#planning-cancel').addEventListener('click', () => planAction({ action: 'cancel_plan' }));
 $('#permission-approve').addEventListener('click', () => respond(true));
 $('#permission-deny').addEventListener('click', () => respond(false));
 $('#question-form').addEventListener('submit', (e) => {
@@ -253,7 +288,12 @@ function updateScreen() {
   } else if (task && TERMINAL.has(task.status)) {
     if (mode !== 'still') showStill();
   } else {
-    placeholder.textContent = task && task.status === 'waitingForVM' ? 'Waiting for a VM…' : 'Queued: the agent starts when a VM is free.';
+    const waitText = {
+      waitingForVM: 'Waiting for a VM…',
+      planning: 'Planning…: the agent starts once you approve its plan.',
+      planReview: 'The plan waits for your review: the agent starts once you approve it.',
+    };
+    placeholder.textContent = (task && waitText[task.status]) || 'Queued: the agent starts when a VM is free.';
   }
   $('#screen-hint').textContent = task && task.takenOver
     ? 'Click, drag, scroll and type on the screen; they go to the VM. Ctrl+Shift+Esc still stops all agents.'
