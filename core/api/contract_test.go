@@ -285,6 +285,7 @@ func TestSwiftShapedRequests(t *testing.T) {
 
 	// instruct and the plan actions take Swift's instructions field; with
 	// no running agent or plan they are conflicts, not unknown actions.
+	h.waitTask(task.ID, "the end", terminal)
 	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "instruct", "instructions": "Faster"})
 	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "edit_plan", "instructions": "1. Do it"})
 	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "discard_writeback"})

@@ -102,8 +102,9 @@ func TestUserControlOverAPI(t *testing.T) {
 	}
 }
 
-// TestPlanFirst: the model's plan waits for approval; an edit replaces it;
-// approval runs the task with the plan.
+// TestPlanFirst: the model's plan waits in planReview; an edit (Swift's
+// instructions field) replaces it and runs it; approve runs the plan as
+// it is; cancel_plan answers with the task cancelled.
 func TestPlanFirst(t *testing.T) {
 	h := startHelper(t, nil)
 	h.addProvider()
@@ -112,14 +113,13 @@ func TestPlanFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task = h.waitTask(task.ID, "the plan", func(t wire.Task) bool { return t.PlanMarkdown != nil && t.Status == "paused" })
+	task = h.waitTask(task.ID, "the plan", func(t wire.Task) bool { return t.PlanMarkdown != nil && t.Status == "planReview" })
 	if !strings.Contains(*task.PlanMarkdown, "Open the file") {
 		t.Fatalf("plan = %q", *task.PlanMarkdown)
 	}
 	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "resume"})
-	h.expect(400, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "edit_plan"})
-	h.expect(200, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "edit_plan", "planMarkdown": "1. Only save it."})
-	h.expect(200, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "approve_plan"})
+	h.expect(200, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "edit_plan", "instructions": "1. Only save it."})
+	h.expect(409, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "approve_plan"}) // the edit started it
 	done := h.waitTask(task.ID, "the end", terminal)
 	if done.Status != "completed" || *done.PlanMarkdown != "1. Only save it." {
 		t.Fatalf("ended %+v", done)
@@ -130,10 +130,11 @@ func TestPlanFirst(t *testing.T) {
 
 	h.llm.Script("[[noplan]]", llmtest.Text("1. Nothing."))
 	task, _ = h.unix.CreateTask(context.Background(), wire.CreateTask{Description: "Plan it [[noplan]]", PlanFirst: true})
-	h.waitTask(task.ID, "the plan", func(t wire.Task) bool { return t.PlanMarkdown != nil && t.Status == "paused" })
-	h.expect(200, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "cancel_plan"})
-	if done := h.waitTask(task.ID, "the end", terminal); done.Status != "cancelled" {
-		t.Fatalf("cancel_plan ended %s", done.Status)
+	h.waitTask(task.ID, "the plan", func(t wire.Task) bool { return t.PlanMarkdown != nil && t.Status == "planReview" })
+	var cancelled wire.Task
+	json.Unmarshal(h.expect(200, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "cancel_plan"}), &cancelled)
+	if cancelled.Status != "cancelled" {
+		t.Fatalf("cancel_plan answered the task %s, want it cancelled", cancelled.Status)
 	}
 }
 
