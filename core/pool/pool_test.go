@@ -358,3 +358,32 @@ func TestAllowlistIsPartOfTheVM(t *testing.T) {
 		t.Fatalf("leased %s allowing %v after the list changed (the warm VM was %s)", l.ID(), l.Machine().Spec().AllowHosts, warm.ID)
 	}
 }
+
+// TestTaskAllowlistGetsItsOwnVM: a task's own allowHosts are added to the
+// settings' list: its VM boots with both and the warm VM (settings' list
+// only) is not leased for it, but is to the next task that asks nothing.
+func TestTaskAllowlistGetsItsOwnVM(t *testing.T) {
+	h := newPool(t, limits(3, 1), nil, func(c *Config) {})
+	h.setLimits(func(l *Limits) { l.WarmNetwork, l.AllowHosts = vm.NetworkInternet, []string{"nas.local"} })
+	h.run()
+	waitFor(t, "a warm VM", func() bool { return count(h.p, StateReady) == 1 })
+	warm := h.p.Snapshot()[0]
+	ctx := context.Background()
+	tmpl := h.limits().WarmTemplate
+	l, err := h.p.Acquire(ctx, Request{TaskID: "wide", Template: tmpl, Network: vm.NetworkInternet, AllowHosts: []string{"deb.debian.org", "nas.local"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ID() == warm.ID || !slices.Equal(l.Machine().Spec().AllowHosts, []string{"deb.debian.org", "nas.local"}) {
+		t.Fatalf("the task with its own hosts leased %s allowing %v (the warm VM was %s)", l.ID(), l.Machine().Spec().AllowHosts, warm.ID)
+	}
+	defer l.Release(ctx)
+	plain, err := h.p.Acquire(ctx, Request{TaskID: "plain", Template: tmpl, Network: vm.NetworkInternet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Release(ctx)
+	if plain.ID() != warm.ID || !slices.Equal(plain.Machine().Spec().AllowHosts, []string{"nas.local"}) {
+		t.Fatalf("a plain task leased %s allowing %v, not the warm VM %s", plain.ID(), plain.Machine().Spec().AllowHosts, warm.ID)
+	}
+}
