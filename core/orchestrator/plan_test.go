@@ -349,7 +349,11 @@ func TestPlanCancel(t *testing.T) {
 	task := e.submit("Plan it [[held]]", true)
 	e.waitStatus(task.ID, store.StatusPlanning)
 	start := time.Now()
-	if err := e.o.Plan(ctx, task.ID, wire.ActionCancelPlan, ""); err != nil {
+	// A cancel that did not interrupt the held model call would wait
+	// forever: it gets 5 s.
+	bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := e.o.Plan(bounded, task.ID, wire.ActionCancelPlan, ""); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := e.st.GetTask(ctx, task.ID)
