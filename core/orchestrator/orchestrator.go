@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,14 +96,21 @@ func (o *Orchestrator) Kick() {
 // Recover ends what a previous helper left in flight: tasks waiting for a
 // VM, running or paused are marked failed with the reason "helper
 // restarted". A task that was planning is queued to plan again; one whose
-// plan waits for review keeps waiting (the plan is in the store). Queued
-// tasks stay queued.
+// plan waits for review keeps waiting (the plan is in the store), and so
+// does one an older helper left paused for plan approval. Queued tasks stay
+// queued.
 func (o *Orchestrator) Recover(ctx context.Context) (int, error) {
 	tasks, err := o.cfg.Store.TasksInStatus(ctx, store.StatusWaitingForVM, store.StatusRunning, store.StatusPaused)
 	if err != nil {
 		return 0, err
 	}
 	for _, t := range tasks {
+		if legacyPlanReview(t) {
+			if err := o.toPlanReview(ctx, t.ID); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if _, err := o.finishTask(ctx, t.ID, outcome{status: store.StatusFailed, summary: "helper restarted"}, nil); err != nil {
 			return 0, err
 		}
@@ -119,6 +127,32 @@ func (o *Orchestrator) Recover(ctx context.Context) (int, error) {
 		o.cfg.Log.Warn("task queued to plan again after a helper restart", "task", t.ID)
 	}
 	return len(tasks), nil
+}
+
+// legacyPlanReview reports whether t is a plan waiting for approval as
+// helpers before the plan states recorded it: paused, with the reason,
+// before any agent session.
+func legacyPlanReview(t store.Task) bool {
+	return t.Status == store.StatusPaused && t.PlanFirst && t.StatusReason == reasonPlanReview &&
+		t.SessionID == "" && strings.TrimSpace(t.PlanMarkdown) != ""
+}
+
+// toPlanReview moves a legacy plan under review to planReview.
+func (o *Orchestrator) toPlanReview(ctx context.Context, id string) error {
+	_, _, err := o.cfg.Store.UpdateTask(ctx, id, store.Update{
+		Mutate: func(t *store.Task) error {
+			if !legacyPlanReview(*t) {
+				return errdefs.Conflictf("task %s is %s", id, t.Status)
+			}
+			t.Status = store.StatusPlanReview
+			return nil
+		},
+		Events: []store.Event{statusEvent(store.StatusPlanReview, "Waiting for the user to approve the plan")},
+	})
+	if err != nil && !errors.Is(err, errdefs.ErrConflict) {
+		return err
+	}
+	return nil
 }
 
 // Run dispatches queued tasks and fires schedules until ctx ends; then it

@@ -349,7 +349,11 @@ func TestPlanCancel(t *testing.T) {
 	task := e.submit("Plan it [[held]]", true)
 	e.waitStatus(task.ID, store.StatusPlanning)
 	start := time.Now()
-	if err := e.o.Plan(ctx, task.ID, wire.ActionCancelPlan, ""); err != nil {
+	// A cancel that did not interrupt the held model call would wait
+	// forever: it gets 5 s.
+	bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := e.o.Plan(bounded, task.ID, wire.ActionCancelPlan, ""); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := e.st.GetTask(ctx, task.ID)
@@ -462,10 +466,35 @@ func TestPlanRecover(t *testing.T) {
 	if _, _, err := st.UpdateTask(ctx, again.ID, store.Update{Mutate: func(t *store.Task) error { t.Status = store.StatusPlanning; return nil }}); err != nil {
 		t.Fatal(err)
 	}
+	// What an older helper left: a plan waiting as a paused task, and an
+	// agent paused in its session.
+	legacy := &store.Task{Description: "Plan it [[legacy]]", ProviderName: "Scripted", ModelID: "scripted", PlanFirst: true}
+	paused := &store.Task{Description: "A paused agent", ProviderName: "Scripted", ModelID: "scripted", PlanFirst: true}
+	for _, task := range []*store.Task{legacy, paused} {
+		if err := st.CreateTask(ctx, task, nil); err != nil {
+			t.Fatal(err)
+		}
+		session := ""
+		if task == paused {
+			session = "s1"
+		}
+		if _, _, err := st.UpdateTask(ctx, task.ID, store.Update{Mutate: func(t *store.Task) error {
+			t.Status, t.StatusReason, t.PlanMarkdown, t.SessionID = store.StatusPaused, "waiting for plan approval", "1. Old plan.", session
+			return nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st.Close()
 
 	e = newEnv(t, home, llm, true)
 	e.waitStatus(kept.ID, store.StatusPlanReview)
+	if got := e.waitStatus(legacy.ID, store.StatusPlanReview); got.PlanMarkdown != "1. Old plan." {
+		t.Fatalf("legacy plan after the restart: %q", got.PlanMarkdown)
+	}
+	if got := e.waitStatus(paused.ID, store.StatusFailed); *got.ResultSummary != "helper restarted" {
+		t.Fatalf("paused agent after the restart: %v", got.ResultSummary)
+	}
 	if got := e.waitStatus(again.ID, store.StatusPlanReview); got.PlanMarkdown != "1. Second plan." {
 		t.Fatalf("plan after the restart: %q", got.PlanMarkdown)
 	}

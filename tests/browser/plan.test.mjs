@@ -60,7 +60,7 @@ test('planning, then the plan panel: the edited plan runs at once, with no secon
   await page.click('#plan-edit');
   await page.fill('#plan-text', '1. Look at the screen.\n2. Say hello in French.');
   // A refresh of the task while editing must not overwrite the edits.
-  await page.waitForTimeout(1500);
+  await page.waitForTimeout(2000); // the page refreshes the task every 1.5 s
   assert.equal(await page.inputValue('#plan-text'), '1. Look at the screen.\n2. Say hello in French.');
   await page.click('#plan-run-edited');
   await page.waitForSelector('#plan-card', { state: 'hidden' });
