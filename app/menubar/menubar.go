@@ -363,7 +363,8 @@ func (m *Menu) refresh() {
 func (m *Menu) endedSince(ctx context.Context) []wire.Task {
 	m.mu.Lock()
 	if m.since.IsZero() {
-		m.since, m.told = time.Now(), map[string]bool{}
+		// Whole seconds: the API sends completedAt in whole seconds.
+		m.since, m.told = time.Now().Truncate(time.Second), map[string]bool{}
 	}
 	since := m.since
 	m.mu.Unlock()
