@@ -30,6 +30,8 @@
 //   - egress_test.go: an internet-mode guest reaching host services bound
 //     to 0.0.0.0 through the host's own addresses, the cloud metadata
 //     address, or machines on private networks next to the host;
+//     and slirp4netns, which parses the guest's packets, running jailed
+//     (no capabilities, no host data in its root, its own namespaces);
 //   - hosttemplate_test.go: a guest of the default host template reading
 //     host data (/work source trees, /srv, /opt, /var, /etc secrets, the
 //     host's machine id).

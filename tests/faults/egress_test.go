@@ -1,9 +1,12 @@
 package faults
 
 import (
+	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,4 +166,89 @@ func TestInternetAllowlistLetsAPrivateHostThrough(t *testing.T) {
 	if out := guestConnect(t, c, "10.231.10.2", 8080); !strings.HasPrefix(out, "FAILED") {
 		t.Errorf("internet guest reached 10.231.10.2, not allowlisted: %s", out)
 	}
+}
+
+// TestInternetSlirpRunsJailed: slirp4netns, which parses every packet the
+// guest sends, runs as a real internet-mode VM starts it: as the VM's
+// account with no capabilities, no_new_privs and a seccomp filter, in
+// mount and PID namespaces of its own whose root holds none of the
+// host's data (core/vm/sandbox's TestSlirpJailHoldsAnExploitedSlirp tries
+// the attacker's moves from inside the same jail).
+func TestInternetSlirpRunsJailed(t *testing.T) {
+	_, c := startGuest(t, vm.NetworkInternet)
+	if out := guestSh(t, c, "id -u").Stdout; strings.TrimSpace(out) == "" {
+		t.Fatal("the guest does not answer")
+	}
+	pid := descendant(t, os.Getpid(), "slirp4netns")
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := map[string]string{}
+	for _, l := range strings.Split(string(status), "\n") {
+		if k, v, ok := strings.Cut(l, ":\t"); ok {
+			st[k] = strings.TrimSpace(v)
+		}
+	}
+	if uid := strings.Fields(st["Uid"]); len(uid) != 4 || uid[0] == "0" || uid[1] == "0" || uid[2] == "0" || uid[3] == "0" {
+		t.Errorf("slirp4netns runs as uids %q", st["Uid"])
+	}
+	for k, want := range map[string]string{"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"} {
+		if st[k] != want {
+			t.Errorf("slirp4netns %s = %q, want %q", k, st[k], want)
+		}
+	}
+	for _, ns := range []string{"mnt", "pid"} {
+		mine, _ := os.Readlink("/proc/self/ns/" + ns)
+		its, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+		if err != nil || its == mine {
+			t.Errorf("slirp4netns shares the helper's %s namespace (%s, %v)", ns, its, err)
+		}
+	}
+	root := fmt.Sprintf("/proc/%d/root", pid)
+	for _, d := range []string{"home", "root", "work", "var", "tmp", "etc/shadow", "etc/passwd"} {
+		if _, err := os.Lstat(root + "/" + d); err == nil {
+			t.Errorf("slirp4netns's root holds /%s", d)
+		}
+	}
+	if _, err := os.Stat(root + "/usr/bin"); err != nil {
+		t.Errorf("slirp4netns's root has no /usr: %v", err)
+	}
+}
+
+// descendant returns the pid of the one process named comm among the
+// descendants of pid.
+func descendant(t *testing.T, pid int, comm string) int {
+	t.Helper()
+	parent := func(p string) int {
+		b, err := os.ReadFile("/proc/" + p + "/stat")
+		if err != nil {
+			return 0
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		n, _ := strconv.Atoi(f[1])
+		return n
+	}
+	ents, _ := os.ReadDir("/proc")
+	var found []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, _ := os.ReadFile("/proc/" + e.Name() + "/comm"); strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		for a := parent(e.Name()); a > 1; a = parent(strconv.Itoa(a)) {
+			if a == pid {
+				found = append(found, p)
+				break
+			}
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d processes named %s under pid %d, want 1", len(found), comm, pid)
+	}
+	return found[0]
 }

@@ -13,7 +13,7 @@
 // account's. Templates of kind host run the host's root filesystem
 // read-only; kind rootfs runs a template root filesystem under a per-machine
 // overlay upper directory (the copy-on-write clone). Networks: offline
-// (loopback only) or internet (slirp4netns NAT, the host's loopback
-// unreachable). Memory and CPU caps use cgroup v2 where its controllers are
+// (loopback only) or internet (slirp4netns NAT under an egress policy,
+// slirp4netns itself jailed; see slirp). Memory and CPU caps use cgroup v2 where its controllers are
 // available to the helper, rlimits otherwise; Status.Limits says which.
 package sandbox

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -13,10 +16,20 @@ import (
 )
 
 // slirp gives a sandbox outbound NAT through slirp4netns, with the host's
-// loopback unreachable (--disable-host-loopback). It runs as the sandbox
-// account with its seccomp filter; its --enable-sandbox (a private mount
-// namespace) cannot be set up when it joins the namespaces by descriptor,
-// which it must (see startSlirp).
+// loopback unreachable (--disable-host-loopback).
+//
+// slirp4netns parses every packet the guest sends, in libslirp, a C
+// library with a history of memory-safety bugs (CVE-2019-6778,
+// CVE-2020-7039, CVE-2021-3592..3595): a guest that exploits one runs code
+// on the host, as slirp4netns. So it runs jailed (see jailSlirp): in a
+// bubblewrap sandbox of its own (own mount, PID, IPC and UTS namespaces; of
+// the host's files only /usr, the resolver configuration and the TUN
+// device), as the VM's account with no capabilities, no_new_privs and its
+// own seccomp filter (--enable-seccomp). Its --enable-sandbox (the same
+// idea, built in) cannot be set up when it joins the namespaces by
+// descriptor, which it must (see startSlirp); it stays in the host's
+// network namespace, where its NAT sockets live, under the egress policy
+// of egress_linux.go.
 type slirp struct {
 	cmd  *exec.Cmd
 	exit *os.File // closing it tells slirp4netns to exit
@@ -71,13 +84,18 @@ func startSlirp(pid int, id identity, allowHosts []string) (*slirp, error) {
 	}
 	userns := os.NewFile(uintptr(ufd), "userns")
 	defer userns.Close()
-	cmd := exec.Command(path, "--configure", "--mtu=65520", "--disable-host-loopback",
+	cmd, err := jailSlirp(id.cred, path, "--configure", "--mtu=65520", "--disable-host-loopback",
 		"--enable-seccomp",
 		"--ready-fd=3", "--exit-fd=4",
 		"--netns-type=path", "--userns-path=/proc/self/fd/6",
 		"/proc/self/fd/5", "tap0")
+	if err != nil {
+		readyW.Close()
+		exitR.Close()
+		exitW.Close()
+		return nil, err
+	}
 	cmd.ExtraFiles = []*os.File{readyW, exitR, netns, userns}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: id.cred, Pdeathsig: syscall.SIGKILL}
 	out, _ := os.CreateTemp("", "slirp4netns-*.log")
 	if out != nil {
 		defer os.Remove(out.Name())
@@ -116,6 +134,64 @@ func startSlirp(pid int, id identity, allowHosts []string) (*slirp, error) {
 		return nil, fmt.Errorf("slirp4netns: %v: %s", err, msg)
 	}
 	return &slirp{cmd: cmd, exit: exitW}, nil
+}
+
+// jailSlirp returns the command that runs slirp4netns with args in a
+// bubblewrap sandbox of its own, as cred with no capabilities and
+// no_new_privs (see slirp). bwrap runs as root, which lets it make the
+// namespaces without a user namespace of its own; slirp4netns must stay in
+// the initial user namespace, as the owner of the VM's, to join that. The
+// switch to cred is setpriv's (util-linux), inside the jail. Descriptors
+// 3 and up pass through bwrap and setpriv unchanged.
+func jailSlirp(cred *syscall.Credential, slirp string, args ...string) (*exec.Cmd, error) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil, errors.New("internet mode needs bubblewrap (run make deps)")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return nil, errors.New("internet mode needs setpriv from util-linux (run make deps)")
+	}
+	jail := []string{
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--die-with-parent", "--new-session",
+		"--ro-bind", "/usr", "/usr",
+	}
+	// Merged /usr (Debian 12) has these as links into /usr; others have
+	// them as folders of libraries.
+	for _, dir := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		if target, err := os.Readlink(dir); err == nil {
+			jail = append(jail, "--symlink", target, dir)
+		} else if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			jail = append(jail, "--ro-bind", dir, dir)
+		}
+	}
+	jail = append(jail,
+		// libslirp's DNS forwarder reads the host's resolvers; bwrap
+		// would make /etc 0700, closed to the unprivileged account.
+		"--perms", "0755", "--dir", "/etc",
+		"--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf",
+		"--proc", "/proc", // its own PID namespace's: /proc/self/fd/N are its descriptors
+		"--dev", "/dev",
+		"--perms", "0755", "--dir", filepath.Dir(tunDevice), // bwrap makes a parent 0700
+		"--dev-bind", tunDevice, tunDevice,
+		"--chdir", "/",
+		"--", setpriv,
+		fmt.Sprintf("--reuid=%d", cred.Uid), fmt.Sprintf("--regid=%d", cred.Gid),
+	)
+	if len(cred.Groups) == 0 {
+		jail = append(jail, "--clear-groups")
+	} else {
+		gs := make([]string, len(cred.Groups))
+		for i, g := range cred.Groups {
+			gs[i] = strconv.FormatUint(uint64(g), 10)
+		}
+		jail = append(jail, "--groups="+strings.Join(gs, ","))
+	}
+	jail = append(jail, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--", slirp)
+	cmd := exec.Command(bwrap, append(jail, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd, nil
 }
 
 func (s *slirp) stop() {
