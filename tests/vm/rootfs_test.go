@@ -3,13 +3,19 @@ package vm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/guest"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/vm/vmtest"
 )
@@ -84,5 +90,104 @@ func TestRootFSTemplateClones(t *testing.T) {
 	c := vmtest.Connect(ctx, t, a.m)
 	if res := sh(t, c, "cat /scratch/a.txt"); strings.TrimSpace(res.Stdout) != "only-in-a" {
 		t.Errorf("clone a lost its change across a restart: %+v", res)
+	}
+}
+
+// TestRootFSClonesRunAsTheirOwnUIDs answers issue 15.4 for rootfs
+// templates: two clones of one template never share a host uid, yet the
+// folders the template gave the sandbox account at build time are each
+// clone's own to write (idmapped layers); what a clone writes is stored as
+// the sandbox account's, so the template and sealing need nothing per VM;
+// and a clone's root filesystem changes are on its own disk, so a guest
+// filling / gets "No space left on device" at the VM's size.
+func TestRootFSClonesRunAsTheirOwnUIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("rootfs clones need root: run this test as root (the test machines are)")
+	}
+	data := t.TempDir()
+	b := newBackend(t, data)
+	tmpl := rootfsTemplate(t)
+	name, uid := b.Account()
+	acct, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gid, _ := strconv.Atoi(acct.Gid)
+	owned := filepath.Join(tmpl, "owned")
+	if err := os.Mkdir(owned, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(owned, "seed"), []byte("seed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{owned, filepath.Join(owned, "seed")} {
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var ms [2]vm.Machine
+	var cs [2]*guest.Client
+	for i := range ms {
+		id := fmt.Sprintf("own%d-%s", i, randHex(3))
+		m, err := b.Create(ctx, vm.Spec{ID: id, Template: vm.Template{ID: "rootfs", Kind: vm.KindRootFS, Path: tmpl}, Dir: filepath.Join(data, "VMs", id), CPUs: 1, MemoryMB: 1024, DiskGB: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Delete(context.Background()) })
+		if err := m.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ms[i], cs[i] = m, vmtest.Connect(ctx, t, m)
+	}
+	ua, ub := ms[0].Status().Limits.UID, ms[1].Status().Limits.UID
+	if !strings.HasPrefix(ua, "per-VM uid") || ua == ub {
+		t.Fatalf("the clones run as %q and %q; want a uid of each one's own", ua, ub)
+	}
+	// The template's folder of the sandbox account is each clone's.
+	if res := sh(t, cs[0], "echo mine > /owned/new && echo more >> /owned/seed && stat -c %u /owned/new /owned/seed && id -u"); res.ExitCode != 0 {
+		t.Fatalf("clone a cannot write the template's guest folder: %+v", res)
+	} else if f := strings.Fields(res.Stdout); len(f) != 3 || f[0] != f[2] || f[1] != f[2] {
+		t.Errorf("in clone a, its files and its seed copy are owned by %v; want the guest's uid", f)
+	}
+	if res := sh(t, cs[1], "rm /owned/seed && ls -A /owned"); res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "" {
+		t.Errorf("clone b cannot delete the template's file, or sees clone a's: %+v", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(owned, "seed")); err != nil || string(b) != "seed\n" {
+		t.Errorf("the template's file changed: %q, %v", b, err)
+	}
+	// Stored as the sandbox account's, in the clone's upper layer on its disk.
+	_, upper, err := ms[0].(interface {
+		Layers() (string, string, error)
+	}).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(upper, filepath.Join(ms[0].Spec().Dir, ".disk")+"/") {
+		t.Errorf("clone a's upper layer %s is not on its disk", upper)
+	}
+	for _, f := range []string{"owned/new", "owned/seed"} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(upper, f), &st); err != nil {
+			t.Errorf("clone a's %s is not in its upper layer: %v", f, err)
+		} else if int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("clone a's %s is stored as %d:%d; want the sandbox account's %d:%d", f, st.Uid, st.Gid, uid, gid)
+		}
+	}
+	// Filling the root filesystem fills the clone's disk, not the host's.
+	if d := ms[0].Status().Limits.Disk; !strings.Contains(d, "root filesystem") {
+		t.Errorf("clone a's disk limit says %q", d)
+	}
+	res := sh(t, cs[0], "dd if=/dev/zero of=/scratch/fill bs=1M count=2048 2>&1; df -m /scratch | tail -1")
+	if !strings.Contains(res.Stdout, "No space left") {
+		t.Errorf("filling clone a's / did not stop at its disk: %+v", res)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(ms[0].Spec().Dir, "disk.img"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if used := st.Blocks * 512; used > 1<<30 {
+		t.Errorf("clone a's disk takes %d MB of the host's; want at most its 1 GB", used>>20)
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hivecrew/hivecrew/core/vm"
 )
 
 // identity is who sandboxes run as on the host.
@@ -77,11 +76,12 @@ func sandboxIdentity(name string) (identity, error) {
 // slots of slotRange, so that no two machines, of this helper or of
 // another, share a host uid: a machine's files, processes (and
 // RLIMIT_NPROC) are its own. A helper that is not root cannot switch
-// accounts: its machines share its own. Machines of rootfs templates
-// share the sandbox account too: their templates give the folders the
-// guest writes (/opt, /srv…) to that account when they are built.
-func (b *Backend) machineIdentity(vmID string, kind vm.TemplateKind) (identity, func(), error) {
-	if b.id.cred == nil || kind == vm.KindRootFS {
+// accounts: its machines share its own. Machines of rootfs templates,
+// whose templates give the folders the guest writes (/opt, /srv…) to the
+// sandbox account when they are built, see those as their own uid's
+// through idmapped mounts (idmap_linux.go).
+func (b *Backend) machineIdentity(vmID string) (identity, func(), error) {
+	if b.id.cred == nil {
 		return b.id, func() {}, nil
 	}
 	r, err := slotRange(b.id.name)

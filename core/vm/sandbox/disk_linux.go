@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/hivecrew/hivecrew/core/vm"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,8 +19,17 @@ import (
 // the host's disk is not touched beyond it. The image stays mounted from
 // Load to Delete, so that outputs are read from it after the VM stops.
 
-// diskMounts are the machine's folders that live on its disk.
+// diskMounts are the machine's folders that live on its disk. A rootfs
+// machine's overlay upper layer is there too (see Machine.overlay).
 var diskMounts = []string{"home", "shared"}
+
+// diskHolds says what a machine of kind keeps on its disk.
+func diskHolds(kind vm.TemplateKind) string {
+	if kind == vm.KindRootFS {
+		return "home, shared folder and root filesystem changes"
+	}
+	return "home and shared folder"
+}
 
 // mountDisk makes (first time) and mounts the machine's disk image.
 func (m *Machine) mountDisk(gb int) error {

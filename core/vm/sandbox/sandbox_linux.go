@@ -167,7 +167,7 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	if spec.MemoryMB == 0 {
 		spec.MemoryMB = 4096
 	}
-	id, release, err := b.machineIdentity(spec.ID, spec.Template.Kind)
+	id, release, err := b.machineIdentity(spec.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 		if err := m.mountDisk(spec.DiskGB); err != nil {
 			return nil, err
 		}
-		m.disk = fmt.Sprintf("ext4 image of %d GB (home and shared folder)", spec.DiskGB)
+		m.disk = fmt.Sprintf("ext4 image of %d GB (%s)", spec.DiskGB, diskHolds(spec.Template.Kind))
 		defer func() {
 			if !loaded {
 				m.unmountDisk()
@@ -252,7 +252,16 @@ func (m *Machine) path(elem ...string) string {
 	return filepath.Join(append([]string{m.spec.Dir}, elem...)...)
 }
 
-func (m *Machine) overlay() overlay { return newOverlay(m.spec.Dir, m.spec.Template.Path) }
+// overlay returns the machine's clone of its template. Its upper layer is
+// on the machine's disk, except for a machine whose upper folder an older
+// helper made in the machine's folder.
+func (m *Machine) overlay() overlay {
+	cow := m.spec.Dir
+	if _, err := os.Lstat(m.path("upper")); m.disk != "" && err != nil {
+		cow = m.path(".disk")
+	}
+	return newOverlay(cow, m.spec.Template.Path)
+}
 
 func (m *Machine) Spec() vm.Spec { return m.spec }
 

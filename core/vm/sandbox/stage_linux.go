@@ -101,6 +101,13 @@ func (m *Machine) stage() (sources, func() error, error) {
 		s.root = filepath.Join(dir, "root")
 		ov := m.overlay()
 		ov.merged = s.root
+		if m.id.slot {
+			// The template's files of the sandbox account are this
+			// machine's uid's.
+			sb := m.b.id
+			ov.shift = &[2]idShift{{uint32(sb.uid), uint32(m.id.uid)}, {uint32(sb.gid), uint32(m.id.gid)}}
+			ov.views = dir
+		}
 		if err := ov.mount(); err != nil {
 			cleanup()
 			return sources{}, nil, err
