@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
 )
 
 // identity is who sandboxes run as on the host.
