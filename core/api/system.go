@@ -87,7 +87,7 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) error {
 			out.VMs.Active++
 		case pool.StateBooting, pool.StateSuspending:
 			out.VMs.Pending++
-		case pool.StateReady:
+		case pool.StateReady, pool.StateSuspended:
 			out.VMs.Available++
 		}
 	}

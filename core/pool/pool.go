@@ -3,7 +3,10 @@
 // host limit, RAM and CPU), states why a request waits, declares a VM ready
 // when its guest answers hello, supervises crashes and lost guests, and
 // replaces what fails. Every VM serves one task and is destroyed after it;
-// warm VMs are fresh clones that no task has touched.
+// warm VMs are fresh clones that no task has touched. Where the backend can
+// save a running VM to disk (macOS 14+ guests, vm.SaveRestorer), a warm VM
+// is saved once it has booted, so that it holds neither a host VM slot nor
+// memory while it waits, and is restored for the next task (see suspend).
 package pool
 
 import (
@@ -30,9 +33,10 @@ type State string
 // Pool states.
 const (
 	StateBooting    State = "booting"
-	StateReady      State = "ready" // warm, waiting for a task
-	StateBusy       State = "busy"  // leased to a task
-	StateSuspending State = "suspending"
+	StateReady      State = "ready"      // warm, waiting for a task
+	StateBusy       State = "busy"       // leased to a task
+	StateSuspending State = "suspending" // warm, being saved to disk
+	StateSuspended  State = "suspended"  // warm, saved to disk: not running
 	StateStopped    State = "stopped"
 	StateError      State = "error"
 )
@@ -118,6 +122,9 @@ type Pool struct {
 	closed   bool
 	lastUse  time.Time // last Acquire, for the warm pool's idle timeout
 	leakSeen bool      // a host slot is held outside the pool
+	// saveBroken is set once saving a warm VM failed: warm VMs then stay
+	// running rather than boot and fail to save again and again.
+	saveBroken bool
 	// slots are host slots held by machines outside the pool (slot.go).
 	slots map[string]slot
 
@@ -139,6 +146,9 @@ type entry struct {
 	lease *Lease
 	key   string        // template and network, for warm matching
 	done  chan struct{} // closed when the pool lets go of the VM
+	// watch is closed to end the supervision of the VM's current run (it
+	// is being saved to disk).
+	watch chan struct{}
 }
 
 // New returns a pool; call Run to keep the warm pool and Close to stop.
@@ -336,6 +346,20 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 				return l, nil
 			}
 		}
+		if e := p.suspendedLocked(k, lim); e != nil {
+			l := p.leaseLocked(e, req.TaskID)
+			e.info.State = StateBooting // leaseLocked marks busy; it is still being restored
+			p.wg.Add(1)
+			p.mu.Unlock()
+			err := p.restore(ctx, e)
+			p.wg.Done()
+			if err != nil {
+				p.cfg.Log.Warn("warm VM not restored; booting another", "vm", e.info.ID, "err", err)
+				continue
+			}
+			go p.refill(p.bg)
+			return l, nil
+		}
 		reason := p.admitLocked(lim, req.MemoryMB, req.CPUs)
 		if reason != "" && p.evictWarmLocked(k) {
 			reason = "" // room was made by retiring a warm VM of another kind
@@ -382,6 +406,17 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 			p.mu.Unlock()
 		}
 	}
+}
+
+// suspendedLocked returns a warm VM saved to disk that serves key k and may
+// run again within the caps, or nil.
+func (p *Pool) suspendedLocked(k string, lim Limits) *entry {
+	for _, e := range p.entries {
+		if e.lease == nil && e.info.State == StateSuspended && e.key == k && p.admitLocked(lim, e.info.MemoryMB, e.info.CPUs) == "" {
+			return e
+		}
+	}
+	return nil
 }
 
 // noteHostLimit records that the host refused a start the pool's count
@@ -449,6 +484,13 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 	if err := m.Start(ctx); err != nil {
 		return fmt.Errorf("start VM: %w", err)
 	}
+	return p.ready(ctx, e, m)
+}
+
+// ready waits for the guest of a started (or restored) VM to answer hello,
+// then marks the VM busy (leased) or ready (warm) and supervises it; a
+// warm VM is then saved to disk where the backend can (suspend).
+func (p *Pool) ready(ctx context.Context, e *entry, m vm.Machine) error {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
 	defer cancel()
 	c, err := guest.Connect(rctx, guest.Config{Dial: m.DialGuest, Key: m.GuestKey, Log: p.cfg.Log.With("vm", e.info.ID)})
@@ -464,6 +506,7 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 		return errdefs.Unavailablef("the VM pool is shutting down")
 	}
 	e.c = c
+	e.watch = make(chan struct{})
 	e.info.Limits = m.Status().Limits
 	e.info.AgentVersion = c.Hello().AgentVersion
 	if e.lease != nil {
@@ -471,7 +514,7 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 	} else {
 		e.info.State = StateReady
 	}
-	info := e.info
+	info, watch := e.info, e.watch
 	p.kickLocked()
 	p.mu.Unlock()
 	p.record(info)
@@ -479,8 +522,90 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.supervise(e)
+		p.supervise(e, m, c, watch)
 	}()
+	if info.State == StateReady {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.suspend(e)
+		}()
+	}
+	return nil
+}
+
+// saveTimeout bounds saving a warm VM to disk.
+const saveTimeout = 2 * time.Minute
+
+// stateFile is where a warm VM's saved state is kept.
+func stateFile(e *entry) string { return filepath.Join(e.info.Dir, "warm.vzvmsave") }
+
+// suspend saves a ready warm VM to disk (where its machine and backend can)
+// and stops it: it then takes no host VM slot and no memory until a task
+// restores it (restore). A VM that fails to save is discarded, and warm
+// VMs stay running from then on.
+func (p *Pool) suspend(e *entry) {
+	sr, ok := e.m.(vm.SaveRestorer)
+	if !ok || !p.cfg.Backend.Capabilities().SaveRestore {
+		return
+	}
+	p.mu.Lock()
+	if _, ok := p.entries[e.info.ID]; !ok || p.saveBroken || p.closed || e.lease != nil || e.info.State != StateReady {
+		p.mu.Unlock()
+		return
+	}
+	e.info.State = StateSuspending
+	c := e.c
+	e.c = nil
+	close(e.watch)
+	info := e.info
+	p.kickLocked()
+	p.mu.Unlock()
+	p.record(info)
+	c.Close()
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(p.bg, saveTimeout)
+	err := sr.Save(ctx, stateFile(e))
+	cancel()
+	if err != nil {
+		p.mu.Lock()
+		p.saveBroken = true
+		p.mu.Unlock()
+		p.cfg.Log.Warn("a warm VM could not be saved to disk; warm VMs stay running from now on", "vm", info.ID, "err", err)
+		p.discard(e, "could not be saved to disk: "+err.Error())
+		go p.refill(p.bg)
+		return
+	}
+	p.mu.Lock()
+	if _, ok := p.entries[e.info.ID]; !ok {
+		p.mu.Unlock() // discarded while it was saved
+		return
+	}
+	e.info.State = StateSuspended
+	info = e.info
+	p.kickLocked()
+	p.mu.Unlock()
+	p.record(info)
+	p.cfg.Log.Info(fmt.Sprintf("warm VM saved to disk in %s", time.Since(started).Round(time.Millisecond)), "vm", info.ID)
+}
+
+// restore runs a leased suspended VM again from its saved state and waits
+// for its guest. On failure the VM is discarded.
+func (p *Pool) restore(ctx context.Context, e *entry) (err error) {
+	defer func() {
+		if err != nil {
+			p.discard(e, err.Error())
+		}
+	}()
+	p.record(e.info)
+	started := time.Now()
+	if err := e.m.(vm.SaveRestorer).Restore(ctx, stateFile(e)); err != nil {
+		return fmt.Errorf("restore VM %s from disk: %w", e.info.ID, err)
+	}
+	if err := p.ready(ctx, e, e.m); err != nil {
+		return err
+	}
+	p.cfg.Log.Info(fmt.Sprintf("warm VM restored in %s", time.Since(started).Round(time.Millisecond)), "vm", e.info.ID, "task", e.info.TaskID)
 	return nil
 }
 
@@ -590,18 +715,21 @@ func (p *Pool) evictWarmLocked(k string) bool {
 
 // supervise watches a VM until the pool lets go of it: a machine that
 // exits, or a guest unreachable for LostAfter, fails the VM.
-func (p *Pool) supervise(e *entry) {
+func (p *Pool) supervise(e *entry, m vm.Machine, c *guest.Client, watch chan struct{}) {
+	exited := m.Exited()
 	for {
 		select {
 		case <-e.done:
 			return
-		case <-e.m.Exited():
-			p.fail(e, "the VM stopped unexpectedly: "+e.m.Status().Reason)
+		case <-watch:
 			return
-		case <-e.c.Refused():
-			p.fail(e, e.c.Err().Error())
+		case <-exited:
+			p.failUnlessSaved(e, watch, "the VM stopped unexpectedly: "+m.Status().Reason)
 			return
-		case <-e.c.Lost():
+		case <-c.Refused():
+			p.failUnlessSaved(e, watch, c.Err().Error())
+			return
+		case <-c.Lost():
 			deadline := time.NewTimer(p.cfg.LostAfter)
 			healthy := false
 			for !healthy {
@@ -609,25 +737,39 @@ func (p *Pool) supervise(e *entry) {
 				case <-e.done:
 					deadline.Stop()
 					return
-				case <-e.m.Exited():
+				case <-watch:
 					deadline.Stop()
-					p.fail(e, "the VM stopped unexpectedly: "+e.m.Status().Reason)
 					return
-				case <-e.c.Refused():
+				case <-exited:
 					deadline.Stop()
-					p.fail(e, e.c.Err().Error())
+					p.failUnlessSaved(e, watch, "the VM stopped unexpectedly: "+m.Status().Reason)
+					return
+				case <-c.Refused():
+					deadline.Stop()
+					p.failUnlessSaved(e, watch, c.Err().Error())
 					return
 				case <-deadline.C:
-					p.fail(e, fmt.Sprintf("the guest agent stopped answering for %s", p.cfg.LostAfter))
+					p.failUnlessSaved(e, watch, fmt.Sprintf("the guest agent stopped answering for %s", p.cfg.LostAfter))
 					return
 				case <-time.After(50 * time.Millisecond):
-					healthy = e.c.Healthy()
+					healthy = c.Healthy()
 				}
 			}
 			deadline.Stop()
 			p.cfg.Log.Info("guest agent reconnected", "vm", e.info.ID)
 		}
 	}
+}
+
+// failUnlessSaved is fail, unless the run watched is over because the VM
+// is being saved to disk (suspend stops it on purpose).
+func (p *Pool) failUnlessSaved(e *entry, watch chan struct{}, reason string) {
+	select {
+	case <-watch:
+		return
+	default:
+	}
+	p.fail(e, reason)
 }
 
 // fail handles a VM that broke: its task is told why; a warm VM is
@@ -670,7 +812,7 @@ func (p *Pool) refill(ctx context.Context) {
 		warm := 0
 		wk := key(lim.WarmTemplate, lim.WarmNetwork, lim.AllowHosts)
 		for _, e := range p.entries {
-			if e.lease == nil && e.key == wk && (e.info.State == StateReady || e.info.State == StateBooting) {
+			if e.lease == nil && e.key == wk && (e.info.State == StateReady || e.info.State == StateBooting || e.info.State == StateSuspending || e.info.State == StateSuspended) {
 				warm++
 			}
 		}
@@ -712,7 +854,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		idle := time.Since(p.lastUse) > lim.IdleTimeout
 		var retire []*entry
 		for _, e := range p.entries {
-			if e.lease == nil && e.info.State == StateReady && idle {
+			if e.lease == nil && (e.info.State == StateReady || e.info.State == StateSuspended) && idle {
 				e.info.State = StateStopped
 				retire = append(retire, e)
 			}

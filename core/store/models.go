@@ -175,7 +175,7 @@ type VM struct {
 	Name        string `gorm:"not null"`
 	Backend     string `gorm:"not null"` // "sandbox", "vz", "fake"
 	TemplateID  string `gorm:"not null;index"`
-	State       string `gorm:"not null"` // stopped, booting, ready, busy, suspending, error
+	State       string `gorm:"not null"` // stopped, booting, ready, busy, suspending, suspended, error
 	StateReason string
 	CPUCount    int
 	MemoryMB    int

@@ -25,7 +25,7 @@ func benchHelper(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 	if err := h.configure(ctx, p, map[string]any{"maxConcurrentVMs": 8, "warmPoolSize": 0, "vmMemoryMB": 1024, "vmCpuCount": 1}); err != nil {
 		return nil, err
 	}
-	cold, err := dispatch(ctx, h, p, "cold", false)
+	cold, err := dispatch(ctx, h, p, "cold", dispatchRun{n: 20, warmup: 2, within: time.Minute})
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func benchHelper(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 	if _, err := h.unix.PatchSettings(ctx, map[string]any{"warmPoolSize": 1}); err != nil {
 		return nil, err
 	}
-	warm, err := dispatch(ctx, h, p, "warm", true)
+	warm, err := dispatch(ctx, h, p, "warm", dispatchRun{n: 20, warmup: 2, within: time.Minute, waitFor: "ready"})
 	if err != nil {
 		return nil, err
 	}
@@ -57,43 +57,6 @@ func benchHelper(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		return nil, err
 	}
 	return []Metric{cold, warm, pause, cancel, kill}, nil
-}
-
-// dispatch times tasks from the API's accept (the task's createdAt) to the
-// agent's first guest call (its first screenshot event), one at a time;
-// with warm, each waits for a warm VM first.
-func dispatch(ctx context.Context, h *helperProc, p *provider, name string, warm bool) (Metric, error) {
-	const n, warmup = 20, 2
-	var samples []time.Duration
-	for i := range n + warmup {
-		if warm {
-			if err := h.waitWarm(ctx); err != nil {
-				return Metric{}, err
-			}
-		}
-		marker := fmt.Sprintf("[[%s%d]]", name, i)
-		p.set(marker, finish)
-		task, err := h.create(ctx, "Look at the screen "+marker)
-		if err != nil {
-			return Metric{}, err
-		}
-		done, err := h.waitTask(ctx, task.ID, "the end of "+marker, time.Minute, terminal)
-		if err != nil {
-			return Metric{}, err
-		}
-		if done.Status != "completed" {
-			return Metric{}, fmt.Errorf("%s task ended %s", name, done.Status)
-		}
-		shot, err := h.firstEvent(ctx, task.ID, "screenshot")
-		if err != nil {
-			return Metric{}, err
-		}
-		if i >= warmup {
-			samples = append(samples, shot.Timestamp.Sub(task.CreatedAt))
-		}
-	}
-	p50, p95 := percentiles(samples)
-	return Metric{P50: p50, P95: p95, Samples: n}, nil
 }
 
 // working starts a task that clicks without end and returns it once it

@@ -33,6 +33,9 @@ type Metric struct {
 	Unit string
 	// Note is shown beside the metric (what was measured, a count).
 	Note string
+	// Skipped, when set, says why the metric was not measured on this
+	// machine (a Mac-only figure off a Mac); it neither passes nor fails.
+	Skipped string
 }
 
 // Quantity encodes a non-time figure in a duration field of a Metric whose
@@ -41,6 +44,9 @@ func Quantity(v float64) time.Duration { return time.Duration(v * float64(time.M
 
 // Pass reports whether the metric meets its target (and speed-up, if any).
 func (m Metric) Pass() bool {
+	if m.Skipped != "" {
+		return true
+	}
 	got := m.P50
 	if m.TargetOnP95 {
 		got = m.P95
@@ -109,6 +115,10 @@ func writeTable(w io.Writer, metrics []Metric) {
 	fmt.Fprintln(w, "| metric | p50 | p95 | target | baseline p50 | speed-up | pass | note |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|:---:|---|")
 	for _, m := range metrics {
+		if m.Skipped != "" {
+			fmt.Fprintf(w, "| %s | - | - | - | - | - | skipped | %s |\n", m.Name, m.Skipped)
+			continue
+		}
 		unit := m.Unit
 		if unit == "" {
 			unit = "ms"
@@ -154,13 +164,14 @@ type jsonMetric struct {
 	Note         string   `json:"note,omitempty"`
 	Samples      int      `json:"samples"`
 	Pass         bool     `json:"pass"`
+	Skipped      string   `json:"skipped,omitempty"`
 }
 
 // writeJSON writes the metrics to path as an object from metric name to figures.
 func writeJSON(path string, metrics []Metric) error {
 	out := make(map[string]jsonMetric, len(metrics))
 	for _, m := range metrics {
-		j := jsonMetric{P50: ms(m.P50), P95: ms(m.P95), Samples: m.Samples, Pass: m.Pass(), Unit: m.Unit, Note: m.Note}
+		j := jsonMetric{P50: ms(m.P50), P95: ms(m.P95), Samples: m.Samples, Pass: m.Pass(), Unit: m.Unit, Note: m.Note, Skipped: m.Skipped}
 		if m.Target > 0 {
 			t := ms(m.Target)
 			j.Target, j.TargetOn, j.AtLeast = &t, "p50", m.AtLeast

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -51,5 +52,40 @@ func TestJSONShape(t *testing.T) {
 		if m["p50_ms"] != w.p50 || m["p95_ms"] != w.p95 || m["target_ms"] != w.target || m["pass"] != w.pass || m["baseline_ms"] != w.baseline {
 			t.Errorf("%s = %v; want p50 %v, p95 %v, target %v, baseline %v, pass %v", name, m, w.p50, w.p95, w.target, w.baseline, w.pass)
 		}
+	}
+}
+
+// TestSkippedMetricSaysWhy: a metric that cannot be measured here (macOS
+// guests off a Mac) shows as skipped with its reason, in the table and the
+// JSON, and does not fail the run; a darwin row off a Mac is one.
+func TestSkippedMetricSaysWhy(t *testing.T) {
+	ms, err := benchDarwin(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 {
+		t.Fatalf("darwin rows: %+v", ms)
+	}
+	for _, m := range ms {
+		if m.Skipped == "" || !m.Pass() {
+			t.Fatalf("off a Mac the darwin row %q is not skipped: %+v", m.Name, m)
+		}
+	}
+	var b strings.Builder
+	writeTable(&b, ms)
+	if !strings.Contains(b.String(), "| skipped | needs a Mac") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	path := filepath.Join(t.TempDir(), "out.json")
+	if err := writeJSON(path, ms); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	var got map[string]map[string]any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := got[ms[1].Name]["skipped"].(string); !strings.HasPrefix(s, "needs a Mac") {
+		t.Errorf("JSON: %s", raw)
 	}
 }

@@ -36,6 +36,11 @@ type Options struct {
 	Width, Height int
 	Scale         float64
 	Log           *slog.Logger
+	// SaveRestore makes machines savable to disk (vm.SaveRestorer), as
+	// macOS 14+ guests are; SaveErr, when set, is what every save fails
+	// with.
+	SaveRestore bool
+	SaveErr     error
 }
 
 // Backend is the fake backend.
@@ -45,6 +50,8 @@ type Backend struct {
 	mu       sync.Mutex
 	running  int
 	machines map[string]*Machine
+	// saves and restores count what machines did.
+	saves, restores int
 }
 
 var _ vm.Backend = (*Backend)(nil)
@@ -69,8 +76,16 @@ func (b *Backend) Capabilities() vm.Capabilities {
 		Name: "fake", GuestOS: "linux",
 		Kinds:      []vm.TemplateKind{vm.KindHost, vm.KindRootFS},
 		Networks:   []vm.NetworkMode{vm.NetworkOffline, vm.NetworkInternet},
-		MaxRunning: b.opts.MaxRunning,
+		MaxRunning: b.opts.MaxRunning, SaveRestore: b.opts.SaveRestore,
 	}
+}
+
+// SavesAndRestores says how many times machines were saved to disk and
+// restored from it.
+func (b *Backend) SavesAndRestores() (saves, restores int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.saves, b.restores
 }
 
 // Machine returns a machine by id, for tests that inspect its driver.
@@ -132,7 +147,10 @@ type Machine struct {
 	served chan struct{}
 }
 
-var _ vm.Machine = (*Machine)(nil)
+var (
+	_ vm.Machine      = (*Machine)(nil)
+	_ vm.SaveRestorer = (*Machine)(nil)
+)
 
 // Driver is the machine's recording guest driver.
 func (m *Machine) Driver() *Driver { return m.driver }
@@ -312,3 +330,43 @@ func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
 
 // fakeLimits are a fake machine's: nothing runs, so nothing is capped.
 var fakeLimits = vm.Limits{Processes: "none (fake)", Memory: "none (fake)"}
+
+// savedState is what a fake machine's saved state file holds.
+const savedState = "fake saved state\n"
+
+// Save implements vm.SaveRestorer: the state is written to path and the
+// machine stopped (its host slot freed), as a VZ save does.
+func (m *Machine) Save(ctx context.Context, path string) error {
+	if m.Status().State != vm.StateRunning {
+		return vm.ErrNotRunning
+	}
+	if err := m.b.opts.SaveErr; err != nil {
+		return fmt.Errorf("save %s: %w", m.spec.ID, err)
+	}
+	if err := os.WriteFile(path, []byte(savedState), 0o600); err != nil {
+		return err
+	}
+	if err := m.Stop(ctx); err != nil {
+		return err
+	}
+	m.b.mu.Lock()
+	m.b.saves++
+	m.b.mu.Unlock()
+	return nil
+}
+
+// Restore implements vm.SaveRestorer: the machine starts again from the
+// state Save wrote (a missing or foreign file is refused).
+func (m *Machine) Restore(ctx context.Context, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != savedState {
+		return fmt.Errorf("restore %s: no saved state at %s (%v)", m.spec.ID, path, err)
+	}
+	if err := m.Start(ctx); err != nil {
+		return err
+	}
+	m.b.mu.Lock()
+	m.b.restores++
+	m.b.mu.Unlock()
+	return nil
+}

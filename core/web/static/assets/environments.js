@@ -8,7 +8,7 @@ const selected = new Set();
 let vms = [];
 let sig = '';
 
-const STATE_LABELS = { busy: 'Busy', ready: 'Idle', booting: 'Starting', suspending: 'Suspending', stopping: 'Stopping', error: 'Error', stopped: 'Stopped' };
+const STATE_LABELS = { busy: 'Busy', ready: 'Idle', booting: 'Starting', suspending: 'Saving to disk', suspended: 'Idle (saved to disk)', stopping: 'Stopping', error: 'Error', stopped: 'Stopped' };
 
 async function refresh() {
   const [res, st] = await Promise.all([get('/vms'), get('/system/status')]);

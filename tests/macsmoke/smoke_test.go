@@ -1,0 +1,72 @@
+// Package macsmoke runs scripts/mac-smoke, the macOS acceptance test a Mac
+// user runs, off a Mac (HIVECREW_SMOKE_OFF_MAC=1): its portable checks
+// (build, a helper in a fresh data folder, the provider, a task with an
+// output, takeover and hand-back, cancel, the kill switch, helper stop)
+// run for real against the host template and a scripted provider, and
+// every Mac-only check must say "NOT RUN" rather than pass. It proves the
+// script works; it proves nothing about a Mac.
+package macsmoke
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/tests/llmtest"
+)
+
+func TestMacSmokeRunsOffAMac(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(root, "scripts", "mac-smoke")
+
+	// Without the override it refuses, saying why, and lists its checks.
+	out, err := exec.Command(script).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "needs a Mac") || !strings.Contains(string(out), "warm-restore") {
+		t.Fatalf("mac-smoke on Linux without the override: %v\n%s", err, out)
+	}
+
+	llm := llmtest.New(t)
+	llm.Script("smoke.txt", append([]llmtest.Turn{llmtest.Tool("write_file", map[string]any{"path": "/mnt/shared/outbox/smoke.txt", "contents": "hivecrew smoke\n"})}, llmtest.Done("Saved smoke.txt.")...)...)
+	slow := llmtest.Tool("wait", map[string]any{"seconds": 1})
+	slow.Repeat = true
+	llm.Script("Special:Random", slow)
+
+	cmd := exec.Command(script, "--base-url", llm.URL, "--model", "scripted", "--template", "host", "--unattended")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "HIVECREW_SMOKE_OFF_MAC=1", "SMOKE_KEY=sk-test", "TMPDIR="+t.TempDir())
+	cmd.Args = append(cmd.Args, "--api-key-env", "SMOKE_KEY")
+	started := time.Now()
+	out, err = cmd.CombinedOutput()
+	t.Logf("mac-smoke took %s:\n%s", time.Since(started).Round(time.Second), out)
+	if err != nil {
+		t.Fatalf("mac-smoke failed off a Mac: %v", err)
+	}
+	table := map[string]string{}
+	row := regexp.MustCompile(`(?m)^([a-z-]+)\s+(PASS|FAIL|NOT RUN)\b`)
+	for _, m := range row.FindAllStringSubmatch(string(out), -1) {
+		table[m[1]] = m[2]
+	}
+	for _, id := range []string{"build", "helper", "template", "provider", "task", "vm-cleanup", "takeover", "cancel", "stop-all", "stop-helper"} {
+		if table[id] != "PASS" {
+			t.Errorf("portable check %s: %q, want PASS", id, table[id])
+		}
+	}
+	for _, id := range []string{"platform", "entitlement", "bundle", "psn", "warm-restore", "menu-bar", "notification", "paste", "confirm", "file-picker", "new-window", "kill-hotkey"} {
+		if table[id] != "NOT RUN" {
+			t.Errorf("Mac-only check %s: %q off a Mac, want NOT RUN", id, table[id])
+		}
+	}
+	if len(table) != 22 {
+		t.Errorf("the table has %d rows, want 22: %v", len(table), table)
+	}
+	if n := len(llm.Requests("smoke.txt")); n == 0 {
+		t.Error("the smoke task never reached the provider")
+	}
+}
