@@ -13,6 +13,7 @@
 int hc_notify(const char *identifier, const char *title, const char *body) {
 	@autoreleasepool {
 		if (NSBundle.mainBundle.bundleIdentifier == nil) return HC_NOTIFY_NO_BUNDLE;
+		// checkdarwin:allow the line above returns first in a process without a bundle id
 		UNUserNotificationCenter *center = [UNUserNotificationCenter currentNotificationCenter];
 		if (center == nil) return HC_NOTIFY_NO_CENTER;
 		UNMutableNotificationContent *content = [[UNMutableNotificationContent alloc] init];

@@ -457,8 +457,11 @@ char *hc_ax_tree_json(const char *app_filter, int max_depth, int only_visible, i
 	NSString *filter = hc_nsstring(app_filter);
 	NSMutableArray<NSRunningApplication *> *apps = [NSMutableArray array];
 	for (NSRunningApplication *app in hc_regular_apps()) {
-		if (filter.length == 0 || [app.localizedName caseInsensitiveCompare:filter] == NSOrderedSame ||
-		    [app.bundleIdentifier caseInsensitiveCompare:filter] == NSOrderedSame) {
+		// A message to nil answers 0, NSOrderedSame: an app without a name
+		// or bundle id would match every filter without the nil checks.
+		NSString *name = app.localizedName, *bundle = app.bundleIdentifier;
+		if (filter.length == 0 || (name != nil && [name caseInsensitiveCompare:filter] == NSOrderedSame) ||
+		    (bundle != nil && [bundle caseInsensitiveCompare:filter] == NSOrderedSame)) {
 			[apps addObject:app];
 		}
 	}

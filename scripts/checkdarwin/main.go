@@ -1,5 +1,8 @@
 // Command checkdarwin type-checks the project's packages as they build for
-// darwin/arm64 with cgo, on any OS, without a C compiler or the macOS SDK.
+// darwin/arm64 with cgo, on any OS, without a C compiler or the macOS SDK;
+// lints their darwin-only code for deprecated and nil-returning Apple APIs
+// (lint.go); and, given a macOS SDK, compiles their cgo and Objective-C
+// with clang (crosscompile.go).
 //
 // `go list -deps` under GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 picks each
 // package's file set (it never runs cgo); go/types then checks every package
@@ -47,7 +50,9 @@ func main() {
 		os.Exit(2)
 	}
 	res.report(os.Stdout)
-	if len(res.Errors) > 0 {
+	cc := runCrossCompile(context.Background(), *dir, patterns)
+	fmt.Println(cc.report())
+	if len(res.Errors) > 0 || len(res.Lint) > 0 || cc.err != nil {
 		os.Exit(1)
 	}
 }
@@ -62,6 +67,9 @@ type listedPackage struct {
 	Name       string
 	GoFiles    []string
 	CgoFiles   []string
+	MFiles     []string
+	CFiles     []string
+	HFiles     []string
 	ImportMap  map[string]string
 	Standard   bool
 	DepOnly    bool
@@ -75,6 +83,10 @@ type result struct {
 	Deps     int      // dependencies checked for their declarations
 	Darwin   int      // own files that only darwin builds include
 	Errors   []string // "file:line:col: message", own packages only
+	// Lint are the lint's findings (lint.go) in own darwin-only code, and
+	// Linted the number of files it read.
+	Lint     []string
+	Linted   int
 	Duration time.Duration
 }
 
@@ -82,8 +94,12 @@ func (r result) report(w io.Writer) {
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, e)
 	}
+	for _, e := range r.Lint {
+		fmt.Fprintln(w, e)
+	}
 	fmt.Fprintf(w, "check-darwin: %d packages (%d darwin-only files) type-checked for darwin/arm64 against %d dependencies in %s: %d errors\n",
 		r.Own, r.Darwin, r.Deps, r.Duration.Round(time.Millisecond), len(r.Errors))
+	fmt.Fprintf(w, "check-darwin: deprecated and nil-returning Apple APIs: %d darwin files (Go, Objective-C, C, headers) linted: %d findings\n", r.Linted, len(r.Lint))
 }
 
 func check(ctx context.Context, dir string, patterns []string) (result, error) {
@@ -108,8 +124,15 @@ func check(ctx context.Context, dir string, patterns []string) (result, error) {
 		files, darwinOnly, perr := parseFiles(fset, p, own)
 		if own {
 			res.Own++
-			res.Darwin += darwinOnly
+			res.Darwin += len(darwinOnly)
 			res.Errors = append(res.Errors, perr...)
+			targets := lintTargets(p, darwinOnly)
+			found, err := lintFiles(targets)
+			if err != nil {
+				return result{}, err
+			}
+			res.Linted += len(targets)
+			res.Lint = append(res.Lint, found...)
 		} else {
 			res.Deps++
 		}
@@ -140,7 +163,7 @@ func check(ctx context.Context, dir string, patterns []string) (result, error) {
 // the darwin target, dependencies first.
 func goList(ctx context.Context, dir string, patterns []string) ([]listedPackage, error) {
 	args := append([]string{"list", "-e", "-deps",
-		"-json=ImportPath,Dir,Name,GoFiles,CgoFiles,ImportMap,Standard,DepOnly,Module,Error"}, patterns...)
+		"-json=ImportPath,Dir,Name,GoFiles,CgoFiles,MFiles,CFiles,HFiles,ImportMap,Standard,DepOnly,Module,Error"}, patterns...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), targetEnv...)
@@ -168,15 +191,14 @@ func goList(ctx context.Context, dir string, patterns []string) ([]listedPackage
 }
 
 // parseFiles parses a package's darwin file set. For own packages it also
-// counts files a linux build would not include and reports syntax errors.
-func parseFiles(fset *token.FileSet, p listedPackage, own bool) ([]*ast.File, int, []string) {
+// lists the files a linux build would not include and reports syntax errors.
+func parseFiles(fset *token.FileSet, p listedPackage, own bool) ([]*ast.File, []string, []string) {
 	mode := parser.SkipObjectResolution
 	if own {
 		mode |= parser.ParseComments
 	}
 	var files []*ast.File
-	var errs []string
-	darwinOnly := 0
+	var errs, darwinOnly []string
 	for _, name := range append(append([]string{}, p.GoFiles...), p.CgoFiles...) {
 		path := filepath.Join(p.Dir, name)
 		f, err := parser.ParseFile(fset, path, nil, mode)
@@ -190,7 +212,7 @@ func parseFiles(fset *token.FileSet, p listedPackage, own bool) ([]*ast.File, in
 		}
 		files = append(files, f)
 		if own && (strings.HasSuffix(name, "_darwin.go") || strings.HasSuffix(name, "_darwin_arm64.go") || hasDarwinConstraint(f)) {
-			darwinOnly++
+			darwinOnly = append(darwinOnly, path)
 		}
 	}
 	return files, darwinOnly, errs

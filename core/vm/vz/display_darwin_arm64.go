@@ -142,6 +142,7 @@ func activate() {
 		objc.Call[objc.Void](app, objc.Sel("activate"))
 		return
 	}
+	// checkdarwin:allow the fallback for macOS 13, which has no -[NSApplication activate]
 	app.ActivateIgnoringOtherApps(true)
 }
 
