@@ -79,10 +79,10 @@ type listedPackage struct {
 
 // result is what a check found.
 type result struct {
-	Own      int      // packages checked in full
-	Deps     int      // dependencies checked for their declarations
-	Darwin   int      // own files that only darwin builds include
-	Errors   []string // "file:line:col: message", own packages only
+	Own    int      // packages checked in full
+	Deps   int      // dependencies checked for their declarations
+	Darwin int      // own files that only darwin builds include
+	Errors []string // "file:line:col: message", own packages only
 	// Lint are the lint's findings (lint.go) in own darwin-only code, and
 	// Linted the number of files it read.
 	Lint     []string
