@@ -40,7 +40,7 @@ func TestMacSmokeRunsOffAMac(t *testing.T) {
 
 	cmd := exec.Command(script, "--base-url", llm.URL, "--model", "scripted", "--template", "host", "--unattended")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "HIVECREW_SMOKE_OFF_MAC=1", "SMOKE_KEY=sk-test", "TMPDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "HIVECREW_SMOKE_OFF_MAC=1", "SMOKE_KEY=sk-test", "TMPDIR="+t.TempDir()+"/") // as macOS sets it, with a trailing slash
 	cmd.Args = append(cmd.Args, "--api-key-env", "SMOKE_KEY")
 	started := time.Now()
 	out, err = cmd.CombinedOutput()
