@@ -28,6 +28,21 @@ func migrations() []migration {
 		{5, "task egress allowlist, reasoning and batch; provider organization", func(tx *gorm.DB) error {
 			return tx.Migrator().AutoMigrate(&Task{}, &Provider{}, &Schedule{})
 		}},
+		// Interventions referenced their session without ON DELETE CASCADE,
+		// so a task with a takeover or added instructions could not be
+		// deleted (the cascade from tasks to sessions hit that key).
+		{6, "interventions go with their session", func(tx *gorm.DB) error {
+			m := tx.Migrator()
+			if m.HasConstraint(&AgentSession{}, "Interventions") {
+				if err := m.DropConstraint(&AgentSession{}, "Interventions"); err != nil {
+					return err
+				}
+			}
+			if err := m.CreateConstraint(&AgentSession{}, "Interventions"); err != nil {
+				return err
+			}
+			return m.AutoMigrate(&Intervention{}) // the table was rebuilt: its index again
+		}},
 	}
 }
 

@@ -143,7 +143,7 @@ type AgentSession struct {
 	CompletionTokens int64
 	// CostUSD is the estimate from the model price table at the time of use.
 	CostUSD       float64
-	Interventions []Intervention `gorm:"foreignKey:SessionID"`
+	Interventions []Intervention `gorm:"foreignKey:SessionID;constraint:OnDelete:CASCADE"`
 }
 
 // InterventionKind is what the user did to a running agent.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
@@ -131,5 +132,71 @@ func TestEventsAreNumberedAndCascade(t *testing.T) {
 	}
 	if _, err := s.GetTask(ctx, task.ID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Fatalf("get deleted = %v, want not found", err)
+	}
+}
+
+// TestDeleteTaskWithInterventions: a task whose session holds
+// interventions (a takeover, added instructions) is deleted with them, on
+// a new database and on one migrated from schema 5, whose interventions
+// table referenced sessions without ON DELETE CASCADE (the delete failed
+// with a foreign key error, answered as 404).
+func TestDeleteTaskWithInterventions(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	withIntervention := func(s *Store, name string) *Task {
+		t.Helper()
+		task := newTask(name)
+		if err := s.CreateTask(ctx, task, nil); err != nil {
+			t.Fatal(err)
+		}
+		sess := &AgentSession{ID: "sess-" + task.ID, TaskID: task.ID, StartedAt: time.Now(), TracePath: "trace"}
+		if err := s.CreateSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddIntervention(ctx, Intervention{SessionID: sess.ID, Kind: InterventionTakeover, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	deleted := func(s *Store, task *Task) {
+		t.Helper()
+		if err := s.DeleteTask(ctx, task.ID); err != nil {
+			t.Fatalf("delete a task with an intervention: %v", err)
+		}
+		var left int64
+		s.db.Model(&Intervention{}).Where("session_id = ?", "sess-"+task.ID).Count(&left)
+		if left != 0 {
+			t.Fatalf("%d interventions outlive their task", left)
+		}
+	}
+	deleted(s, withIntervention(s, "new database"))
+
+	// A database of schema 5: the old table, and version 6 not applied.
+	for _, q := range []string{
+		"DROP TABLE interventions",
+		"CREATE TABLE `interventions` (`id` integer PRIMARY KEY AUTOINCREMENT,`session_id` text NOT NULL,`kind` text NOT NULL,`text` text,`created_at` datetime NOT NULL,CONSTRAINT `fk_agent_sessions_interventions` FOREIGN KEY (`session_id`) REFERENCES `agent_sessions`(`id`))",
+		"CREATE INDEX `idx_interventions_session_id` ON `interventions`(`session_id`)",
+		"DELETE FROM schema_versions WHERE version = 6",
+	} {
+		if err := s.db.Exec(q).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := withIntervention(s, "schema 5")
+	if err := s.DeleteTask(ctx, old.ID); err == nil {
+		t.Fatal("the schema 5 table let the task go: the test does not rebuild the old schema")
+	}
+	s.Close()
+	s2, err := Open(ctx, path, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	deleted(s2, old)
+	if !s2.db.Migrator().HasIndex(&Intervention{}, "SessionID") {
+		t.Error("the rebuilt interventions table lost its session index")
+	}
+	if err := s2.IntegrityCheck(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@
 package macsmoke
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/helperproc"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
@@ -33,7 +37,10 @@ func TestMacSmokeRunsOffAMac(t *testing.T) {
 	}
 
 	llm := llmtest.New(t)
-	llm.Script("smoke.txt", append([]llmtest.Turn{llmtest.Tool("write_file", map[string]any{"path": "/mnt/shared/outbox/smoke.txt", "contents": "hivecrew smoke\n"})}, llmtest.Done("Saved smoke.txt.")...)...)
+	smokeScript := func() {
+		llm.Script("smoke.txt", append([]llmtest.Turn{llmtest.Tool("write_file", map[string]any{"path": "/mnt/shared/outbox/smoke.txt", "contents": "hivecrew smoke\n"})}, llmtest.Done("Saved smoke.txt.")...)...)
+	}
+	smokeScript()
 	slow := llmtest.Tool("wait", map[string]any{"seconds": 1})
 	slow.Repeat = true
 	llm.Script("Special:Random", slow)
@@ -68,5 +75,59 @@ func TestMacSmokeRunsOffAMac(t *testing.T) {
 	}
 	if n := len(llm.Requests("smoke.txt")); n == 0 {
 		t.Error("the smoke task never reached the provider")
+	}
+
+	// --home: on a data folder of the user's, with a task and a provider
+	// of theirs, the smoke passes and leaves only what was there.
+	home := t.TempDir()
+	bin := filepath.Join(root, "bin")
+	h := helperproc.Start(t, bin, home)
+	ctx := context.Background()
+	name, url, key, model := "Mine", llm.URL, "sk-mine", "scripted"
+	if _, err := h.Unix.AddProvider(ctx, wire.ProviderInput{DisplayName: &name, BaseURL: &url, APIKey: &key, DefaultModelID: &model}); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := h.Unix.CreateTask(ctx, wire.CreateTask{Description: "A task of the user's", ProviderName: "Mine", ModelID: "scripted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		got, err := h.Unix.Task(ctx, mine.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == "completed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the user's task is %s after a minute", got.Status)
+		}
+	}
+	if err := h.Term(helperproc.StopTimeout); err != nil {
+		t.Fatal(err)
+	}
+	smokeScript() // the first run used its turns
+	cmd = exec.Command(script, "--base-url", llm.URL, "--model", "scripted", "--template", "host", "--unattended", "--api-key-env", "SMOKE_KEY", "--home", home)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "HIVECREW_SMOKE_OFF_MAC=1", "SMOKE_KEY=sk-test", "TMPDIR="+t.TempDir())
+	out, err = cmd.CombinedOutput()
+	t.Logf("mac-smoke --home:\n%s", out)
+	if err != nil {
+		t.Fatalf("mac-smoke --home failed: %v", err)
+	}
+	h = helperproc.Start(t, bin, home)
+	list, err := h.Unix.ListTasks(ctx, client.TaskQuery{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items := list.Items(); len(items) != 1 || items[0].ID != mine.ID {
+		t.Errorf("after mac-smoke --home the folder holds tasks %+v; want only the user's", items)
+	}
+	ps, err := h.Unix.Providers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].DisplayName != "Mine" {
+		t.Errorf("after mac-smoke --home the folder holds providers %+v; want only the user's", ps)
 	}
 }
