@@ -60,11 +60,17 @@ type Task struct {
 	MaxIterations int
 	// ShotW and ShotH cap the screenshots the model sees.
 	ShotW, ShotH int
-	// KeepImages is how many recent screenshots stay images (default 3).
+	// KeepImages is the most recent screenshots sent as images (default 3;
+	// older ones become notes KeepImages at a time, see llm.Window).
 	KeepImages int
 	// MaxFailedChecks ends the task as failed after this many completion
 	// checks in a row say it is not done (default 2).
 	MaxFailedChecks int
+	// ContextTokens is the model's context window (default
+	// llm.DefaultContextTokens); ContextShare the share of it a request may
+	// fill before the history is condensed (default DefaultContextShare).
+	ContextTokens int
+	ContextShare  float64
 }
 
 // Config configures a Runner. Task, LLM, Guest, Trace and Log are required.
@@ -92,6 +98,8 @@ type Result struct {
 	Steps   int
 	Usage   llm.Usage
 	CostUSD float64
+	// Summaries is how many times the history was condensed.
+	Summaries int
 }
 
 // Runner runs one task. Its intervention methods may be called from any
@@ -114,6 +122,10 @@ type Runner struct {
 	// offered are the tools offered to the model, set once before the first
 	// step: a call to any other name never reaches the guest.
 	offered map[string]bool
+	// toolTokens estimates the tool definitions' share of each request.
+	toolTokens int
+	// summaries counts condensed histories (guarded by mu).
+	summaries int
 
 	// stop is cancelled by Cancel (with its cause); Run follows it.
 	stop   context.Context
@@ -146,6 +158,12 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if t.MaxFailedChecks == 0 {
 		t.MaxFailedChecks = 2
+	}
+	if t.ContextTokens <= 0 {
+		t.ContextTokens = llm.DefaultContextTokens
+	}
+	if t.ContextShare <= 0 || t.ContextShare > 1 {
+		t.ContextShare = DefaultContextShare
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -277,6 +295,9 @@ func (r *Runner) Run(ctx context.Context) Result {
 
 	res := r.loop(ctx)
 	res.Steps, res.Usage = r.Steps(), r.Usage()
+	r.mu.Lock()
+	res.Summaries = r.summaries
+	r.mu.Unlock()
 	res.CostUSD, _ = r.cfg.LLM.Cost(res.Usage)
 	r.setStatus(res.Status, "")
 	if err := r.cfg.Trace.Sync(); err != nil {
@@ -314,6 +335,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 	for _, d := range toolDefs {
 		r.offered[d.Function.Name] = true
 	}
+	r.toolTokens = toolsTokens(toolDefs)
 	failedChecks := 0
 	saved := 0 // messages already in the trace's conversation
 	for {
@@ -351,11 +373,28 @@ func (r *Runner) loop(ctx context.Context) Result {
 		}
 		saved = len(messages)
 
+		// Fit the model's context window.
+		if long, est := r.tooLong(messages); long {
+			why := fmt.Sprintf("the next request, about %d tokens, would pass %.0f%% of the model's %d-token window", est, r.task.ContextShare*100, r.task.ContextTokens)
+			if m, err := r.condense(ctx, step, messages, why); err == nil {
+				messages = m
+			} else if ctx.Err() != nil {
+				return ended(ctx)
+			} else {
+				r.cfg.Log.Warn("history not condensed", "err", err)
+			}
+			saved = len(messages)
+		}
+
 		// Decide.
-		reply, err := r.decide(ctx, step, messages, toolDefs)
+		reply, fitted, err := r.decide(ctx, step, messages, toolDefs)
 		if err != nil {
 			return r.failed(ctx, err)
 		}
+		if len(fitted) != len(messages) {
+			saved = len(fitted) // condensed after an overflow: the summary is in the trace
+		}
+		messages = fitted
 		messages = append(messages, reply.Message)
 
 		// A turn without tool calls: is the task done?
@@ -440,11 +479,22 @@ func (r *Runner) observe(ctx context.Context, step int) (openai.ChatCompletionMe
 	}}, m, nil
 }
 
-// decide asks the model; when the provider keeps failing, the task pauses
-// with the error and the same turn is retried after the user resumes.
-func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCompletionMessage, toolDefs []openai.Tool) (llm.Reply, error) {
+// decide asks the model and returns its reply with the conversation it
+// was asked with (condensed, if the provider said the prompt was too long:
+// that is done once a step, then the same request is sent again). When
+// the provider keeps failing, the task pauses with the error and the same
+// turn is retried after the user resumes.
+func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCompletionMessage, toolDefs []openai.Tool) (llm.Reply, []openai.ChatCompletionMessage, error) {
+	condensed := false
 	for {
-		reply, err := r.cfg.LLM.Complete(ctx, llm.Compact(messages, r.task.KeepImages), toolDefs)
+		reply, err := r.cfg.LLM.Complete(ctx, llm.Window(messages, r.task.KeepImages), toolDefs)
+		if err != nil && llm.IsContextOverflow(err) && !condensed && ctx.Err() == nil {
+			condensed = true
+			if m, cerr := r.condense(ctx, step, messages, "the provider refused the prompt as too long: "+err.Error()); cerr == nil {
+				messages = m
+				continue
+			}
+		}
 		if err == nil {
 			r.addUsage(reply.Usage)
 			names := make([]string, len(reply.ToolCalls))
@@ -456,10 +506,10 @@ func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCom
 				summary = "Calls " + strings.Join(names, ", ")
 			}
 			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: summary, Reasoning: reply.Text, Usage: reply.Usage})
-			return reply, nil
+			return reply, messages, nil
 		}
 		if err := r.pauseForLLM(ctx, step, err); err != nil {
-			return llm.Reply{}, err
+			return llm.Reply{}, messages, err
 		}
 	}
 }

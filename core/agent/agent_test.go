@@ -36,7 +36,8 @@ type turn struct {
 	text    string
 	calls   []openai.ToolCall
 	verdict *llm.Verdict
-	status  int // an HTTP error instead
+	status  int    // an HTTP error instead
+	body    string // the error's body (default: a scripted failure)
 	finish  openai.FinishReason
 	hold    chan struct{} // answer only once closed
 }
@@ -55,6 +56,7 @@ type llmServer struct {
 	mu     sync.Mutex
 	script []turn
 	bodies []string
+	served int // scripted answers given (summary requests are not)
 	srv    *httptest.Server
 }
 
@@ -63,8 +65,15 @@ func newLLM(t *testing.T, script ...turn) *llmServer {
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
-		n := len(s.bodies)
 		s.bodies = append(s.bodies, string(body))
+		if strings.Contains(string(body), "You condense the history") {
+			// A summary request: answered outside the script.
+			s.mu.Unlock()
+			json.NewEncoder(w).Encode(openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{Role: "assistant", Content: "SUMMARY: the agent waited several times."}}}})
+			return
+		}
+		n := s.served
+		s.served++
 		var t turn
 		if n < len(s.script) {
 			t = s.script[n]
@@ -81,7 +90,10 @@ func newLLM(t *testing.T, script ...turn) *llmServer {
 		}
 		if t.status != 0 {
 			w.WriteHeader(t.status)
-			w.Write([]byte(`{"error":{"message":"scripted failure"}}`))
+			if t.body == "" {
+				t.body = `{"error":{"message":"scripted failure"}}`
+			}
+			w.Write([]byte(t.body))
 			return
 		}
 		msg := openai.ChatCompletionMessage{Role: "assistant", Content: t.text, ToolCalls: t.calls}
@@ -679,5 +691,94 @@ func TestContentFilterIsNotCompletion(t *testing.T) {
 	e.r.Resume("")
 	if r := wait(t, res); r.Status != store.StatusCompleted {
 		t.Fatalf("after resuming: %+v", r)
+	}
+}
+
+// summaryRequests returns the requests that asked to condense the history.
+func summaryRequests(reqs []string) (idx []int) {
+	for i, r := range reqs {
+		if strings.Contains(r, "You condense the history") {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// TestLongTaskIsCondensed: a task whose history grows past 85% of the
+// model's window (long answers, a 12k-token window) gets its earlier steps
+// condensed into a summary by the model, goes on with the latest screens
+// word for word, and completes; no request passes the window.
+func TestLongTaskIsCondensed(t *testing.T) {
+	long := strings.Repeat("I look at the screen and think about what to do next. ", 40) // about 550 tokens
+	var script []turn
+	for range 14 {
+		script = append(script, turn{text: long, calls: []openai.ToolCall{call("wait", map[string]any{"seconds": 0})}})
+	}
+	l := newLLM(t, append(script, done(true, "Waited.")...)...)
+	e := newEnv(t, l, func(t *Task) { t.ContextTokens = 12_000; t.MaxIterations = 30 })
+	r := wait(t, e.run())
+	if r.Status != store.StatusCompleted || r.Summaries < 1 {
+		t.Fatalf("%+v, want completed after at least one summary", r)
+	}
+	reqs := l.requests()
+	sums := summaryRequests(reqs)
+	t.Logf("%d requests, summaries at %v", len(reqs), sums)
+	if len(sums) != r.Summaries {
+		t.Fatalf("%d summary requests, result says %d", len(sums), r.Summaries)
+	}
+	first := reqs[sums[0]]
+	if strings.Contains(first, "data:image") || !strings.Contains(first, "I look at the screen") {
+		t.Errorf("the summary request should hold the earlier steps as text, no images: %.300s", first)
+	}
+	next := reqs[sums[0]+1]
+	if !strings.Contains(next, "Summary of the earlier steps") || !strings.Contains(next, "SUMMARY: the agent waited") {
+		t.Errorf("the request after the summary does not carry it")
+	}
+	if len(next) >= len(reqs[sums[0]-1]) {
+		t.Errorf("the request after the summary is %d bytes, not shorter than the one before it (%d)", len(next), len(reqs[sums[0]-1]))
+	}
+	for i, body := range reqs {
+		var req openai.ChatCompletionRequest
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		if est := llm.EstimateTokens(req.Messages) + toolsTokens(req.Tools); est > 12_000 {
+			t.Errorf("request %d is about %d tokens, past the 12k window", i, est)
+		}
+	}
+	var condensed bool
+	for len(e.events) > 0 {
+		if ev := <-e.events; ev.ActivityType == "info" && strings.HasPrefix(ev.Summary, "Condensed the history") {
+			condensed = true
+		}
+	}
+	if !condensed {
+		t.Error("no event told the user the history was condensed")
+	}
+}
+
+// TestContextOverflowIsCondensedAndRetried: a provider that refuses the
+// prompt as too long (OpenAI's context_length_exceeded) gets the history
+// condensed and the same step asked again, once; the task completes
+// without pausing.
+func TestContextOverflowIsCondensedAndRetried(t *testing.T) {
+	wait0 := turn{calls: []openai.ToolCall{call("wait", map[string]any{"seconds": 0})}}
+	overflow := turn{status: http.StatusBadRequest, body: `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`}
+	l := newLLM(t, append([]turn{wait0, wait0, wait0, wait0, overflow}, done(true, "Done.")...)...)
+	e := newEnv(t, l, nil)
+	r := wait(t, e.run())
+	if r.Status != store.StatusCompleted || r.Summaries != 1 {
+		t.Fatalf("%+v, want completed after one summary", r)
+	}
+	reqs := l.requests()
+	sums := summaryRequests(reqs)
+	if len(sums) != 1 || sums[0] != 5 {
+		t.Fatalf("summary requests at %v, want one right after the refused request 4", sums)
+	}
+	if !strings.Contains(reqs[6], "Summary of the earlier steps") || strings.Count(reqs[6], "data:image") > 3 {
+		t.Errorf("the retried request does not carry the summary")
+	}
+	if e.r.Steps() != 5 {
+		t.Errorf("%d steps, want 5 (the refused step 5 asked again within itself)", e.r.Steps())
 	}
 }

@@ -135,6 +135,9 @@ type Error struct {
 	// Retryable says waiting and retrying may help (and was tried).
 	Retryable bool
 	Message   string
+	// Code is the provider's error code, when it gave one
+	// ("context_length_exceeded").
+	Code string
 }
 
 func (e *Error) Error() string {
@@ -227,7 +230,11 @@ func (c *Client) do(ctx context.Context, call func(context.Context) error) error
 			msg = "the provider's answer broke off: " + err.Error()
 		}
 		if !retry || attempt >= c.cfg.MaxAttempts {
-			return &Error{Status: status, Attempts: attempt, Retryable: retry, Message: msg}
+			var code string
+			if api := (*openai.APIError)(nil); errors.As(err, &api) && api.Code != nil {
+				code = fmt.Sprint(api.Code)
+			}
+			return &Error{Status: status, Attempts: attempt, Retryable: retry, Message: msg, Code: code}
 		}
 		wait := info.retryAfter
 		if wait == 0 {

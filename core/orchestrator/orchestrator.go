@@ -69,6 +69,9 @@ type Orchestrator struct {
 
 	kick chan struct{} // wakes the dispatcher; buffered 1
 	wg   sync.WaitGroup
+
+	// windows caches models' context windows (see contextWindow).
+	windows windowCache
 }
 
 // New returns an orchestrator; call Recover, then Run.

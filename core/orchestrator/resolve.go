@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/config"
@@ -97,4 +98,49 @@ func usable(t store.Template) error {
 		return errdefs.Conflictf("VM template %q failed to build (%s): rebuild it or pick another (`hivecrew templates ls`)", t.Name, t.StatusReason)
 	}
 	return errdefs.Conflictf("VM template %q is not ready yet (%s): wait for it, or pick another", t.Name, t.Status)
+}
+
+// windowCache remembers what providers' model lists say of context
+// windows, by provider and model, for windowTTL.
+type windowCache struct {
+	mu sync.Mutex
+	m  map[string]cachedWindow
+}
+
+type cachedWindow struct {
+	tokens int
+	at     time.Time
+}
+
+// windowTTL is how long a provider's figure is reused.
+const windowTTL = 10 * time.Minute
+
+// contextWindow returns the context window of a task's model: what the
+// provider's model list says (asked at most every windowTTL, within 5 s),
+// else a known family's, else llm.DefaultContextTokens (llm.ContextWindow).
+func (o *Orchestrator) contextWindow(ctx context.Context, provider string, c *llm.Client) int {
+	key := provider + "\x00" + c.Model()
+	o.windows.mu.Lock()
+	w, ok := o.windows.m[key]
+	o.windows.mu.Unlock()
+	if ok && time.Since(w.at) < windowTTL {
+		return llm.ContextWindow(c.Model(), w.tokens)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	listed := 0
+	if models, err := c.Models(lctx); err == nil {
+		for _, m := range models {
+			if m.ID == c.Model() {
+				listed = m.ContextLength
+			}
+		}
+	}
+	o.windows.mu.Lock()
+	if o.windows.m == nil {
+		o.windows.m = map[string]cachedWindow{}
+	}
+	o.windows.m[key] = cachedWindow{tokens: listed, at: time.Now()}
+	o.windows.mu.Unlock()
+	return llm.ContextWindow(c.Model(), listed)
 }

@@ -234,7 +234,8 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	policy := settings.ToolPolicy.Merge(toPolicy(t.ToolPolicy))
 	runner, err := agent.New(agent.Config{
 		Task: agent.Task{ID: t.ID, Description: description, Network: config.NetworkMode(network), Policy: policy,
-			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight},
+			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight,
+			ContextTokens: o.contextWindow(ctx, t.ProviderName, client)},
 		LLM: client, Guest: lease.Guest(), Trace: tw, Log: o.cfg.Log.With("task", t.ID, "vm", lease.ID()),
 		Emit:    o.emitter(r, sid, client),
 		Changed: o.changed(r),

@@ -28,3 +28,8 @@ func benchHelper(context.Context, *slog.Logger) ([]Metric, error) {
 func benchThroughput(context.Context, *slog.Logger) ([]Metric, error) {
 	return nil, errors.New("the throughput benchmark needs a Linux host (sandboxes)")
 }
+
+// benchContext drives the helper with Linux sandboxes, which only Linux has.
+func benchContext(context.Context, *slog.Logger) ([]Metric, error) {
+	return nil, errors.New("the context benchmark needs a Linux host (sandboxes)")
+}

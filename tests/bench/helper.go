@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +126,10 @@ func (h *helperProc) configure(ctx context.Context, p *provider, settings map[st
 	if _, err := h.unix.AddProvider(ctx, wire.ProviderInput{DisplayName: &name, BaseURL: &p.URL, APIKey: &key, DefaultModelID: &model}); err != nil {
 		return err
 	}
+	// The scripted agents open xterm: opening a terminal follows the shell
+	// policy, which asks the user by default.
+	settings = maps.Clone(settings)
+	settings["toolPolicy"] = map[string]string{"open_terminal": "allow"}
 	if _, err := h.unix.PatchSettings(ctx, settings); err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // its targets and, where there is one, a baseline measured in the same run,
 // prints a Markdown table and writes the same figures as JSON to $BENCH_OUT
 // (default bench-results.json). It exits non-zero when a metric misses its
-// target. BENCH_ONLY=store|guest|sandbox|helper|throughput|darwin runs one
+// target. BENCH_ONLY=store|guest|sandbox|helper|throughput|context|darwin runs one
 // suite; darwin (macOS guests) is measured on a Mac and skipped elsewhere,
 // with the reason in its row.
 //
@@ -38,6 +38,7 @@ func main() {
 		{"sandbox", benchSandbox},
 		{"helper", benchHelper},
 		{"throughput", benchThroughput},
+		{"context", benchContext},
 		{"darwin", benchDarwin},
 	} {
 		if only := os.Getenv("BENCH_ONLY"); only != "" && only != suite.name {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/hivecrew/hivecrew/core/llm"
 )
 
 // provider is the bench's scripted OpenAI-compatible provider. It answers
@@ -24,10 +26,18 @@ type provider struct {
 	URL string
 	srv *httptest.Server
 
-	// mu guards scripts and log.
+	// window, when set, is the model's context window in tokens: /models
+	// says so, and a request that passes it (by llm.EstimateTokens) is
+	// refused as a real provider does (context_length_exceeded).
+	window int
+
+	// mu guards scripts, log and last.
 	mu      sync.Mutex
 	scripts map[string]script
 	log     map[string][]exchange
+	// last is each marker's previous agent request (not a summary or a
+	// check), for the prefix the next one shares with it.
+	last map[string][]byte
 }
 
 // exchange is one request and its answer.
@@ -39,8 +49,13 @@ type exchange struct {
 	images, imageBytes int
 	// lastImage is a hash of the request's newest screenshot.
 	lastImage uint64
-	// check says the request was the completion check.
-	check bool
+	// check says the request was the completion check; summary that it
+	// asked to condense the history; overflow that it was refused as
+	// longer than the window.
+	check, summary, overflow bool
+	// prefix is how many bytes the request shares at its start with the
+	// marker's previous agent request, of prevBytes.
+	prefix, prevBytes int
 }
 
 // script answers a task's n-th request (from 1); check says it is the
@@ -68,7 +83,7 @@ func findMarker(body []byte) string {
 }
 
 func newProvider() *provider {
-	p := &provider{scripts: map[string]script{}, log: map[string][]exchange{}}
+	p := &provider{scripts: map[string]script{}, log: map[string][]exchange{}, last: map[string][]byte{}}
 	p.srv = httptest.NewServer(p)
 	p.URL = p.srv.URL + "/v1"
 	return p
@@ -101,7 +116,11 @@ const checkQuestion = "Was the task fully accomplished"
 
 func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
-		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{{"id": "scripted", "object": "model"}}})
+		model := map[string]any{"id": "scripted", "object": "model"}
+		if p.window > 0 {
+			model["context_length"] = p.window
+		}
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{model}})
 		return
 	}
 	in := time.Now()
@@ -115,15 +134,33 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body := buf.Bytes()
 	marker := findMarker(body)
 	check := bytes.Contains(body, []byte(checkQuestion))
+	summary := bytes.Contains(body, []byte(summaryQuestion))
+	overflow := p.window > 0 && tokens(body) > p.window
 	p.mu.Lock()
 	s := p.scripts[marker]
 	n := len(p.log[marker]) + 1
 	images, imageBytes, last := dataURLs(body)
-	p.log[marker] = append(p.log[marker], exchange{in: in, bytes: len(body), images: images, imageBytes: imageBytes,
-		lastImage: maphash.Bytes(imageSeed, last), check: check})
+	ex := exchange{in: in, bytes: len(body), images: images, imageBytes: imageBytes,
+		lastImage: maphash.Bytes(imageSeed, last), check: check, summary: summary, overflow: overflow}
+	if p.window > 0 && !check && !summary {
+		prompt := promptOf(body)
+		prev := p.last[marker]
+		ex.prefix, ex.prevBytes = commonPrefix(prev, prompt), len(prev)
+		p.last[marker] = prompt
+	}
+	p.log[marker] = append(p.log[marker], ex)
 	p.mu.Unlock()
+	if overflow {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, p.window, tokens(body))
+		return
+	}
 	msg, hold := finish(n, check)
-	if s != nil {
+	switch {
+	case summary:
+		msg, hold = openai.ChatCompletionMessage{Role: "assistant", Content: "The agent opened xterm and typed numbered lines of text into it; it goes on typing."}, nil
+	case s != nil:
 		msg, hold = s(n, check)
 	}
 	if hold != nil {
@@ -146,6 +183,46 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 var imageSeed = maphash.MakeSeed()
+
+// summaryQuestion marks the agent's request to condense its history.
+const summaryQuestion = "You condense the history"
+
+// tokens counts a chat request's prompt tokens as this provider's
+// tokenizer would: 8/7 of the agent's estimate (3.5 bytes a token where
+// the agent assumes 4), so that the agent's margin is put to the test.
+func tokens(body []byte) int {
+	var req openai.ChatCompletionRequest
+	if json.Unmarshal(body, &req) != nil {
+		return 0
+	}
+	b, _ := json.Marshal(req.Tools)
+	return (llm.EstimateTokens(req.Messages) + len(b)/4) * 8 / 7
+}
+
+// promptOf renders a chat request as the model reads it, which is what a
+// provider's prompt cache matches by prefix: the tools first (providers
+// put them ahead of the conversation), then the messages in order. The
+// order of the fields in the request's JSON plays no part.
+func promptOf(body []byte) []byte {
+	var req openai.ChatCompletionRequest
+	if json.Unmarshal(body, &req) != nil {
+		return nil
+	}
+	tools, _ := json.Marshal(req.Tools)
+	messages, _ := json.Marshal(req.Messages)
+	return append(tools, messages...)
+}
+
+// commonPrefix is how many bytes a and b share at their start.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
 
 var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 

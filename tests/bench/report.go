@@ -36,6 +36,9 @@ type Metric struct {
 	// Skipped, when set, says why the metric was not measured on this
 	// machine (a Mac-only figure off a Mac); it neither passes nor fails.
 	Skipped string
+	// Violation, when set, is a requirement the run broke beside the
+	// figure (an error the user would have seen): the metric fails.
+	Violation string
 }
 
 // Quantity encodes a non-time figure in a duration field of a Metric whose
@@ -46,6 +49,9 @@ func Quantity(v float64) time.Duration { return time.Duration(v * float64(time.M
 func (m Metric) Pass() bool {
 	if m.Skipped != "" {
 		return true
+	}
+	if m.Violation != "" {
+		return false
 	}
 	got := m.P50
 	if m.TargetOnP95 {
@@ -145,7 +151,11 @@ func writeTable(w io.Writer, metrics []Metric) {
 		if !m.Pass() {
 			pass = "**NO**"
 		}
-		fmt.Fprintf(w, "| %s | %.3f %s | %.3f %s | %s | %s | %s | %s | %s |\n", m.Name, ms(m.P50), unit, ms(m.P95), unit, target, base, speed, pass, m.Note)
+		note := m.Note
+		if m.Violation != "" {
+			note = "**" + m.Violation + "**; " + note
+		}
+		fmt.Fprintf(w, "| %s | %.3f %s | %.3f %s | %s | %s | %s | %s | %s |\n", m.Name, ms(m.P50), unit, ms(m.P95), unit, target, base, speed, pass, note)
 	}
 }
 
@@ -165,13 +175,14 @@ type jsonMetric struct {
 	Samples      int      `json:"samples"`
 	Pass         bool     `json:"pass"`
 	Skipped      string   `json:"skipped,omitempty"`
+	Violation    string   `json:"violation,omitempty"`
 }
 
 // writeJSON writes the metrics to path as an object from metric name to figures.
 func writeJSON(path string, metrics []Metric) error {
 	out := make(map[string]jsonMetric, len(metrics))
 	for _, m := range metrics {
-		j := jsonMetric{P50: ms(m.P50), P95: ms(m.P95), Samples: m.Samples, Pass: m.Pass(), Unit: m.Unit, Note: m.Note, Skipped: m.Skipped}
+		j := jsonMetric{P50: ms(m.P50), P95: ms(m.P95), Samples: m.Samples, Pass: m.Pass(), Unit: m.Unit, Note: m.Note, Skipped: m.Skipped, Violation: m.Violation}
 		if m.Target > 0 {
 			t := ms(m.Target)
 			j.Target, j.TargetOn, j.AtLeast = &t, "p50", m.AtLeast

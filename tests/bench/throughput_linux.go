@@ -166,7 +166,7 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 		i50, _ := percentiles(inlined[n])
 		out = append(out, Metric{Name: fmt.Sprintf("prompt bytes per step at step %d", n), P50: b50, P95: b95, Target: Quantity(256), Unit: "KB",
 			Baseline: i50, BaselineName: "every screenshot inlined, from this run's images", Samples: len(sizes),
-			Note: "request body sent to the provider; the last 3 screenshots stay images"})
+			Note: "request body sent to the provider; the latest 1 to 3 screenshots stay images (older ones become notes 3 at a time)"})
 	}
 	return out, nil
 }

@@ -1,0 +1,116 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"image"
+	"image/png"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// shot returns a PNG screenshot part of w x h pixels.
+func shot(t *testing.T, w, h int) openai.ChatMessagePart {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ImagePart("png", b.Bytes(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestWindowKeepsThePrefix: over 40 steps of an agent's conversation, the
+// request holds 1 to 3 images, and in 2 steps out of 3 every message of
+// the previous request is sent again byte for byte (the provider's prompt
+// cache hits); the dropped images go 3 at a time.
+func TestWindowKeepsThePrefix(t *testing.T) {
+	img := shot(t, 64, 40)
+	messages := []openai.ChatCompletionMessage{{Role: "system", Content: "system"}, {Role: "user", Content: "Task: x"}}
+	var prev [][]byte
+	kept := 0
+	for step := 1; step <= 40; step++ {
+		messages = append(messages, openai.ChatCompletionMessage{Role: "user", MultiContent: []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "Step"}, img}})
+		w := Window(messages, 3)
+		images := 0
+		var cur [][]byte
+		for _, m := range w {
+			b, _ := json.Marshal(m)
+			cur = append(cur, b)
+			for _, p := range m.MultiContent {
+				if p.Type == openai.ChatMessagePartTypeImageURL {
+					images++
+				}
+			}
+		}
+		if images < 1 || images > 3 {
+			t.Fatalf("step %d sends %d images", step, images)
+		}
+		same := prev != nil
+		for i := range prev {
+			if !bytes.Equal(prev[i], cur[i]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			kept++
+		}
+		prev = cur
+		messages = append(messages, openai.ChatCompletionMessage{Role: "assistant", Content: "ok"})
+	}
+	// Steps 2..40: the prefix breaks at steps 4, 7, ..., 40 (13 of 39).
+	if kept != 26 {
+		t.Fatalf("the previous request was sent again whole at %d of 39 steps, want 26", kept)
+	}
+}
+
+func TestEstimateTokens(t *testing.T) {
+	for _, c := range []struct {
+		w, h, want int
+	}{{1280, 800, 1105}, {640, 400, 425}, {3000, 3000, 765}} {
+		got := EstimateTokens([]openai.ChatCompletionMessage{{Role: "user", MultiContent: []openai.ChatMessagePart{shot(t, c.w, c.h)}}})
+		if got != c.want+messageOverhead {
+			t.Errorf("%dx%d: %d tokens, want %d", c.w, c.h, got, c.want+messageOverhead)
+		}
+	}
+	if got := EstimateTokens([]openai.ChatCompletionMessage{{Role: "user", Content: string(make([]byte, 4000))}}); got != 1000+messageOverhead {
+		t.Errorf("4000 bytes of text: %d tokens", got)
+	}
+}
+
+func TestIsContextOverflow(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&Error{Status: 400, Code: "context_length_exceeded", Message: "x"}, true},
+		{&Error{Status: 400, Message: "the provider refused the request (HTTP 400): This model's maximum context length is 8192 tokens"}, true},
+		{&Error{Status: 400, Message: "prompt is too long: 210000 tokens > 200000 maximum"}, true},
+		{&Error{Status: 413, Message: "Request too large: too many tokens"}, true},
+		{&Error{Status: 400, Message: "invalid image"}, false},
+		{&Error{Status: 429, Message: "too many tokens per minute"}, false},
+		{errors.New("maximum context length"), false},
+	} {
+		if got := IsContextOverflow(c.err); got != c.want {
+			t.Errorf("%v: %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestContextWindow(t *testing.T) {
+	for _, c := range []struct {
+		model  string
+		listed int
+		want   int
+	}{{"gpt-4.1-mini", 0, 1_047_576}, {"openai/gpt-4o", 0, 128_000}, {"anthropic/claude-sonnet-4.5", 0, 200_000}, {"local-model", 32_768, 32_768}, {"llama3", 0, DefaultContextTokens}} {
+		if got := ContextWindow(c.model, c.listed); got != c.want {
+			t.Errorf("%s (%d listed): %d, want %d", c.model, c.listed, got, c.want)
+		}
+	}
+}
