@@ -126,6 +126,8 @@ type Runner struct {
 	toolTokens int
 	// summaries counts condensed histories (guarded by mu).
 	summaries int
+	// live gathers the output of the run_shell call in flight.
+	live liveShell
 
 	// stop is cancelled by Cancel (with its cause); Run follows it.
 	stop   context.Context
@@ -681,6 +683,9 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 				call.Name, pair[0], pair[1], x, y, m.shotW, m.shotH, m.shotW-1, m.shotH-1)
 		}
 		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
+	}
+	if call.Name == protocol.MethodRunShell {
+		defer r.watchShell(step)()
 	}
 	var result json.RawMessage
 	if err := r.cfg.Guest.Call(ctx, call.Name, args, &result); err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,7 +138,13 @@ func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 	}
 	t.Cleanup(func() { mach.Delete(context.Background()) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := guest.Connect(ctx, guest.Config{Dial: mach.DialGuest, Key: mach.GuestKey, Log: log})
+	// Live shell output reaches the runner as the orchestrator wires it.
+	var runner atomic.Pointer[Runner]
+	g, err := guest.Connect(ctx, guest.Config{Dial: mach.DialGuest, Key: mach.GuestKey, Log: log, OnNotify: func(method string, params json.RawMessage) {
+		if r := runner.Load(); r != nil && method == protocol.NotifyShellOutput {
+			r.ShellOutput(params)
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +174,7 @@ func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runner.Store(e.r)
 	return e
 }
 
@@ -780,5 +788,48 @@ func TestContextOverflowIsCondensedAndRetried(t *testing.T) {
 	}
 	if e.r.Steps() != 5 {
 		t.Errorf("%d steps, want 5 (the refused step 5 asked again within itself)", e.r.Steps())
+	}
+}
+
+// TestShellOutputIsLive: a run_shell command's output reaches the activity
+// feed while it runs, in several events, before its result; output the
+// guest sends while no command runs is dropped.
+func TestShellOutputIsLive(t *testing.T) {
+	cmd := "for i in 1 2 3 4 5; do echo line$i; sleep 0.4; done"
+	l := newLLM(t, append([]turn{{calls: []openai.ToolCall{call("run_shell", map[string]any{"command": cmd})}}}, done(true, "Ran.")...)...)
+	e := newEnv(t, l, func(t *Task) { t.Policy = config.ToolPolicy{"run_shell": config.Allow} })
+	e.r.ShellOutput(json.RawMessage(`{"requestId":1,"stream":"stdout","data":"forged before any command"}`))
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
+		t.Fatalf("%+v", r)
+	}
+	var live []Event
+	resultAt := -1
+	for i := 0; len(e.events) > 0; i++ {
+		ev := <-e.events
+		switch {
+		case ev.Tool == "run_shell" && strings.HasPrefix(ev.Summary, "run_shell output:"):
+			live = append(live, ev)
+			if resultAt >= 0 {
+				t.Errorf("live output after the command's result: %+v", ev)
+			}
+		case ev.Type == "tool_call_result" && ev.Tool == "run_shell":
+			resultAt = i
+		}
+		if strings.Contains(ev.Details, "forged") {
+			t.Errorf("output sent while no command ran reached the feed: %+v", ev)
+		}
+	}
+	if len(live) < 2 {
+		t.Fatalf("%d live output events, want the output as it came (several): %+v", len(live), live)
+	}
+	var all string
+	for _, ev := range live {
+		all += ev.Details
+	}
+	if all != "line1\nline2\nline3\nline4\nline5\n" {
+		t.Errorf("live output %q", all)
+	}
+	if !strings.Contains(live[0].Details, "line1") || strings.Contains(live[0].Details, "line5") {
+		t.Errorf("the first live event holds %q: not streamed", live[0].Details)
 	}
 }

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
 // run is one active task: from claiming it off the queue to its end.
@@ -246,6 +248,13 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	r.mu.Lock()
 	r.runner, r.lease, r.sessionID = runner, lease, sid
 	r.mu.Unlock()
+	// Live shell output goes to this run's feed while it holds the VM.
+	lease.OnNotify(func(method string, params json.RawMessage) {
+		if method == protocol.NotifyShellOutput {
+			runner.ShellOutput(params)
+		}
+	})
+	defer lease.OnNotify(nil)
 	now := time.Now().UTC()
 	if _, err := o.update(t.ID, store.Update{
 		Mutate: func(t *store.Task) error {

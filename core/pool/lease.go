@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -42,6 +43,16 @@ func (l *Lease) Machine() vm.Machine { return l.e.m }
 
 // Guest is the client of the VM's guest agent.
 func (l *Lease) Guest() *guest.Client { return l.e.c }
+
+// OnNotify sends the guest's notifications ($/shellOutput) to f, which
+// must not block; nil stops them.
+func (l *Lease) OnNotify(f func(method string, params json.RawMessage)) {
+	if f == nil {
+		l.e.notify.Store(nil)
+		return
+	}
+	l.e.notify.Store(&f)
+}
 
 // Lost is closed when the VM fails (crash, guest unreachable, shutdown);
 // LostReason then says why.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
@@ -149,6 +151,17 @@ type entry struct {
 	// watch is closed to end the supervision of the VM's current run (it
 	// is being saved to disk).
 	watch chan struct{}
+	// notify receives the guest's notifications for the lease holder
+	// (Lease.OnNotify); nil drops them.
+	notify atomic.Pointer[func(method string, params json.RawMessage)]
+}
+
+// onNotify passes a guest notification to the lease holder. It runs on the
+// guest connection's reader.
+func (e *entry) onNotify(method string, params json.RawMessage) {
+	if f := e.notify.Load(); f != nil {
+		(*f)(method, params)
+	}
 }
 
 // New returns a pool; call Run to keep the warm pool and Close to stop.
@@ -493,7 +506,7 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 func (p *Pool) ready(ctx context.Context, e *entry, m vm.Machine) error {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
 	defer cancel()
-	c, err := guest.Connect(rctx, guest.Config{Dial: m.DialGuest, Key: m.GuestKey, Log: p.cfg.Log.With("vm", e.info.ID)})
+	c, err := guest.Connect(rctx, guest.Config{Dial: m.DialGuest, Key: m.GuestKey, Log: p.cfg.Log.With("vm", e.info.ID), OnNotify: e.onNotify})
 	if err != nil {
 		return fmt.Errorf("the guest of %s did not answer hello within %s: %w", e.info.ID, p.cfg.ReadyTimeout, err)
 	}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -463,4 +464,47 @@ func TestWarmVMThatCannotBeSavedStaysRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Release(context.Background())
+}
+
+// TestLeaseHearsItsGuest: the lease holder gets the guest's notifications
+// (live shell output) while it asks for them, and not after.
+func TestLeaseHearsItsGuest(t *testing.T) {
+	h := newPool(t, limits(1, 0), nil, nil)
+	ctx := context.Background()
+	l, err := h.p.Acquire(ctx, Request{TaskID: "t", Template: hostTmpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	var mu sync.Mutex
+	var heard []string
+	l.OnNotify(func(method string, params json.RawMessage) {
+		mu.Lock()
+		heard = append(heard, method+" "+string(params))
+		mu.Unlock()
+	})
+	if _, err := l.Guest().Shell(ctx, protocol.ShellParams{Command: "echo hello-from-guest"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the shell output notification", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(heard) > 0 && strings.Contains(strings.Join(heard, "\n"), "hello-from-guest")
+	})
+	mu.Lock()
+	if !strings.HasPrefix(heard[0], protocol.NotifyShellOutput+" ") {
+		t.Errorf("heard %q", heard)
+	}
+	n := len(heard)
+	mu.Unlock()
+	l.OnNotify(nil)
+	if _, err := l.Guest().Shell(ctx, protocol.ShellParams{Command: "echo again"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard) != n {
+		t.Errorf("heard after OnNotify(nil): %q", heard[n:])
+	}
 }
