@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/sashabaranov/go-openai/jsonschema"
@@ -86,7 +88,7 @@ func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest) (
 		resp = openai.ChatCompletionResponse{}
 		err := c.postChat(actx, body, &resp)
 		if err == nil && len(resp.Choices) == 0 {
-			err = fmt.Errorf("the answer has no choices")
+			err = errNoChoices // a hiccup: asked again, with backoff
 		}
 		return err
 	})
@@ -104,9 +106,38 @@ type Verdict struct {
 	Summary string `json:"summary" description:"what was done and its result, or why the task cannot be completed"`
 }
 
+// errNoChoices is an answer without choices, which providers send now and
+// then under load; do retries it.
+var errNoChoices = errors.New("the answer has no choices")
+
+// verifyAttempts bounds the completion checks asked again when the model
+// answers with something that is not the verdict's JSON.
+const verifyAttempts = 3
+
 // Verify asks the model, with a JSON-schema response format, whether the
-// task is done, and returns its verdict.
+// task is done, and returns its verdict. An answer that is not the
+// verdict is asked again (with backoff) up to verifyAttempts times before
+// it is an error.
 func (c *Client) Verify(ctx context.Context, messages []openai.ChatCompletionMessage) (Verdict, Usage, error) {
+	var total Usage
+	for attempt := 1; ; attempt++ {
+		v, u, err := c.verifyOnce(ctx, messages)
+		total = total.Add(u)
+		if err == nil || !errors.Is(err, errdefs.ErrInvalid) || attempt >= verifyAttempts {
+			return v, total, err
+		}
+		t := time.NewTimer(c.backoff(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Verdict{}, total, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// verifyOnce is one completion check.
+func (c *Client) verifyOnce(ctx context.Context, messages []openai.ChatCompletionMessage) (Verdict, Usage, error) {
 	schema, err := jsonschema.GenerateSchemaForType(Verdict{})
 	if err != nil {
 		return Verdict{}, Usage{}, fmt.Errorf("verdict schema: %w", err)

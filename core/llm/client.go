@@ -190,7 +190,7 @@ func retryable(status int, err error, attemptCtx context.Context) bool {
 		return true // this attempt timed out
 	}
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+	return errors.As(err, &ne) || errors.Is(err, errNoChoices) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "unexpected end of JSON")
 }
 

@@ -215,8 +215,28 @@ func TestVerifyUsesAJSONSchema(t *testing.T) {
 	if rf.Type != "json_schema" || !rf.JSONSchema.Strict || rf.JSONSchema.Schema.Properties["success"] == nil || rf.JSONSchema.Schema.Properties["summary"] == nil {
 		t.Fatalf("response_format = %+v (%s)", rf, s.bodies[0])
 	}
-	if _, _, err := c.Verify(context.Background(), userTurn); !errors.Is(err, errdefs.ErrInvalid) {
-		t.Fatalf("non-JSON verdict = %v", err)
+	if _, _, err := c.Verify(context.Background(), userTurn); !errors.Is(err, errdefs.ErrInvalid) || s.requests() != 1+verifyAttempts {
+		t.Fatalf("non-JSON verdict = %v after %d requests, want an error after %d", err, s.requests()-1, verifyAttempts)
+	}
+}
+
+// TestHiccupsAreRetried: what providers send now and then under load, an
+// answer without choices and a completion check that is not the verdict's
+// JSON, is asked again with backoff instead of pausing the task.
+func TestHiccupsAreRetried(t *testing.T) {
+	empty := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"c","object":"chat.completion","choices":[]}`))
+	}
+	s := newServer(t, empty, empty, reply("at last"))
+	r, err := client(t, s, nil).Complete(context.Background(), userTurn, nil)
+	if err != nil || r.Text != "at last" || s.requests() != 3 {
+		t.Fatalf("reply %q, err %v, %d requests", r.Text, err, s.requests())
+	}
+	s = newServer(t, reply("Yes, it is done."), reply(`{"success": true, "summary": "Saved."}`))
+	v, u, err := client(t, s, nil).Verify(context.Background(), userTurn)
+	if err != nil || !v.Success || s.requests() != 2 || u.Total != 240 {
+		t.Fatalf("verdict %+v, usage %+v, err %v, %d requests", v, u, err, s.requests())
 	}
 }
 
