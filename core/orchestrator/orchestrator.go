@@ -205,7 +205,7 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 	}
 	closed := o.closed || o.base == nil
 	o.mu.Unlock()
-	if (free <= 0 && planFree <= 0) || closed {
+	if closed {
 		return
 	}
 	queued, err := o.cfg.Store.TasksInStatus(ctx, store.StatusQueued)
@@ -213,6 +213,7 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 		o.cfg.Log.Error("read the queue", "err", err)
 		return
 	}
+	full := ""
 	for _, t := range queued {
 		if needsPlan(t) {
 			if planFree > 0 && o.start(t) {
@@ -222,7 +223,33 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 		}
 		if free > 0 && o.start(t) {
 			free--
+			continue
 		}
+		// No slot: the task says why it waits.
+		if full == "" {
+			full = fmt.Sprintf("waiting for a free agent slot: %d of %d in use (Settings: maxConcurrentVMs)", limit-free, limit)
+			if n := o.pausedHolding(); n > 0 {
+				full += fmt.Sprintf(", %d held by paused tasks: resume or cancel them to free their VMs", n)
+			}
+		}
+		if t.StatusReason != full {
+			o.noteQueued(t.ID, full)
+		}
+	}
+}
+
+// noteQueued records why a queued task waits (no event: it is not a change
+// of status, and the dispatcher says it again as it changes).
+func (o *Orchestrator) noteQueued(id, reason string) {
+	_, err := o.update(id, store.Update{Mutate: func(t *store.Task) error {
+		if t.Status != store.StatusQueued {
+			return errdefs.Conflictf("task %s is %s", id, t.Status)
+		}
+		t.StatusReason = reason
+		return nil
+	}})
+	if err != nil && !errors.Is(err, errdefs.ErrConflict) {
+		o.cfg.Log.Error("record why a task waits", "task", id, "err", err)
 	}
 }
 

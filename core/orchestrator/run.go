@@ -406,6 +406,9 @@ func (o *Orchestrator) update(id string, u store.Update) (store.Task, error) {
 
 // setWaiting records why a task waits for a VM.
 func (o *Orchestrator) setWaiting(id, reason string) {
+	if n := o.pausedHolding(); n > 0 {
+		reason += fmt.Sprintf(" (%d held by paused tasks: resume or cancel them to free their VMs)", n)
+	}
 	_, err := o.update(id, store.Update{
 		Mutate: func(t *store.Task) error {
 			if t.Status != store.StatusWaitingForVM {
@@ -419,6 +422,25 @@ func (o *Orchestrator) setWaiting(id, reason string) {
 	if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 		o.cfg.Log.Error("record wait", "task", id, "err", err)
 	}
+}
+
+// pausedHolding counts the paused tasks that hold a VM.
+func (o *Orchestrator) pausedHolding() int {
+	o.mu.Lock()
+	runs := make([]*run, 0, len(o.runs))
+	for _, r := range o.runs {
+		runs = append(runs, r)
+	}
+	o.mu.Unlock()
+	n := 0
+	for _, r := range runs {
+		if runner, lease, _ := r.get(); runner != nil && lease != nil {
+			if st, _ := runner.Status(); st == store.StatusPaused {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // finishTask gives a task its terminal status, its result, its output files

@@ -196,3 +196,43 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Fatalf("VM records left after SIGTERM: %+v", vms)
 	}
 }
+
+// TestQueuedTaskSaysPausedTasksHoldTheVMs: with one VM slot held by a
+// paused task, a queued task says why it waits, naming the paused task's
+// share, and starts once that task is cancelled.
+func TestQueuedTaskSaysPausedTasksHoldTheVMs(t *testing.T) {
+	home := newHome(t)
+	p := startHelper(t, home)
+	llm := llmtest.New(t)
+	p.AddProvider(t, "Scripted", llm.URL, "sk-test")
+	p.Settings(t, map[string]any{"maxConcurrentVMs": 1, "warmPoolSize": 0, "vmMemoryMB": 1024})
+	p.DropWarmVMs(t)
+	ctx := context.Background()
+	slow := llmtest.Tool("wait", map[string]any{"seconds": 0.05})
+	slow.Repeat = true
+	llm.Script("[[holder]]", slow)
+	holder, err := p.Unix.CreateTask(ctx, wire.CreateTask{Description: "Hold the VM [[holder]]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WaitTask(t, holder.ID, "the holder running", time.Minute, func(t wire.Task) bool { return t.Status == "running" })
+	if _, err := p.Unix.TaskAction(ctx, holder.ID, wire.TaskAction{Action: wire.ActionPause}); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitTask(t, holder.ID, "the holder paused", time.Minute, func(t wire.Task) bool { return t.Status == "paused" })
+	llm.Script("[[queued]]", llmtest.Done("done")...)
+	queued, err := p.Unix.CreateTask(ctx, wire.CreateTask{Description: "Wait my turn [[queued]]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.WaitTask(t, queued.ID, "a waiting reason", time.Minute, func(t wire.Task) bool {
+		return (t.Status == "queued" || t.Status == "waitingForVM") && t.StatusReason != ""
+	})
+	if !strings.Contains(w.StatusReason, "1 held by paused tasks") {
+		t.Fatalf("the queued task waits with %q; want it to name the paused task holding the VM", w.StatusReason)
+	}
+	if _, err := p.Unix.TaskAction(ctx, holder.ID, wire.TaskAction{Action: wire.ActionCancel}); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitTask(t, queued.ID, "the queued task's end", 2*time.Minute, terminal)
+}
