@@ -20,6 +20,30 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// budgetFlags set a task's budget (run, resume).
+type budgetFlags struct {
+	usd    float64
+	tokens int64
+}
+
+func (b *budgetFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&b.usd, "budget-usd", 0, "pause the task once its LLM use costs `USD` (estimated from the price table; 0: no budget)")
+	fs.Int64Var(&b.tokens, "budget-tokens", 0, "pause the task once it has used `N` LLM tokens (0: no budget)")
+}
+
+// values returns the flags given (nil for a flag left out).
+func (b *budgetFlags) values(fs *flag.FlagSet) (usd *float64, tokens *int64) {
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "budget-usd":
+			usd = &b.usd
+		case "budget-tokens":
+			tokens = &b.tokens
+		}
+	})
+	return usd, tokens
+}
+
 // taskFlags are the task configuration flags of run and schedules add.
 type taskFlags struct {
 	provider, model, outputDir string
@@ -49,6 +73,8 @@ func cmdRun(e *env, args []string) error {
 	reasoning := fs.String("reasoning", "", "reasoning `EFFORT` to ask the model for: none, minimal, low, medium, high or xhigh")
 	fs.Var(&compare, "compare", "also run the task on `[PROVIDER:]MODEL`, to compare the results (repeatable)")
 	copies := fs.Int("copies", 1, "run `N` copies on each model (1-8)")
+	var budget budgetFlags
+	budget.register(fs)
 	planFirst := fs.Bool("plan-first", false, "have the agent write a plan for approval first")
 	wait := fs.Bool("wait", false, "wait for the end and print the result (exit 0 only if completed)")
 	follow := fs.Bool("follow", false, "print every activity event until the end, then the result")
@@ -74,6 +100,7 @@ func cmdRun(e *env, args []string) error {
 		PlanFirst: *planFirst, TemplateID: *template, TimeoutMinutes: *timeout, MaxIterations: *maxIter,
 		AllowHosts: allowHosts, ReasoningEffort: strings.TrimSpace(*reasoning),
 	}
+	in.BudgetUSD, in.BudgetTokens = budget.values(fs)
 	if *offline {
 		in.NetworkMode = "offline"
 	}

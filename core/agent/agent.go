@@ -71,6 +71,10 @@ type Task struct {
 	// fill before the history is condensed (default DefaultContextShare).
 	ContextTokens int
 	ContextShare  float64
+	// BudgetUSD and BudgetTokens pause the task once its LLM use reaches
+	// them (0: none; see budget.go). Guarded by the runner's mu.
+	BudgetUSD    float64
+	BudgetTokens int64
 }
 
 // Config configures a Runner. Task, LLM, Guest, Trace and Log are required.
@@ -489,6 +493,9 @@ func (r *Runner) observe(ctx context.Context, step int) (openai.ChatCompletionMe
 func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCompletionMessage, toolDefs []openai.Tool) (llm.Reply, []openai.ChatCompletionMessage, error) {
 	condensed := false
 	for {
+		if err := r.withinBudget(ctx); err != nil {
+			return llm.Reply{}, messages, err
+		}
 		reply, err := r.cfg.LLM.Complete(ctx, llm.Window(messages, r.task.KeepImages), toolDefs)
 		if err != nil && llm.IsContextOverflow(err) && !condensed && ctx.Err() == nil {
 			condensed = true
@@ -562,6 +569,9 @@ func (r *Runner) check(ctx context.Context, step int, messages []openai.ChatComp
 	ask := append(llm.Compact(messages, 1), openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
 		Content: "Was the task fully accomplished? Judge by the latest screen and the steps taken. Answer with success and a one-paragraph summary of the result."})
 	for {
+		if err := r.withinBudget(ctx); err != nil {
+			return llm.Verdict{}, err
+		}
 		v, u, err := r.cfg.LLM.Verify(ctx, ask)
 		r.addUsage(u)
 		if err == nil {

@@ -33,6 +33,7 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 		PlanFirst: t.PlanFirst, ReasoningEnabled: t.ReasoningEnabled, OutputDirectory: t.OutputDirectory, TemplateID: t.TemplateID,
 		TimeoutMinutes: t.TimeoutMinutes, MaxIterations: t.MaxIterations, NetworkMode: t.NetworkMode, ToolPolicy: t.ToolPolicy,
 		AllowHosts: t.AllowHosts, BatchID: t.BatchID, TraceDeletedAt: tsp(t.TraceDeletedAt),
+		BudgetUSD: t.BudgetUSD, BudgetTokens: t.BudgetTokens,
 	}
 	if t.ReasoningEffort != "" {
 		w.ReasoningEffort = &t.ReasoningEffort
@@ -374,6 +375,24 @@ func taskFromForm(w http.ResponseWriter, f form, more ...string) (wire.CreateTas
 		}
 	}
 	in.AllowHosts = f.list("allowHosts")
+	if v, err := f.one("budgetUSD"); err != nil {
+		return in, err
+	} else if v != "" {
+		usd, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return in, errdefs.Invalidf("budgetUSD %q: want a number", v)
+		}
+		in.BudgetUSD = &usd
+	}
+	if v, err := f.one("budgetTokens"); err != nil {
+		return in, err
+	} else if v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return in, errdefs.Invalidf("budgetTokens %q: want an integer", v)
+		}
+		in.BudgetTokens = &n
+	}
 	in.MentionedSkillNames, in.ReferencedTaskIDs = f.list("mentionedSkillNames"), f.list("referencedTaskIds")
 	return in, nil
 }
@@ -528,7 +547,7 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 	case wire.ActionPause:
 		err = a.o.Pause(ctx, id)
 	case wire.ActionResume:
-		err = a.o.Resume(ctx, id, body.Instructions)
+		err = a.o.Resume(ctx, id, body.Instructions, orchestrator.Budget{USD: body.BudgetUSD, Tokens: body.BudgetTokens})
 	case wire.ActionInstruct:
 		if strings.TrimSpace(body.Instructions) == "" {
 			return errdefs.Invalidf("instruct needs instructions")

@@ -132,6 +132,10 @@ type Settings struct {
 	DefaultTimeoutMinutes int    `json:"defaultTimeoutMinutes"`
 	DefaultMaxIterations  int    `json:"defaultMaxIterations"`
 	DefaultTemplateID     string `json:"defaultTemplateId"`
+	// TaskBudgetUSD and TaskBudgetTokens pause a task once its LLM use
+	// reaches them (0: no budget); a task may set its own.
+	TaskBudgetUSD    float64 `json:"taskBudgetUSD"`
+	TaskBudgetTokens int64   `json:"taskBudgetTokens"`
 
 	// VM defaults for new VMs.
 	VMCPUCount int `json:"vmCpuCount"`
@@ -238,6 +242,12 @@ func (s Settings) Validate() error {
 	inRange("idleTimeoutMinutes", s.IdleTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultTimeoutMinutes", s.DefaultTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultMaxIterations", s.DefaultMaxIterations, 1, 10000)
+	if s.TaskBudgetUSD < 0 || s.TaskBudgetUSD > 1e6 {
+		errs = append(errs, fmt.Errorf("taskBudgetUSD must be between 0 (none) and 1000000 (got %g)", s.TaskBudgetUSD))
+	}
+	if s.TaskBudgetTokens < 0 {
+		errs = append(errs, fmt.Errorf("taskBudgetTokens must be 0 (none) or more (got %d)", s.TaskBudgetTokens))
+	}
 	inRange("vmCpuCount", s.VMCPUCount, 1, 64)
 	inRange("vmMemoryMB", s.VMMemoryMB, 512, 1<<20)
 	inRange("vmDiskGB", s.VMDiskGB, 8, 8192)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/agent"
+	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
@@ -94,10 +95,29 @@ func (o *Orchestrator) Pause(ctx context.Context, id string) error {
 
 // Resume lets a paused agent go on, with optional new instructions. After a
 // takeover it hands the VM back.
-func (o *Orchestrator) Resume(ctx context.Context, id, instructions string) error {
+func (o *Orchestrator) Resume(ctx context.Context, id, instructions string, budget Budget) error {
 	r, runner, err := o.agentOf(ctx, id, "resume")
 	if err != nil {
 		return err
+	}
+	if budget.USD != nil || budget.Tokens != nil {
+		if err := checkBudget(budget.USD, budget.Tokens); err != nil {
+			return err
+		}
+		t, err := o.update(id, store.Update{Mutate: func(t *store.Task) error {
+			if budget.USD != nil {
+				t.BudgetUSD = budget.USD
+			}
+			if budget.Tokens != nil {
+				t.BudgetTokens = budget.Tokens
+			}
+			return nil
+		}})
+		if err != nil {
+			return err
+		}
+		usd, tokens := budgetOf(t, o.cfg.Settings())
+		runner.SetBudget(usd, tokens)
 	}
 	taken := runner.TakenOver()
 	if !runner.Resume(instructions) {
@@ -164,7 +184,7 @@ func (o *Orchestrator) HandBack(ctx context.Context, id, instructions string) er
 	if !runner.TakenOver() {
 		return errdefs.Conflictf("task %s is not taken over", id)
 	}
-	if err := o.Resume(ctx, id, instructions); err != nil {
+	if err := o.Resume(ctx, id, instructions, Budget{}); err != nil {
 		return err
 	}
 	// A native VM window still open goes too (its closing hands back,
@@ -357,4 +377,22 @@ func (o *Orchestrator) Frame(ctx context.Context, id string, p protocol.Screensh
 		}
 	}
 	return protocol.ScreenshotResult{}, errdefs.Conflictf("task %s has no running VM to watch", id)
+}
+
+// Budget is a new budget given with resume; nil fields stay as they are.
+type Budget struct {
+	USD    *float64
+	Tokens *int64
+}
+
+// budgetOf is a task's budget: its own, else Settings' (0: none).
+func budgetOf(t store.Task, s config.Settings) (usd float64, tokens int64) {
+	usd, tokens = s.TaskBudgetUSD, s.TaskBudgetTokens
+	if t.BudgetUSD != nil {
+		usd = *t.BudgetUSD
+	}
+	if t.BudgetTokens != nil {
+		tokens = *t.BudgetTokens
+	}
+	return usd, tokens
 }

@@ -232,7 +232,7 @@ func TestPlanApprove(t *testing.T) {
 		t.Fatalf("a task under plan review asked for %d VMs", n)
 	}
 	conflict(t, "pause under review", e.o.Pause(ctx, task.ID))
-	err := e.o.Resume(ctx, task.ID, "")
+	err := e.o.Resume(ctx, task.ID, "", Budget{})
 	conflict(t, "resume under review", err)
 	if !strings.Contains(err.Error(), "plan waits for review") {
 		t.Fatalf("resume under review says %q", err)

@@ -234,10 +234,11 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		maxIter = settings.DefaultMaxIterations
 	}
 	policy := settings.ToolPolicy.Merge(toPolicy(t.ToolPolicy))
+	budgetUSD, budgetTokens := budgetOf(t, settings)
 	runner, err := agent.New(agent.Config{
 		Task: agent.Task{ID: t.ID, Description: description, Network: config.NetworkMode(network), Policy: policy,
 			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight,
-			ContextTokens: o.contextWindow(ctx, t.ProviderName, client)},
+			ContextTokens: o.contextWindow(ctx, t.ProviderName, client), BudgetUSD: budgetUSD, BudgetTokens: budgetTokens},
 		LLM: client, Guest: lease.Guest(), Trace: tw, Log: o.cfg.Log.With("task", t.ID, "vm", lease.ID()),
 		Emit:    o.emitter(r, sid, client),
 		Changed: o.changed(r),

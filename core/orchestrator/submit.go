@@ -84,6 +84,9 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if err := toPolicy(in.ToolPolicy).Validate(); err != nil {
 		return t, errdefs.Invalidf("toolPolicy: %v", err)
 	}
+	if err := checkBudget(in.BudgetUSD, in.BudgetTokens); err != nil {
+		return t, err
+	}
 	if err := config.CheckAllowHosts(in.AllowHosts); err != nil {
 		return t, errdefs.Invalidf("allowHosts: %v", err)
 	}
@@ -115,7 +118,19 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 		OutputDirectory: out, PlanFirst: in.PlanFirst, TemplateID: in.TemplateID, TimeoutMinutes: in.TimeoutMinutes,
 		MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
 		AllowHosts: in.AllowHosts, ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort,
+		BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens,
 	}, nil
+}
+
+// checkBudget refuses a negative budget (0 means none).
+func checkBudget(usd *float64, tokens *int64) error {
+	if usd != nil && (*usd < 0 || *usd > 1e6) {
+		return errdefs.Invalidf("budgetUSD %g: want 0 (none) to 1000000", *usd)
+	}
+	if tokens != nil && *tokens < 0 {
+		return errdefs.Invalidf("budgetTokens %d: want 0 (none) or more", *tokens)
+	}
+	return nil
 }
 
 // ReasoningEfforts are the reasoning_effort values providers take.
@@ -242,7 +257,7 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string) (store.Task, error)
 		ID: uuid.NewString(), Title: old.Title, Description: old.Description, ProviderName: old.ProviderName, ModelID: old.ModelID,
 		OutputDirectory: old.OutputDirectory, PlanFirst: old.PlanFirst, TemplateID: old.TemplateID,
 		TimeoutMinutes: old.TimeoutMinutes, MaxIterations: old.MaxIterations, NetworkMode: old.NetworkMode,
-		ToolPolicy: old.ToolPolicy, AllowHosts: old.AllowHosts, ReasoningEnabled: old.ReasoningEnabled,
+		ToolPolicy: old.ToolPolicy, AllowHosts: old.AllowHosts, ReasoningEnabled: old.ReasoningEnabled, BudgetUSD: old.BudgetUSD, BudgetTokens: old.BudgetTokens,
 		ReasoningEffort: old.ReasoningEffort, RerunOfID: &oldID,
 	}
 	return o.queue(ctx, t, srcs, false)

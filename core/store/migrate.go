@@ -43,6 +43,7 @@ func migrations() []migration {
 			}
 			return m.AutoMigrate(&Intervention{}) // the table was rebuilt: its index again
 		}},
+		{7, "task budgets", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 	}
 }
 

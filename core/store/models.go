@@ -79,6 +79,10 @@ type Task struct {
 	// "": the provider's default).
 	ReasoningEnabled *bool
 	ReasoningEffort  string
+	// BudgetUSD and BudgetTokens, when set, pause the task once its LLM
+	// use reaches them (nil: Settings' taskBudget*).
+	BudgetUSD    *float64
+	BudgetTokens *int64
 	// BatchID groups the tasks one batch submission made.
 	BatchID    string  `gorm:"index"`
 	VMID       string  `gorm:"column:vm_id;index"`

@@ -176,7 +176,7 @@ func TestDeleteTaskWithInterventions(t *testing.T) {
 		"DROP TABLE interventions",
 		"CREATE TABLE `interventions` (`id` integer PRIMARY KEY AUTOINCREMENT,`session_id` text NOT NULL,`kind` text NOT NULL,`text` text,`created_at` datetime NOT NULL,CONSTRAINT `fk_agent_sessions_interventions` FOREIGN KEY (`session_id`) REFERENCES `agent_sessions`(`id`))",
 		"CREATE INDEX `idx_interventions_session_id` ON `interventions`(`session_id`)",
-		"DELETE FROM schema_versions WHERE version = 6",
+		"DELETE FROM schema_versions WHERE version >= 6",
 	} {
 		if err := s.db.Exec(q).Error; err != nil {
 			t.Fatal(err)

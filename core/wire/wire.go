@@ -109,8 +109,11 @@ type Task struct {
 	ToolPolicy      map[string]string `json:"toolPolicy,omitempty"`
 	// AllowHosts are the task's own additions to the egress allowlist.
 	AllowHosts []string `json:"allowHosts,omitempty"`
-	ScheduleID string   `json:"scheduleId,omitempty"`
-	RerunOf    string   `json:"rerunOf,omitempty"`
+	// BudgetUSD and BudgetTokens are the task's own budget, if it has one.
+	BudgetUSD    *float64 `json:"budgetUSD,omitempty"`
+	BudgetTokens *int64   `json:"budgetTokens,omitempty"`
+	ScheduleID   string   `json:"scheduleId,omitempty"`
+	RerunOf      string   `json:"rerunOf,omitempty"`
 	// BatchID groups the tasks of one POST /tasks/batch (extension).
 	BatchID string `json:"batchId,omitempty"`
 	// TraceDeletedAt is when trace retention deleted the task's
@@ -149,6 +152,10 @@ type CreateTask struct {
 	// AllowHosts adds hosts, addresses or CIDR ranges an internet-mode
 	// task may reach past the egress policy (extension).
 	AllowHosts []string `json:"allowHosts,omitempty"`
+	// BudgetUSD and BudgetTokens pause the task once its LLM use reaches
+	// them (extension; default Settings' taskBudgetUSD/taskBudgetTokens).
+	BudgetUSD    *float64 `json:"budgetUSD,omitempty"`
+	BudgetTokens *int64   `json:"budgetTokens,omitempty"`
 	SwiftTaskFields
 }
 
@@ -203,6 +210,10 @@ type TaskAction struct {
 	Action       string `json:"action"`
 	Instructions string `json:"instructions,omitempty"`
 	PlanMarkdown string `json:"planMarkdown,omitempty"`
+	// BudgetUSD and BudgetTokens, with resume, give the task a new budget
+	// first (a task paused by its budget resumes once it is raised).
+	BudgetUSD    *float64 `json:"budgetUSD,omitempty"`
+	BudgetTokens *int64   `json:"budgetTokens,omitempty"`
 }
 
 // Task actions.

@@ -236,3 +236,34 @@ func TestQueuedTaskSaysPausedTasksHoldTheVMs(t *testing.T) {
 	}
 	p.WaitTask(t, queued.ID, "the queued task's end", 2*time.Minute, terminal)
 }
+
+// TestBudgetPausesTheTaskUntilRaised: a task created with a token budget
+// its first step uses up pauses with the reason; resuming with a raised
+// budget (PATCH resume budgetTokens) finishes it, and the task keeps the
+// new budget.
+func TestBudgetPausesTheTaskUntilRaised(t *testing.T) {
+	home := newHome(t)
+	p := startHelper(t, home)
+	llm := llmtest.New(t)
+	p.AddProvider(t, "Scripted", llm.URL, "sk-test")
+	p.Settings(t, map[string]any{"warmPoolSize": 0})
+	ctx := context.Background()
+	llm.Script("[[budget]]", append([]llmtest.Turn{llmtest.Tool("wait", map[string]any{"seconds": 0})}, llmtest.Done("done")...)...)
+	small := int64(100)
+	task, err := p.Unix.CreateTask(ctx, wire.CreateTask{Description: "Spend tokens [[budget]]", BudgetTokens: &small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.WaitTask(t, task.ID, "the budget pause", time.Minute, func(t wire.Task) bool { return t.Status == "paused" })
+	if !strings.Contains(got.StatusReason, "token budget reached") || got.BudgetTokens == nil || *got.BudgetTokens != 100 {
+		t.Fatalf("paused with %q, budget %v", got.StatusReason, got.BudgetTokens)
+	}
+	more := int64(10_000_000)
+	if _, err := p.Unix.TaskAction(ctx, task.ID, wire.TaskAction{Action: wire.ActionResume, BudgetTokens: &more}); err != nil {
+		t.Fatal(err)
+	}
+	done := p.WaitTask(t, task.ID, "the end", time.Minute, terminal)
+	if done.Status != "completed" || done.BudgetTokens == nil || *done.BudgetTokens != more {
+		t.Fatalf("ended %s (%s) with budget %v", done.Status, done.StatusReason, done.BudgetTokens)
+	}
+}
