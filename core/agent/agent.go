@@ -50,6 +50,14 @@ type Event struct {
 	Usage      llm.Usage
 }
 
+// Live is a piece of the model's answer to a step as it streams.
+type Live struct {
+	Step int
+	// Restart says the answer starts over (the request is asked again).
+	Restart         bool
+	Text, Reasoning string
+}
+
 // Task is the work and its limits.
 type Task struct {
 	ID            string
@@ -86,6 +94,10 @@ type Config struct {
 	Log   *slog.Logger
 	// Emit, if set, receives every event (after it is in the trace).
 	Emit func(Event)
+	// Live, if set, hears the model's answer as it streams; the model is
+	// then asked for a stream. What it hears is not recorded: the
+	// llm_response event that follows is.
+	Live func(Live)
 	// Now is the clock for the prompt's date; default time.Now.
 	Now func() time.Time
 	// Changed, if set, is called (outside any lock) whenever the pause
@@ -496,7 +508,13 @@ func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCom
 		if err := r.withinBudget(ctx); err != nil {
 			return llm.Reply{}, messages, err
 		}
-		reply, err := r.cfg.LLM.Complete(ctx, llm.Window(messages, r.task.KeepImages), toolDefs)
+		var onDelta func(llm.Delta)
+		if r.cfg.Live != nil {
+			onDelta = func(d llm.Delta) {
+				r.cfg.Live(Live{Step: step, Restart: d.Restart, Text: d.Text, Reasoning: d.Reasoning})
+			}
+		}
+		reply, err := r.cfg.LLM.CompleteStream(ctx, llm.Window(messages, r.task.KeepImages), toolDefs, onDelta)
 		if err != nil && llm.IsContextOverflow(err) && !condensed && ctx.Err() == nil {
 			condensed = true
 			if m, cerr := r.condense(ctx, step, messages, "the provider refused the prompt as too long: "+err.Error()); cerr == nil {
@@ -514,7 +532,8 @@ func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCom
 			if summary == "" {
 				summary = "Calls " + strings.Join(names, ", ")
 			}
-			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: summary, Reasoning: reply.Text, Usage: reply.Usage})
+			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: summary, Reasoning: reply.Text,
+				Details: truncate(reply.Reasoning, 8000), Usage: reply.Usage})
 			return reply, messages, nil
 		}
 		if err := r.pauseForLLM(ctx, step, err); err != nil {

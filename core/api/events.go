@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -77,12 +78,21 @@ func (a *API) activity(w http.ResponseWriter, r *http.Request) error {
 // events streams a task's activity as server-sent events: the past events
 // first (after Last-Event-ID or ?since), then live ones, in order, each
 // with its seq as id. The stream ends after the terminal status_change.
+// With ?live=1 it also carries the model's answer as it streams
+// (llm_stream events, see liveStream).
 func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	since, err := intParam(r, "since", 0, 0, 1<<62)
 	if err != nil {
 		return err
 	}
+	withLive := false
+	if v := r.URL.Query().Get("live"); v != "" {
+		if withLive, err = formBool("live", v); err != nil {
+			return err
+		}
+	}
+	var live liveStream
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -121,6 +131,9 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 				break
 			}
 		}
+		if withLive && !ended && len(events) < 500 {
+			live.next(&buf, a.o, id)
+		}
 		if buf.Len() > 0 {
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return nil
@@ -144,6 +157,41 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+}
+
+// liveStream is what one event stream has sent of the model's streaming
+// answer. An llm_stream event has no id (it is not stored, and a client
+// reconnecting with Last-Event-ID resumes after the stored events): its
+// data is {type, timestamp, data: {taskId, step, reset, text, reasoning}},
+// where reset says the answer starts over and text and reasoning are what
+// it grew by since the last llm_stream event (all of it after a reset).
+type liveStream struct {
+	gen                  uint64
+	started              bool
+	textLen, reasonedLen int
+}
+
+func (l *liveStream) next(buf *bytes.Buffer, o *orchestrator.Orchestrator, id string) {
+	cur, ok := o.LiveAnswer(id)
+	if !ok {
+		return
+	}
+	reset := !l.started || cur.Gen != l.gen || len(cur.Text) < l.textLen || len(cur.Reasoning) < l.reasonedLen
+	if reset {
+		if cur.Text == "" && cur.Reasoning == "" && (!l.started || l.textLen+l.reasonedLen == 0) {
+			l.gen, l.started = cur.Gen, true
+			return // nothing to show, nothing shown
+		}
+		l.textLen, l.reasonedLen = 0, 0
+	}
+	text, reasoning := cur.Text[l.textLen:], cur.Reasoning[l.reasonedLen:]
+	if !reset && text == "" && reasoning == "" {
+		return
+	}
+	l.gen, l.started, l.textLen, l.reasonedLen = cur.Gen, true, len(cur.Text), len(cur.Reasoning)
+	b, _ := json.Marshal(wire.LiveEvent{Type: "llm_stream", Timestamp: ts(time.Now()),
+		Data: wire.LiveData{TaskID: id, Step: cur.Step, Reset: reset, Text: text, Reasoning: reasoning}})
+	fmt.Fprintf(buf, "event: llm_stream\ndata: %s\n\n", b)
 }
 
 func jsonString(s string) string {

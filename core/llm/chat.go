@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -51,13 +52,22 @@ type Reply struct {
 	// Text is what the model said; ToolCalls what it asked to do, in order.
 	Text      string
 	ToolCalls []ToolCall
+	// Reasoning is the model's reasoning (or its summary) when the
+	// provider shows it.
+	Reasoning string
 	Usage     Usage
 }
 
 // Complete sends the conversation with the tools and returns the model's
 // reply.
 func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionMessage, tools []openai.Tool) (Reply, error) {
-	resp, err := c.create(ctx, openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: messages, Tools: tools, ReasoningEffort: c.cfg.ReasoningEffort})
+	return c.CompleteStream(ctx, messages, tools, nil)
+}
+
+// CompleteStream is Complete with the answer streamed: onDelta, when set,
+// hears the text and reasoning as they come (on the calling goroutine).
+func (c *Client) CompleteStream(ctx context.Context, messages []openai.ChatCompletionMessage, tools []openai.Tool, onDelta func(Delta)) (Reply, error) {
+	resp, err := c.create(ctx, openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: messages, Tools: tools, ReasoningEffort: c.cfg.ReasoningEffort}, onDelta)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -65,7 +75,7 @@ func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionM
 	if msg.Role == "" {
 		msg.Role = openai.ChatMessageRoleAssistant
 	}
-	r := Reply{Message: msg, Text: msg.Content, Usage: usageOf(resp.Usage)}
+	r := Reply{Message: msg, Text: msg.Content, Reasoning: msg.ReasoningContent, Usage: usageOf(resp.Usage)}
 	for _, tc := range msg.ToolCalls {
 		args := json.RawMessage(tc.Function.Arguments)
 		if len(strings.TrimSpace(tc.Function.Arguments)) == 0 {
@@ -76,17 +86,54 @@ func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionM
 	return r, nil
 }
 
-// create sends one chat completion request, with retries; an answer
-// without choices counts as a broken one.
-func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	body, err := c.chatBody(req)
-	if err != nil {
-		return openai.ChatCompletionResponse{}, fmt.Errorf("marshal the request: %w", err)
+// create sends one request, with retries, to the provider's backend (Chat
+// Completions, or Responses: see responses.go), streamed when onDelta is
+// set; an answer without choices counts as a broken one.
+func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest, onDelta func(Delta)) (openai.ChatCompletionResponse, error) {
+	responses := c.cfg.Backend == BackendResponses
+	stream := onDelta != nil
+	path := "/chat/completions"
+	var b body
+	if responses {
+		path = "/responses"
+		rr, err := c.responsesRequest(req, stream)
+		if err != nil {
+			return openai.ChatCompletionResponse{}, fmt.Errorf("the request has no Responses form: %w", err)
+		}
+		data, err := json.Marshal(rr)
+		if err != nil {
+			return openai.ChatCompletionResponse{}, fmt.Errorf("marshal the request: %w", err)
+		}
+		b = body{data}
+	} else {
+		if stream {
+			req.Stream, req.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
+		}
+		var err error
+		if b, err = c.chatBody(req); err != nil {
+			return openai.ChatCompletionResponse{}, fmt.Errorf("marshal the request: %w", err)
+		}
+	}
+	limit := c.cfg.Timeout
+	if stream {
+		limit *= streamSpan
 	}
 	var resp openai.ChatCompletionResponse
-	err = c.do(ctx, func(actx context.Context) error {
-		resp = openai.ChatCompletionResponse{}
-		err := c.postChat(actx, body, &resp)
+	err := c.doFor(ctx, limit, func(actx context.Context) error {
+		var err error
+		switch {
+		case stream:
+			onDelta(Delta{Restart: true})
+			resp, err = c.postStream(actx, path, b, onDelta)
+		case responses:
+			var a responsesAnswer
+			if _, err = c.post(actx, path, b, &a, nil); err == nil {
+				resp, err = a.chat("")
+			}
+		default:
+			resp = openai.ChatCompletionResponse{}
+			_, err = c.post(actx, path, b, &resp, nil)
+		}
 		if err == nil && len(resp.Choices) == 0 {
 			err = errNoChoices // a hiccup: asked again, with backoff
 		}
@@ -98,6 +145,41 @@ func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest) (
 		return resp, &Error{Attempts: 1, Message: "the provider's content filter stopped the model's answer (finish_reason content_filter)"}
 	}
 	return resp, err
+}
+
+// postStream sends a streamed request and gathers its answer. The stream
+// is broken off when it goes quiet for the client's timeout.
+func (c *Client) postStream(ctx context.Context, path string, b body, onDelta func(Delta)) (openai.ChatCompletionResponse, error) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wd := newWatchdog(c.cfg.Timeout, cancel)
+	defer wd.stop()
+	var s interface {
+		event([]byte) (bool, error)
+		response() (openai.ChatCompletionResponse, error)
+	}
+	var resp openai.ChatCompletionResponse
+	var a responsesAnswer
+	var out any = &resp
+	responses := c.cfg.Backend == BackendResponses
+	if responses {
+		s, out = &responsesStream{onDelta: onDelta}, &a
+	} else {
+		s = &chatStream{onDelta: onDelta}
+	}
+	streamed, err := c.post(sctx, path, b, out, func(r io.Reader) error { return sseEvents(r, wd.alive, s.event) })
+	if errors.Is(context.Cause(sctx), errStalled) && ctx.Err() == nil {
+		return resp, fmt.Errorf("%w for %s", errStalled, c.cfg.Timeout)
+	}
+	switch {
+	case err != nil:
+		return resp, err
+	case streamed:
+		return s.response()
+	case responses:
+		return a.chat("")
+	}
+	return resp, nil
 }
 
 // Verdict is the completion check's structured answer.
@@ -150,7 +232,7 @@ func (c *Client) verifyOnce(ctx context.Context, messages []openai.ChatCompletio
 			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: "completion_check", Schema: schema, Strict: true},
 		},
 	}
-	resp, err := c.create(ctx, req)
+	resp, err := c.create(ctx, req, nil)
 	if err != nil {
 		return Verdict{}, Usage{}, err
 	}

@@ -2,7 +2,8 @@
 // endpoints (OpenAI, OpenRouter, Anthropic's compatible endpoint, Ollama, LM
 // Studio, vLLM) on github.com/sashabaranov/go-openai: function tools, images
 // as data URLs, JSON-schema structured output for the completion check,
-// retries with exponential backoff and jitter on 429, 5xx, timeouts and
+// streamed answers (stream.go) over Chat Completions or the Responses API
+// (responses.go), retries with exponential backoff and jitter on 429, 5xx, timeouts and
 // broken responses (honouring Retry-After), token usage and cost, model
 // listing and a connection test. A Client holds no state that one task could
 // leak into another: every agent has its own.
@@ -48,13 +49,16 @@ type Config struct {
 	// ReasoningEffort, if set, is the reasoning_effort of every chat
 	// request.
 	ReasoningEffort string
+	// Backend is the provider's API: BackendChatCompletions (the default)
+	// or BackendResponses.
+	Backend string
 }
 
 // Client calls one model of one provider.
 type Client struct {
 	cfg Config
 	api *openai.Client
-	// baseURL and doer send chat completions (see postChat).
+	// baseURL and doer send chat completions and responses (see post).
 	baseURL string
 	doer    recordingDoer
 	wire    wireCache
@@ -73,6 +77,13 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.BackoffBase == 0 {
 		cfg.BackoffBase = time.Second
+	}
+	switch cfg.Backend {
+	case "":
+		cfg.Backend = BackendChatCompletions
+	case BackendChatCompletions, BackendResponses:
+	default:
+		return nil, errdefs.Invalidf("backend %q: want %s or %s", cfg.Backend, BackendChatCompletions, BackendResponses)
 	}
 	if cfg.BackoffMax == 0 {
 		cfg.BackoffMax = 30 * time.Second
@@ -190,7 +201,7 @@ func retryable(status int, err error, attemptCtx context.Context) bool {
 		return true // this attempt timed out
 	}
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, errNoChoices) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+	return errors.As(err, &ne) || errors.Is(err, errNoChoices) || errors.Is(err, errStalled) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "unexpected end of JSON")
 }
 
@@ -201,12 +212,17 @@ func (c *Client) backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// do runs call with retries. Each attempt gets its own timeout and records
-// what the provider answered.
+// do runs call with retries. Each attempt gets the client's timeout and
+// records what the provider answered.
 func (c *Client) do(ctx context.Context, call func(context.Context) error) error {
+	return c.doFor(ctx, c.cfg.Timeout, call)
+}
+
+// doFor is do with each attempt bounded by limit.
+func (c *Client) doFor(ctx context.Context, limit time.Duration, call func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		info := &attemptInfo{}
-		actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, info), c.cfg.Timeout)
+		actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, info), limit)
 		err := call(actx)
 		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
@@ -220,9 +236,14 @@ func (c *Client) do(ctx context.Context, call func(context.Context) error) error
 		broke := status == http.StatusOK // the answer broke after its status line
 		if broke {
 			status = 0
+			// An error the provider sent inside its stream carries the
+			// status it stands for (see streamError).
+			if api := (*openai.APIError)(nil); errors.As(err, &api) && api.HTTPStatusCode != 0 {
+				status, broke = api.HTTPStatusCode, false
+			}
 		}
 		if timedOut {
-			err = fmt.Errorf("no answer within %s", c.cfg.Timeout)
+			err = fmt.Errorf("no answer within %s", limit)
 		}
 		retry := retryable(status, err, actx)
 		msg := describe(status, err)

@@ -32,6 +32,7 @@ type server struct {
 	mu     sync.Mutex
 	script []http.HandlerFunc
 	bodies [][]byte
+	urls   []string
 	times  []time.Time
 	srv    *httptest.Server
 }
@@ -47,6 +48,7 @@ func newServer(t *testing.T, script ...http.HandlerFunc) *server {
 		s.mu.Lock()
 		n := len(s.bodies)
 		s.bodies = append(s.bodies, body)
+		s.urls = append(s.urls, r.URL.Path)
 		s.times = append(s.times, time.Now())
 		h := s.script[min(n, len(s.script)-1)]
 		s.mu.Unlock()
@@ -54,6 +56,13 @@ func newServer(t *testing.T, script ...http.HandlerFunc) *server {
 	}))
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// paths are the paths of the requests, in order.
+func (s *server) paths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.urls)
 }
 
 func (s *server) requests() int {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
 	"slices"
@@ -204,19 +205,21 @@ func jsonSafe(s string) bool {
 	return true
 }
 
-// postChat sends a marshaled chat completion request and decodes the
-// answer into resp. Failures come back as go-openai's error types, as its
-// own client returns them: *openai.APIError when the provider explained,
-// *openai.RequestError otherwise.
-func (c *Client) postChat(ctx context.Context, b body, resp *openai.ChatCompletionResponse) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/chat/completions", b.reader())
+// post sends a marshaled request to path under the base URL and reads the
+// answer: a server-sent event stream goes to stream (when the request asked
+// for one: stream is set), any other answer is decoded into out. Failures
+// come back as go-openai's error types, as its own client returns them:
+// *openai.APIError when the provider explained, *openai.RequestError
+// otherwise.
+func (c *Client) post(ctx context.Context, path string, b body, out any, stream func(io.Reader) error) (streamed bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, b.reader())
 	if err != nil {
-		return err
+		return false, err
 	}
 	req.ContentLength = b.len()
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(b.reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
-	return c.send(req, resp)
+	return c.send(req, out, stream)
 }
 
 // maxModelsBytes caps a /models answer (OpenRouter's is about 1 MB).
@@ -228,14 +231,19 @@ func (c *Client) getJSON(ctx context.Context, path string, out any) error {
 	if err != nil {
 		return err
 	}
-	return c.send(req, out)
+	_, err = c.send(req, out, nil)
+	return err
 }
 
-// send adds the headers every request carries, sends req and decodes a
-// successful answer into out; a failed one is an *openai.APIError, or an
+// send adds the headers every request carries, sends req and reads a
+// successful answer: an event stream into stream, when set, anything else
+// decoded into out. A failed one is an *openai.APIError, or an
 // *openai.RequestError when it is not in the OpenAI error shape.
-func (c *Client) send(req *http.Request, out any) error {
+func (c *Client) send(req *http.Request, out any, stream func(io.Reader) error) (streamed bool, err error) {
 	req.Header.Set("Accept", "application/json")
+	if stream != nil {
+		req.Header.Set("Accept", "text/event-stream, application/json")
+	}
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
@@ -244,20 +252,23 @@ func (c *Client) send(req *http.Request, out any) error {
 	}
 	res, err := c.doer.Do(req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer res.Body.Close()
 	if res.StatusCode < http.StatusOK || res.StatusCode >= http.StatusBadRequest {
-		data, err := io.ReadAll(res.Body)
+		data, err := io.ReadAll(io.LimitReader(res.Body, maxModelsBytes))
 		if err != nil {
-			return fmt.Errorf("read the error answer: %w", err)
+			return false, fmt.Errorf("read the error answer: %w", err)
 		}
 		var e openai.ErrorResponse
 		if err := json.Unmarshal(data, &e); err != nil || e.Error == nil {
-			return &openai.RequestError{HTTPStatus: res.Status, HTTPStatusCode: res.StatusCode, Err: err, Body: data}
+			return false, &openai.RequestError{HTTPStatus: res.Status, HTTPStatusCode: res.StatusCode, Err: err, Body: data}
 		}
 		e.Error.HTTPStatus, e.Error.HTTPStatusCode = res.Status, res.StatusCode
-		return e.Error
+		return false, e.Error
 	}
-	return json.NewDecoder(io.LimitReader(res.Body, maxModelsBytes)).Decode(out)
+	if ct, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); stream != nil && ct == "text/event-stream" {
+		return true, stream(res.Body)
+	}
+	return false, json.NewDecoder(io.LimitReader(res.Body, maxModelsBytes)).Decode(out)
 }

@@ -49,7 +49,7 @@ func (o *Orchestrator) clientFor(p store.Provider, model string, settings config
 		return nil, fmt.Errorf("API key of provider %s: %w", p.DisplayName, err)
 	}
 	cfg := llm.Config{BaseURL: p.BaseURL, APIKey: key, Model: model, Prices: llm.PricesFrom(settings.ModelPrices), BackoffBase: o.cfg.LLMBackoff,
-		Organization: p.OrganizationID, ReasoningEffort: effort}
+		Organization: p.OrganizationID, ReasoningEffort: effort, Backend: p.BackendMode}
 	if p.TimeoutSeconds > 0 {
 		cfg.Timeout = time.Duration(p.TimeoutSeconds) * time.Second
 	}

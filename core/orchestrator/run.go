@@ -40,6 +40,9 @@ type run struct {
 	lease     *pool.Lease
 	sessionID string
 	saved     map[string]bool // questions and permission requests already in the store
+
+	// live is the model's answer streaming in the current step.
+	live liveAnswer
 }
 
 // stop ends the run with cause: the agent is interrupted wherever it is.
@@ -241,6 +244,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 			ContextTokens: o.contextWindow(ctx, t.ProviderName, client), BudgetUSD: budgetUSD, BudgetTokens: budgetTokens},
 		LLM: client, Guest: lease.Guest(), Trace: tw, Log: o.cfg.Log.With("task", t.ID, "vm", lease.ID()),
 		Emit:    o.emitter(r, sid, client),
+		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
 		Changed: o.changed(r),
 	})
 	if err != nil {
@@ -518,6 +522,7 @@ func (o *Orchestrator) emitter(r *run, sid string, client *llm.Client) func(agen
 				return nil
 			}
 		case e.Type == "llm_response" && runner != nil:
+			r.live.clear()
 			steps, usage := runner.Steps(), runner.Usage()
 			cost, _ := client.Cost(usage)
 			u.Mutate = func(t *store.Task) error {

@@ -253,6 +253,25 @@ type Event struct {
 	Data      EventData `json:"data"`
 }
 
+// LiveEvent is an llm_stream event of the event stream with ?live=1
+// (extension): a piece of the model's answer as it streams. It is not
+// stored and has no seq.
+type LiveEvent struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      LiveData  `json:"data"`
+}
+
+// LiveData is what an llm_stream event says: Reset starts the answer over,
+// Text and Reasoning are what it grew by.
+type LiveData struct {
+	TaskID    string `json:"taskId"`
+	Step      int    `json:"step"`
+	Reset     bool   `json:"reset"`
+	Text      string `json:"text"`
+	Reasoning string `json:"reasoning"`
+}
+
 // EventData is what an event says.
 type EventData struct {
 	Summary      string `json:"summary"`

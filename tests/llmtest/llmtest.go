@@ -8,6 +8,7 @@ package llmtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -178,11 +179,54 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, turn.Status, http.StatusText(turn.Status))
 		return
 	}
+	usage := openai.Usage{PromptTokens: 1000, CompletionTokens: 20, TotalTokens: 1020}
+	if strings.Contains(body, `"stream":true`) {
+		stream(w, turn.Msg, usage)
+		return
+	}
 	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
 		ID: "scripted", Object: "chat.completion", Model: "scripted",
 		Choices: []openai.ChatCompletionChoice{{Message: turn.Msg, FinishReason: "stop"}},
-		Usage:   openai.Usage{PromptTokens: 1000, CompletionTokens: 20, TotalTokens: 1020},
+		Usage:   usage,
 	})
+}
+
+// stream answers a streamed request as real providers do: server-sent
+// chat completion chunks, the text a few words at a time, each tool call's
+// arguments in two pieces, then the finish reason, the usage and [DONE].
+func stream(w http.ResponseWriter, msg openai.ChatCompletionMessage, usage openai.Usage) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	rc := http.NewResponseController(w)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		rc.Flush()
+	}
+	chunk := func(d openai.ChatCompletionStreamChoiceDelta, finish openai.FinishReason) openai.ChatCompletionStreamResponse {
+		return openai.ChatCompletionStreamResponse{ID: "scripted", Object: "chat.completion.chunk", Model: "scripted",
+			Choices: []openai.ChatCompletionStreamChoice{{Delta: d, FinishReason: finish}}}
+	}
+	send(chunk(openai.ChatCompletionStreamChoiceDelta{Role: "assistant"}, ""))
+	for _, word := range strings.SplitAfter(msg.Content, " ") {
+		if word != "" {
+			send(chunk(openai.ChatCompletionStreamChoiceDelta{Content: word}, ""))
+		}
+	}
+	for i, tc := range msg.ToolCalls {
+		args := tc.Function.Arguments
+		cut := len(args) / 2
+		send(chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &i, ID: tc.ID, Type: tc.Type,
+			Function: openai.FunctionCall{Name: tc.Function.Name, Arguments: args[:cut]}}}}, ""))
+		send(chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &i,
+			Function: openai.FunctionCall{Arguments: args[cut:]}}}}, ""))
+	}
+	finish := openai.FinishReasonStop
+	if len(msg.ToolCalls) > 0 {
+		finish = openai.FinishReasonToolCalls
+	}
+	send(chunk(openai.ChatCompletionStreamChoiceDelta{}, finish))
+	send(map[string]any{"id": "scripted", "object": "chat.completion.chunk", "choices": []any{}, "usage": usage})
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 // defaultTurn finishes any task: a text answer, then a successful verdict.

@@ -18,6 +18,15 @@ export function text(s) {
 }
 
 /**
+ * A turn streamed slowly, as a reasoning model's: its reasoning, then its
+ * text, in pieces paceMs apart. With midway (a gate), the stream stops
+ * after the reasoning and the first half of the text until the gate opens.
+ */
+export function slow(turn, { reasoning = '', paceMs = 30, midway = null } = {}) {
+  return { ...turn, reasoning, paceMs, midway };
+}
+
+/**
  * A gate: gate.hold(turn) is a turn answered only once gate.release() is
  * called (or the agent hangs up); gate.reached resolves when the held
  * request has arrived.
@@ -91,9 +100,12 @@ export class ScriptedLLM {
     if (req.method === 'GET' && url.pathname.endsWith('/models')) {
       return json(res, 200, { object: 'list', data: this.models.map((id) => ({ id, object: 'model' })) });
     }
-    if (req.method !== 'POST' || !url.pathname.endsWith('/chat/completions')) return json(res, 404, { error: { message: 'not found' } });
+    const responses = url.pathname.endsWith('/responses');
+    if (req.method !== 'POST' || !(responses || url.pathname.endsWith('/chat/completions'))) return json(res, 404, { error: { message: 'not found' } });
     let body = '';
     for await (const chunk of req) body += chunk;
+    let streamed = false;
+    try { streamed = JSON.parse(body).stream === true; } catch { /* answered as asked */ }
     this.requests.push({ body, auth: req.headers.authorization || '' });
     let turn = null;
     let verdict = { success: true, summary: 'Done.' };
@@ -116,12 +128,82 @@ export class ScriptedLLM {
       await Promise.race([turn.hold, gone]);
       if (res.destroyed || res.writableEnded) return;
     }
+    const usage = { prompt_tokens: 1000, completion_tokens: 20, total_tokens: 1020 };
+    if (streamed) return stream(res, turn, responses, usage);
+    if (responses) return json(res, 200, responseObject(turn, usage));
     json(res, 200, {
       id: 'scripted', object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'scripted-large',
       choices: [{ index: 0, message: turn.message, finish_reason: turn.message.tool_calls ? 'tool_calls' : 'stop' }],
-      usage: { prompt_tokens: 1000, completion_tokens: 20, total_tokens: 1020 },
+      usage,
     });
   }
+}
+
+/** Splits s into pieces of a few words, as a model's tokens come. */
+function pieces(s) {
+  return s.match(/\S+\s*|\s+/g) || [];
+}
+
+/** A turn as a Responses API answer object. */
+function responseObject(turn, usage) {
+  const output = [];
+  if (turn.reasoning) output.push({ id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: turn.reasoning }] });
+  if (turn.message.content) output.push({ id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: turn.message.content, annotations: [] }] });
+  for (const c of turn.message.tool_calls || []) output.push({ id: `fc_${c.id}`, type: 'function_call', status: 'completed', call_id: c.id, name: c.function.name, arguments: c.function.arguments });
+  return {
+    id: 'resp_scripted', object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'completed', model: 'scripted-large', output,
+    usage: { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens, total_tokens: usage.total_tokens },
+  };
+}
+
+/**
+ * Streams a turn as server-sent events, in the Chat Completions chunk
+ * format or the Responses API's events: reasoning, then text, then tool
+ * calls with their arguments in two pieces, then usage.
+ */
+async function stream(res, turn, responses, usage) {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+  const send = (v) => res.write(`${responses ? `event: ${v.type}\n` : ''}data: ${typeof v === 'string' ? v : JSON.stringify(v)}\n\n`);
+  const pace = () => new Promise((r) => setTimeout(r, turn.paceMs || 0));
+  const chunk = (delta, finish = null) => ({ id: 'scripted', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: 'scripted-large', choices: [{ index: 0, delta, finish_reason: finish }] });
+  const text = pieces(turn.message.content || '');
+  const half = Math.ceil(text.length / 2);
+  if (responses) send({ type: 'response.created', response: { id: 'resp_scripted', status: 'in_progress', output: [] } });
+  else send(chunk({ role: 'assistant', content: '' }));
+  for (const p of pieces(turn.reasoning || '')) {
+    send(responses ? { type: 'response.reasoning_summary_text.delta', item_id: 'rs_1', delta: p } : chunk({ reasoning_content: p }));
+    await pace();
+  }
+  for (const [i, p] of text.entries()) {
+    if (i === half && turn.midway) {
+      const gone = new Promise((r) => res.on('close', r));
+      if (turn.midway.onArrive) turn.midway.onArrive();
+      await Promise.race([turn.midway.hold, gone]);
+      if (res.destroyed) return;
+    }
+    send(responses ? { type: 'response.output_text.delta', item_id: 'msg_1', delta: p } : chunk({ content: p }));
+    await pace();
+  }
+  const object = responseObject(turn, usage);
+  for (const [i, c] of (turn.message.tool_calls || []).entries()) {
+    const args = c.function.arguments;
+    const cut = Math.floor(args.length / 2);
+    if (responses) {
+      send({ type: 'response.function_call_arguments.delta', item_id: `fc_${c.id}`, delta: args.slice(0, cut) });
+      send({ type: 'response.output_item.done', item: object.output.find((o) => o.call_id === c.id) });
+    } else {
+      send(chunk({ tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.function.name, arguments: args.slice(0, cut) } }] }));
+      send(chunk({ tool_calls: [{ index: i, function: { arguments: args.slice(cut) } }] }));
+    }
+  }
+  if (responses) {
+    send({ type: 'response.completed', response: object });
+  } else {
+    send(chunk({}, turn.message.tool_calls ? 'tool_calls' : 'stop'));
+    send({ id: 'scripted', object: 'chat.completion.chunk', choices: [], usage });
+    send('[DONE]');
+  }
+  res.end();
 }
 
 function json(res, status, v) {

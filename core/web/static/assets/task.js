@@ -582,6 +582,7 @@ function onEvent(msg) {
   let ev;
   try { ev = JSON.parse(msg.data); } catch { return; }
   addEvent(ev);
+  if (ev.type === 'llm_response' || (ev.type === 'status_change' && TERMINAL.has(ev.data.status))) endLive();
   if (ev.type === 'status_change' && TERMINAL.has(ev.data.status)) {
     if (events) { events.close(); events = null; }
     poll.now();
@@ -595,8 +596,36 @@ function onEvent(msg) {
   }
 }
 
+// The model's answer as it streams (llm_stream events of ?live=1): shown
+// under the activity until its llm_response event arrives.
+function onLive(msg) {
+  let ev;
+  try { ev = JSON.parse(msg.data); } catch { return; }
+  const d = ev.data || {};
+  const box = $('#live-answer');
+  const text = $('#live-text');
+  const reasoning = $('#live-reasoning');
+  if (d.reset) {
+    text.textContent = '';
+    reasoning.textContent = '';
+  }
+  text.textContent += d.text || '';
+  reasoning.textContent += d.reasoning || '';
+  $('#live-reasoning-box').hidden = !reasoning.textContent;
+  $('#live-answer-step').textContent = `Step ${d.step}: answering…`;
+  box.hidden = !text.textContent && !reasoning.textContent;
+  box.scrollTop = box.scrollHeight;
+}
+
+function endLive() {
+  $('#live-answer').hidden = true;
+  $('#live-text').textContent = '';
+  $('#live-reasoning').textContent = '';
+}
+
 function openEvents() {
-  events = new EventSource(`${base}/events`);
+  events = new EventSource(`${base}/events?live=1`);
+  events.addEventListener('llm_stream', onLive);
   for (const t of EVENT_TYPES) events.addEventListener(t, onEvent);
   events.addEventListener('message', onEvent);
   events.addEventListener('error', (e) => {
