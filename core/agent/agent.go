@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,11 @@ type Task struct {
 	// fill before the history is condensed (default DefaultContextShare).
 	ContextTokens int
 	ContextShare  float64
+	// TextOnly is for a model without vision: each step shows it the
+	// accessibility tree and the running applications instead of a
+	// screenshot, and it acts on elements by id (elements.go) and with the
+	// keyboard, not with the pointer.
+	TextOnly bool
 	// BudgetUSD and BudgetTokens pause the task once its LLM use reaches
 	// them (0: none; see budget.go). Guarded by the runner's mu.
 	BudgetUSD    float64
@@ -144,6 +150,9 @@ type Runner struct {
 	summaries int
 	// live gathers the output of the run_shell call in flight.
 	live liveShell
+	// elements are the elements of the last accessibility tree read, by
+	// the ids the model was shown (elements.go). Used by the loop only.
+	elements map[string]element
 
 	// stop is cancelled by Cancel (with its cause); Run follows it.
 	stop   context.Context
@@ -341,14 +350,14 @@ func (r *Runner) loop(ctx context.Context) Result {
 	system := systemPrompt(promptInfo{
 		GuestOS: hello.OS, OSVersion: hello.OSVersion, SharedPath: hello.SharedPath, Network: string(r.task.Network),
 		Policy: r.task.Policy, Date: r.cfg.Now(), ScreenW: hello.Screen.Width, ScreenH: hello.Screen.Height,
-		MaxSteps: r.task.MaxIterations, TimeoutMins: int(r.task.Timeout.Minutes()),
+		MaxSteps: r.task.MaxIterations, TimeoutMins: int(r.task.Timeout.Minutes()), TextOnly: r.task.TextOnly,
 	})
 	messages := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: system},
 		{Role: openai.ChatMessageRoleUser, Content: "Task: " + r.task.Description},
 	}
 	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
-	toolDefs := tools(denied)
+	toolDefs := tools(denied, r.task.TextOnly)
 	r.offered = make(map[string]bool, len(toolDefs))
 	for _, d := range toolDefs {
 		r.offered[d.Function.Name] = true
@@ -483,18 +492,60 @@ func (r *Runner) observe(ctx context.Context, step int) (openai.ChatCompletionMe
 		r.traceFailed(err)
 	}
 	r.emit(step, Event{Type: "screenshot", ActivityType: "observation", Summary: fmt.Sprintf("Screenshot %dx%d", shot.Width, shot.Height), Screenshot: rel})
-	part, err := llm.ImagePart(shot.Format, shot.Data, r.task.ShotW, r.task.ShotH)
-	if err != nil {
-		return openai.ChatCompletionMessage{}, mapping{}, err
-	}
 	text := fmt.Sprintf("Step %d. The screen now (%dx%d pixels):", step, shot.Width, shot.Height)
+	var parts []openai.ChatMessagePart
+	if r.task.TextOnly {
+		// The screenshot is for the user and the trace; the model reads.
+		view, err := r.screenText(ctx)
+		if err != nil {
+			return openai.ChatCompletionMessage{}, mapping{}, err
+		}
+		text = fmt.Sprintf("Step %d. The screen now, as text (you get no screenshots: act on elements by their ids, and with the keyboard):\n%s", step, view)
+	} else {
+		part, err := llm.ImagePart(shot.Format, shot.Data, r.task.ShotW, r.task.ShotH)
+		if err != nil {
+			return openai.ChatCompletionMessage{}, mapping{}, err
+		}
+		parts = append(parts, part)
+	}
 	if ins := r.ctl.takeInstructions(); len(ins) > 0 {
 		text = "New instructions from the user: " + strings.Join(ins, "\n") + "\n\n" + text
 		r.emit(step, Event{Type: "status_change", ActivityType: "user_answer", Summary: "Instructions from the user: " + strings.Join(ins, " / ")})
 	}
-	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: []openai.ChatMessagePart{
-		{Type: openai.ChatMessagePartTypeText, Text: text}, part,
-	}}, m, nil
+	if len(parts) == 0 {
+		return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text}, m, nil
+	}
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: append([]openai.ChatMessagePart{
+		{Type: openai.ChatMessagePartTypeText, Text: text}}, parts...)}, m, nil
+}
+
+// screenText is the screen for a model without vision: the application in
+// front, the running ones, and the visible accessibility tree, numbered.
+func (r *Runner) screenText(ctx context.Context) (string, error) {
+	var b strings.Builder
+	var front protocol.FrontmostApp
+	if err := r.cfg.Guest.Call(ctx, protocol.MethodFrontmostApp, struct{}{}, &front); err == nil {
+		fmt.Fprintf(&b, "In front: %q", clean(front.Name, elementTextMax))
+		if front.WindowTitle != "" {
+			fmt.Fprintf(&b, ", window %q", clean(front.WindowTitle, elementTextMax))
+		}
+		b.WriteString("\n")
+	}
+	var apps protocol.RunningApps
+	if err := r.cfg.Guest.Call(ctx, protocol.MethodRunningApps, struct{}{}, &apps); err == nil && len(apps.Apps) > 0 {
+		names := make([]string, 0, len(apps.Apps))
+		for _, a := range apps.Apps[:min(len(apps.Apps), 40)] {
+			names = append(names, strconv.Quote(clean(a.Name, 60)))
+		}
+		fmt.Fprintf(&b, "Running: %s\n", strings.Join(names, ", "))
+	}
+	tree, err := r.readTree(ctx, protocol.AccessibilityParams{OnlyVisible: true}, nil)
+	if err != nil {
+		return "", fmt.Errorf("read the accessibility tree: %w", err)
+	}
+	b.WriteString("Accessibility tree (visible elements):\n")
+	b.WriteString(tree)
+	return b.String(), nil
 }
 
 // decide asks the model and returns its reply with the conversation it
@@ -636,6 +687,9 @@ func truncate(s string, n int) string {
 // reaches the guest.
 func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, error) {
 	if !r.offered[call.Name] {
+		if r.task.TextOnly && slices.Contains(pointerTools, call.Name) {
+			return "", fmt.Errorf("%s aims at a screenshot, and this model gets none: act on elements by id (click_element, set_element_value) and with the keyboard", call.Name)
+		}
 		if slices.Contains(config.AgentTools, call.Name) {
 			return "", fmt.Errorf("%s is not allowed for this task", call.Name)
 		}
@@ -683,6 +737,17 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 	if target, ok := opensTerminal(call.Name, args); ok {
 		gate, what = config.OpenTerminal, fmt.Sprintf("%s (opens a terminal or shell: %q)", call.Name, truncate(target, 200))
 	}
+	if gates := elementGates[call.Name]; gates != nil {
+		// An element tool is what it does: a denied click denies clicking
+		// an element, and a click that asks asks for it too.
+		gate = gates[0]
+		for _, g := range gates {
+			if p := r.task.Policy.For(g); p == config.Deny || (p == config.Ask && r.task.Policy.For(gate) != config.Deny) {
+				gate = g
+			}
+		}
+		what = fmt.Sprintf("%s (%s)", gate, call.Name)
+	}
 	switch r.task.Policy.For(gate) {
 	case config.Deny:
 		if gate == config.OpenTerminal {
@@ -698,6 +763,22 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		if !ok {
 			return "", fmt.Errorf("the user denied %s", what)
 		}
+	}
+	if elementGates[call.Name] != nil {
+		return r.runElement(ctx, call.Name, args, m)
+	}
+	if call.Name == protocol.MethodAccessibilityTree {
+		var p protocol.AccessibilityParams
+		p.App, _ = args["app"].(string)
+		if d, ok := args["maxDepth"].(float64); ok {
+			p.MaxDepth = int(d)
+		}
+		p.OnlyVisible, _ = args["onlyVisible"].(bool)
+		var shown *mapping
+		if !r.task.TextOnly {
+			shown = &m
+		}
+		return r.readTree(ctx, p, shown)
 	}
 	for _, pair := range pointArgs[call.Name] {
 		x, xok := args[pair[0]].(float64)
@@ -720,34 +801,11 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 	if err := r.cfg.Guest.Call(ctx, call.Name, args, &result); err != nil {
 		return "", err
 	}
-	if call.Name == protocol.MethodAccessibilityTree {
-		return scaleTree(result, m), nil
-	}
+
 	if string(result) == "{}" || len(result) == 0 {
 		return "Done.", nil
 	}
 	return string(result), nil
-}
-
-// scaleTree converts the frames of an accessibility tree from guest points
-// to the screenshot pixels the model clicks in.
-func scaleTree(raw json.RawMessage, m mapping) string {
-	var res protocol.AccessibilityResult
-	if json.Unmarshal(raw, &res) != nil {
-		return string(raw)
-	}
-	fx, fy := float64(m.shotW)/float64(m.screenW), float64(m.shotH)/float64(m.screenH)
-	var walk func([]protocol.Node)
-	walk = func(ns []protocol.Node) {
-		for i := range ns {
-			f := &ns[i].Frame
-			f.X, f.Y, f.W, f.H = f.X*fx, f.Y*fy, f.W*fx, f.H*fy
-			walk(ns[i].Children)
-		}
-	}
-	walk(res.Nodes)
-	out, _ := json.Marshal(res)
-	return string(out)
 }
 
 // TakenOver reports whether the user drives the VM (after TakeOver, until

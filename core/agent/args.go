@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -16,8 +17,8 @@ import (
 // enum or a made-up field is refused naming the argument instead of being
 // dropped or guessed.
 var argSchemas = func() map[string]*jsonschema.Resolved {
-	out := make(map[string]*jsonschema.Resolved, len(toolSpecs))
-	for _, s := range toolSpecs {
+	out := make(map[string]*jsonschema.Resolved, len(toolSpecs)+len(elementSpecs))
+	for _, s := range append(slices.Clone(toolSpecs), elementSpecs...) {
 		var sch jsonschema.Schema
 		if err := json.Unmarshal([]byte(s.params), &sch); err != nil {
 			panic(fmt.Sprintf("tool %s: schema: %v", s.name, err))

@@ -23,3 +23,9 @@ func (m mapping) toGuest(x, y float64) (float64, float64) {
 }
 
 func clamp(v, hi float64) float64 { return math.Max(0, math.Min(v, hi)) }
+
+// toShot maps guest points to the pixels of the screenshot (the inverse of
+// toGuest, unclamped).
+func (m mapping) toShot(x, y float64) (float64, float64) {
+	return x * float64(m.shotW) / float64(m.screenW), y * float64(m.shotH) / float64(m.screenH)
+}

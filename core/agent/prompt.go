@@ -22,6 +22,7 @@ type promptInfo struct {
 	ScreenH     int
 	MaxSteps    int
 	TimeoutMins int
+	TextOnly    bool
 }
 
 func systemPrompt(p promptInfo) string {
@@ -39,7 +40,11 @@ func systemPrompt(p promptInfo) string {
 	} else {
 		b.WriteString("Network: this machine can reach the internet.\n")
 	}
-	fmt.Fprintf(&b, "Screen: each turn you get a screenshot; give coordinates in the pixels of the latest screenshot.\n")
+	if p.TextOnly {
+		b.WriteString("Screen: you get no screenshots. Each turn you get the application in front and the accessibility tree of the screen, its elements numbered e1, e2, …; act on them by id with click_element and set_element_value, and with the keyboard. The ids change with each tree.\n")
+	} else {
+		b.WriteString("Screen: each turn you get a screenshot; give coordinates in the pixels of the latest screenshot. traverse_accessibility_tree numbers the elements it shows (e1, e2, …): click_element and set_element_value act on one by id, which is often more precise than a point.\n")
+	}
 	fmt.Fprintf(&b, "Limits: at most %d steps and %d minutes.\n", p.MaxSteps, p.TimeoutMins)
 	var ask, deny []string
 	for _, tool := range slices.Sorted(maps.Keys(p.Policy)) {

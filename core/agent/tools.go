@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"slices"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -47,12 +48,31 @@ var toolSpecs = []toolSpec{
 	{"request_user_intervention", "Ask the user to take over (log in, solve a CAPTCHA); you are paused until they hand back.", objOpen + `"reason":{"type":"string"}},"required":["reason"]}`},
 }
 
+// elementSpecs are the element tools (elements.go): not policy names of
+// their own, each is gated by the tools in elementGates.
+var elementSpecs = []toolSpec{
+	{"click_element", "Click the centre of an element of the last accessibility tree, by its id (e.g. \"e12\").", objOpen + `"id":{"type":"string"},"button":{"type":"string","enum":["left","right","middle"]},"clickType":{"type":"string","enum":["single","double","triple"]}},"required":["id"]}`},
+	{"set_element_value", "Replace the text of an element of the last accessibility tree (a text field): it is clicked, its text selected and the new text typed.", objOpen + `"id":{"type":"string"},"text":{"type":"string"}},"required":["id","text"]}`},
+	{"read_element", "Show an element of the last accessibility tree: role, name, value and frame, as read.", objOpen + `"id":{"type":"string"}},"required":["id"]}`},
+}
+
+// pointerTools need a screenshot to aim: a model without vision is not
+// offered them (it acts on elements instead).
+var pointerTools = []string{"screenshot", "mouse_click", "mouse_move", "mouse_drag", "scroll"}
+
 // tools returns the function tools for the LLM, leaving out those the
-// policy denies outright.
-func tools(denied func(string) bool) []openai.Tool {
-	out := make([]openai.Tool, 0, len(toolSpecs))
-	for _, s := range toolSpecs {
-		if denied(s.name) {
+// policy denies outright, and for a model without vision the pointer
+// tools.
+func tools(denied func(string) bool, textOnly bool) []openai.Tool {
+	out := make([]openai.Tool, 0, len(toolSpecs)+len(elementSpecs))
+	specs := slices.Clone(toolSpecs)
+	for _, s := range elementSpecs {
+		if !slices.ContainsFunc(elementGates[s.name], denied) {
+			specs = append(specs, s)
+		}
+	}
+	for _, s := range specs {
+		if (elementGates[s.name] == nil && denied(s.name)) || (textOnly && slices.Contains(pointerTools, s.name)) {
 			continue
 		}
 		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{

@@ -206,7 +206,7 @@ func (a *API) providerModels(w http.ResponseWriter, r *http.Request) error {
 	out := wire.ModelList{Models: make([]wire.Model, len(models))}
 	for i, m := range models {
 		out.Models[i] = wire.Model{ID: m.ID, Name: or(m.Name, m.ID),
-			ReasoningCapability: wire.ReasoningCapability{Kind: m.Reasoning.Kind, SupportedEfforts: m.Reasoning.Efforts}}
+			ReasoningCapability: wire.ReasoningCapability{Kind: m.Reasoning.Kind, SupportedEfforts: m.Reasoning.Efforts}, SupportsVision: m.Vision}
 		if m.ContextLength > 0 {
 			out.Models[i].ContextLength = &m.ContextLength
 		}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
@@ -137,6 +138,11 @@ type Settings struct {
 	TaskBudgetUSD    float64 `json:"taskBudgetUSD"`
 	TaskBudgetTokens int64   `json:"taskBudgetTokens"`
 
+	// TextOnlyModels are the model ids to run without vision: they get the
+	// accessibility tree instead of screenshots (as do models the
+	// provider's model list says take no images).
+	TextOnlyModels []string `json:"textOnlyModels"`
+
 	// VM defaults for new VMs.
 	VMCPUCount int `json:"vmCpuCount"`
 	VMMemoryMB int `json:"vmMemoryMB"`
@@ -214,6 +220,7 @@ func Defaults(goos, userHome string) Settings {
 		MaxOutputTaskMB:       4096,
 		ToolPolicy:            ToolPolicy{"run_shell": Ask},
 		EgressAllowHosts:      []string{},
+		TextOnlyModels:        []string{},
 		TraceRetentionDays:    0,
 		KillSwitchShortcut:    shortcut,
 	}
@@ -242,6 +249,14 @@ func (s Settings) Validate() error {
 	inRange("idleTimeoutMinutes", s.IdleTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultTimeoutMinutes", s.DefaultTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultMaxIterations", s.DefaultMaxIterations, 1, 10000)
+	if len(s.TextOnlyModels) > 200 {
+		errs = append(errs, fmt.Errorf("textOnlyModels: at most 200 models (got %d)", len(s.TextOnlyModels)))
+	}
+	for _, m := range s.TextOnlyModels {
+		if m == "" || len(m) > 256 || strings.ContainsFunc(m, unicode.IsControl) {
+			errs = append(errs, fmt.Errorf("textOnlyModels: %q is not a model id", m))
+		}
+	}
 	if s.TaskBudgetUSD < 0 || s.TaskBudgetUSD > 1e6 {
 		errs = append(errs, fmt.Errorf("taskBudgetUSD must be between 0 (none) and 1000000 (got %g)", s.TaskBudgetUSD))
 	}
@@ -313,6 +328,9 @@ func (s Settings) Patch(patch []byte) (Settings, error) {
 	out.ToolPolicy.normalize()
 	if out.EgressAllowHosts == nil {
 		out.EgressAllowHosts = []string{}
+	}
+	if out.TextOnlyModels == nil {
+		out.TextOnlyModels = []string{}
 	}
 	return out, nil
 }

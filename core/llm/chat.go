@@ -169,7 +169,7 @@ func (c *Client) postStream(ctx context.Context, path string, b body, onDelta fu
 	}
 	streamed, err := c.post(sctx, path, b, out, func(r io.Reader) error { return sseEvents(r, wd.alive, s.event) })
 	if errors.Is(context.Cause(sctx), errStalled) && ctx.Err() == nil {
-		return resp, fmt.Errorf("%w for %s", errStalled, c.cfg.Timeout)
+		return resp, wd.stalled()
 	}
 	switch {
 	case err != nil:
@@ -262,6 +262,9 @@ type ModelInfo struct {
 	ContextLength int
 	// Reasoning is how the model's reasoning is controlled.
 	Reasoning Reasoning
+	// Vision says whether the model takes images, when the provider says
+	// (OpenRouter's architecture.input_modalities); nil when it does not.
+	Vision *bool
 }
 
 // Reasoning says how a model's reasoning is controlled: Kind is "none",
@@ -281,6 +284,9 @@ type modelEntry struct {
 	ContextWindow       int      `json:"context_window"`
 	MaxContextLength    int      `json:"max_context_length"`
 	SupportedParameters []string `json:"supported_parameters"`
+	Architecture        *struct {
+		InputModalities []string `json:"input_modalities"`
+	} `json:"architecture"`
 }
 
 // Models lists the provider's models, by id. The request goes through the
@@ -301,8 +307,13 @@ func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
 		if m.ID == "" {
 			continue
 		}
-		out = append(out, ModelInfo{ID: m.ID, Name: cmp.Or(m.Name, m.ID),
-			ContextLength: cmp.Or(m.ContextLength, m.ContextWindow, m.MaxContextLength), Reasoning: reasoningOf(m)})
+		info := ModelInfo{ID: m.ID, Name: cmp.Or(m.Name, m.ID),
+			ContextLength: cmp.Or(m.ContextLength, m.ContextWindow, m.MaxContextLength), Reasoning: reasoningOf(m)}
+		if m.Architecture != nil && m.Architecture.InputModalities != nil {
+			v := slices.Contains(m.Architecture.InputModalities, "image")
+			info.Vision = &v
+		}
+		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

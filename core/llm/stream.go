@@ -101,14 +101,28 @@ func sseEvents(r io.Reader, alive func(), fn func(data []byte) (done bool, err e
 type watchdog struct {
 	t    *time.Timer
 	idle time.Duration
+	// heard: a line of the stream came (only the reading goroutine writes
+	// it, and reads it after the read ended).
+	heard bool
 }
 
 func newWatchdog(idle time.Duration, cancel context.CancelCauseFunc) *watchdog {
 	return &watchdog{t: time.AfterFunc(idle, func() { cancel(errStalled) }), idle: idle}
 }
 
-func (w *watchdog) alive() { w.t.Reset(w.idle) }
-func (w *watchdog) stop()  { w.t.Stop() }
+func (w *watchdog) alive() {
+	w.heard = true
+	w.t.Reset(w.idle)
+}
+
+// stalled is the error of a stream the watchdog broke off.
+func (w *watchdog) stalled() error {
+	if !w.heard {
+		return fmt.Errorf("no answer within %s: %w", w.idle, errStalled)
+	}
+	return fmt.Errorf("%w for %s", errStalled, w.idle)
+}
+func (w *watchdog) stop() { w.t.Stop() }
 
 // chatChunk is one chunk of a streamed chat completion. Reasoning comes as
 // reasoning_content (DeepSeek, vLLM, LM Studio) or reasoning (OpenRouter,

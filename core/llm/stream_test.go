@@ -314,3 +314,31 @@ func TestResponsesBackendCompletionCheckAndFailures(t *testing.T) {
 		t.Errorf("unknown backend: %v", err)
 	}
 }
+
+// TestModelListSaysWhatModelsTake: OpenRouter's model list gives each
+// model's window, parameters and input modalities; a model without
+// "image" is a model without vision, one the list says nothing of is
+// unknown.
+func TestModelListSaysWhatModelsTake(t *testing.T) {
+	srv := newServer(t)
+	srv.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"data":[
+			{"id":"openai/gpt-5","context_length":400000,"supported_parameters":["tools","reasoning"],"architecture":{"input_modalities":["text","image","file"]}},
+			{"id":"deepseek/deepseek-chat","context_length":163840,"supported_parameters":["tools"],"architecture":{"input_modalities":["text"]}},
+			{"id":"local-model"}]}`)
+	})
+	models, err := client(t, srv, nil).Models(context.Background())
+	if err != nil || len(models) != 3 {
+		t.Fatalf("models %+v, %v", models, err)
+	}
+	vision := map[string]string{}
+	for _, m := range models {
+		vision[m.ID] = "unknown"
+		if m.Vision != nil {
+			vision[m.ID] = fmt.Sprint(*m.Vision)
+		}
+	}
+	if vision["openai/gpt-5"] != "true" || vision["deepseek/deepseek-chat"] != "false" || vision["local-model"] != "unknown" {
+		t.Fatalf("vision %v", vision)
+	}
+}

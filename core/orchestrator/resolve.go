@@ -109,30 +109,33 @@ type windowCache struct {
 
 type cachedWindow struct {
 	tokens int
-	at     time.Time
+	// noVision: the provider says the model takes no images.
+	noVision bool
+	at       time.Time
 }
 
 // windowTTL is how long a provider's figure is reused.
 const windowTTL = 10 * time.Minute
 
-// contextWindow returns the context window of a task's model: what the
-// provider's model list says (asked at most every windowTTL, within 5 s),
-// else a known family's, else llm.DefaultContextTokens (llm.ContextWindow).
-func (o *Orchestrator) contextWindow(ctx context.Context, provider string, c *llm.Client) int {
+// modelFacts returns what a task's model list says of a task's model: its
+// context window (what the list says, else a known family's, else
+// llm.DefaultContextTokens: llm.ContextWindow), and whether it takes no
+// images. The list is asked at most every windowTTL, within 5 s.
+func (o *Orchestrator) modelFacts(ctx context.Context, provider string, c *llm.Client) (window int, noVision bool) {
 	key := provider + "\x00" + c.Model()
 	o.windows.mu.Lock()
 	w, ok := o.windows.m[key]
 	o.windows.mu.Unlock()
 	if ok && time.Since(w.at) < windowTTL {
-		return llm.ContextWindow(c.Model(), w.tokens)
+		return llm.ContextWindow(c.Model(), w.tokens), w.noVision
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	listed := 0
+	w = cachedWindow{at: time.Now()}
 	if models, err := c.Models(lctx); err == nil {
 		for _, m := range models {
 			if m.ID == c.Model() {
-				listed = m.ContextLength
+				w.tokens, w.noVision = m.ContextLength, m.Vision != nil && !*m.Vision
 			}
 		}
 	}
@@ -140,7 +143,7 @@ func (o *Orchestrator) contextWindow(ctx context.Context, provider string, c *ll
 	if o.windows.m == nil {
 		o.windows.m = map[string]cachedWindow{}
 	}
-	o.windows.m[key] = cachedWindow{tokens: listed, at: time.Now()}
+	o.windows.m[key] = w
 	o.windows.mu.Unlock()
-	return llm.ContextWindow(c.Model(), listed)
+	return llm.ContextWindow(c.Model(), w.tokens), w.noVision
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -238,10 +239,12 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	}
 	policy := settings.ToolPolicy.Merge(toPolicy(t.ToolPolicy))
 	budgetUSD, budgetTokens := budgetOf(t, settings)
+	window, noVision := o.modelFacts(ctx, t.ProviderName, client)
 	runner, err := agent.New(agent.Config{
 		Task: agent.Task{ID: t.ID, Description: description, Network: config.NetworkMode(network), Policy: policy,
 			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight,
-			ContextTokens: o.contextWindow(ctx, t.ProviderName, client), BudgetUSD: budgetUSD, BudgetTokens: budgetTokens},
+			ContextTokens: window, BudgetUSD: budgetUSD, BudgetTokens: budgetTokens,
+			TextOnly: noVision || slices.Contains(settings.TextOnlyModels, t.ModelID)},
 		LLM: client, Guest: lease.Guest(), Trace: tw, Log: o.cfg.Log.With("task", t.ID, "vm", lease.ID()),
 		Emit:    o.emitter(r, sid, client),
 		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },

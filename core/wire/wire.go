@@ -455,6 +455,9 @@ type Model struct {
 	Name                string              `json:"name"`
 	ContextLength       *int                `json:"contextLength,omitempty"`
 	ReasoningCapability ReasoningCapability `json:"reasoningCapability"`
+	// SupportsVision says whether the model takes images, when the
+	// provider says (extension).
+	SupportsVision *bool `json:"supportsVision,omitempty"`
 }
 
 // ReasoningCapability says how a model's reasoning is controlled: Kind
