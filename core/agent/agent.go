@@ -80,6 +80,9 @@ type Task struct {
 	// fill before the history is condensed (default DefaultContextShare).
 	ContextTokens int
 	ContextShare  float64
+	// LimitGrace, when set, holds a task that reaches its step or time
+	// limit that long for the user to continue it (hold.go) before it ends.
+	LimitGrace time.Duration
 	// TextOnly is for a model without vision: each step shows it the
 	// accessibility tree and the running applications instead of a
 	// screenshot, and it acts on elements by id (elements.go) and with the
@@ -150,6 +153,13 @@ type Runner struct {
 	summaries int
 	// live gathers the output of the run_shell call in flight.
 	live liveShell
+	// deadline is the time limit, hard the timer that stops the run at the
+	// deadline plus the limit grace (guarded by mu); baseSteps and
+	// baseTimeout are the limits the task started with.
+	deadline    time.Time
+	hard        *time.Timer
+	baseSteps   int
+	baseTimeout time.Duration
 	// elements are the elements of the last accessibility tree read, by
 	// the ids the model was shown (elements.go). Used by the loop only.
 	elements map[string]element
@@ -317,8 +327,12 @@ func (r *Runner) Run(ctx context.Context) Result {
 	defer cancel(nil)
 	follow := context.AfterFunc(r.stop, func() { cancel(context.Cause(r.stop)) })
 	defer follow()
-	ctx, stopTimer := context.WithTimeoutCause(ctx, r.task.Timeout, errTimedOut)
-	defer stopTimer()
+	r.mu.Lock()
+	r.baseSteps, r.baseTimeout = r.task.MaxIterations, r.task.Timeout
+	r.hard = time.AfterFunc(time.Hour, func() { cancel(errTimedOut) })
+	r.setDeadlineLocked(time.Now().Add(r.task.Timeout))
+	r.mu.Unlock()
+	defer r.hard.Stop()
 
 	res := r.loop(ctx)
 	res.Steps, res.Usage = r.Steps(), r.Usage()
@@ -375,11 +389,16 @@ func (r *Runner) loop(ctx context.Context) Result {
 		if ctx.Err() != nil {
 			return ended(ctx)
 		}
-		r.mu.Lock()
-		if r.steps >= r.task.MaxIterations {
-			r.mu.Unlock()
-			return Result{Status: store.StatusMaxIterations, Summary: fmt.Sprintf("Stopped after %d steps without finishing.", r.task.MaxIterations)}
+		if which := r.limit(); which != "" {
+			if r.task.LimitGrace > 0 && r.holdAtLimit(ctx, which) {
+				continue
+			}
+			if which == "time" || ctx.Err() != nil {
+				return ended(ctx)
+			}
+			return Result{Status: store.StatusMaxIterations, Summary: fmt.Sprintf("Stopped after %d steps without finishing.", r.Steps())}
 		}
+		r.mu.Lock()
 		r.steps++
 		step := r.steps
 		r.mu.Unlock()
@@ -389,6 +408,16 @@ func (r *Runner) loop(ctx context.Context) Result {
 		if err != nil {
 			if ctx.Err() != nil {
 				return ended(ctx)
+			}
+			if r.guestGone(ctx, err) {
+				// The step is taken again once the user resumes.
+				r.mu.Lock()
+				r.steps--
+				r.mu.Unlock()
+				if err := r.holdForGuest(ctx, err); err != nil {
+					return ended(ctx)
+				}
+				continue
 			}
 			return Result{Status: store.StatusFailed, Summary: "The VM could not be observed: " + err.Error()}
 		}
@@ -480,7 +509,18 @@ func toolMessage(id, content string) openai.ChatCompletionMessage {
 
 // observe takes a screenshot and returns the user message for this turn
 // (with any instructions the user added) and the coordinate mapping.
-func (r *Runner) observe(ctx context.Context, step int) (openai.ChatCompletionMessage, mapping, error) {
+func (r *Runner) observe(ctx context.Context, step int) (_ openai.ChatCompletionMessage, _ mapping, err error) {
+	notes := r.ctl.takeNotes()
+	if len(notes) > 0 {
+		r.elements = nil // a new VM perhaps: the old ids are gone
+	}
+	defer func() {
+		if err != nil { // the step is taken again: so are its notes
+			for _, n := range notes {
+				r.ctl.note(n)
+			}
+		}
+	}()
 	shot, err := r.cfg.Guest.Screenshot(ctx, protocol.ScreenshotParams{Format: protocol.FormatPNG, MaxWidth: r.task.ShotW, MaxHeight: r.task.ShotH})
 	if err != nil {
 		return openai.ChatCompletionMessage{}, mapping{}, err
@@ -507,6 +547,9 @@ func (r *Runner) observe(ctx context.Context, step int) (openai.ChatCompletionMe
 			return openai.ChatCompletionMessage{}, mapping{}, err
 		}
 		parts = append(parts, part)
+	}
+	if len(notes) > 0 {
+		text = "Note from Hivecrew: " + strings.Join(notes, "\n") + "\n\n" + text
 	}
 	if ins := r.ctl.takeInstructions(); len(ins) > 0 {
 		text = "New instructions from the user: " + strings.Join(ins, "\n") + "\n\n" + text
@@ -623,7 +666,7 @@ func (r *Runner) pauseForLLM(ctx context.Context, step int, llmErr error) error 
 	if errors.As(llmErr, &le) && (le.Status == 401 || le.Status == 403 || le.Status == 404) {
 		return refused{llmErr}
 	}
-	r.ctl.pause(reason, false)
+	r.ctl.hold(reason)
 	r.setStatus(store.StatusPaused, reason)
 	return r.ctl.waitResumed(ctx)
 }

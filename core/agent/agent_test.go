@@ -126,6 +126,12 @@ type env struct {
 // screenshot the model sees is downscaled to 1280x800) and a runner.
 func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 	t.Helper()
+	return newEnvWith(t, l, mutate, nil)
+}
+
+// newEnvWith is newEnv with the runner's guest wrapped by wrap.
+func newEnvWith(t *testing.T, l *llmServer, mutate func(*Task), wrap func(Guest) Guest) *env {
+	t.Helper()
 	b := fake.New(fake.Options{Width: 1440, Height: 900, Scale: 2})
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -165,7 +171,11 @@ func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 		mutate(&task)
 	}
 	e := &env{m: b.Machine("vm"), trace: filepath.Join(dir, "session"), events: make(chan Event, 1024)}
-	e.r, err = New(Config{Task: task, LLM: client, Guest: g, Trace: tw, Log: log, Emit: func(ev Event) {
+	var rg Guest = g
+	if wrap != nil {
+		rg = wrap(g)
+	}
+	e.r, err = New(Config{Task: task, LLM: client, Guest: rg, Trace: tw, Log: log, Emit: func(ev Event) {
 		select {
 		case e.events <- ev:
 		default:

@@ -45,7 +45,7 @@ func (r *Runner) withinBudget(ctx context.Context) error {
 		if reason == "" {
 			return nil
 		}
-		r.ctl.pause(reason, false)
+		r.ctl.hold(reason)
 		r.setStatus(store.StatusPaused, reason)
 		if err := r.ctl.waitResumed(ctx); err != nil {
 			return err

@@ -39,10 +39,18 @@ func newID() string {
 // permission request. It is safe for concurrent use.
 type control struct {
 	// mu guards everything below.
-	mu           sync.Mutex
-	paused       bool
-	takenOver    bool
-	reason       string
+	mu        sync.Mutex
+	paused    bool
+	takenOver bool
+	reason    string
+	// system: the pause is the system's (an LLM error, a budget, a limit,
+	// a lost guest), not the user's; since is when the pause began, and
+	// waiting counts the agent's waits for the resume (the agent is at a
+	// safe point, in no guest call).
+	system       bool
+	since        time.Time
+	waiting      int
+	notes        []string
 	resumed      chan struct{} // closed by resume; replaced by pause
 	instructions []string
 	question     *Question
@@ -66,14 +74,62 @@ func (c *control) notify() {
 // call); takeOver also says the user now drives the VM.
 func (c *control) pause(reason string, takeOver bool) {
 	c.mu.Lock()
-	if !c.paused {
-		c.paused = true
-		c.resumed = make(chan struct{})
-	}
+	c.pauseLocked(reason)
+	c.system = false
 	c.takenOver = c.takenOver || takeOver
-	c.reason = reason
 	c.mu.Unlock()
 	c.notify()
+}
+
+// hold is the system's pause: the agent stops as for the user's, and the
+// pause says why. A pause of the user's stays the user's.
+func (c *control) hold(reason string) {
+	c.mu.Lock()
+	if !c.paused {
+		c.system = true
+	}
+	c.pauseLocked(reason)
+	c.mu.Unlock()
+	c.notify()
+}
+
+func (c *control) pauseLocked(reason string) {
+	if !c.paused {
+		c.paused, c.since = true, time.Now()
+		c.resumed = make(chan struct{})
+	}
+	c.reason = reason
+}
+
+// parkable reports whether the agent is held by the system and waits, with
+// nothing asked of the user and no user in control, and since when.
+func (c *control) parkable() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.since, c.paused && c.system && !c.takenOver && c.waiting > 0 && c.question == nil && c.permission == nil
+}
+
+// waitingNow reports whether the agent waits for a resume.
+func (c *control) waitingNow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiting > 0
+}
+
+// note queues a note from Hivecrew (not the user) for the next turn.
+func (c *control) note(text string) {
+	c.mu.Lock()
+	c.notes = append(c.notes, text)
+	c.mu.Unlock()
+}
+
+// takeNotes returns and clears the queued notes.
+func (c *control) takeNotes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.notes
+	c.notes = nil
+	return out
 }
 
 // resume lets the agent go on, with instructions for its next turn when
@@ -82,7 +138,7 @@ func (c *control) resume(instructions string) bool {
 	c.mu.Lock()
 	was := c.paused
 	if was {
-		c.paused, c.takenOver, c.reason = false, false, ""
+		c.paused, c.takenOver, c.reason, c.system = false, false, "", false
 		close(c.resumed)
 	}
 	if instructions != "" {
@@ -120,7 +176,13 @@ func (c *control) isPaused() bool {
 func (c *control) waitResumed(ctx context.Context) error {
 	c.mu.Lock()
 	ch := c.resumed
+	c.waiting++
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.waiting--
+		c.mu.Unlock()
+	}()
 	select {
 	case <-ch:
 		return nil

@@ -547,7 +547,8 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 	case wire.ActionPause:
 		err = a.o.Pause(ctx, id)
 	case wire.ActionResume:
-		err = a.o.Resume(ctx, id, body.Instructions, orchestrator.Budget{USD: body.BudgetUSD, Tokens: body.BudgetTokens})
+		err = a.o.Resume(ctx, id, body.Instructions, orchestrator.Budget{USD: body.BudgetUSD, Tokens: body.BudgetTokens,
+			ExtraSteps: body.ExtraSteps, ExtraMinutes: body.ExtraMinutes})
 	case wire.ActionInstruct:
 		if strings.TrimSpace(body.Instructions) == "" {
 			return errdefs.Invalidf("instruct needs instructions")

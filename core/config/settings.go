@@ -138,6 +138,15 @@ type Settings struct {
 	TaskBudgetUSD    float64 `json:"taskBudgetUSD"`
 	TaskBudgetTokens int64   `json:"taskBudgetTokens"`
 
+	// LimitGraceMinutes holds a task that reaches its step or time limit
+	// this long, for the user to continue it, before it ends (0: it ends
+	// at once). ReleasePausedVMMinutes releases the VM of a task held by
+	// the system (an LLM error, a budget, a limit, a lost guest) after
+	// this long; resuming it starts a fresh VM (0: never). Fractions of a
+	// minute are allowed.
+	LimitGraceMinutes      float64 `json:"limitGraceMinutes"`
+	ReleasePausedVMMinutes float64 `json:"releasePausedVMMinutes"`
+
 	// TextOnlyModels are the model ids to run without vision: they get the
 	// accessibility tree instead of screenshots (as do models the
 	// provider's model list says take no images).
@@ -203,26 +212,28 @@ func Defaults(goos, userHome string) Settings {
 	return Settings{
 		// Two is the licence and kernel limit for macOS guests per host, and a
 		// sensible start for sandboxes on a small machine.
-		MaxConcurrentVMs:      2,
-		WarmPoolSize:          1,
-		IdleTimeoutMinutes:    30,
-		DefaultTimeoutMinutes: 30,
-		DefaultMaxIterations:  100,
-		VMCPUCount:            2,
-		VMMemoryMB:            4096,
-		VMDiskGB:              32,
-		ScreenshotMaxWidth:    1280,
-		ScreenshotMaxHeight:   800,
-		APIPort:               5482,
-		OutputDirectory:       filepath.Join(userHome, "Downloads", "Hivecrew"),
-		NetworkMode:           NetworkInternet,
-		MaxOutputFileMB:       1024,
-		MaxOutputTaskMB:       4096,
-		ToolPolicy:            ToolPolicy{"run_shell": Ask},
-		EgressAllowHosts:      []string{},
-		TextOnlyModels:        []string{},
-		TraceRetentionDays:    0,
-		KillSwitchShortcut:    shortcut,
+		MaxConcurrentVMs:       2,
+		WarmPoolSize:           1,
+		IdleTimeoutMinutes:     30,
+		DefaultTimeoutMinutes:  30,
+		DefaultMaxIterations:   100,
+		VMCPUCount:             2,
+		VMMemoryMB:             4096,
+		VMDiskGB:               32,
+		ScreenshotMaxWidth:     1280,
+		ScreenshotMaxHeight:    800,
+		APIPort:                5482,
+		OutputDirectory:        filepath.Join(userHome, "Downloads", "Hivecrew"),
+		NetworkMode:            NetworkInternet,
+		MaxOutputFileMB:        1024,
+		MaxOutputTaskMB:        4096,
+		ToolPolicy:             ToolPolicy{"run_shell": Ask},
+		EgressAllowHosts:       []string{},
+		TextOnlyModels:         []string{},
+		LimitGraceMinutes:      10,
+		ReleasePausedVMMinutes: 10,
+		TraceRetentionDays:     0,
+		KillSwitchShortcut:     shortcut,
 	}
 }
 
@@ -249,6 +260,12 @@ func (s Settings) Validate() error {
 	inRange("idleTimeoutMinutes", s.IdleTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultTimeoutMinutes", s.DefaultTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultMaxIterations", s.DefaultMaxIterations, 1, 10000)
+	if s.LimitGraceMinutes < 0 || s.LimitGraceMinutes > 1440 {
+		errs = append(errs, fmt.Errorf("limitGraceMinutes must be between 0 (end at once) and 1440 (got %g)", s.LimitGraceMinutes))
+	}
+	if s.ReleasePausedVMMinutes < 0 || s.ReleasePausedVMMinutes > 1440 {
+		errs = append(errs, fmt.Errorf("releasePausedVMMinutes must be between 0 (never) and 1440 (got %g)", s.ReleasePausedVMMinutes))
+	}
 	if len(s.TextOnlyModels) > 200 {
 		errs = append(errs, fmt.Errorf("textOnlyModels: at most 200 models (got %d)", len(s.TextOnlyModels)))
 	}

@@ -38,7 +38,11 @@ func (o *Orchestrator) Live(id string) (Live, bool) {
 		return Live{}, false
 	}
 	q, p := runner.Pending()
-	return Live{Question: q, Permission: p, TakenOver: runner.TakenOver(), VMID: lease.ID(), Screen: lease.Guest().Hello().Screen}, true
+	live := Live{Question: q, Permission: p, TakenOver: runner.TakenOver()}
+	if lease != nil { // none while the VM of a held task is released
+		live.VMID, live.Screen = lease.ID(), lease.Guest().Hello().Screen
+	}
+	return live, true
 }
 
 // agentOf returns a task's running agent, or a conflict error saying what
@@ -119,7 +123,37 @@ func (o *Orchestrator) Resume(ctx context.Context, id, instructions string, budg
 		usd, tokens := budgetOf(t, o.cfg.Settings())
 		runner.SetBudget(usd, tokens)
 	}
+	if budget.ExtraSteps != nil || budget.ExtraMinutes != nil {
+		steps, mins := 0, 0.0
+		if budget.ExtraSteps != nil {
+			steps = *budget.ExtraSteps
+		}
+		if budget.ExtraMinutes != nil {
+			mins = *budget.ExtraMinutes
+		}
+		if steps < 0 || steps > 10000 || mins < 0 || mins > 1440 {
+			return errdefs.Invalidf("extraSteps (0 to 10000) and extraMinutes (0 to 1440): got %d and %g", steps, mins)
+		}
+		if !runner.IsPaused() {
+			return errdefs.Conflictf("cannot resume task %s: it is not paused", id)
+		}
+		runner.Extend(steps, fractionMinutes(mins))
+	}
 	taken := runner.TakenOver()
+	if r.needsFreshVM() && !taken {
+		// Its VM was released while it was held, or its guest does not
+		// answer: the agent goes on once a fresh VM is in.
+		if !runner.IsPaused() {
+			return errdefs.Conflictf("cannot resume task %s: it is not paused", id)
+		}
+		t, err := o.cfg.Store.GetTask(ctx, id)
+		if err != nil {
+			return err
+		}
+		go o.resumeInFreshVM(r, t, instructions)
+		o.intervene(r, store.InterventionResume, instructions)
+		return nil
+	}
 	if !runner.Resume(instructions) {
 		return errdefs.Conflictf("cannot resume task %s: it is not paused", id)
 	}
@@ -140,6 +174,9 @@ func (o *Orchestrator) TakeOver(ctx context.Context, id string) error {
 	if runner.TakenOver() {
 		return errdefs.Conflictf("task %s is already taken over", id)
 	}
+	if _, lease, _ := r.get(); lease == nil {
+		return errdefs.Conflictf("task %s has no VM to take over: it was released while the task was held; resume the task to start a fresh one", id)
+	}
 	runner.TakeOver()
 	o.intervene(r, store.InterventionTakeover, "")
 	return nil
@@ -153,6 +190,9 @@ func (o *Orchestrator) ShowVM(ctx context.Context, id string) error {
 		return err
 	}
 	_, lease, _ := r.get()
+	if lease == nil {
+		return errdefs.Conflictf("task %s has no VM to show: it was released while the task was held; resume the task to start a fresh one", id)
+	}
 	d, ok := lease.Machine().(vm.Displayer)
 	if !ok {
 		return errdefs.Unsupportedf("this VM has no native window (the sandbox backend): take over in the web view instead")
@@ -322,6 +362,9 @@ func (o *Orchestrator) Input(ctx context.Context, id string, in wire.Input) erro
 		return errdefs.Conflictf("task %s is not taken over: take over before sending input", id)
 	}
 	_, lease, _ := r.get()
+	if lease == nil {
+		return errdefs.Conflictf("task %s has no VM at the moment", id)
+	}
 	scr := lease.Guest().Hello().Screen
 	inside := func(x, y float64) error {
 		if x < 0 || y < 0 || x >= float64(scr.Width) || y >= float64(scr.Height) {
@@ -379,10 +422,14 @@ func (o *Orchestrator) Frame(ctx context.Context, id string, p protocol.Screensh
 	return protocol.ScreenshotResult{}, errdefs.Conflictf("task %s has no running VM to watch", id)
 }
 
-// Budget is a new budget given with resume; nil fields stay as they are.
+// Budget is what a resume changes first: a new budget, and more steps or
+// time for a task held at its limit; nil fields stay as they are.
 type Budget struct {
 	USD    *float64
 	Tokens *int64
+	// ExtraSteps and ExtraMinutes raise the step and time limits.
+	ExtraSteps   *int
+	ExtraMinutes *float64
 }
 
 // budgetOf is a task's budget: its own, else Settings' (0: none).

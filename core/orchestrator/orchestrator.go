@@ -189,7 +189,8 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 }
 
 // dispatch starts queued tasks, oldest first, while slots are free. A task
-// holds its slot from VM acquisition to its end, paused included. Writing
+// holds its slot from VM acquisition to its end, paused included, except
+// while the VM of a held task is released (vmhold.go). Writing
 // a plan takes no slot (it needs no VM): up to maxPlanning plans are
 // written at once, whatever the slots.
 func (o *Orchestrator) dispatch(ctx context.Context) {
@@ -197,9 +198,10 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 	o.mu.Lock()
 	free, planFree := limit, maxPlanning
 	for _, r := range o.runs {
-		if r.planning {
+		switch {
+		case r.planning:
 			planFree--
-		} else {
+		case r.holdsSlot():
 			free--
 		}
 	}

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -41,6 +40,21 @@ type run struct {
 	lease     *pool.Lease
 	sessionID string
 	saved     map[string]bool // questions and permission requests already in the store
+	// req is how the run's VM was asked for (a fresh one is asked the same
+	// way); shared is the first VM's shared folder; vmCtx ends when the
+	// agent does; swapped is closed and replaced whenever lease changes.
+	req     pool.Request
+	shared  string
+	vmCtx   context.Context
+	swapped chan struct{}
+	// vmMu is held while the run's VM is released or replaced, and once
+	// the run ends (vmhold.go).
+	vmMu sync.Mutex
+	// resuming is set while a resume waits for a fresh VM, fresh once it
+	// has a slot for it; hello is the first VM's hello, for the agent
+	// while it has none (guarded by mu).
+	resuming, fresh bool
+	hello protocol.HelloResult
 
 	// live is the model's answer streaming in the current step.
 	live liveAnswer
@@ -200,20 +214,28 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		description += "\n\nFollow this plan, which the user approved:\n" + t.PlanMarkdown
 	}
 	network := vm.NetworkMode(or(t.NetworkMode, string(settings.NetworkMode)))
-	lease, err := o.cfg.Pool.Acquire(ctx, pool.Request{
+	r.req = pool.Request{
 		TaskID: t.ID, Template: vm.Template{ID: tmpl.ID, Kind: vm.TemplateKind(tmpl.Kind), Path: tmpl.Path},
 		Network: network, CPUs: tmpl.CPUCount, MemoryMB: tmpl.MemoryMB, AllowHosts: t.AllowHosts,
 		OnWait: func(reason string) { o.setWaiting(t.ID, reason) },
-	})
+	}
+	lease, err := o.cfg.Pool.Acquire(ctx, r.req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return stopped(ctx, nil)
 		}
 		return failed("No VM for this task: " + err.Error())
 	}
+	// The run's VM may change (a held task's is released, and a fresh one
+	// leased on resume: vmhold.go); whichever it has at the end is released.
+	r.mu.Lock()
+	r.lease = lease
+	r.mu.Unlock()
 	defer func() {
-		if err := lease.Release(background()); err != nil {
-			o.cfg.Log.Error("release VM", "task", t.ID, "vm", lease.ID(), "err", err)
+		if _, l, _ := r.get(); l != nil {
+			if err := l.Release(background()); err != nil {
+				o.cfg.Log.Error("release VM", "task", t.ID, "vm", l.ID(), "err", err)
+			}
 		}
 	}()
 
@@ -244,8 +266,9 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		Task: agent.Task{ID: t.ID, Description: description, Network: config.NetworkMode(network), Policy: policy,
 			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight,
 			ContextTokens: window, BudgetUSD: budgetUSD, BudgetTokens: budgetTokens,
-			TextOnly: noVision || slices.Contains(settings.TextOnlyModels, t.ModelID)},
-		LLM: client, Guest: lease.Guest(), Trace: tw, Log: o.cfg.Log.With("task", t.ID, "vm", lease.ID()),
+			TextOnly:   noVision || slices.Contains(settings.TextOnlyModels, t.ModelID),
+			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
+		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID),
 		Emit:    o.emitter(r, sid, client),
 		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
 		Changed: o.changed(r),
@@ -254,15 +277,9 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		return failed(err.Error())
 	}
 	r.mu.Lock()
-	r.runner, r.lease, r.sessionID = runner, lease, sid
+	r.runner, r.sessionID, r.shared = runner, sid, shared
 	r.mu.Unlock()
-	// Live shell output goes to this run's feed while it holds the VM.
-	lease.OnNotify(func(method string, params json.RawMessage) {
-		if method == protocol.NotifyShellOutput {
-			runner.ShellOutput(params)
-		}
-	})
-	defer lease.OnNotify(nil)
+	o.attach(r, lease, runner)
 	now := time.Now().UTC()
 	if _, err := o.update(t.ID, store.Update{
 		Mutate: func(t *store.Task) error {
@@ -274,19 +291,23 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		return failed(err.Error())
 	}
 
-	// A VM that fails ends the run.
+	// A VM that fails ends the run; a held task's VM may be released
+	// meanwhile, and a fresh one leased on resume (vmhold.go).
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	go func() {
-		select {
-		case <-lease.Lost():
-			cancelRun(vmLost{lease.LostReason()})
-		case <-runCtx.Done():
-		}
-	}()
+	vmCtx, endVM := context.WithCancel(runCtx) // VM swaps end with the agent
+	r.mu.Lock()
+	r.vmCtx = vmCtx
+	r.mu.Unlock()
+	go o.watchVM(vmCtx, r, cancelRun)
+	go o.releaseWhenHeld(vmCtx, r, t, tw.Dir())
 	res := runner.Run(runCtx)
 	out := outcome{status: res.Status, summary: res.Summary, success: res.Success, steps: res.Steps, usage: res.Usage, cost: res.CostUSD}
-	if res.Status == store.StatusFailed && !lease.Guest().Healthy() {
+	endVM()
+	r.vmMu.Lock() // no release or fresh VM from here on
+	defer r.vmMu.Unlock()
+	_, lease, _ = r.get()
+	if lease != nil && res.Status == store.StatusFailed && !lease.Guest().Healthy() {
 		// The agent may see the guest go before the pool says why: a VM
 		// that failed is the reason, not the agent's failed call.
 		select {
@@ -310,6 +331,17 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if ctx.Err() != nil || runCtx.Err() != nil {
 		stopWithin, collectWithin = stoppedStop, stoppedCollect
 	}
+	if lease == nil {
+		// The VM was released while the task was held: the outbox it had
+		// then was kept.
+		cctx, cancel := context.WithTimeout(background(), collectWithin)
+		o.collect(cctx, t, tw.Dir(), carriedDir(tw.Dir()), settings, &out)
+		cancel()
+		return out
+	}
+	shared = lease.Machine().Spec().SharedDir()
+	lease.OnNotify(nil)
+	lease.OnGuestReach(nil)
 	collected := false
 	err = lease.ReleaseAfter(stopWithin, func(vm.Machine) error {
 		collected = true

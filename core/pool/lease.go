@@ -54,6 +54,19 @@ func (l *Lease) OnNotify(f func(method string, params json.RawMessage)) {
 	l.e.notify.Store(&f)
 }
 
+// OnGuestReach makes the lease holder, not the pool, handle a guest agent
+// that stops answering while its VM runs: f is called with false and why
+// once it has not answered for the pool's LostAfter (the VM is not failed,
+// and keeps running), and with true if it answers again. nil (the
+// default) fails the VM instead. f must not block.
+func (l *Lease) OnGuestReach(f func(up bool, reason string)) {
+	if f == nil {
+		l.e.reach.Store(nil)
+		return
+	}
+	l.e.reach.Store(&f)
+}
+
 // Lost is closed when the VM fails (crash, guest unreachable, shutdown);
 // LostReason then says why.
 func (l *Lease) Lost() <-chan struct{} { return l.lost }

@@ -154,6 +154,19 @@ type entry struct {
 	// notify receives the guest's notifications for the lease holder
 	// (Lease.OnNotify); nil drops them.
 	notify atomic.Pointer[func(method string, params json.RawMessage)]
+	// reach, when set, hears of a guest that stops and starts answering
+	// while its VM runs (Lease.OnGuestReach).
+	reach atomic.Pointer[func(up bool, reason string)]
+}
+
+// onReach tells the lease holder the guest's reachability; false when no
+// holder takes it.
+func (e *entry) onReach(up bool, reason string) bool {
+	if f := e.reach.Load(); f != nil {
+		(*f)(up, reason)
+		return true
+	}
+	return false
 }
 
 // onNotify passes a guest notification to the lease holder. It runs on the
@@ -744,7 +757,8 @@ func (p *Pool) supervise(e *entry, m vm.Machine, c *guest.Client, watch chan str
 			return
 		case <-c.Lost():
 			deadline := time.NewTimer(p.cfg.LostAfter)
-			healthy := false
+			late := deadline.C
+			healthy, told := false, false
 			for !healthy {
 				select {
 				case <-e.done:
@@ -761,15 +775,25 @@ func (p *Pool) supervise(e *entry, m vm.Machine, c *guest.Client, watch chan str
 					deadline.Stop()
 					p.failUnlessSaved(e, watch, c.Err().Error())
 					return
-				case <-deadline.C:
-					p.failUnlessSaved(e, watch, fmt.Sprintf("the guest agent stopped answering for %s", p.cfg.LostAfter))
-					return
+				case <-late:
+					why := fmt.Sprintf("the guest agent stopped answering for %s", p.cfg.LostAfter)
+					if !e.onReach(false, why) {
+						p.failUnlessSaved(e, watch, why)
+						return
+					}
+					// The task holds; the VM runs on, and is watched for
+					// its guest's return or its end.
+					late, told = nil, true
+					p.cfg.Log.Warn("guest agent not answering; its task holds", "vm", e.info.ID)
 				case <-time.After(50 * time.Millisecond):
 					healthy = c.Healthy()
 				}
 			}
 			deadline.Stop()
 			p.cfg.Log.Info("guest agent reconnected", "vm", e.info.ID)
+			if told {
+				e.onReach(true, "")
+			}
 		}
 	}
 }

@@ -214,6 +214,11 @@ type TaskAction struct {
 	// first (a task paused by its budget resumes once it is raised).
 	BudgetUSD    *float64 `json:"budgetUSD,omitempty"`
 	BudgetTokens *int64   `json:"budgetTokens,omitempty"`
+	// ExtraSteps and ExtraMinutes, with resume, raise the limits of a task
+	// held at its step or time limit (extension; without them it gets its
+	// limit again).
+	ExtraSteps   *int     `json:"extraSteps,omitempty"`
+	ExtraMinutes *float64 `json:"extraMinutes,omitempty"`
 }
 
 // Task actions.
