@@ -41,7 +41,7 @@ func commands() []command {
 		{"show", "ID", "show a task's details", cmdShow},
 		{"logs", "[-f] ID", "print a task's activity (-f: follow it to the end)", cmdLogs},
 		{"pause", "ID", "pause a running task", cmdPause},
-		{"resume", "ID [--instructions TEXT]", "resume a paused task", cmdResume},
+		{"resume", "ID [--instructions TEXT] [--steps N] [--minutes M]", "resume a paused task (more steps or time for one held at its limit)", cmdResume},
 		{"say", `ID "<instructions>"`, "give a running task more instructions", cmdSay},
 		{"cancel", "ID", "cancel a task", cmdCancel},
 		{"rerun", "ID", "run a finished task again", cmdRerun},

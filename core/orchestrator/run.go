@@ -54,7 +54,7 @@ type run struct {
 	// has a slot for it; hello is the first VM's hello, for the agent
 	// while it has none (guarded by mu).
 	resuming, fresh bool
-	hello protocol.HelloResult
+	hello           protocol.HelloResult
 
 	// live is the model's answer streaming in the current step.
 	live liveAnswer

@@ -75,6 +75,7 @@ function render() {
   $('#instruction').disabled = done || planWaits;
 
   renderPlan(t);
+  renderHeld(t, paused && !taken);
   renderQuestion(t.pendingQuestion);
   renderPermission(t.pendingPermission);
   setControl(taken);
@@ -210,6 +211,52 @@ function renderPermission(p) {
   $('#permission-tool').textContent = p.toolName;
   $('#permission-details').textContent = prettyJSON(p.details);
 }
+
+// A task held at its step or time limit, or at its budget, offers to go on
+// with more (PATCH resume with extraSteps/extraMinutes, or a new budget).
+let heldShown = '';
+
+function renderHeld(t, paused) {
+  const reason = paused ? t.statusReason || '' : '';
+  const atLimit = /^reached its (limit of|time limit)/.test(reason);
+  const atBudget = /^(token|cost) budget reached/.test(reason);
+  show($('#limit-card'), atLimit);
+  show($('#budget-card'), atBudget);
+  if (reason === heldShown) return;
+  heldShown = reason;
+  if (atLimit) {
+    $('#limit-reason').textContent = `It ${reason}.`;
+    const time = reason.startsWith('reached its time limit');
+    $('#limit-steps').value = time ? '' : String(t.maxIterations || '');
+    $('#limit-minutes').value = time ? String(t.timeoutMinutes || '') : '';
+  }
+  if (atBudget) {
+    $('#budget-reason').textContent = `Its ${reason}.`;
+    // Suggest twice what it may use now; the field of the other budget
+    // stays empty (unchanged).
+    const used = (t.tokenUsage && t.tokenUsage.total) || 0;
+    const tokens = reason.startsWith('token');
+    $('#budget-tokens').value = tokens ? String(Math.max((t.budgetTokens || 0) * 2, used * 2, 1000)) : '';
+    $('#budget-usd').value = tokens ? '' : String(Math.ceil(Math.max((t.budgetUSD || 0) * 2, (t.costUSD || 0) * 2, 0.01) * 100) / 100);
+  }
+}
+
+function numberOf(el) {
+  const v = el.value.trim();
+  return v === '' ? undefined : Number(v);
+}
+
+$('#limit-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const body = { action: 'resume', extraSteps: numberOf($('#limit-steps')), extraMinutes: numberOf($('#limit-minutes')) };
+  act(() => patch(path, body));
+});
+
+$('#budget-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const body = { action: 'resume', budgetTokens: numberOf($('#budget-tokens')), budgetUSD: numberOf($('#budget-usd')) };
+  act(() => patch(path, body));
+});
 
 function prettyJSON(s) {
   try { return JSON.stringify(JSON.parse(s), null, 2); } catch { return s; }
