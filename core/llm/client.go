@@ -52,6 +52,9 @@ type Config struct {
 	// Backend is the provider's API: BackendChatCompletions (the default)
 	// or BackendResponses.
 	Backend string
+	// CacheMarks puts prompt-cache breakpoints on the system prompt and
+	// the newest message of chat requests (see AcceptsCacheMarks).
+	CacheMarks bool
 }
 
 // Client calls one model of one provider.

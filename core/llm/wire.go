@@ -10,8 +10,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -45,14 +47,18 @@ func (c *Client) chatBody(req openai.ChatCompletionRequest) (body, error) {
 		w.req, w.head, w.at = req, head, at
 	}
 	data := make([][]byte, len(msgs))
+	marks := make([]bool, len(msgs))
 	out := make(body, 0, 2*len(msgs)+2)
 	out = append(out, w.head[:w.at])
 	for i, m := range msgs {
-		if i < len(w.msgs) && sameMessage(w.msgs[i], m) {
+		// Cache breakpoints (CacheMarks): the system prompt and the newest
+		// message, so the next request reads all before it from the cache.
+		marks[i] = c.cfg.CacheMarks && (i == len(msgs)-1 || (i == 0 && m.Role == openai.ChatMessageRoleSystem))
+		if i < len(w.msgs) && w.marks[i] == marks[i] && sameMessage(w.msgs[i], m) {
 			data[i] = w.data[i]
 		} else {
 			var err error
-			if data[i], err = marshalMessage(m); err != nil {
+			if data[i], err = marshalMessage(m, marks[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -61,7 +67,7 @@ func (c *Client) chatBody(req openai.ChatCompletionRequest) (body, error) {
 		}
 		out = append(out, data[i])
 	}
-	w.msgs, w.data = slices.Clone(msgs), data
+	w.msgs, w.data, w.marks = slices.Clone(msgs), data, marks
 	return append(out, w.head[w.at:]), nil
 }
 
@@ -107,8 +113,9 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 type wireCache struct {
 	// mu guards everything below.
 	mu   sync.Mutex
-	msgs []openai.ChatCompletionMessage
-	data [][]byte
+	msgs  []openai.ChatCompletionMessage
+	data  [][]byte
+	marks []bool // which carry a cache breakpoint
 	// req is the last request without its messages, head its JSON with
 	// an empty message list, whose closing bracket is at head[at].
 	req  openai.ChatCompletionRequest
@@ -151,7 +158,7 @@ func sameMessage(a, b openai.ChatCompletionMessage) bool {
 // images travel through json.Marshal as short placeholders and are spliced
 // in afterwards, verbatim: a base64 data URL needs no escaping. A URL that
 // would need escaping is left to json.Marshal.
-func marshalMessage(m openai.ChatCompletionMessage) ([]byte, error) {
+func marshalMessage(m openai.ChatCompletionMessage, mark bool) ([]byte, error) {
 	var urls []string
 	var prefix string
 	if len(m.MultiContent) > 0 {
@@ -173,6 +180,9 @@ func marshalMessage(m openai.ChatCompletionMessage) ([]byte, error) {
 		m.MultiContent = parts
 	}
 	data, err := json.Marshal(m)
+	if err == nil && mark {
+		data, err = withCacheMark(data)
+	}
 	if err != nil || len(urls) == 0 {
 		return data, err
 	}
@@ -192,6 +202,50 @@ func marshalMessage(m openai.ChatCompletionMessage) ([]byte, error) {
 		data = data[k+len(quoted)-1:]
 	}
 	return append(out, data...), nil
+}
+
+// withCacheMark puts a cache breakpoint ("cache_control": {"type":
+// "ephemeral"}, as Anthropic's models take it through OpenAI-compatible
+// gateways) on the last content part of a marshaled message, turning a
+// text content into one text part.
+func withCacheMark(data []byte) ([]byte, error) {
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(data, &msg); err != nil {
+		return nil, err
+	}
+	var parts []map[string]any
+	var text string
+	switch c := msg["content"]; {
+	case len(c) == 0 || string(c) == "null":
+		return data, nil
+	case json.Unmarshal(c, &text) == nil:
+		if text == "" {
+			return data, nil
+		}
+		parts = []map[string]any{{"type": "text", "text": text}}
+	case json.Unmarshal(c, &parts) != nil || len(parts) == 0:
+		return data, nil
+	}
+	parts[len(parts)-1]["cache_control"] = map[string]string{"type": "ephemeral"}
+	content, err := json.Marshal(parts)
+	if err != nil {
+		return nil, err
+	}
+	msg["content"] = content
+	return json.Marshal(msg)
+}
+
+// AcceptsCacheMarks says whether cache breakpoints are worth sending: to
+// Anthropic's Claude models through a gateway (OpenRouter, LiteLLM and the
+// like pass them on). Anthropic's own OpenAI-compatible endpoint does not
+// take them, and other models' providers cache prompt prefixes by
+// themselves.
+func AcceptsCacheMarks(baseURL, model string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil || strings.EqualFold(u.Hostname(), "api.anthropic.com") {
+		return false
+	}
+	return strings.Contains(strings.ToLower(model), "claude")
 }
 
 // jsonSafe reports whether encoding/json writes s as it is: printable

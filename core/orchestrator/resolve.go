@@ -49,7 +49,8 @@ func (o *Orchestrator) clientFor(p store.Provider, model string, settings config
 		return nil, fmt.Errorf("API key of provider %s: %w", p.DisplayName, err)
 	}
 	cfg := llm.Config{BaseURL: p.BaseURL, APIKey: key, Model: model, Prices: llm.PricesFrom(settings.ModelPrices), BackoffBase: o.cfg.LLMBackoff,
-		Organization: p.OrganizationID, ReasoningEffort: effort, Backend: p.BackendMode}
+		Organization: p.OrganizationID, ReasoningEffort: effort, Backend: p.BackendMode,
+		CacheMarks: llm.AcceptsCacheMarks(p.BaseURL, model)}
 	if p.TimeoutSeconds > 0 {
 		cfg.Timeout = time.Duration(p.TimeoutSeconds) * time.Second
 	}
