@@ -112,7 +112,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 // marshaling it anew each time grew to most of a step's cost.
 type wireCache struct {
 	// mu guards everything below.
-	mu   sync.Mutex
+	mu    sync.Mutex
 	msgs  []openai.ChatCompletionMessage
 	data  [][]byte
 	marks []bool // which carry a cache breakpoint
