@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/client"
@@ -151,7 +152,7 @@ func (e *env) printTaskState(t wire.Task, err error) error {
 	if e.json {
 		return e.printJSON(t)
 	}
-	e.out("%s  %s", t.ID, t.Status)
+	e.out("%s  %s", t.ID, stateWords(t))
 	return nil
 }
 
@@ -164,7 +165,11 @@ func (e *env) printNewTask(t wire.Task, err error) error {
 	if e.json {
 		return e.printJSON(t)
 	}
+	// The id alone on stdout (scripts take it from there); what to do
+	// next on stderr.
 	e.out("%s", t.ID)
+	id := shortID(t.ID)
+	fmt.Fprintf(e.stderr, "Task %s is %s. Follow it with `hivecrew logs -f %s`, or see it with `hivecrew show %s`.\n", id, statusWords(t.Status), id, id)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -118,6 +119,25 @@ func TestRunWaitCompletes(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "note.txt")); err != nil || string(b) != "hello from the agent" {
 		t.Fatalf("output file: %q, %v", b, err)
 	}
+
+	// files lists the outputs and downloads them, never overwriting.
+	id := regexp.MustCompile(`(?m)^Task: +(\S+)$`).FindStringSubmatch(r.stdout)[1]
+	if ls := h.ok("files", id).stdout; !regexp.MustCompile(`(?m)^output +note\.txt +20 B +` + regexp.QuoteMeta(filepath.Join(out, "note.txt")) + `$`).MatchString(ls) {
+		t.Errorf("files:\n%s", ls)
+	}
+	dl := t.TempDir()
+	for i, want := range []string{"note.txt", "note (1).txt"} {
+		got := h.ok("files", id, "--all", "-o", dl).stdout
+		if strings.TrimSpace(got) != filepath.Join(dl, want) {
+			t.Errorf("download %d saved %q, want %s", i, got, want)
+		}
+		if b, err := os.ReadFile(filepath.Join(dl, want)); err != nil || string(b) != "hello from the agent" {
+			t.Errorf("downloaded %s: %q, %v", want, b, err)
+		}
+	}
+	if r := h.cli("files", id, "--get", "nope.txt"); r.code != 1 || !strings.Contains(r.stderr, `has no output file "nope.txt" (it has: note.txt)`) {
+		t.Errorf("files --get nope.txt: %s", r)
+	}
 }
 
 // TestRunWaitFailsWithExitCode1: a task the verifier rejects ends failed;
@@ -205,7 +225,7 @@ func TestLsShowLogsExportRerun(t *testing.T) {
 
 	show := h.ok("show", id[:8])
 	for _, want := range []string{"ID: +" + id, "Status: +completed", "Summary: +Wrote a.txt.", "Input files: +brief.txt \\(9 B\\)",
-		"Output files: +a.txt \\(1 B\\)", "Provider: +Scripted / scripted", "Description: +Write a.txt from the brief."} {
+		"Output files: +a.txt \\(1 B\\) saved to .+/a\\.txt", "Provider: +Scripted / scripted", "Description: +Write a.txt from the brief."} {
 		if !regexp.MustCompile("(?m)^" + want + "$").MatchString(show.stdout) {
 			t.Errorf("show lacks %s:\n%s", want, show.stdout)
 		}
@@ -491,7 +511,7 @@ func TestSchedules(t *testing.T) {
 		{"schedules", "add", "Bad time.", "--daily", "25:00"},
 		{"schedules", "add", "Bad day.", "--weekly", "funday@09:00"},
 	} {
-		if r := h.cli(bad...); r.code != 2 || !strings.Contains(r.stderr, "usage: hivecrew schedules add") {
+		if r := h.cli(bad...); r.code != 2 || !strings.Contains(r.stderr, "(`hivecrew help schedules add` lists its flags)") {
 			t.Errorf("%q: %s", bad, r)
 		}
 	}
@@ -557,9 +577,21 @@ func TestUsageErrorsExit2(t *testing.T) {
 	} {
 		var out, errOut strings.Builder
 		code := run(args, &out, &errOut)
-		if code != 2 || out.Len() != 0 || !strings.HasPrefix(errOut.String(), "hivecrew: ") || !strings.Contains(errOut.String(), "usage:") {
+		// One line says what is wrong, the next where the flags are (the
+		// whole usage only for an unknown command).
+		lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+		hint := len(lines) == 2 && strings.HasPrefix(lines[1], "(`hivecrew help "+args[0])
+		if args[0] == "nosuchcommand" {
+			hint = strings.Contains(errOut.String(), "usage:")
+		}
+		if code != 2 || out.Len() != 0 || !strings.HasPrefix(errOut.String(), "hivecrew: ") || !hint {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
 		}
+	}
+	// A flag value of the wrong kind is said in words.
+	var flagOut, flagErr strings.Builder
+	if code := run([]string{"run", "--timeout", "0.5", "x"}, &flagOut, &flagErr); code != 2 || !strings.HasPrefix(flagErr.String(), "hivecrew: --timeout takes a whole number (MINUTES), not \"0.5\"\n") {
+		t.Errorf("--timeout 0.5: exit %d, stderr %q", code, flagErr.String())
 	}
 	// No command is the menu-bar app: without a session bus (as here) it
 	// says why it cannot show, and exits 1 without starting anything.
@@ -687,7 +719,7 @@ func TestOutputDirIsCheckedAtSubmit(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	for _, dir := range []string{"/etc/cron.d", home, filepath.Join(home, ".config", "autostart"), "/"} {
 		r := h.cli("run", "Write a note.", "--output-dir", dir)
-		if r.code == 0 || !strings.Contains(r.stderr, "outputDirectory") {
+		if r.code == 0 || !strings.Contains(r.stderr, "output folder") {
 			t.Errorf("run --output-dir %s: %s", dir, r)
 		}
 	}
@@ -751,5 +783,106 @@ func TestRunCompareAndTaskOptions(t *testing.T) {
 		if r := h.cli(bad...); r.code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}
+	}
+}
+
+// TestTaskTextFromAFileOrStdin: a task too long for the command line comes
+// from --description-file or stdin ("-"); over the helper's limit it is
+// refused before anything is sent, saying the limit; a relative
+// --output-dir is this directory's, not the helper's.
+func TestTaskTextFromAFileOrStdin(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	h.scripted("[[from file]]")
+	dir := t.TempDir()
+	long := "Summarise the notes below. [[from file]]\n" + strings.Repeat("A line of notes.\n", 4000) // 68 KB
+	os.WriteFile(filepath.Join(dir, "task.txt"), []byte(long), 0o644)
+	id := strings.TrimSpace(h.ok("run", "--description-file", filepath.Join(dir, "task.txt")).stdout)
+	if got := h.task(id).Description; got != strings.TrimSpace(long) {
+		t.Fatalf("description from the file: %d bytes, want %d", len(got), len(strings.TrimSpace(long)))
+	}
+
+	var out, errOut strings.Builder
+	if code := runWith([]string{"run", "-", "--home", h.home}, strings.NewReader("Task from stdin [[stdin]]\n"), &out, &errOut); code != 0 {
+		t.Fatalf("run -: exit %d: %s", code, errOut.String())
+	}
+	if got := h.task(strings.TrimSpace(out.String())).Description; got != "Task from stdin [[stdin]]" {
+		t.Fatalf("description from stdin: %q", got)
+	}
+	if !strings.Contains(errOut.String(), "Follow it with `hivecrew logs -f ") {
+		t.Errorf("run says nothing of what to do next: %q", errOut.String())
+	}
+
+	os.WriteFile(filepath.Join(dir, "huge.txt"), bytes.Repeat([]byte("x"), 100_001), 0o644)
+	if r := h.cli("run", "--description-file", filepath.Join(dir, "huge.txt")); r.code != 1 || !strings.Contains(r.stderr, "over the limit of 100000 bytes") {
+		t.Fatalf("a task over the limit: %s", r)
+	}
+	if r := h.cli("run", "--description-file", filepath.Join(dir, "task.txt"), "and more"); r.code != 1 || !strings.Contains(r.stderr, "not both") {
+		t.Fatalf("text and a file: %s", r)
+	}
+
+	cwd, _ := os.Getwd()
+	rel, err := filepath.Rel(cwd, filepath.Join(dir, "out"))
+	if err != nil || filepath.IsAbs(rel) {
+		t.Fatalf("no relative path to %s: %v", dir, err)
+	}
+	id = strings.TrimSpace(h.ok("run", "--output-dir", rel, "Write a report [[rel out]]").stdout)
+	if got := h.task(id).OutputDirectory; got != filepath.Join(dir, "out") {
+		t.Fatalf("output directory %q, want %q", got, filepath.Join(dir, "out"))
+	}
+}
+
+// TestUnknownTemplateListsTheTemplates: a template that does not exist is
+// refused naming the ones that do.
+func TestUnknownTemplateListsTheTemplates(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	h.scripted("[[tmpl]]")
+	tl, err := h.c.Templates(context.Background())
+	if err != nil || len(tl.Templates) == 0 {
+		t.Fatalf("templates %+v, %v", tl, err)
+	}
+	r := h.cli("run", "--template", "nosuch", "Do it [[tmpl]]")
+	if r.code != 1 || !strings.Contains(r.stderr, `template "nosuch": no such template (the templates are: `+tl.Templates[0].ID) {
+		t.Fatalf("run --template nosuch: %s", r)
+	}
+}
+
+// TestUnsavedOutputsAreSaidAndDownloadable: when the output folder cannot
+// take the files (here a file took its place while the task ran), the task
+// still completes, but run --wait says which files were not saved, its
+// summary says so, it exits 1, and `files --all` downloads them.
+func TestUnsavedOutputsAreSaidAndDownloadable(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	hold := make(chan struct{})
+	const m = "Write a report. [[unsaved]]"
+	llm := h.scripted(m,
+		llmtest.Tool("write_file", map[string]any{"path": "outbox/report.txt", "contents": "the report"}),
+		llmtest.Turn{Msg: llmtest.Text("I wrote the report.").Msg, Hold: hold},
+		llmtest.Verdict(true, "Wrote the report."),
+	)
+	out := filepath.Join(t.TempDir(), "results")
+	res := h.cliAsync("run", m, "--wait", "--output-dir", out)
+	waitFor(t, "the held answer", func() bool { return len(llm.Requests(m)) >= 2 })
+	if err := os.WriteFile(out, []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(cliTimeout):
+		t.Fatal("run --wait hangs")
+	}
+	if r.code != 1 || !strings.Contains(r.stdout, "report.txt (NOT SAVED: `hivecrew files ") || !strings.Contains(r.stdout, "could not be saved to "+out) ||
+		!strings.Contains(r.stderr, "output files could not be saved to the output folder") {
+		t.Fatalf("run --wait with an unusable output folder: %s", r)
+	}
+	id := regexp.MustCompile(`(?m)^Task: +(\S+)$`).FindStringSubmatch(r.stdout)[1]
+	dl := t.TempDir()
+	h.ok("files", id, "--all", "-o", dl)
+	if b, err := os.ReadFile(filepath.Join(dl, "report.txt")); err != nil || string(b) != "the report" {
+		t.Fatalf("downloaded report.txt: %q, %v", b, err)
 	}
 }

@@ -63,7 +63,7 @@ func cmdLs(e *env, args []string) error {
 		if t.StepCount != nil {
 			steps = fmt.Sprint(*t.StepCount)
 		}
-		row(tw, shortID(t.ID), t.Status, ago(t.CreatedAt, now), steps, clip(oneLine(or(t.Title, t.Description)), 60))
+		row(tw, shortID(t.ID), stateWords(t.Task), ago(t.CreatedAt, now), steps, clip(oneLine(or(t.Title, t.Description)), 60))
 	}
 	tw.Flush()
 	if int64(len(list.Tasks)) < list.Total {

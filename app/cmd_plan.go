@@ -49,7 +49,7 @@ func planShow(e *env, args []string) error {
 	if e.json {
 		return e.printJSON(t)
 	}
-	status := t.Status
+	status := stateWords(t)
 	if t.StatusReason != "" {
 		status += " (" + t.StatusReason + ")"
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/client"
@@ -46,15 +49,60 @@ func (b *budgetFlags) values(fs *flag.FlagSet) (usd *float64, tokens *int64) {
 
 // taskFlags are the task configuration flags of run and schedules add.
 type taskFlags struct {
-	provider, model, outputDir string
-	files                      listFlag
+	provider, model, outputDir, descFile string
+	files                                listFlag
 }
 
 func (tf *taskFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&tf.provider, "provider", "", "LLM `PROVIDER` (name or id; default: the default provider)")
 	fs.StringVar(&tf.model, "model", "", "`MODEL` id (default: the provider's default model)")
 	fs.Var(&tf.files, "file", "input `FILE` for the agent's inbox (repeatable)")
-	fs.StringVar(&tf.outputDir, "output-dir", "", "`DIR` to save the output files in (default: Settings)")
+	fs.StringVar(&tf.outputDir, "output-dir", "", "`DIR` to save the output files in (relative to here; default: Settings)")
+	fs.StringVar(&tf.descFile, "description-file", "", "read the task from `F` (\"-\": stdin) instead of the command line")
+}
+
+// maxTaskText is the helper's limit on a task's text (the API refuses more).
+const maxTaskText = 100_000
+
+// finish resolves what the flags name against this process: a relative
+// output folder against the working directory (the helper has its own),
+// and the task's text from pos or --description-file (or "-" alone: stdin).
+func (tf *taskFlags) finish(pos []string, stdin io.Reader) (string, error) {
+	if tf.outputDir != "" && !filepath.IsAbs(tf.outputDir) {
+		abs, err := filepath.Abs(tf.outputDir)
+		if err != nil {
+			return "", fmt.Errorf("--output-dir %s: %w", tf.outputDir, err)
+		}
+		tf.outputDir = abs
+	}
+	desc := joinArgs(pos)
+	from := tf.descFile
+	if desc == "-" && from == "" {
+		from, desc = "-", ""
+	}
+	if from == "" {
+		return desc, nil
+	}
+	if desc != "" {
+		return "", errdefs.Invalidf("give the task as text or with --description-file, not both")
+	}
+	var r io.Reader = stdin
+	if from != "-" {
+		f, err := os.Open(from)
+		if err != nil {
+			return "", fmt.Errorf("--description-file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxTaskText+1))
+	if err != nil {
+		return "", fmt.Errorf("read the task: %w", err)
+	}
+	if len(data) > maxTaskText {
+		return "", errdefs.Invalidf("the task's text is over the limit of %d bytes: put long material in a file and pass it with --file", maxTaskText)
+	}
+	return strings.TrimSpace(string(data)), nil
 }
 
 // cmdRun: hivecrew run "<task>" [flags] [--wait | --follow]
@@ -82,10 +130,13 @@ func cmdRun(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	desc := joinArgs(pos)
+	desc, err := tf.finish(pos, e.stdin())
+	if err != nil {
+		return err
+	}
 	switch {
 	case desc == "":
-		return e.bad(fs, `run needs a task: hivecrew run "<task>"`)
+		return e.bad(fs, `run needs a task: hivecrew run "<task>" (or --description-file F, or - to read stdin)`)
 	case *wait && *follow:
 		return e.bad(fs, "give --wait or --follow, not both")
 	case *timeout < 0 || *maxIter < 0:

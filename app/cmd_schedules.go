@@ -36,7 +36,10 @@ func schedulesAdd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	desc := joinArgs(pos)
+	desc, err := tf.finish(pos, e.stdin())
+	if err != nil {
+		return err
+	}
 	if desc == "" {
 		return e.bad(fs, `schedules add needs a task: hivecrew schedules add --daily 09:00 "<task>"`)
 	}

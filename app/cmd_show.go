@@ -29,13 +29,11 @@ func cmdShow(e *env, args []string) error {
 
 // showTask prints a task's details.
 func showTask(w io.Writer, t wire.Task) {
-	status := t.Status
+	status := stateWords(t)
 	if t.StatusReason != "" {
 		status += " (" + t.StatusReason + ")"
 	}
-	if t.TakenOver {
-		status += ", taken over by the user"
-	}
+
 	fs := []field{
 		{"ID", t.ID},
 		{"Title", t.Title},
@@ -116,7 +114,16 @@ func showTask(w io.Writer, t wire.Task) {
 		text += fmt.Sprintf("\nhivecrew approve %s  or  hivecrew deny %s", shortID(t.ID), shortID(t.ID))
 		fs = append(fs, field{"Permission", text})
 	}
-	fs = append(fs, field{"Input files", fileList(t.InputFiles)}, field{"Output files", fileList(t.OutputFiles)})
+	var b strings.Builder
+	for _, f := range t.OutputFiles {
+		switch {
+		case f.SavedTo != "":
+			fmt.Fprintf(&b, "%s (%s) saved to %s\n", f.Name, size(f.Size), f.SavedTo)
+		default:
+			fmt.Fprintf(&b, "%s (%s) NOT SAVED to the output folder: `hivecrew files %s --get %s` downloads it\n", f.Name, size(f.Size), shortID(t.ID), f.Name)
+		}
+	}
+	fs = append(fs, field{"Input files", fileList(t.InputFiles)}, field{"Output files", b.String()})
 	fields(w, fs...)
 }
 

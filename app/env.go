@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/client"
@@ -27,6 +28,16 @@ type env struct {
 
 	c     *client.Client
 	paths config.Paths
+	// in, when set, stands for stdin (tests).
+	in io.Reader
+}
+
+// stdin is the process's standard input (or the test's).
+func (e *env) stdin() io.Reader {
+	if e.in != nil {
+		return e.in
+	}
+	return os.Stdin
 }
 
 // flags returns the flag set of the running command, with the global flags.
@@ -70,7 +81,7 @@ func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, helpRequest{e.usageOf(fs)}
 			}
-			return nil, usageError{msg: err.Error(), usage: e.usageOf(fs)}
+			return nil, usageError{msg: flagProblem(fs, err), usage: e.usageOf(fs)}
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -82,6 +93,41 @@ func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// flagProblem says in words what is wrong with a flag: "--timeout takes a
+// whole number of MINUTES, not "0.5"" for the flag package's "invalid
+// value "0.5" for flag -timeout: parse error".
+func flagProblem(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Sprintf("unknown flag --%s", name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Sprintf("--%s needs a value", name)
+	}
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	value, rest, _ := strings.Cut(rest, " for flag -")
+	name, _, _ := strings.Cut(rest, ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return msg
+	}
+	placeholder, _ := flag.UnquoteUsage(f)
+	want := map[string]string{
+		"*flag.intValue": "a whole number", "*flag.int64Value": "a whole number", "*flag.uintValue": "a whole number",
+		"*flag.float64Value": "a number", "*flag.boolValue": "true or false", "*flag.durationValue": "a duration such as 90s or 5m",
+	}[fmt.Sprintf("%T", f.Value)]
+	if want == "" {
+		return fmt.Sprintf("--%s: %s is not a valid %s", name, value, or(placeholder, "value"))
+	}
+	if placeholder != "" {
+		want += " (" + placeholder + ")"
+	}
+	return fmt.Sprintf("--%s takes %s, not %s", name, want, value)
 }
 
 // parseN parses args and requires exactly n positional arguments.

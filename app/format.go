@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/wire"
 )
 
 // table writes aligned columns; Flush when done.
@@ -148,4 +149,32 @@ func fields(w io.Writer, fs ...field) {
 			fmt.Fprintf(w, "%s%s\n", pad, l)
 		}
 	}
+}
+
+// statusWords is a task status as people say it ("timed out" for the
+// API's timedOut).
+func statusWords(status string) string {
+	if w, ok := map[string]string{
+		"waitingForVM": "waiting for a VM", "timedOut": "timed out", "maxIterations": "out of steps",
+		"planReview": "plan to review", "planFailed": "planning failed",
+	}[status]; ok {
+		return w
+	}
+	return status
+}
+
+// stateWords is what a task's state asks of people: a question or an
+// approval waiting for the user reads "needs you", ahead of its status.
+func stateWords(t wire.Task) string {
+	switch {
+	case t.PendingQuestion != nil:
+		return "needs you: question"
+	case t.PendingPermission != nil:
+		return "needs you: approve " + t.PendingPermission.ToolName
+	case t.TakenOver:
+		return "taken over"
+	case t.Status == "planReview":
+		return "needs you: plan to review"
+	}
+	return statusWords(t.Status)
 }

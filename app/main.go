@@ -41,6 +41,7 @@ func commands() []command {
 		{"show", "ID", "show a task's details", cmdShow},
 		{"logs", "[-f] ID", "print a task's activity (-f: follow it to the end)", cmdLogs},
 		{"pause", "ID", "pause a running task", cmdPause},
+		{"files", "ID [--get NAME]... [--all] [-o DIR]", "list a task's files, or download its outputs", cmdFiles},
 		{"resume", "ID [--instructions TEXT] [--steps N] [--minutes M]", "resume a paused task (more steps or time for one held at its limit)", cmdResume},
 		{"say", `ID "<instructions>"`, "give a running task more instructions", cmdSay},
 		{"cancel", "ID", "cancel a task", cmdCancel},
@@ -82,11 +83,14 @@ func main() {
 // run runs the CLI with args (without the program name) and returns the
 // exit code: 0 ok, 1 error, 2 usage (130 when interrupted). Errors go to
 // stderr as "hivecrew: <message>".
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int { return runWith(args, nil, stdout, stderr) }
+
+// runWith is run with stdin (nil: the process's).
+func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	args = dropProcessSerialNumber(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := &env{ctx: ctx, stdout: stdout, stderr: stderr}
+	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, in: stdin}
 	err := e.dispatch(args)
 	var (
 		u    usageError
@@ -108,13 +112,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &code):
 		return int(code)
 	case errors.As(err, &u):
+		// One line says what is wrong; the usage is a command away.
 		fmt.Fprintln(stderr, "hivecrew:", u.msg)
-		fmt.Fprintln(stderr, or(u.usage, usage()))
+		if e.cmd != "" && e.cmd != "help" {
+			fmt.Fprintf(stderr, "(`hivecrew help %s` lists its flags)\n", e.cmd)
+		} else {
+			fmt.Fprintln(stderr, or(u.usage, usage()))
+		}
 		return 2
 	}
-	fmt.Fprintln(stderr, "hivecrew:", err)
+	fmt.Fprintln(stderr, "hivecrew:", humanize(err.Error()))
 	return 1
 }
+
+// apiWords are the API's field names and statuses in the helper's errors,
+// and what people call them.
+var apiWords = strings.NewReplacer(
+	"providerName ", "provider ", "templateId ", "template ", "modelId ", "model ",
+	"outputDirectory ", "output folder ", "maxIterations ", "step limit ", "timeoutMinutes ", "time limit ",
+	"networkMode ", "network mode ", "reasoningEffort ", "reasoning effort ",
+	" timedOut", " timed out", " maxIterations", " out of steps", " waitingForVM", " waiting for a VM",
+	" planReview", " waiting for plan review", " planFailed", " planning failed",
+)
+
+// humanize says an error of the helper's in the CLI's words.
+func humanize(msg string) string { return apiWords.Replace(msg) }
 
 // dropProcessSerialNumber removes the -psn_<n>_<n> argument that
 // LaunchServices may add when the Finder opens the app (the first launch

@@ -25,7 +25,7 @@ func TestPlanCommands(t *testing.T) {
 	h.waitStatus(id, "planReview")
 
 	show := h.ok("plan", "show", short)
-	for _, want := range []string{"Status:  planReview (waiting for plan approval)", "Plan:    1. Open the file.", "2. Save it.",
+	for _, want := range []string{"Status:  needs you: plan to review (waiting for plan approval)", "Plan:    1. Open the file.", "2. Save it.",
 		"hivecrew plan approve " + short, "hivecrew plan edit " + short, "hivecrew plan cancel " + short} {
 		if !strings.Contains(show.stdout, want) {
 			t.Errorf("plan show lacks %q:\n%s", want, show.stdout)
@@ -34,7 +34,7 @@ func TestPlanCommands(t *testing.T) {
 	if s := h.ok("show", id).stdout; !strings.Contains(s, "1. Open the file.") || !strings.Contains(s, "hivecrew plan approve "+short) {
 		t.Errorf("show does not offer the plan commands:\n%s", s)
 	}
-	if ls := h.ok("ls", "--status", "planReview").stdout; !strings.Contains(ls, short+"  planReview") {
+	if ls := h.ok("ls", "--status", "planReview").stdout; !strings.Contains(ls, short+"  needs you: plan to review") {
 		t.Errorf("ls --status planReview:\n%s", ls)
 	}
 	if st := h.ok("status").stdout; !strings.Contains(st, "Plans:") || !strings.Contains(st, "1 waiting for your review") {
@@ -106,7 +106,7 @@ func TestRunWaitPlanFailed(t *testing.T) {
 	h := startHelper(t)
 	h.scripted("[[tool]]", llmtest.Tool("mouse_click", map[string]any{"x": 1, "y": 1}))
 	r := h.cli("run", "Plan it [[tool]]", "--plan-first", "--wait")
-	if r.code != 1 || !strings.Contains(r.stdout, "Status:   planFailed") || !strings.Contains(r.stdout, "tool call (mouse_click) instead of a plan") {
+	if r.code != 1 || !strings.Contains(r.stdout, "Status:   planning failed") || !strings.Contains(r.stdout, "tool call (mouse_click) instead of a plan") {
 		t.Fatalf("run --wait of a failed plan: %s", r)
 	}
 }

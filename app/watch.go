@@ -250,7 +250,7 @@ func (e *env) printResult(c *client.Client, t wire.Task) error {
 			return err
 		}
 	} else {
-		status := t.Status
+		status := statusWords(t.Status)
 		var facts []string
 		if t.StepCount != nil {
 			facts = append(facts, plural(*t.StepCount, "step"))
@@ -271,7 +271,7 @@ func (e *env) printResult(c *client.Client, t wire.Task) error {
 			for _, f := range t.OutputFiles {
 				where := f.SavedTo
 				if where == "" {
-					where = f.Name + " (not copied out; `hivecrew show " + shortID(t.ID) + "` lists it)"
+					where = f.Name + " (NOT SAVED: `hivecrew files " + shortID(t.ID) + " --get " + f.Name + "` downloads it)"
 				}
 				fmt.Fprintf(&b, "%s (%s)\n", where, size(f.Size))
 			}
@@ -281,6 +281,13 @@ func (e *env) printResult(c *client.Client, t wire.Task) error {
 	}
 	if t.Status != "completed" {
 		return exitCode(1)
+	}
+	for _, f := range t.OutputFiles {
+		if f.SavedTo == "" {
+			// Completed, but what it made is not where the user asked.
+			fmt.Fprintf(e.stderr, "hivecrew: output files could not be saved to the output folder; `hivecrew files %s --all` downloads them\n", shortID(t.ID))
+			return exitCode(1)
+		}
 	}
 	return nil
 }

@@ -33,8 +33,11 @@ const usage = `usage:
   hivecrew-helper paths [--home DIR]
   hivecrew-helper version`
 
+// errHelp is --help, answered: exit 0.
+var errHelp = errors.New("help")
+
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil && !errors.Is(err, errHelp) {
 		fmt.Fprintln(os.Stderr, "hivecrew-helper:", err)
 		var u usageError
 		if errors.As(err, &u) {
@@ -72,7 +75,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	cmd, args := args[0], args[1:]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are said once, by main; --help prints to stdout
+	fs.Usage = func() {}
+	parse := func(args []string) error {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "usage: hivecrew-helper %s [flags]\n", cmd)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return errHelp
+		}
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		return nil
+	}
 	home := fs.String("home", "", "data directory (default: $"+config.HomeEnv+" or the OS default)")
 	switch cmd {
 	case "serve":
@@ -83,8 +100,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		agent := fs.String("guest-agent", "", "guest agent binary for sandboxes (default: hivecrew-guestagent next to this binary)")
 		profile := fs.String("cpu-profile", "", "write a CPU profile (go tool pprof) to this file until the helper stops")
 		stepUp := fs.Duration("web-step-up", 0, "how long after its login link a web session may change API keys, providers and safety settings (default 10m)")
-		if err := fs.Parse(args); err != nil {
-			return usageError{err.Error()}
+		if err := parse(args); err != nil {
+			return err
 		}
 		if *profile != "" {
 			stopProfile, err := startCPUProfile(*profile)
@@ -108,8 +125,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log, GuestAgent: *agent, WebStepUp: *stepUp,
 		})
 	case "stop":
-		if err := fs.Parse(args); err != nil {
-			return usageError{err.Error()}
+		if err := parse(args); err != nil {
+			return err
 		}
 		paths, err := config.ResolvePaths(*home)
 		if err != nil {
@@ -124,8 +141,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "paths":
 		agent := fs.String("guest-agent", "", "guest agent binary (default: found next to this binary or in Hivecrew.app)")
-		if err := fs.Parse(args); err != nil {
-			return usageError{err.Error()}
+		if err := parse(args); err != nil {
+			return err
 		}
 		paths, err := config.ResolvePaths(*home)
 		if err != nil {

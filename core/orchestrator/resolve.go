@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,7 +79,7 @@ func (o *Orchestrator) template(ctx context.Context, id string, settings config.
 	}
 	t, err := o.cfg.Store.GetTemplate(ctx, id)
 	if errors.Is(err, errdefs.ErrNotFound) {
-		return store.Template{}, errdefs.NotFoundf("VM template %q does not exist (see `hivecrew templates ls`)", id)
+		return store.Template{}, errdefs.NotFoundf("VM template %q does not exist (%s)", id, o.templateNames(ctx))
 	}
 	if err != nil {
 		return store.Template{}, err
@@ -87,6 +88,27 @@ func (o *Orchestrator) template(ctx context.Context, id string, settings config.
 		return store.Template{}, err
 	}
 	return t, nil
+}
+
+// templateNames says which templates there are, for an error that names
+// one that is not.
+func (o *Orchestrator) templateNames(ctx context.Context) string {
+	ts, err := o.cfg.Store.ListTemplates(ctx)
+	if err != nil || len(ts) == 0 {
+		return "there are no templates yet: create one with `hivecrew templates create`"
+	}
+	names := make([]string, 0, len(ts))
+	for _, t := range ts {
+		n := t.ID
+		if t.Name != "" && t.Name != t.ID {
+			n += " (" + t.Name + ")"
+		}
+		if t.IsDefault {
+			n += ", the default"
+		}
+		names = append(names, n)
+	}
+	return "the templates are: " + strings.Join(names, "; ")
 }
 
 // usable refuses a template that is still being built or set up, or whose

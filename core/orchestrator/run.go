@@ -679,6 +679,10 @@ func (o *Orchestrator) collect(ctx context.Context, t store.Task, sessionDir, sh
 	}
 	if err != nil {
 		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not copy the results to " + dir + ": " + err.Error()})
+		// Said where the user reads the result: the files are kept with
+		// the session, and can be downloaded.
+		out.summary = strings.TrimSpace(out.summary + fmt.Sprintf("\n\n%d of %d output file(s) could not be saved to %s (%v); they are kept with the task: `hivecrew files %s --all` downloads them.",
+			len(got)-len(placed), len(got), dir, err, t.ID))
 	}
 	if len(placed) > 0 {
 		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "info",

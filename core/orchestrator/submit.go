@@ -105,7 +105,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if in.TemplateID != "" {
 		tmpl, err := o.cfg.Store.GetTemplate(ctx, in.TemplateID)
 		if errors.Is(err, errdefs.ErrNotFound) {
-			return t, errdefs.Invalidf("templateId %q: no such template", in.TemplateID)
+			return t, errdefs.Invalidf("templateId %q: no such template (%s)", in.TemplateID, o.templateNames(ctx))
 		} else if err != nil {
 			return t, err
 		}
