@@ -54,8 +54,26 @@ func ensureHelper(ctx context.Context, c *client.Client, paths config.Paths, std
 	defer logFile.Close()
 	logStart, _ := logFile.Seek(0, io.SeekEnd)
 	fmt.Fprintf(stderr, "Starting the helper for %s (log: %s)\n", paths.Home, logPath)
+	err = launchHelper(ctx, c, bin, paths, logFile, logPath, logStart)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		return err
+	}
+	def, derr := config.ResolvePaths("")
+	if derr == nil && def.Home == paths.Home {
+		return fmt.Errorf("%w\n  Another program holds the API port: maybe a helper of another data directory (`ss -ltnp` shows which process). Stop it, or start this one on another port: hivecrew-helper serve --home %s --addr 127.0.0.1:5483", err, paths.Home)
+	}
+	// A data directory of its own (--home): its helper takes a free port
+	// (the CLI speaks over the unix socket; `hivecrew open` finds the web
+	// UI's address).
+	fmt.Fprintf(stderr, "The API port is taken (by another helper?): this helper takes a free one; `hivecrew open --print` shows its address.\n")
+	logStart, _ = logFile.Seek(0, io.SeekEnd)
+	return launchHelper(ctx, c, bin, paths, logFile, logPath, logStart, "--addr", "127.0.0.1:0")
+}
 
-	cmd := exec.Command(bin, "serve", "--home", paths.Home)
+// launchHelper starts `hivecrew-helper serve --home <home> args...` detached
+// and waits until it answers, or says why it exited.
+func launchHelper(ctx context.Context, c *client.Client, bin string, paths config.Paths, logFile *os.File, logPath string, logStart int64, args ...string) error {
+	cmd := exec.Command(bin, append([]string{"serve", "--home", paths.Home}, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = "/"
 	detach(cmd)
@@ -89,7 +107,7 @@ func ensureHelper(ctx context.Context, c *client.Client, paths config.Paths, std
 		if last == "" {
 			last = "no output"
 		}
-		return fmt.Errorf("the helper exited at once (%w): %s (log: %s)", err, last, logPath)
+		return fmt.Errorf("the helper exited at once (%w): %s (log: %s)", err, strings.TrimPrefix(last, "hivecrew-helper: "), logPath)
 	}
 }
 

@@ -34,6 +34,7 @@ func fakeHelperMain(args []string) int {
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	home := fs.String("home", "", "")
+	fs.String("addr", "", "") // the fake always takes a free port
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -115,10 +116,12 @@ func TestStartsTheHelper(t *testing.T) {
 	}
 }
 
-// TestAHelperThatCannotStartIsReported with the last line of its log.
+// TestAHelperThatCannotStartIsReported with the last line of its log; one
+// whose port is taken is started again on a free port, for a data
+// directory of its own, and the user is told.
 func TestAHelperThatCannotStartIsReported(t *testing.T) {
 	bin := t.TempDir()
-	script := "#!/bin/sh\necho 'hivecrew-helper: listen on 127.0.0.1:5482: address already in use' >&2\nexit 1\n"
+	script := "#!/bin/sh\necho 'hivecrew-helper: listen on 127.0.0.1:5482: bind: address already in use' >&2\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(bin, helperBinary), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +130,47 @@ func TestAHelperThatCannotStartIsReported(t *testing.T) {
 	var out, errOut strings.Builder
 	start := time.Now()
 	code := run([]string{"ls", "--home", home}, &out, &errOut)
-	if code != 1 || !strings.Contains(errOut.String(), "hivecrew: the helper exited at once (exit status 1): hivecrew-helper: listen on 127.0.0.1:5482: address already in use") {
+	if code != 1 || !strings.Contains(errOut.String(), "hivecrew: the helper exited at once (exit status 1): listen on 127.0.0.1:5482: bind: address already in use") ||
+		!strings.Contains(errOut.String(), "The API port is taken") {
 		t.Fatalf("exit %d\n%s", code, errOut.String())
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("took %s to report a helper that exited at once", time.Since(start))
+	}
+
+	// A helper that finds its port taken, then starts on a free one.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(real, helperBinary)); err != nil {
+		t.Fatal(err)
+	}
+	script = "#!/bin/sh\ncase \"$*\" in *--addr*) exec " + filepath.Join(real, helperBinary) + " \"$@\";; esac\n" +
+		"echo 'hivecrew-helper: listen on 127.0.0.1:5482: bind: address already in use' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, helperBinary), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home = daemontest.NewHome(t)
+	c := client.NewUnix(config.Paths{Home: home}.Socket())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c.Shutdown(ctx) == nil {
+			for c.Health(ctx) == nil && ctx.Err() == nil {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"ls", "--home", home}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "No tasks yet") ||
+		!strings.Contains(errOut.String(), "The API port is taken (by another helper?): this helper takes a free one") {
+		t.Fatalf("ls with the port taken: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	log, _ := os.ReadFile(filepath.Join(home, "Logs", "helper.log"))
+	if !strings.Contains(string(log), "args=serve --home "+home+" --addr 127.0.0.1:0") {
+		t.Fatalf("helper log:\n%s", log)
 	}
 }

@@ -111,31 +111,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	cleanups = append(cleanups, unlock)
 
-	sockPath := cfg.Socket
-	if sockPath == "" {
-		sockPath = cfg.Paths.Socket()
-	}
-	unixLn, err := listenUnix(sockPath)
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, func() error {
-		if err := os.Remove(sockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove socket: %w", err)
-		}
-		return nil
-	})
-
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	srv := newServer(log, stop)
-	serveErr := make(chan error, 2)
-	// The unix socket has its own server and listener: TCP clients, however
-	// many, never queue ahead of the CLI or the kill switch.
-	unixSrv := newHTTPServer(srv.handler(true))
-	go func() { serveErr <- serve(unixSrv, unixLn) }()
-	cleanups = append(cleanups, shutdownFunc(unixSrv, "unix socket"))
-
+	// The store and the TCP port come first: a helper that cannot have
+	// them fails before its unix socket answers /health, so a CLI that
+	// started it hears why instead of a helper that goes away.
 	st, err := store.Open(ctx, cfg.Paths.Database(), log)
 	if err != nil {
 		return err
@@ -155,6 +133,33 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen on %s (change apiPort in Settings or pass --addr): %w", addr, err)
 	}
+
+	sockPath := cfg.Socket
+	if sockPath == "" {
+		sockPath = cfg.Paths.Socket()
+	}
+	unixLn, err := listenUnix(sockPath)
+	if err != nil {
+		tcpLn.Close()
+		return err
+	}
+	cleanups = append(cleanups, func() error {
+		if err := os.Remove(sockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove socket: %w", err)
+		}
+		return nil
+	})
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	srv := newServer(log, stop)
+	serveErr := make(chan error, 2)
+	// The unix socket has its own server and listener: TCP clients, however
+	// many, never queue ahead of the CLI or the kill switch.
+	unixSrv := newHTTPServer(srv.handler(true))
+	go func() { serveErr <- serve(unixSrv, unixLn) }()
+	cleanups = append(cleanups, shutdownFunc(unixSrv, "unix socket"))
+
 	tcpSrv := newHTTPServer(srv.handler(false))
 	go func() { serveErr <- serve(tcpSrv, netutil.LimitListener(tcpLn, tcpConnLimit())) }()
 	cleanups = append(cleanups, shutdownFunc(tcpSrv, "tcp"))
