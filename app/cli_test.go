@@ -95,8 +95,8 @@ func TestProvidersAddLsNeverPrintTheKey(t *testing.T) {
 
 // TestRunWaitCompletes: the agent writes a file and finishes; run --wait
 // exits 0 and prints the status, the verifier's summary and the output
-// file, which is in the output directory; nothing is printed on the way
-// when stderr is not a terminal.
+// file, which is in the output directory; when stderr is not a terminal,
+// it says each change of status there as a plain line.
 func TestRunWaitCompletes(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
@@ -107,7 +107,7 @@ func TestRunWaitCompletes(t *testing.T) {
 	)
 	out := t.TempDir()
 	r := h.cli("run", "Write a note.", "--wait", "--output-dir", out)
-	if r.code != 0 || r.stderr != "" {
+	if r.code != 0 || !regexp.MustCompile(`(?m)\A(\d\d:\d\d:\d\d  \S.*\n)+\z`).MatchString(r.stderr) || !strings.Contains(r.stderr, "  Agent started in VM ") {
 		t.Fatalf("run --wait: %s", r)
 	}
 	for _, want := range []string{`(?m)^Status: +completed \(2 steps, \d+:\d\d\)$`, `(?m)^Summary: +Wrote outbox/note\.txt\.$`,
@@ -884,5 +884,18 @@ func TestUnsavedOutputsAreSaidAndDownloadable(t *testing.T) {
 	h.ok("files", id, "--all", "-o", dl)
 	if b, err := os.ReadFile(filepath.Join(dl, "report.txt")); err != nil || string(b) != "the report" {
 		t.Fatalf("downloaded report.txt: %q, %v", b, err)
+	}
+}
+
+// TestRetriesAreNotSilent: a provider that rate-limits makes the agent
+// wait; run --wait says so, with when it asks again, and so does the
+// activity.
+func TestRetriesAreNotSilent(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	h.scripted("Rate limited. [[429]]", llmtest.Status(429), llmtest.Text("Done."), llmtest.Verdict(true, "Done after a wait."))
+	r := h.cli("run", "Rate limited. [[429]]", "--wait")
+	if r.code != 0 || !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  LLM: the provider is rate limiting \(HTTP 429\): .*; asking again at \d\d:\d\d:\d\d, in .* \(attempt 2 of 5\)$`).MatchString(r.stderr) {
+		t.Fatalf("run --wait through a 429: %s", r)
 	}
 }

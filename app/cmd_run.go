@@ -175,6 +175,9 @@ func cmdRun(e *env, args []string) error {
 	if !*wait && !*follow {
 		return e.printNewTask(t, nil)
 	}
+	if *follow && !e.json {
+		e.out("Task %s (%s)", t.ID, statusWords(t.Status))
+	}
 	final, err := e.waitTask(c, t, *follow)
 	if e.ctx.Err() != nil {
 		return fmt.Errorf("stopped waiting; task %s goes on (follow it with `hivecrew logs -f %s`, stop it with `hivecrew cancel %s`)", t.ID, shortID(t.ID), shortID(t.ID))

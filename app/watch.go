@@ -237,7 +237,17 @@ func (e *env) waitTask(c *client.Client, t wire.Task, follow bool) (wire.Task, e
 			p.event(ctx, ev)
 		}
 	default:
-		onEvent = notice
+		// Not a terminal: plain lines, one for each change of status and
+		// each wait the provider imposes, so a log shows where time went.
+		onEvent = func(ev wire.Event) {
+			if msg := attention(t.ID, ev); msg != "" {
+				notice(ev)
+				return
+			}
+			if ev.Type == "status_change" && (ev.Data.Status != "" || strings.HasPrefix(ev.Data.Summary, "LLM: ")) {
+				fmt.Fprintf(e.stderr, "%s  %s\n", ev.Timestamp.Local().Format("15:04:05"), oneLine(ev.Data.Summary))
+			}
+		}
 	}
 	return watchTask(e.ctx, c, t.ID, pollInterval, onEvent)
 }

@@ -102,6 +102,12 @@ func New(cfg Config) (*Client, error) {
 	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), baseURL: oc.BaseURL, doer: recordingDoer{hc}}, nil
 }
 
+// SetOnRetry sets Config.OnRetry; call it before the client's first call.
+func (c *Client) SetOnRetry(f func(attempt int, wait time.Duration, err error)) { c.cfg.OnRetry = f }
+
+// MaxAttempts is how many attempts one call may take.
+func (c *Client) MaxAttempts() int { return c.cfg.MaxAttempts }
+
 // Model is the model the client calls.
 func (c *Client) Model() string { return c.cfg.Model }
 

@@ -204,6 +204,12 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err != nil {
 		return failed(err.Error())
 	}
+	// A provider that makes the agent wait says so in the activity (a 429
+	// with Retry-After 120 is two minutes of silence otherwise).
+	client.SetOnRetry(func(attempt int, wait time.Duration, err error) {
+		at := time.Now().Add(wait).Local().Format("15:04:05")
+		o.emitInfo(r, fmt.Sprintf("LLM: %s; asking again at %s, in %s (attempt %d of %d)", err, at, wait.Round(100*time.Millisecond), attempt+1, client.MaxAttempts()))
+	})
 	tmpl, err := o.template(ctx, t.TemplateID, settings)
 	if err != nil {
 		return failed(err.Error())
