@@ -37,7 +37,7 @@ test('planning, then the plan panel: the edited plan runs at once, with no secon
   assert.equal(await page.textContent('#task-meta [data-status="planning"]'), 'Planning…');
   assert.equal(await page.locator('#planning-card').isVisible(), true);
   assert.equal(await page.locator('#plan-card').isHidden(), true);
-  assert.equal(await page.isDisabled('#instruction'), true, 'no instructions to an agent that has not started');
+  assert.equal(await page.locator('#instruct-panel').isVisible(), false, 'no instructions to an agent that has not started');
   assert.match(await page.textContent('#sb-guest'), /none until the plan is approved/);
 
   // Review: the model's plan, read-only until Edit.

@@ -173,9 +173,24 @@ export function fmtTokens(u) {
 export function toast(message, kind = 'info') {
   const region = document.getElementById('toasts');
   if (!region) return;
+  // The same message again renews the one shown (with a count) instead of
+  // piling up; at most three are shown, the oldest going first.
+  for (const old of region.children) {
+    if (old.dataset.message === message && old.dataset.kind === kind) {
+      const n = Number(old.dataset.count || 1) + 1;
+      old.dataset.count = String(n);
+      old.textContent = `${message} (×${n})`;
+      clearTimeout(old.timer);
+      old.timer = setTimeout(() => old.remove(), kind === 'error' ? 8000 : 4000);
+      return;
+    }
+  }
+  while (region.children.length >= 3) region.firstElementChild.remove();
   const t = h('div', { class: `toast ${kind}` }, message);
+  t.dataset.message = message;
+  t.dataset.kind = kind;
   region.append(t);
-  setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
+  t.timer = setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
 }
 
 /** Reports an error of an action to the user. */

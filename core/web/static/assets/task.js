@@ -37,6 +37,8 @@ async function refreshTask() {
     if (err instanceof ApiError && err.status === 404) {
       fill($('#main'), h('section', { class: 'panel signin' }, h('h1', null, 'Task not found'),
         h('p', null, 'There is no task ', h('code', null, id), '. ', h('a', { href: '/' }, 'Back to the dashboard'), '.')));
+      document.querySelector('footer.statusbar')?.remove(); // no task, no task status
+      if (events) { events.close(); events = null; }
       poll.stop();
       return;
     }
@@ -67,12 +69,12 @@ function render() {
   show($('#btn-native'), nativeWindow && !taken);
   $('#btn-native').disabled = !(running || paused) || planWaits;
   show($('#btn-handback'), taken);
-  $('#btn-cancel').disabled = done;
+  show($('#btn-cancel'), !done);
   $('#btn-screenshot').href = `${base}/screenshot`;
   show($('#control-banner'), taken);
-  // Instructions go to a running agent: a plan is edited in its panel.
-  $('#send-instruction').disabled = done || planWaits;
-  $('#instruction').disabled = done || planWaits;
+  // Instructions go to a running agent (a paused one gets them with
+  // Resume's; a plan is edited in its panel): the form is there only then.
+  show($('#instruct-panel'), running && !taken);
 
   renderPlan(t);
   renderHeld(t, paused && !taken);
