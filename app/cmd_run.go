@@ -113,7 +113,8 @@ func cmdRun(e *env, args []string) error {
 	template := fs.String("template", "", "VM `TEMPLATE` id (default: the default template)")
 	timeout := fs.Int("timeout", 0, "time limit in `MINUTES` (default: Settings)")
 	maxIter := fs.Int("max-iterations", 0, "step limit `N` (default: Settings)")
-	offline := fs.Bool("offline", false, "no internet access in the VM")
+	offline := fs.Bool("offline", false, "no network in the VM (the default unless Settings' networkMode is internet)")
+	internet := fs.Bool("internet", false, "outbound internet in the VM, under the egress policy (default: Settings' networkMode, offline for new installs)")
 	var allow listFlag
 	fs.Var(&allow, "allow", "allow `TOOL` without asking, for this task (e.g. run_shell; repeatable)")
 	var allowHosts, compare listFlag
@@ -139,6 +140,8 @@ func cmdRun(e *env, args []string) error {
 		return e.bad(fs, `run needs a task: hivecrew run "<task>" (or --description-file F, or - to read stdin)`)
 	case *wait && *follow:
 		return e.bad(fs, "give --wait or --follow, not both")
+	case *offline && *internet:
+		return e.bad(fs, "give --offline or --internet, not both")
 	case *timeout < 0 || *maxIter < 0:
 		return e.bad(fs, "--timeout and --max-iterations must not be negative")
 	case *copies < 1 || *copies > 8:
@@ -154,6 +157,9 @@ func cmdRun(e *env, args []string) error {
 	in.BudgetUSD, in.BudgetTokens = budget.values(fs)
 	if *offline {
 		in.NetworkMode = "offline"
+	}
+	if *internet {
+		in.NetworkMode = "internet"
 	}
 	for _, tool := range allow {
 		if in.ToolPolicy == nil {
