@@ -20,7 +20,7 @@ endif
 # asking again after every rebuild (README, "Verifying on a Mac").
 SIGN_IDENTITY ?= -
 
-.PHONY: build test run deps vet unit e2e browser check-darwin bench app clean help
+.PHONY: build test run deps deps-runtime vet unit e2e browser check-darwin bench app clean help
 
 ## build: host binaries bin/hivecrew, bin/hivecrew-helper, bin/hivecrew-guestagent (default)
 ##        (on macOS the helper is signed ad hoc with entitlements.plist: VMs need it)
@@ -35,9 +35,13 @@ endif
 ## test: install what is missing, then vet, unit, end-to-end and browser tests, and check-darwin
 test: deps vet unit e2e browser check-darwin
 
-## deps: install the packages Hivecrew needs on this machine (idempotent)
+## deps: install the packages Hivecrew needs to build, run and test on this machine (idempotent)
 deps:
 	./scripts/deps
+
+## deps-runtime: only what running it needs (make run)
+deps-runtime:
+	./scripts/deps --runtime
 
 vet:
 	$(GO) vet ./...
@@ -62,7 +66,7 @@ bench: build
 	$(GO) run ./tests/bench
 
 ## run: build and start the product on this OS (the helper in the foreground)
-run: deps build
+run: deps-runtime build
 	./bin/hivecrew-helper serve --print-api-key
 
 ## app: the signed Hivecrew.app bundle (macOS only)

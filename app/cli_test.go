@@ -899,3 +899,23 @@ func TestRetriesAreNotSilent(t *testing.T) {
 		t.Fatalf("run --wait through a 429: %s", r)
 	}
 }
+
+// TestOpenWithoutABrowser: on a machine without a browser, open prints the
+// sign-in link and says why, in one line, instead of the opener's errors.
+func TestOpenWithoutABrowser(t *testing.T) {
+	h := startHelper(t)
+	bin := t.TempDir()
+	t.Setenv("PATH", bin)
+	r := h.cli("open")
+	if r.code != 1 || !strings.HasPrefix(r.stdout, "http://127.0.0.1:") || !strings.Contains(r.stderr, "could not open a browser (xdg-open is not installed)") {
+		t.Fatalf("open without xdg-open: %s", r)
+	}
+	script := "#!/bin/sh\necho \"xdg-open: no method available for opening '$1'\" >&2\nexit 3\n"
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = h.cli("open")
+	if r.code != 1 || !strings.Contains(r.stdout, "/login?token=") || !strings.Contains(r.stderr, "could not open a browser (no browser was found)") || strings.Contains(r.stderr, "no method available") {
+		t.Fatalf("open with a failing xdg-open: %s", r)
+	}
+}

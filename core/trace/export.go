@@ -62,16 +62,36 @@ func ExportMarkdown(w io.Writer, info Info, s Session) error {
 	b.WriteString("## Steps\n\n")
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "%d. `%s` **%s** %s", e.Seq, e.Time.Format("15:04:05"), e.Type, mdEscape(e.Summary))
-		if e.Screenshot != "" {
-			fmt.Fprintf(&b, " ([screenshot](%s))", filepath.ToSlash(e.Screenshot))
-		}
 		b.WriteString("\n")
+		// Inlined: an export is one file, and a link to the session
+		// folder's screenshots would lead nowhere beside it.
+		if url := s.screenshotURL(e); url != "" {
+			fmt.Fprintf(&b, "\n   ![The screen at event %d](%s)\n\n", e.Seq, url)
+		}
 		if e.Details != "" {
 			fmt.Fprintf(&b, "\n   ```\n   %s\n   ```\n", strings.ReplaceAll(e.Details, "\n", "\n   "))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// screenshotURL is an event's screenshot as a data URL, "" when it has
+// none (or it is gone). The trace's path is kept inside the session folder.
+func (s Session) screenshotURL(e Event) string {
+	if e.Screenshot == "" {
+		return ""
+	}
+	p := filepath.Join(s.Dir, filepath.Clean(string(filepath.Separator)+e.Screenshot))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	mime := "image/png"
+	if strings.HasSuffix(p, ".jpg") || strings.HasSuffix(p, ".jpeg") {
+		mime = "image/jpeg"
+	}
+	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)
 }
 
 func mdEscape(s string) string {
@@ -92,16 +112,8 @@ func ExportHTML(w io.Writer, info Info, s Session) error {
 	steps := make([]step, 0, len(s.Events))
 	for _, e := range s.Events {
 		st := step{Event: e}
-		if e.Screenshot != "" {
-			// A trace path from disk: keep it inside the session folder.
-			p := filepath.Join(s.Dir, filepath.Clean(string(filepath.Separator)+e.Screenshot))
-			if data, err := os.ReadFile(p); err == nil {
-				mime := "image/png"
-				if strings.HasSuffix(p, ".jpg") {
-					mime = "image/jpeg"
-				}
-				st.Image = template.URL("data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data))
-			}
+		if url := s.screenshotURL(e); url != "" {
+			st.Image = template.URL(url)
 		}
 		steps = append(steps, st)
 	}

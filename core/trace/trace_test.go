@@ -88,10 +88,15 @@ func TestWriteReadExport(t *testing.T) {
 	}
 	var md bytes.Buffer
 	ExportMarkdown(&md, info, s)
-	for _, want := range []string{"# Save a \\| file", "## Result\n\nSaved.", "(screenshots/0001.png)", "1200 prompt, 80 completion"} {
+	// The screenshots are in the one file (a link to the session folder
+	// would lead nowhere beside the export).
+	for _, want := range []string{"# Save a \\| file", "## Result\n\nSaved.", "![The screen at event 2](data:image/png;base64,", "1200 prompt, 80 completion"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
+	}
+	if strings.Contains(md.String(), "(screenshots/") {
+		t.Errorf("markdown links a screenshot file it does not come with")
 	}
 	var html bytes.Buffer
 	if err := ExportHTML(&html, info, s); err != nil {
