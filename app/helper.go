@@ -107,7 +107,11 @@ func launchHelper(ctx context.Context, c *client.Client, bin string, paths confi
 		if last == "" {
 			last = "no output"
 		}
-		return fmt.Errorf("the helper exited at once (%w): %s (log: %s)", err, strings.TrimPrefix(last, "hivecrew-helper: "), logPath)
+		why := "the helper exited at once"
+		if err != nil {
+			why += " (" + err.Error() + ")"
+		}
+		return fmt.Errorf("%s: %s (log: %s)", why, strings.TrimPrefix(last, "hivecrew-helper: "), logPath)
 	}
 }
 

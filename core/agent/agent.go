@@ -703,12 +703,31 @@ func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping
 	out, err := r.run(ctx, step, call, m)
 	summary := call.Name + " " + firstLine(out)
 	activity := "tool_result"
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopped from outside (cancel, kill switch, time limit): the
+		// call did not fail, it was cut short.
+		out = "Interrupted: " + interruption(ctx)
+		summary, activity = call.Name+" interrupted: "+interruption(ctx), "info"
+	case err != nil:
 		out = "Error: " + err.Error()
 		summary, activity = call.Name+" failed: "+err.Error(), "error"
 	}
 	r.emit(step, Event{Type: "tool_call_result", ActivityType: activity, Tool: call.Name, Summary: summary, Details: truncate(out, 4000)})
 	return truncate(out, 16000)
+}
+
+// interruption says in words why ctx ended.
+func interruption(ctx context.Context) string {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCancelled):
+		return "the task was cancelled"
+	case errors.Is(cause, errTimedOut):
+		return "the task reached its time limit"
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		return cause.Error()
+	}
+	return "the task was stopped"
 }
 
 func firstLine(s string) string {

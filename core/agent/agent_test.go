@@ -414,6 +414,16 @@ func TestCancelInterruptsInFlightWork(t *testing.T) {
 		if r.Status != store.StatusCancelled || time.Since(t0) > time.Second {
 			t.Fatalf("%+v after %s", r, time.Since(t0))
 		}
+		// The activity says why the call ended, in words.
+		var said string
+		for len(e.events) > 0 {
+			if ev := <-e.events; ev.Type == "tool_call_result" {
+				said = ev.Summary
+			}
+		}
+		if said != "wait interrupted: the task was cancelled" {
+			t.Errorf("the interrupted call reads %q", said)
+		}
 	})
 }
 

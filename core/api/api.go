@@ -329,7 +329,13 @@ var errStepUp = errors.New("step-up required")
 
 func (a *API) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := classify(err)
-	if status >= 500 {
+	switch {
+	case r.Context().Err() != nil:
+		// The client went away (a closed tab, a stopped stream): nothing
+		// failed here, and nobody reads the answer.
+		a.cfg.Log.Debug("client left before the answer", "method", r.Method, "path", r.URL.Path, "err", err)
+		return
+	case status >= 500:
 		a.cfg.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	var mbe *http.MaxBytesError
