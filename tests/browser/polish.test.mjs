@@ -57,3 +57,13 @@ test('the same error again renews its toast instead of piling up', { timeout: 60
   assert.deepEqual(again, ['The helper could not be reached. (×5)']);
   await env.done(page);
 });
+
+test('errors read in the words of the UI, not the API\'s field names', { timeout: 60000 }, async () => {
+  const page = await env.page('/');
+  const said = await page.evaluate(async () => {
+    const { humanize } = await import('/assets/common.js');
+    return humanize('templateId "nosuch": no such template; outputDirectory "/etc": a system location; task 1 is timedOut');
+  });
+  assert.equal(said, 'template "nosuch": no such template; output folder "/etc": a system location; task 1 is timed out');
+  await env.done(page);
+});

@@ -193,10 +193,25 @@ export function toast(message, kind = 'info') {
   t.timer = setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
 }
 
+// The API's field names and statuses in its errors, as people say them.
+const API_WORDS = [
+  ['providerName ', 'provider '], ['templateId ', 'template '], ['modelId ', 'model '],
+  ['outputDirectory ', 'output folder '], ['maxIterations ', 'step limit '], ['timeoutMinutes ', 'time limit '],
+  ['networkMode ', 'network mode '], ['reasoningEffort ', 'reasoning effort '],
+  [' timedOut', ' timed out'], [' maxIterations', ' out of steps'], [' waitingForVM', ' waiting for a VM'],
+];
+
+/** An error message of the API in the words of the UI. */
+export function humanize(message) {
+  let out = String(message);
+  for (const [api, words] of API_WORDS) out = out.split(api).join(words);
+  return out;
+}
+
 /** Reports an error of an action to the user. */
 export function report(err) {
   if (err instanceof ApiError && err.status === 401) return;
-  toast(err.message || String(err), 'error');
+  toast(humanize(err.message || String(err)), 'error');
 }
 
 let signedOut = false;
