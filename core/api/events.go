@@ -199,11 +199,34 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-// screenshot serves a task's latest screenshot.
+// screenshot serves a task's latest screenshot. With ?live=1 (extension)
+// a running task's screen is captured now, as a JPEG at most maxWidth
+// wide (default 480): a dashboard thumbnail then shows what the live view
+// does, not the last step's screen.
 func (a *API) screenshot(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if _, err := a.st.GetTask(r.Context(), id); err != nil {
 		return err
+	}
+	if v := r.URL.Query().Get("live"); v != "" {
+		live, err := formBool("live", v)
+		if err != nil {
+			return err
+		}
+		width, err := intParam(r, "maxWidth", 480, 16, 4096)
+		if err != nil {
+			return err
+		}
+		if live {
+			p := protocol.ScreenshotParams{Format: protocol.FormatJPEG, MaxWidth: width, MaxHeight: width, Quality: 70}
+			if frame, err := a.o.Frame(r.Context(), id, p); err == nil {
+				w.Header().Set("Content-Type", "image/jpeg")
+				w.Header().Set("Cache-Control", "no-store")
+				_, err = w.Write(frame.Data)
+				return err
+			}
+			// No VM to capture (not running, or released): the last one.
+		}
 	}
 	path, err := a.st.LastScreenshot(r.Context(), id)
 	if err != nil {

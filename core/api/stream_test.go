@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"image/jpeg"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -57,6 +58,13 @@ func TestLiveStream(t *testing.T) {
 			t.Fatalf("frame %d: %v, %d bytes", i, part.Header, buf.Len())
 		}
 	}
+	// A thumbnail of the screen now: a fresh capture, at most maxWidth wide.
+	shot := h.expect(200, "GET", "/api/v1/tasks/"+task.ID+"/screenshot?live=1&maxWidth=320", nil)
+	if cfg, err := jpeg.DecodeConfig(bytes.NewReader(shot)); err != nil || cfg.Width != 320 {
+		t.Fatalf("live screenshot: %+v, %v", cfg, err)
+	}
+	h.expect(400, "GET", "/api/v1/tasks/"+task.ID+"/screenshot?live=maybe", nil)
+	h.expect(404, "GET", "/api/v1/tasks/"+queued.ID+"/screenshot?live=1", nil) // nothing to capture, nothing captured yet
 	// The native VM window is a macOS guest's: the fake backend has none.
 	out := h.expect(501, "POST", "/api/v1/tasks/"+task.ID+"/takeover", map[string]any{"action": "start", "native": true})
 	if !strings.Contains(string(out), "web view") {

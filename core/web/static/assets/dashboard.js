@@ -207,7 +207,8 @@ async function submitTask(e) {
 
 const cards = new Map(); // task id -> {el, task, parts}
 
-function thumbURL(id) { return `/api/v1/tasks/${seg(id)}/screenshot?t=${Date.now()}`; }
+// The screen now (a fresh capture while the task runs, else its last one).
+function thumbURL(id) { return `/api/v1/tasks/${seg(id)}/screenshot?live=1&maxWidth=480&t=${Date.now()}`; }
 
 function makeCard(t) {
   const img = h('img', { class: 'thumb', alt: `Screen of “${t.title}”`, hidden: true });
