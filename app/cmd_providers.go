@@ -30,6 +30,7 @@ func providersAdd(e *env, args []string) error {
 	isDefault := fs.Bool("default", false, "make it the default provider")
 	model := fs.String("model", "", "default `MODEL` id")
 	backend := fs.String("backend-mode", "", "`MODE`: chat_completions (default) or responses")
+	reasoning := fs.String("reasoning", "", "default reasoning `EFFORT` of its tasks (none, minimal, low, medium, high or xhigh; a task's own wins)")
 	if _, err := e.parseN(fs, args, 0); err != nil {
 		return err
 	}
@@ -56,6 +57,9 @@ func providersAdd(e *env, args []string) error {
 	}
 	if *backend != "" {
 		in.BackendMode = backend
+	}
+	if *reasoning != "" {
+		in.DefaultReasoningEffort = reasoning
 	}
 	c, err := e.client()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
@@ -22,7 +23,7 @@ func (a *API) providerJSON(p store.Provider) wire.Provider {
 	return wire.Provider{
 		ID: p.ID, DisplayName: p.DisplayName, BaseURL: p.BaseURL, BackendMode: p.BackendMode, AuthMode: p.AuthMode,
 		IsDefault: p.IsDefault, HasAPIKey: key != "", DefaultModelID: p.DefaultModelID, OrganizationID: p.OrganizationID,
-		TimeoutInterval: float64(p.TimeoutSeconds), CreatedAt: ts(p.CreatedAt),
+		TimeoutInterval: float64(p.TimeoutSeconds), DefaultReasoningEffort: p.DefaultReasoningEffort, CreatedAt: ts(p.CreatedAt),
 	}
 }
 
@@ -90,6 +91,13 @@ func applyProvider(p *store.Provider, in wire.ProviderInput) error {
 			return errdefs.Invalidf("timeoutInterval %g: want 0..3600 seconds", *in.TimeoutInterval)
 		}
 		p.TimeoutSeconds = int(*in.TimeoutInterval)
+	}
+	if in.DefaultReasoningEffort != nil {
+		effort := strings.TrimSpace(*in.DefaultReasoningEffort)
+		if err := orchestrator.CheckReasoningEffort(effort); err != nil {
+			return errdefs.Invalidf("defaultReasoningEffort %q: want one of %s, or \"\" for the model's default", effort, strings.Join(orchestrator.ReasoningEfforts, ", "))
+		}
+		p.DefaultReasoningEffort = effort
 	}
 	if in.APIKey != nil && strings.ContainsAny(*in.APIKey, "\r\n") {
 		return errdefs.Invalidf("apiKey must be one line")

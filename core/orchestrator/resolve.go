@@ -20,7 +20,7 @@ func (o *Orchestrator) llmFor(ctx context.Context, t store.Task, settings config
 	if err != nil {
 		return nil, fmt.Errorf("LLM provider %q: %w", t.ProviderName, err)
 	}
-	c, err := o.clientFor(p, t.ModelID, settings, reasoningEffort(t.ReasoningEnabled, t.ReasoningEffort))
+	c, err := o.clientFor(p, t.ModelID, settings, reasoningEffort(t.ReasoningEnabled, t.ReasoningEffort, p.DefaultReasoningEffort))
 	if err != nil {
 		return nil, err
 	}
@@ -28,15 +28,18 @@ func (o *Orchestrator) llmFor(ctx context.Context, t store.Task, settings config
 }
 
 // reasoningEffort is the reasoning_effort to ask for: the task's effort,
-// or "medium" when reasoning is on without one. Reasoning off, or nothing
-// said, sends none (the provider's default: a model that does not reason
-// refuses the parameter).
-func reasoningEffort(enabled *bool, effort string) string {
+// else its provider's default (when the task did not turn reasoning off),
+// else "medium" when reasoning is on without one. Nothing said sends none
+// (the model's default: a model that does not reason refuses the
+// parameter).
+func reasoningEffort(enabled *bool, effort, providerDefault string) string {
 	switch {
 	case enabled != nil && !*enabled:
 		return ""
 	case effort != "":
 		return effort
+	case providerDefault != "":
+		return providerDefault
 	case enabled != nil:
 		return "medium"
 	}

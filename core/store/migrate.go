@@ -44,6 +44,7 @@ func migrations() []migration {
 			return m.AutoMigrate(&Intervention{}) // the table was rebuilt: its index again
 		}},
 		{7, "task budgets", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
+		{8, "provider default reasoning effort", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Provider{}) }},
 	}
 }
 

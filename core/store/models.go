@@ -251,9 +251,12 @@ type Provider struct {
 	TimeoutSeconds int
 	// OrganizationID is sent as the OpenAI-Organization header.
 	OrganizationID string
-	SecretRef      string
-	CreatedAt      time.Time `gorm:"not null"`
-	UpdatedAt      time.Time
+	// DefaultReasoningEffort is the reasoning effort of its tasks that ask
+	// for none of their own ("": the model's default).
+	DefaultReasoningEffort string
+	SecretRef              string
+	CreatedAt              time.Time `gorm:"not null"`
+	UpdatedAt              time.Time
 }
 
 // Schedule creates tasks at a time or on a recurrence.

@@ -418,17 +418,20 @@ type ScheduleList struct {
 
 // Provider is an LLM provider; its API key is never sent back.
 type Provider struct {
-	ID              string    `json:"id"`
-	DisplayName     string    `json:"displayName"`
-	BaseURL         string    `json:"baseURL"`
-	BackendMode     string    `json:"backendMode"`
-	AuthMode        string    `json:"authMode"`
-	IsDefault       bool      `json:"isDefault"`
-	HasAPIKey       bool      `json:"hasAPIKey"`
-	OrganizationID  string    `json:"organizationId,omitempty"`
-	DefaultModelID  string    `json:"defaultModelId,omitempty"`
-	TimeoutInterval float64   `json:"timeoutInterval,omitempty"`
-	CreatedAt       time.Time `json:"createdAt"`
+	ID              string  `json:"id"`
+	DisplayName     string  `json:"displayName"`
+	BaseURL         string  `json:"baseURL"`
+	BackendMode     string  `json:"backendMode"`
+	AuthMode        string  `json:"authMode"`
+	IsDefault       bool    `json:"isDefault"`
+	HasAPIKey       bool    `json:"hasAPIKey"`
+	OrganizationID  string  `json:"organizationId,omitempty"`
+	DefaultModelID  string  `json:"defaultModelId,omitempty"`
+	TimeoutInterval float64 `json:"timeoutInterval,omitempty"`
+	// DefaultReasoningEffort is the effort of its tasks that ask for none
+	// (extension).
+	DefaultReasoningEffort string    `json:"defaultReasoningEffort,omitempty"`
+	CreatedAt              time.Time `json:"createdAt"`
 }
 
 // ProviderInput is the body of POST /providers and PATCH /providers/:id
@@ -447,6 +450,8 @@ type ProviderInput struct {
 	IsDefault           *bool    `json:"isDefault,omitempty"`
 	DefaultModelID      *string  `json:"defaultModelId,omitempty"`
 	TimeoutInterval     *float64 `json:"timeoutInterval,omitempty"`
+	// DefaultReasoningEffort ("" clears it) is an extension.
+	DefaultReasoningEffort *string `json:"defaultReasoningEffort,omitempty"`
 }
 
 // ProviderList is the answer of GET /providers.
