@@ -354,6 +354,8 @@ func ended(ctx context.Context) Result {
 		return Result{Status: store.StatusCancelled, Summary: "Cancelled by the user."}
 	case errors.Is(cause, errTimedOut):
 		return Result{Status: store.StatusTimedOut, Summary: "The task did not finish within its time limit."}
+	case cause == nil:
+		return Result{Status: store.StatusCancelled, Summary: "Stopped."}
 	default:
 		return Result{Status: store.StatusCancelled, Summary: "Stopped: " + cause.Error()}
 	}
@@ -393,8 +395,11 @@ func (r *Runner) loop(ctx context.Context) Result {
 			if r.task.LimitGrace > 0 && r.holdAtLimit(ctx, which) {
 				continue
 			}
-			if which == "time" || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return ended(ctx)
+			}
+			if which == "time" {
+				return Result{Status: store.StatusTimedOut, Summary: "The task did not finish within its time limit."}
 			}
 			return Result{Status: store.StatusMaxIterations, Summary: fmt.Sprintf("Stopped after %d steps without finishing.", r.Steps())}
 		}

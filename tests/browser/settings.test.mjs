@@ -90,10 +90,12 @@ test('onboarding, then a settings round trip with write-only keys', { timeout: 1
   assert.equal(await page.inputValue(`#edit-${id}-key`), '', 'the stored key is not shown');
   await page.fill(`#edit-${id}-key`, SECRETS[1]);
   await page.fill(`#edit-${id}-model`, 'scripted-large');
+  await page.selectOption(`#edit-${id}-reasoning`, 'high');
   await page.click(`[data-provider="Onboarded"] form button[type=submit]`);
   const edited = page.locator('[data-provider="Onboarded Edited"]');
   await edited.waitFor();
-  assert.match(await edited.textContent(), /default model scripted-large/);
+  assert.match(await edited.textContent(), /default model scripted-large · reasoning high/);
+  assert.equal((await helper.api('GET', `/api/v1/providers/${id}`)).defaultReasoningEffort, 'high');
   const before = llm.auths.length;
   await edited.locator('button:has-text("Test connection")').click();
   await edited.locator('.test-result.ok').waitFor();

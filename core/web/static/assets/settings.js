@@ -30,7 +30,8 @@ function providerCard(p) {
       p.isDefault ? h('span', { class: 'badge completed' }, 'default') : null,
       h('span', { class: 'badge' }, p.hasAPIKey ? 'key stored' : 'no key')),
     h('p', { class: 'muted' }, h('code', null, p.baseURL), ` · ${p.backendMode === 'responses' ? 'Responses' : 'Chat Completions'}`,
-      p.defaultModelId ? ` · default model ${p.defaultModelId}` : ' · no default model'),
+      p.defaultModelId ? ` · default model ${p.defaultModelId}` : ' · no default model',
+      p.defaultReasoningEffort ? ` · reasoning ${p.defaultReasoningEffort}` : ''),
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'small', 'aria-expanded': 'false', 'data-edit': p.id }, 'Edit'),
       h('button', { type: 'button', class: 'small', onclick: () => testProvider(p, result) }, 'Test connection'),
@@ -67,6 +68,9 @@ function editForm(p) {
         h('select', { id: f('mode') },
           h('option', { value: 'chat_completions', selected: p.backendMode !== 'responses' }, 'Chat Completions'),
           h('option', { value: 'responses', selected: p.backendMode === 'responses' }, 'Responses'))),
+      h('div', { class: 'field' }, h('label', { for: f('reasoning') }, 'Reasoning effort of its tasks'),
+        h('select', { id: f('reasoning') },
+          ['', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'].map((v) => h('option', { value: v, selected: (p.defaultReasoningEffort || '') === v }, v || "The model's default")))),
       h('div', { class: 'field' }, h('label', { for: f('timeout') }, 'Timeout (seconds, 0 = default)'),
         h('input', { type: 'number', id: f('timeout'), min: '0', max: '3600', value: String(p.timeoutInterval || 0) }))),
     p.hasAPIKey ? h('label', { class: 'check' }, h('input', { type: 'checkbox', id: f('clear') }), 'Remove the stored key') : null,
@@ -84,6 +88,8 @@ function editForm(p) {
     if (url !== p.baseURL) body.baseURL = url;
     if (model !== (p.defaultModelId || '')) body.defaultModelId = model;
     if (mode !== p.backendMode) body.backendMode = mode;
+    const reasoning = byId(f('reasoning')).value;
+    if (reasoning !== (p.defaultReasoningEffort || '')) body.defaultReasoningEffort = reasoning;
     if (timeout !== (p.timeoutInterval || 0)) body.timeoutInterval = timeout;
     if (keyInput.value.trim()) body.apiKey = keyInput.value.trim();
     else if (p.hasAPIKey && byId(f('clear')).checked) body.apiKey = '';
