@@ -919,3 +919,45 @@ func TestOpenWithoutABrowser(t *testing.T) {
 		t.Fatalf("open with a failing xdg-open: %s", r)
 	}
 }
+
+// TestCredentials: a credential's password goes in through stdin, is
+// listed as stored but never shown, is not in the database, and goes with
+// the credential; bad input is refused in words.
+func TestCredentials(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	const pw = "s3cret-pa55word-for-the-test"
+	var out, errOut strings.Builder
+	if code := runWith([]string{"credentials", "add", "--name", "github", "--username", "octocat", "--password", "-", "--app", "Firefox", "--home", h.home},
+		strings.NewReader(pw+"\n"), &out, &errOut); code != 0 {
+		t.Fatalf("credentials add: exit %d: %s", code, errOut.String())
+	}
+	ls := h.ok("credentials", "ls").stdout
+	if !regexp.MustCompile(`(?m)^github +octocat +stored +- +Firefox$`).MatchString(ls) {
+		t.Fatalf("credentials ls:\n%s", ls)
+	}
+	if js := h.ok("credentials", "ls", "--json").stdout; strings.Contains(js, pw) || !strings.Contains(js, `"hasPassword": true`) {
+		t.Fatalf("credentials ls --json:\n%s", js)
+	}
+	db, err := os.ReadFile(filepath.Join(h.home, "hivecrew.db"))
+	if err != nil || bytes.Contains(db, []byte(pw)) {
+		t.Fatalf("the database holds the password (%v)", err)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"credentials", "add", "--name", "github", "--password", "x"}, "a credential named \"github\" exists already"},
+		{[]string{"credentials", "add", "--name", "otp", "--totp-seed", "not base32!"}, "totpSeed: not a base32 secret"},
+		{[]string{"credentials", "add", "--name", "empty"}, "needs a password or a totpSeed"},
+		{[]string{"credentials", "rm", "nope"}, `credential "nope" not found`},
+	} {
+		if r := h.cli(bad.args...); r.code == 0 || !strings.Contains(r.stderr, bad.want) {
+			t.Errorf("%q: %s", bad.args, r)
+		}
+	}
+	h.ok("credentials", "rm", "github")
+	if ls := h.ok("credentials", "ls").stdout; !strings.HasPrefix(ls, "No credentials yet") {
+		t.Fatalf("after rm:\n%s", ls)
+	}
+}

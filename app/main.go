@@ -53,6 +53,7 @@ func commands() []command {
 		{"stop-all", "", "kill switch: stop every running and paused task", cmdStopAll},
 		{"export", "ID [--format html|md|json] [-o FILE]", "export a task's session", cmdExport},
 		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},
+		{"credentials", "add|ls|rm ...", "manage logins the agent types without seeing them", cmdCredentials},
 		{"templates", "ls|create|seal|edit|default|rm|log ...", "build and manage VM templates", cmdTemplates},
 		{"vms", "ls|stop|rm|rebuild ...", "list, stop and rebuild VMs", cmdVMs},
 		{"schedules", "add|ls|rm|run ...", "manage scheduled tasks", cmdSchedules},

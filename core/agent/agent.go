@@ -103,6 +103,8 @@ type Config struct {
 	Log   *slog.Logger
 	// Emit, if set, receives every event (after it is in the trace).
 	Emit func(Event)
+	// Vault, if set, holds the credentials use_credential may type.
+	Vault Vault
 	// Live, if set, hears the model's answer as it streams; the model is
 	// then asked for a stream. What it hears is not recorded: the
 	// llm_response event that follows is.
@@ -160,6 +162,10 @@ type Runner struct {
 	hard        *time.Timer
 	baseSteps   int
 	baseTimeout time.Duration
+	// redactor keeps the secrets typed in this task out of what the guest
+	// shows back; credOK are the credentials the user approved (the loop's).
+	redactor redactor
+	credOK   map[string]bool
 	// elements are the elements of the last accessibility tree read, by
 	// the ids the model was shown (elements.go). Used by the loop only.
 	elements map[string]element
@@ -205,7 +211,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, ctl: newControl(cfg.Changed)}
+	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, ctl: newControl(cfg.Changed), credOK: map[string]bool{}}
 	r.stop, r.cancel = context.WithCancelCause(context.Background())
 	return r, nil
 }
@@ -363,10 +369,15 @@ func ended(ctx context.Context) Result {
 
 func (r *Runner) loop(ctx context.Context) Result {
 	hello := r.cfg.Guest.Hello()
+	var creds []CredentialInfo
+	if r.cfg.Vault != nil && r.task.Policy.For(config.UseCredential) != config.Deny {
+		creds = r.cfg.Vault.Credentials()
+	}
 	system := systemPrompt(promptInfo{
 		GuestOS: hello.OS, OSVersion: hello.OSVersion, SharedPath: hello.SharedPath, Network: string(r.task.Network),
 		Policy: r.task.Policy, Date: r.cfg.Now(), ScreenW: hello.Screen.Width, ScreenH: hello.Screen.Height,
 		MaxSteps: r.task.MaxIterations, TimeoutMins: int(r.task.Timeout.Minutes()), TextOnly: r.task.TextOnly,
+		Credentials: credentialNames(creds),
 	})
 	messages := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: system},
@@ -374,6 +385,10 @@ func (r *Runner) loop(ctx context.Context) Result {
 	}
 	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
 	toolDefs := tools(denied, r.task.TextOnly)
+	if len(creds) == 0 {
+		// Nothing stored, nothing to type: the tool is not offered.
+		toolDefs = slices.DeleteFunc(toolDefs, func(t openai.Tool) bool { return t.Function.Name == config.UseCredential })
+	}
 	r.offered = make(map[string]bool, len(toolDefs))
 	for _, d := range toolDefs {
 		r.offered[d.Function.Name] = true
@@ -545,7 +560,7 @@ func (r *Runner) observe(ctx context.Context, step int) (_ openai.ChatCompletion
 		if err != nil {
 			return openai.ChatCompletionMessage{}, mapping{}, err
 		}
-		text = fmt.Sprintf("Step %d. The screen now, as text (you get no screenshots: act on elements by their ids, and with the keyboard):\n%s", step, view)
+		text = fmt.Sprintf("Step %d. The screen now, as text (you get no screenshots: act on elements by their ids, and with the keyboard):\n%s", step, r.redactor.redact(view))
 	} else {
 		part, err := llm.ImagePart(shot.Format, shot.Data, r.task.ShotW, r.task.ShotH)
 		if err != nil {
@@ -706,6 +721,7 @@ func (r *Runner) check(ctx context.Context, step int, messages []openai.ChatComp
 func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping) string {
 	r.emit(step, Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Arguments)})
 	out, err := r.run(ctx, step, call, m)
+	out = r.redactor.redact(out) // what the guest shows back of a typed secret
 	summary := call.Name + " " + firstLine(out)
 	activity := "tool_result"
 	switch {
@@ -797,6 +813,8 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		return "The user handed control back.", nil
 	case "screenshot":
 		return "A new screenshot comes with the next turn.", nil
+	case config.UseCredential:
+		return r.useCredential(ctx, step, args, string(call.Arguments))
 	}
 	// The permission: the tool's own, or open_terminal's for a call that
 	// opens a terminal, a shell or an interpreter.

@@ -128,6 +128,20 @@ func (r *Runner) readTree(ctx context.Context, p protocol.AccessibilityParams, m
 	if err := r.cfg.Guest.Call(ctx, protocol.MethodAccessibilityTree, p, &res); err != nil {
 		return "", err
 	}
+	// A field that holds a typed secret shows it: redacted before the tree
+	// is written out (quoting could spell it otherwise).
+	var hide func([]protocol.Node)
+	hide = func(ns []protocol.Node) {
+		for i := range ns {
+			ns[i].Name = r.redactor.redact(ns[i].Name)
+			if ns[i].Value != nil {
+				v := r.redactor.redact(*ns[i].Value)
+				ns[i].Value = &v
+			}
+			hide(ns[i].Children)
+		}
+	}
+	hide(res.Nodes)
 	v := viewTree(res.Nodes, m)
 	r.elements = v.elements
 	return v.text, nil

@@ -23,6 +23,8 @@ type promptInfo struct {
 	MaxSteps    int
 	TimeoutMins int
 	TextOnly    bool
+	// Credentials names the stored credentials ("" for none).
+	Credentials string
 }
 
 func systemPrompt(p promptInfo) string {
@@ -46,6 +48,9 @@ func systemPrompt(p promptInfo) string {
 		b.WriteString("Screen: each turn you get a screenshot; give coordinates in the pixels of the latest screenshot. traverse_accessibility_tree numbers the elements it shows (e1, e2, …): click_element and set_element_value act on one by id, which is often more precise than a point.\n")
 	}
 	fmt.Fprintf(&b, "Limits: at most %d steps and %d minutes.\n", p.MaxSteps, p.TimeoutMins)
+	if p.Credentials != "" {
+		fmt.Fprintf(&b, "Stored credentials (focus the field, then use_credential types it; you never see the secret): %s.\n", p.Credentials)
+	}
 	var ask, deny []string
 	for _, tool := range slices.Sorted(maps.Keys(p.Policy)) {
 		switch p.Policy[tool] {

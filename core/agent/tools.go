@@ -46,6 +46,7 @@ var toolSpecs = []toolSpec{
 	{"ask_text_question", "Ask the user a question and wait for the answer.", objOpen + `"question":{"type":"string"}},"required":["question"]}`},
 	{"ask_multiple_choice", "Ask the user to choose one of several options.", objOpen + `"question":{"type":"string"},"options":{"type":"array","items":{"type":"string"},"minItems":2}},"required":["question","options"]}`},
 	{"request_user_intervention", "Ask the user to take over (log in, solve a CAPTCHA); you are paused until they hand back.", objOpen + `"reason":{"type":"string"}},"required":["reason"]}`},
+	credentialSpec,
 }
 
 // elementSpecs are the element tools (elements.go): not policy names of

@@ -197,6 +197,10 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("DELETE /api/v1/providers/{id}", a.deleteProvider)
 	h("GET /api/v1/providers/{id}/models", a.providerModels)
 	h("POST /api/v1/providers/{id}/test", a.testProvider)
+	// Credentials (extension).
+	h("GET /api/v1/credentials", a.listCredentials)
+	h("POST /api/v1/credentials", a.createCredential)
+	h("DELETE /api/v1/credentials/{id}", a.deleteCredential)
 	// Templates, VMs, system.
 	a.templateRoutes(h)
 	h("GET /api/v1/vms", a.listVMs)

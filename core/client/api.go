@@ -435,6 +435,23 @@ func (c *Client) RemoveProvider(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/api/v1/providers/"+esc(id), nil, nil)
 }
 
+// Credentials lists the stored credentials (never their secrets).
+func (c *Client) Credentials(ctx context.Context) ([]wire.Credential, error) {
+	var l wire.CredentialList
+	return l.Credentials, c.call(ctx, http.MethodGet, "/api/v1/credentials", nil, &l)
+}
+
+// AddCredential stores a credential.
+func (c *Client) AddCredential(ctx context.Context, in wire.CredentialInput) (wire.Credential, error) {
+	var cr wire.Credential
+	return cr, c.call(ctx, http.MethodPost, "/api/v1/credentials", in, &cr)
+}
+
+// RemoveCredential deletes a credential (by ID or name) and its secrets.
+func (c *Client) RemoveCredential(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/credentials/"+esc(id), nil, nil)
+}
+
 // TestProvider checks a provider's endpoint and key.
 func (c *Client) TestProvider(ctx context.Context, id string) (wire.ProviderTest, error) {
 	var r wire.ProviderTest

@@ -53,6 +53,7 @@ var AgentTools = []string{
 	"traverse_accessibility_tree", "get_frontmost_app", "list_running_apps",
 	"clipboard_read", "clipboard_write", "wait",
 	"ask_text_question", "ask_multiple_choice", "request_user_intervention",
+	"use_credential",
 }
 
 // OpenTerminal is the pseudo-tool a policy uses for opening a terminal or a
@@ -80,8 +81,16 @@ func (p ToolPolicy) For(tool string) Permission {
 	if tool == OpenTerminal {
 		return p.For("run_shell")
 	}
+	if tool == UseCredential {
+		return Ask // typing a stored secret asks unless a policy says otherwise
+	}
 	return Allow
 }
+
+// UseCredential is the tool that types a stored credential's secret into
+// the guest; a policy that does not name it asks (once per credential and
+// task).
+const UseCredential = "use_credential"
 
 // Merge returns p with overrides applied on top (a task's policy over the
 // default); neither input is modified.

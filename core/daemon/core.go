@@ -188,7 +188,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 		}
 		return v, nil
 	}
-	orch, err := orchestrator.New(orchestrator.Config{Store: st, Pool: p, Paths: cfg.Paths, Settings: h.get, APIKey: apiKey,
+	orch, err := orchestrator.New(orchestrator.Config{Store: st, Pool: p, Paths: cfg.Paths, Settings: h.get, APIKey: apiKey, Secret: sec.Get,
 		Log: log, LLMBackoff: cfg.LLMBackoff})
 	if err != nil {
 		return nil, err

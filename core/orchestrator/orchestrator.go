@@ -41,6 +41,8 @@ type Config struct {
 	Settings func() config.Settings
 	// APIKey returns a provider's API key (empty when it has none).
 	APIKey func(p store.Provider) (string, error)
+	// Secret, if set, reads the secret store (credentials' secrets).
+	Secret func(ref string) (string, error)
 	Log    *slog.Logger
 	// LLMBackoff is the first retry wait of LLM calls; default 1 s.
 	LLMBackoff time.Duration

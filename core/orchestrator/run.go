@@ -268,13 +268,17 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	policy := settings.ToolPolicy.Merge(toPolicy(t.ToolPolicy))
 	budgetUSD, budgetTokens := budgetOf(t, settings)
 	window, noVision := o.modelFacts(ctx, t.ProviderName, client)
+	vlt, err := o.vaultFor(ctx)
+	if err != nil {
+		return failed("Could not read the stored credentials: " + err.Error())
+	}
 	runner, err := agent.New(agent.Config{
 		Task: agent.Task{ID: t.ID, Description: description, Network: config.NetworkMode(network), Policy: policy,
 			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight,
 			ContextTokens: window, BudgetUSD: budgetUSD, BudgetTokens: budgetTokens,
 			TextOnly:   noVision || slices.Contains(settings.TextOnlyModels, t.ModelID),
 			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
-		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID),
+		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
 		Emit:    o.emitter(r, sid, client),
 		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
 		Changed: o.changed(r),

@@ -259,6 +259,21 @@ type Provider struct {
 	UpdatedAt              time.Time
 }
 
+// Credential is a login the agent may use without seeing it: its password
+// and TOTP seed are in the secret store (SecretRef names them), never in
+// the database.
+type Credential struct {
+	ID       string `gorm:"primaryKey"`
+	Name     string `gorm:"not null;uniqueIndex"`
+	Username string
+	// AllowedApps, when set, are the applications (names, comma-separated)
+	// that must be in front for its secrets to be typed.
+	AllowedApps string
+	HasTOTP     bool
+	SecretRef   string
+	CreatedAt   time.Time `gorm:"not null"`
+}
+
 // Schedule creates tasks at a time or on a recurrence.
 type Schedule struct {
 	ID              string `gorm:"primaryKey"`

@@ -42,7 +42,8 @@ async function loadForm() {
   fill($('#tool-policy'), TASK_TOOLS.map((tool) => {
     const policy = settings.toolPolicy || {};
     // open_terminal follows run_shell unless a policy names it.
-    const def = policy[tool] || (tool === 'open_terminal' ? `as run_shell: ${policy.run_shell || 'allow'}` : 'allow');
+    // use_credential asks unless a policy names it (the helper's default too).
+    const def = policy[tool] || (tool === 'open_terminal' ? `as run_shell: ${policy.run_shell || 'allow'}` : tool === 'use_credential' ? 'ask' : 'allow');
     return h('div', { class: 'field' },
       h('label', { for: `policy-${tool}` }, tool),
       h('select', { id: `policy-${tool}`, 'data-tool': tool },

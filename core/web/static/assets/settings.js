@@ -181,7 +181,8 @@ function fillSettings(s) {
   const policy = s.toolPolicy || {};
   // open_terminal follows run_shell unless it is set (its empty option).
   const choices = (tool) => (tool === OPEN_TERMINAL ? ['', 'allow', 'ask', 'deny'] : ['allow', 'ask', 'deny']);
-  const current = (tool) => policy[tool] || (tool === OPEN_TERMINAL ? '' : 'allow');
+  // What the helper does for a tool the policy does not name.
+  const current = (tool) => policy[tool] || (tool === OPEN_TERMINAL ? '' : tool === 'use_credential' ? 'ask' : 'allow');
   fill($('#policy-grid'), [...AGENT_TOOLS, OPEN_TERMINAL].map((tool) => h('div', { class: 'field' },
     h('label', { for: `sp-${tool}` }, tool),
     h('select', { id: `sp-${tool}`, 'data-tool': tool },

@@ -9,6 +9,7 @@ export const AGENT_TOOLS = [
   'traverse_accessibility_tree', 'get_frontmost_app', 'list_running_apps',
   'clipboard_read', 'clipboard_write', 'wait',
   'ask_text_question', 'ask_multiple_choice', 'request_user_intervention',
+  'use_credential',
 ];
 
 export const OPEN_TERMINAL = 'open_terminal';

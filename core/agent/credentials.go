@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// Credentials (issue 19.1). The model knows a stored credential by its name
+// only. use_credential {name, field} makes the host type the username, the
+// password or a current TOTP code into the focused field of the guest. The
+// secret goes to the guest agent's keyboard and nowhere else: not into a
+// prompt, an event, the trace or an export. Anything the guest shows back
+// (a tool's output, shell output, the accessibility tree, the clipboard)
+// has every secret typed in this task replaced by "[secret: NAME FIELD]"
+// before the model, the feed or the trace sees it. The policy asks the
+// first time a task uses each credential (use_credential defaults to ask);
+// a credential may be limited to applications that must be in front.
+
+// Vault is what a task may know of the credential store.
+type Vault interface {
+	// Credentials lists the stored credentials (no secrets).
+	Credentials() []CredentialInfo
+	// Secret returns a credential's field: "username", "password", or
+	// "totp" (the current code).
+	Secret(name, field string) (string, error)
+}
+
+// CredentialInfo is what the model may know of a credential.
+type CredentialInfo struct {
+	Name        string
+	HasUsername bool
+	HasPassword bool
+	HasTOTP     bool
+	// AllowedApps, when set, are the applications one of which must be in
+	// front for it to be typed.
+	AllowedApps []string
+}
+
+// fields are the fields it can type.
+func (c CredentialInfo) fields() []string {
+	var out []string
+	if c.HasUsername {
+		out = append(out, "username")
+	}
+	if c.HasPassword {
+		out = append(out, "password")
+	}
+	if c.HasTOTP {
+		out = append(out, "totp")
+	}
+	return out
+}
+
+// credentialSpec is use_credential's tool definition.
+var credentialSpec = toolSpec{"use_credential",
+	"Type a stored credential's username, password or current one-time code (totp) into the focused field. You never see the secret; the user may have to approve.",
+	objOpen + `"name":{"type":"string"},"field":{"type":"string","enum":["username","password","totp"]}},"required":["name","field"]}`}
+
+// redactor replaces the secrets typed in a task wherever the guest shows
+// them back.
+type redactor struct {
+	mu      sync.Mutex
+	secrets map[string]string // secret -> its placeholder
+}
+
+func (d *redactor) add(secret, label string) {
+	if len(secret) < 4 { // too short to find without finding everything
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.secrets == nil {
+		d.secrets = map[string]string{}
+	}
+	d.secrets[secret] = "[secret: " + label + "]"
+}
+
+// longest is the length of the longest secret (0 without any).
+func (d *redactor) longest() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for secret := range d.secrets {
+		n = max(n, len(secret))
+	}
+	return n
+}
+
+// redact replaces the secrets in s. A JSON answer of the guest is decoded
+// first, so a secret hidden by escaping ("&" as "\u0026", or any other
+// way a guest may spell it) is found in its strings, and encoded again.
+func (d *redactor) redact(s string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.secrets) == 0 {
+		return s
+	}
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") || strings.HasPrefix(t, `"`) {
+		var v any
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.UseNumber()
+		if dec.Decode(&v) == nil && !dec.More() {
+			if b, err := json.Marshal(d.redactValue(v)); err == nil {
+				s = string(b)
+			}
+		}
+	}
+	return d.redactString(s)
+}
+
+func (d *redactor) redactString(s string) string {
+	for secret, label := range d.secrets {
+		s = strings.ReplaceAll(s, secret, label)
+	}
+	return s
+}
+
+// redactValue redacts the strings of a decoded JSON value (keys too).
+func (d *redactor) redactValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return d.redactString(x)
+	case []any:
+		for i := range x {
+			x[i] = d.redactValue(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[d.redactString(k)] = d.redactValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// credentialNames is the prompt's line about the stored credentials.
+func credentialNames(cs []CredentialInfo) string {
+	parts := make([]string, 0, len(cs))
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%q (%s)", c.Name, strings.Join(c.fields(), ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// useCredential runs use_credential: the policy (ask once per credential),
+// the application in front, then the typing.
+func (r *Runner) useCredential(ctx context.Context, step int, args map[string]any, raw string) (string, error) {
+	name, _ := args["name"].(string)
+	field, _ := args["field"].(string)
+	var cred *CredentialInfo
+	var names []string
+	for _, c := range r.cfg.Vault.Credentials() {
+		names = append(names, c.Name)
+		if c.Name == name {
+			cred = &c
+		}
+	}
+	if cred == nil {
+		return "", fmt.Errorf("there is no credential %q: the stored ones are %s", truncate(name, 64), strings.Join(names, ", "))
+	}
+	if !slices.Contains(cred.fields(), field) {
+		return "", fmt.Errorf("credential %q has no %s (it has %s)", name, field, strings.Join(cred.fields(), ", "))
+	}
+	switch r.task.Policy.For(config.UseCredential) {
+	case config.Deny:
+		return "", fmt.Errorf("use_credential is not allowed for this task")
+	case config.Ask:
+		if !r.credOK[name] {
+			what := fmt.Sprintf("use_credential (type the %s of %q)", field, name)
+			r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + what + "?", Details: raw})
+			ok, _, err := r.ctl.requestPermission(ctx, config.UseCredential, raw)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return "", fmt.Errorf("the user denied %s", what)
+			}
+			r.credOK[name] = true // once per credential and task
+		}
+	}
+	if len(cred.AllowedApps) > 0 {
+		var front protocol.FrontmostApp
+		if err := r.cfg.Guest.Call(ctx, protocol.MethodFrontmostApp, struct{}{}, &front); err != nil {
+			return "", fmt.Errorf("cannot tell which application is in front: %w", err)
+		}
+		allowed := slices.ContainsFunc(cred.AllowedApps, func(app string) bool {
+			return strings.EqualFold(app, front.Name) || strings.EqualFold(app, front.BundleID)
+		})
+		if !allowed {
+			return "", fmt.Errorf("credential %q may be typed only into %s; %q is in front", name, strings.Join(cred.AllowedApps, ", "), clean(front.Name, 64))
+		}
+	}
+	secret, err := r.cfg.Vault.Secret(name, field)
+	if err != nil {
+		return "", fmt.Errorf("credential %q: %w", name, err)
+	}
+	// Every field of it is kept out of what the guest shows back.
+	for _, f := range cred.fields() {
+		if f == "totp" && f != field {
+			continue // a code not typed is not known
+		}
+		v := secret
+		if f != field {
+			if v, err = r.cfg.Vault.Secret(name, f); err != nil {
+				continue
+			}
+		}
+		if f != "username" {
+			r.redactor.add(v, name+" "+f)
+		}
+	}
+	if err := r.cfg.Guest.Call(ctx, protocol.MethodKeyboardType, protocol.TypeParams{Text: secret}, nil); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Typed the %s of %q into the focused field.", field, name), nil
+}
