@@ -207,7 +207,10 @@ for (const form of document.querySelectorAll('[data-settings-form]')) {
     if (form.id === 'safety-form') {
       const policy = {};
       for (const s of form.querySelectorAll('select[data-tool]')) {
-        if (s.value !== '' && (s.value !== 'allow' || s.dataset.tool === OPEN_TERMINAL)) policy[s.dataset.tool] = s.value;
+        // Only what differs from the helper's own default is stored (so
+        // use_credential's ask stays the default, and allow is said).
+        const def = s.dataset.tool === 'use_credential' ? 'ask' : 'allow';
+        if (s.value !== '' && (s.value !== def || s.dataset.tool === OPEN_TERMINAL)) policy[s.dataset.tool] = s.value;
       }
       body.toolPolicy = policy;
     }
