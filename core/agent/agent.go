@@ -770,6 +770,9 @@ func truncate(s string, n int) string {
 // reaches the guest.
 func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, error) {
 	if !r.offered[call.Name] {
+		if call.Name == config.UseCredential && r.task.Policy.For(config.UseCredential) != config.Deny {
+			return "", fmt.Errorf("no credentials are stored (the user adds them in Settings › Credentials): log in with what the user tells you, or ask")
+		}
 		if r.task.TextOnly && slices.Contains(pointerTools, call.Name) {
 			return "", fmt.Errorf("%s aims at a screenshot, and this model gets none: act on elements by id (click_element, set_element_value) and with the keyboard", call.Name)
 		}

@@ -172,3 +172,21 @@ func TestCredentialOnlyIntoItsApps(t *testing.T) {
 		t.Errorf("the refusal does not say why")
 	}
 }
+
+// TestNoCredentialsStored: without stored credentials use_credential is not
+// offered, and a call to it says why.
+func TestNoCredentialsStored(t *testing.T) {
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("use_credential", map[string]any{"name": "github", "field": "password"})}},
+	}, done(true, "Asked instead.")...)...)
+	e := newEnv(t, l, nil)
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
+		t.Fatalf("result %+v", r)
+	}
+	if strings.Contains(l.requests()[0], `"name":"use_credential"`) {
+		t.Error("use_credential offered without credentials")
+	}
+	if !strings.Contains(l.requests()[1], "no credentials are stored") {
+		t.Error("the model was not told why")
+	}
+}

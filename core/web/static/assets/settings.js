@@ -283,4 +283,50 @@ $('#new-apikey').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
-Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys()]).catch(report);
+// ---- Credentials -----------------------------------------------------------
+
+async function loadCredentials() {
+  const res = await get('/credentials');
+  const list = $('#credential-list');
+  if (res.credentials.length === 0) {
+    fill(list, h('p', { class: 'muted' }, 'No credentials yet.'));
+    return;
+  }
+  fill(list, h('ul', { class: 'plain' }, res.credentials.map((c) => h('li', { 'data-credential': c.name },
+    h('strong', null, c.name),
+    ` · ${c.username || 'no username'} · ${c.hasPassword ? 'password stored' : 'no password'}${c.hasTOTP ? ' · one-time codes' : ''}`,
+    c.allowedApps.length ? ` · only in ${c.allowedApps.join(', ')}` : ' · any application',
+    ' ',
+    h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${c.name}`, onclick: () => removeCredential(c) }, 'Remove')))));
+}
+
+async function removeCredential(c) {
+  if (!confirm(`Remove the credential ${c.name} and its stored secrets?`)) return;
+  try {
+    await del(`/credentials/${seg(c.id)}`);
+    toast(`Removed ${c.name}.`);
+    await loadCredentials();
+  } catch (err) { report(err); }
+}
+
+$('#add-credential').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const secretInputs = [$('#new-credential-password'), $('#new-credential-totp')];
+  const body = {
+    name: $('#new-credential-name').value.trim(),
+    username: $('#new-credential-username').value.trim(),
+    password: $('#new-credential-password').value,
+    totpSeed: $('#new-credential-totp').value.trim(),
+    allowedApps: $('#new-credential-apps').value.split('\n').map((l) => l.trim()).filter((l) => l),
+  };
+  for (const i of secretInputs) i.value = ''; // never left in the page
+  try {
+    const c = await post('/credentials', body);
+    toast(`Stored ${c.name}.`);
+    e.target.reset();
+    $('#add-credential-box').open = false;
+    await loadCredentials();
+  } catch (err) { report(err); }
+});
+
+Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadCredentials()]).catch(report);
