@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -200,5 +201,26 @@ func TestHelperRefusesAnOverlongSocketPath(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "limit of unix sockets") {
 		t.Fatalf("overlong socket path: %v", err)
+	}
+}
+
+// TestStopsCleanlyWithAnUnusedConnection: a client that dialled the API
+// and sent nothing (HTTP clients do, racing a dial against an idle
+// connection) does not make the helper's stop fail: net/http waits for
+// such a connection until it is 5 s old, past the shutdown grace, and the
+// helper then cuts it instead of reporting an error.
+func TestStopsCleanlyWithAnUnusedConnection(t *testing.T) {
+	r := start(t, tempHome(t), false)
+	conn, err := net.Dial("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(100 * time.Millisecond) // accepted: a new connection on the server
+	began := time.Now()
+	r.cancel()
+	r.wait(t)
+	if took := time.Since(began); took > shutdownGrace+2*time.Second {
+		t.Errorf("stop took %s", took)
 	}
 }
