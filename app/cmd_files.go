@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,26 +91,17 @@ func download(e *env, c *client.Client, id, name, dir string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(want), 0o755); err != nil {
 		return "", err
 	}
-	ext := filepath.Ext(want)
-	base := strings.TrimSuffix(want, ext)
-	path := want
-	for n := 1; ; n++ {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			path = fmt.Sprintf("%s (%d)%s", base, n, ext)
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		err = c.Download(e.ctx, id, name, "output", f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
-			return "", err
-		}
-		return path, nil
+	path, f, err := files.CreateUnique(want)
+	if err != nil {
+		return "", err
 	}
+	err = c.Download(e.ctx, id, name, "output", f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", err
+	}
+	return path, nil
 }

@@ -55,8 +55,10 @@ type treeView struct {
 
 // viewTree numbers the elements of a tree and writes them one a line,
 // indented by depth. Frames are shown in the pixels of the last screenshot
-// when m is set (the model can also click them), else left out.
-func viewTree(nodes []protocol.Node, m *mapping) treeView {
+// when m is set (the model can also click them), else left out. Names and
+// values go through redact first (a field that holds a typed secret shows
+// it; quoting could spell it otherwise).
+func viewTree(nodes []protocol.Node, m *mapping, redact func(string) string) treeView {
 	v := treeView{elements: map[string]element{}}
 	var b strings.Builder
 	n, cut := 0, false
@@ -72,13 +74,13 @@ func viewTree(nodes []protocol.Node, m *mapping) treeView {
 			}
 			n++
 			id := fmt.Sprintf("e%d", n)
-			el := element{role: clean(node.Role, 40), name: clean(node.Name, elementTextMax), frame: node.Frame}
+			el := element{role: clean(node.Role, 40), name: clean(redact(node.Name), elementTextMax), frame: node.Frame}
 			fmt.Fprintf(&b, "%s%s %s", strings.Repeat("  ", min(depth, 12)), id, el.role)
 			if el.name != "" {
 				fmt.Fprintf(&b, " %q", el.name)
 			}
 			if node.Value != nil {
-				val := clean(*node.Value, elementTextMax)
+				val := clean(redact(*node.Value), elementTextMax)
 				el.value = &val
 				fmt.Fprintf(&b, " = %q", val)
 			}
@@ -128,21 +130,7 @@ func (r *Runner) readTree(ctx context.Context, p protocol.AccessibilityParams, m
 	if err := r.cfg.Guest.Call(ctx, protocol.MethodAccessibilityTree, p, &res); err != nil {
 		return "", err
 	}
-	// A field that holds a typed secret shows it: redacted before the tree
-	// is written out (quoting could spell it otherwise).
-	var hide func([]protocol.Node)
-	hide = func(ns []protocol.Node) {
-		for i := range ns {
-			ns[i].Name = r.redactor.redact(ns[i].Name)
-			if ns[i].Value != nil {
-				v := r.redactor.redact(*ns[i].Value)
-				ns[i].Value = &v
-			}
-			hide(ns[i].Children)
-		}
-	}
-	hide(res.Nodes)
-	v := viewTree(res.Nodes, m)
+	v := viewTree(res.Nodes, m, r.redactor.redact)
 	r.elements = v.elements
 	return v.text, nil
 }

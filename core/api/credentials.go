@@ -15,14 +15,8 @@ import (
 // (keychain, Secret Service or the 0600 file) and are never answered;
 // the database keeps the name, the username and where it may be typed.
 
-// credentialRefs names a credential's secrets in the secret store (the
-// orchestrator reads them under the same names).
-func credentialRefs(id string) (password, totp string) {
-	return "credential/" + id + "/password", "credential/" + id + "/totp"
-}
-
 func (a *API) credentialJSON(c store.Credential) wire.Credential {
-	pw, _ := credentialRefs(c.ID)
+	pw, _ := c.SecretRefs()
 	has, _ := a.cfg.Secrets.Get(pw)
 	out := wire.Credential{ID: c.ID, Name: c.Name, Username: c.Username, HasPassword: has != "", HasTOTP: c.HasTOTP,
 		AllowedApps: []string{}, CreatedAt: ts(c.CreatedAt)}
@@ -79,7 +73,7 @@ func (a *API) createCredential(w http.ResponseWriter, r *http.Request) error {
 	if err := a.st.CreateCredential(r.Context(), &c); err != nil {
 		return err
 	}
-	pw, totp := credentialRefs(c.ID)
+	pw, totp := c.SecretRefs()
 	for ref, v := range map[string]string{pw: in.Password, totp: seed} {
 		if v == "" {
 			continue
@@ -103,7 +97,7 @@ func (a *API) deleteCredential(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pw, totp := credentialRefs(c.ID)
+	pw, totp := c.SecretRefs()
 	a.cfg.Secrets.Delete(pw)
 	a.cfg.Secrets.Delete(totp)
 	w.WriteHeader(http.StatusNoContent)

@@ -418,7 +418,7 @@ func Place(dir string, collected []Collected) ([]string, error) {
 		if err := mkdirOwned(dir, filepath.Dir(want), owner); err != nil {
 			return out, fmt.Errorf("place %s: %w", c.Name, err)
 		}
-		dst, f, err := createUnique(want)
+		dst, f, err := CreateUnique(want)
 		if err == nil {
 			err = copyInto(c.Path, f)
 			if err == nil {
@@ -455,7 +455,9 @@ func mkdirOwned(base, dir string, owner Owner) error {
 }
 
 // createUnique creates a new file at want, or at want with " (n)" added.
-func createUnique(want string) (string, *os.File, error) {
+// CreateUnique creates want, or "want (1)"… when that is taken (before its
+// extension), without replacing anything, and returns the path and file.
+func CreateUnique(want string) (string, *os.File, error) {
 	ext := filepath.Ext(want)
 	base := strings.TrimSuffix(want, ext)
 	for n := 0; n < 10000; n++ {

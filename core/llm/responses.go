@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -78,7 +79,7 @@ func responsesItems(m openai.ChatCompletionMessage) ([]any, error) {
 			case p.Type == openai.ChatMessagePartTypeText:
 				parts = append(parts, openai.ResponseInputText{Type: "input_text", Text: p.Text})
 			case p.Type == openai.ChatMessagePartTypeImageURL && p.ImageURL != nil:
-				parts = append(parts, openai.ResponseInputImage{Type: "input_image", ImageURL: p.ImageURL.URL, Detail: string(cmpDetail(p.ImageURL.Detail))})
+				parts = append(parts, openai.ResponseInputImage{Type: "input_image", ImageURL: p.ImageURL.URL, Detail: string(cmp.Or(p.ImageURL.Detail, openai.ImageURLDetailAuto))})
 			default:
 				return nil, fmt.Errorf("a %s message part of type %q has no Responses form", m.Role, p.Type)
 			}
@@ -101,13 +102,6 @@ func responsesItems(m openai.ChatCompletionMessage) ([]any, error) {
 		return []any{openai.ResponseFunctionCallOutput{Type: "function_call_output", CallID: m.ToolCallID, Output: out}}, nil
 	}
 	return nil, fmt.Errorf("role %q has no Responses form", m.Role)
-}
-
-func cmpDetail(d openai.ImageURLDetail) openai.ImageURLDetail {
-	if d == "" {
-		return openai.ImageURLDetailAuto
-	}
-	return d
 }
 
 // responsesAnswer is the part of a Responses answer the client reads.

@@ -36,7 +36,8 @@ func (o *Orchestrator) vaultFor(ctx context.Context) (agent.Vault, error) {
 func (v *vault) Credentials() []agent.CredentialInfo {
 	out := make([]agent.CredentialInfo, 0, len(v.creds))
 	for _, c := range v.creds {
-		pw, _ := v.secret(passwordRef(c.ID))
+		ref, _ := c.SecretRefs()
+		pw, _ := v.secret(ref)
 		info := agent.CredentialInfo{Name: c.Name, HasUsername: c.Username != "", HasPassword: pw != "", HasTOTP: c.HasTOTP}
 		for _, app := range strings.Split(c.AllowedApps, ",") {
 			if app = strings.TrimSpace(app); app != "" {
@@ -53,13 +54,14 @@ func (v *vault) Secret(name, field string) (string, error) {
 		if c.Name != name {
 			continue
 		}
+		pwRef, totpRef := c.SecretRefs()
 		switch field {
 		case "username":
 			return c.Username, nil
 		case "password":
-			return v.secret(passwordRef(c.ID))
+			return v.secret(pwRef)
 		case "totp":
-			seed, err := v.secret(totpRef(c.ID))
+			seed, err := v.secret(totpRef)
 			if err != nil || seed == "" {
 				return "", fmt.Errorf("no TOTP seed stored (%v)", err)
 			}
@@ -69,8 +71,3 @@ func (v *vault) Secret(name, field string) (string, error) {
 	}
 	return "", fmt.Errorf("no credential %q", name)
 }
-
-// The secret store's names of a credential's secrets (core/api writes
-// them).
-func passwordRef(id string) string { return "credential/" + id + "/password" }
-func totpRef(id string) string     { return "credential/" + id + "/totp" }

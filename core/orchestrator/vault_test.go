@@ -16,7 +16,8 @@ import (
 // it has and no secret.
 func TestVaultTypesCurrentTOTPCodes(t *testing.T) {
 	const seed = "JBSWY3DPEHPK3PXP"
-	secrets := map[string]string{passwordRef("c1"): "pw-123456", totpRef("c1"): seed}
+	pwRef, totpRef := store.Credential{ID: "c1"}.SecretRefs()
+	secrets := map[string]string{pwRef: "pw-123456", totpRef: seed}
 	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	v := &vault{creds: []store.Credential{{ID: "c1", Name: "bank", Username: "alice", HasTOTP: true, AllowedApps: "Firefox, Chromium"}},
 		secret: func(ref string) (string, error) {

@@ -274,6 +274,11 @@ type Credential struct {
 	CreatedAt   time.Time `gorm:"not null"`
 }
 
+// SecretRefs name a credential's password and TOTP seed in the secret store.
+func (c Credential) SecretRefs() (password, totp string) {
+	return "credential/" + c.ID + "/password", "credential/" + c.ID + "/totp"
+}
+
 // Schedule creates tasks at a time or on a recurrence.
 type Schedule struct {
 	ID              string `gorm:"primaryKey"`

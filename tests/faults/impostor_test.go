@@ -126,11 +126,10 @@ func (h *helper) alive() {
 	}
 }
 
-// refused runs a hostile task that replaces its guest agent with the
-// impostor in mode, and checks the outcome: the task ends failed within
-// within of its shell command, its summary says why (each of want; "a|b"
-// is either), its VM is gone, and the helper is up.
-func (h *helper) refused(llm *llmtest.Server, mode string, within time.Duration, want ...string) {
+// hostileRun runs a hostile task that replaces its guest agent with the
+// impostor in mode, checks that the guest code could not read the agent,
+// and returns the task with when its shell command ended.
+func (h *helper) hostileRun(llm *llmtest.Server, mode string) (wire.Task, time.Time) {
 	t := h.t
 	t.Helper()
 	marker := "[[impostor " + mode + "]]"
@@ -149,32 +148,45 @@ func (h *helper) refused(llm *llmtest.Server, mode string, within time.Duration,
 			t.Fatalf("guest code read the guest agent's %s%.80q; want permission denied", what, out)
 		}
 	}
-	start := time.Now()
-	done := h.wait(task.ID, "the hostile task's end", within+5*time.Second, func(t wire.Task) bool {
-		return terminal(t) || (mode == "wrongid" && isPaused(t))
-	})
+	return task, time.Now()
+}
+
+// heldForGuest runs the impostor in mode, one that answers nothing usable
+// while its VM runs, and checks the outcome: the task is held for the user
+// within within (it is not failed: the user may resume it in a fresh VM),
+// the user's cancel ends it at once, its VM is gone, and the helper is up.
+func (h *helper) heldForGuest(llm *llmtest.Server, mode string, within time.Duration) {
+	t := h.t
+	t.Helper()
+	task, start := h.hostileRun(llm, mode)
+	done := h.wait(task.ID, "the hold", within+5*time.Second, func(t wire.Task) bool { return terminal(t) || isPaused(t) })
 	took := time.Since(start)
-	if mode == "wrongid" {
-		// A guest that answers nothing usable while its VM runs holds the
-		// task for the user (it is not failed: the user may resume it in a
-		// fresh VM); the user's cancel ends it at once, VM and all.
-		if !isPaused(done) || !strings.Contains(done.StatusReason, "lost touch with the VM's guest agent") {
-			t.Fatalf("impostor %s: the task is %s %q; want held for its guest", mode, done.Status, done.StatusReason)
-		}
-		if _, err := h.unix.TaskAction(context.Background(), task.ID, wire.TaskAction{Action: wire.ActionCancel}); err != nil {
-			t.Fatal(err)
-		}
-		cancelled := time.Now()
-		done = h.wait(task.ID, "the cancel", 5*time.Second, terminal)
-		t.Logf("impostor %s: held after %s, cancelled in %s", mode, took.Round(time.Millisecond), time.Since(cancelled).Round(time.Millisecond))
-		if done.Status != "cancelled" || took > within {
-			t.Fatalf("impostor %s: %s after %s", mode, done.Status, took)
-		}
-		h.ids.Note(done.VMID)
-		h.noSandboxesOf([]string{done.VMID}, 10*time.Second)
-		h.alive()
-		return
+	if !isPaused(done) || !strings.Contains(done.StatusReason, "lost touch with the VM's guest agent") {
+		t.Fatalf("impostor %s: the task is %s %q; want held for its guest", mode, done.Status, done.StatusReason)
 	}
+	if _, err := h.unix.TaskAction(context.Background(), task.ID, wire.TaskAction{Action: wire.ActionCancel}); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := time.Now()
+	done = h.wait(task.ID, "the cancel", 5*time.Second, terminal)
+	t.Logf("impostor %s: held after %s, cancelled in %s", mode, took.Round(time.Millisecond), time.Since(cancelled).Round(time.Millisecond))
+	if done.Status != "cancelled" || took > within {
+		t.Fatalf("impostor %s: %s after %s", mode, done.Status, took)
+	}
+	h.ids.Note(done.VMID)
+	h.noSandboxesOf([]string{done.VMID}, 10*time.Second)
+	h.alive()
+}
+
+// refused runs the impostor in mode and checks the outcome: the task ends
+// failed within within of its shell command, its summary says why (each
+// of want; "a|b" is either), its VM is gone, and the helper is up.
+func (h *helper) refused(llm *llmtest.Server, mode string, within time.Duration, want ...string) {
+	t := h.t
+	t.Helper()
+	task, start := h.hostileRun(llm, mode)
+	done := h.wait(task.ID, "the hostile task's end", within+5*time.Second, terminal)
+	took := time.Since(start)
 	t.Logf("impostor %s: the task ended %s in %s: %s", mode, done.Status, took.Round(time.Millisecond), summary(done))
 	if done.Status != "failed" {
 		t.Fatalf("impostor %s: the task ended %s %q; want failed", mode, done.Status, summary(done))
@@ -240,13 +252,13 @@ func TestHostileEndpointCannotCrashTheHelper(t *testing.T) {
 		{"nested", 30 * time.Second, []string{"broke the protocol at hello"}},
 		{"huge", 30 * time.Second, []string{"broke the protocol at hello", fmt.Sprintf("limit of %d bytes", 64<<20)}},
 		{"endless", 30 * time.Second, []string{"broke the protocol at hello", fmt.Sprintf("limit of %d bytes", 64<<20)}},
-		// An answer to another call: hello times out and is retried (a
-		// slow guest is not refused); the task is held for its guest,
-		// which the user cancels.
-		{"wrongid", 30 * time.Second, nil},
 	} {
 		h.refused(llm, c.mode, c.within, c.want...)
 	}
+	// An answer to another call: hello times out and is retried (a slow
+	// guest is not refused); the task is held for its guest, which the
+	// user cancels.
+	h.heldForGuest(llm, "wrongid", 30*time.Second)
 	h.completes(llm, "[[after the hostile answers]]")
 	h.stop()
 }

@@ -19,22 +19,11 @@ import (
 
 	"github.com/hivecrew/hivecrew/tests/helperproc"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
-	"github.com/hivecrew/hivecrew/tests/testbin"
 )
 
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, cleanup, err := testbin.BuildAll()
-	if err != nil {
-		os.Stderr.WriteString(err.Error() + "\n")
-		os.Exit(1)
-	}
-	bin = dir
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { helperproc.Main(m, &bin) }
 
 // walkthrough returns the commands of the README's walkthrough block.
 func walkthrough(t *testing.T) []string {
