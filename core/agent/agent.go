@@ -105,6 +105,18 @@ type Config struct {
 	Emit func(Event)
 	// Vault, if set, holds the credentials use_credential may type.
 	Vault Vault
+	// HostTools are the tools the host runs for this task (hosttools.go):
+	// MCP servers', web search and reading, skills, subagents.
+	HostTools []HostTool
+	// Prompt adds lines to the system prompt (the skills on offer, say).
+	Prompt []string
+	// Context goes before the task in its first message (the instructions
+	// of the skills the user mentioned).
+	Context string
+	// Children, if set, are the task's subagents: a turn that ends without
+	// a tool call waits for those still running before the completion
+	// check, and their results arrive as notes (Runner.Note).
+	Children Children
 	// Live, if set, hears the model's answer as it streams; the model is
 	// then asked for a stream. What it hears is not recorded: the
 	// llm_response event that follows is.
@@ -136,12 +148,15 @@ type Runner struct {
 	ctl  *control
 	task Task
 
-	// mu guards status, reason, steps, usage and traceErr.
+	// mu guards status, reason, steps, usage, childUsage and traceErr.
 	mu     sync.Mutex
 	status store.TaskStatus
 	reason string
 	steps  int
 	usage  llm.Usage
+	// childUsage is the LLM use of the task's subagents: it counts against
+	// its budget, not in its own usage (each task reports its own).
+	childUsage llm.Usage
 	// traceErr is the first failure to write the trace; the run ends with
 	// it before the next step (an agent never works unrecorded).
 	traceErr error
@@ -166,6 +181,8 @@ type Runner struct {
 	// shows back; credOK are the credentials the user approved (the loop's).
 	redactor redactor
 	credOK   map[string]bool
+	// hostTools are the host tools offered, by name (hosttools.go).
+	hostTools map[string]*hostTool
 	// elements are the elements of the last accessibility tree read, by
 	// the ids the model was shown (elements.go). Used by the loop only.
 	elements map[string]element
@@ -377,14 +394,24 @@ func (r *Runner) loop(ctx context.Context) Result {
 		GuestOS: hello.OS, OSVersion: hello.OSVersion, SharedPath: hello.SharedPath, Network: string(r.task.Network),
 		Policy: r.task.Policy, Date: r.cfg.Now(), ScreenW: hello.Screen.Width, ScreenH: hello.Screen.Height,
 		MaxSteps: r.task.MaxIterations, TimeoutMins: int(r.task.Timeout.Minutes()), TextOnly: r.task.TextOnly,
-		Credentials: credentialNames(creds),
+		Credentials: credentialNames(creds), Extra: r.cfg.Prompt,
 	})
+	first := "Task: " + r.task.Description
+	if r.cfg.Context != "" {
+		first = r.cfg.Context + "\n\n" + first
+	}
 	messages := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: system},
-		{Role: openai.ChatMessageRoleUser, Content: "Task: " + r.task.Description},
+		{Role: openai.ChatMessageRoleUser, Content: first},
 	}
 	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
 	toolDefs := tools(denied, r.task.TextOnly)
+	hosted, problems := prepareHostTools(r.cfg.HostTools)
+	r.hostTools = hosted
+	for _, p := range problems {
+		r.emit(0, Event{Type: "status_change", ActivityType: "info", Summary: p})
+	}
+	toolDefs = append(toolDefs, r.hostToolDefs()...)
 	if len(creds) == 0 {
 		// Nothing stored, nothing to type: the tool is not offered.
 		toolDefs = slices.DeleteFunc(toolDefs, func(t openai.Tool) bool { return t.Function.Name == config.UseCredential })
@@ -473,7 +500,14 @@ func (r *Runner) loop(ctx context.Context) Result {
 		messages = fitted
 		messages = append(messages, reply.Message)
 
-		// A turn without tool calls: is the task done?
+		// A turn without tool calls: is the task done? Not while its
+		// subagents work: their results come first.
+		if len(reply.ToolCalls) == 0 && r.waitForChildren(ctx, step) {
+			if ctx.Err() != nil {
+				return ended(ctx)
+			}
+			continue
+		}
 		if len(reply.ToolCalls) == 0 {
 			verdict, err := r.check(ctx, step, messages)
 			if err != nil {
@@ -570,6 +604,9 @@ func (r *Runner) observe(ctx context.Context, step int) (_ openai.ChatCompletion
 	}
 	if len(notes) > 0 {
 		text = "Note from Hivecrew: " + strings.Join(notes, "\n") + "\n\n" + text
+	}
+	if reps := r.ctl.takeReports(); len(reps) > 0 {
+		text = strings.Join(reps, "\n\n") + "\n\n" + text
 	}
 	if ins := r.ctl.takeInstructions(); len(ins) > 0 {
 		text = "New instructions from the user: " + strings.Join(ins, "\n") + "\n\n" + text
@@ -780,6 +817,9 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 			return "", fmt.Errorf("%s is not allowed for this task", call.Name)
 		}
 		return "", fmt.Errorf("there is no tool %q: the tools you can call are %s", truncate(call.Name, 64), strings.Join(slices.Sorted(maps.Keys(r.offered)), ", "))
+	}
+	if t := r.hostTools[call.Name]; t != nil {
+		return r.runHost(ctx, step, t, call.Arguments)
 	}
 	var args map[string]any
 	if err := json.Unmarshal(call.Arguments, &args); err != nil || args == nil {

@@ -25,7 +25,7 @@ func (r *Runner) SetBudget(usd float64, tokens int64) {
 // overBudget says how the task's LLM use passed its budget, "" when not.
 func (r *Runner) overBudget() string {
 	r.mu.Lock()
-	usd, tokens, used := r.task.BudgetUSD, r.task.BudgetTokens, r.usage
+	usd, tokens, used := r.task.BudgetUSD, r.task.BudgetTokens, r.usage.Add(r.childUsage)
 	r.mu.Unlock()
 	if tokens > 0 && int64(used.Total) >= tokens {
 		return fmt.Sprintf("token budget reached: %d of %d tokens used; raise the budget (budgetTokens) and resume", used.Total, tokens)

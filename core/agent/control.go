@@ -53,9 +53,11 @@ type control struct {
 	notes        []string
 	resumed      chan struct{} // closed by resume; replaced by pause
 	instructions []string
-	question     *Question
-	permission   *Permission
-	changed      func() // told of every change, outside the lock
+	// reports are subagents' results for the next turn.
+	reports    []string
+	question   *Question
+	permission *Permission
+	changed    func() // told of every change, outside the lock
 }
 
 func newControl(changed func()) *control {
@@ -117,6 +119,29 @@ func (c *control) waitingNow() bool {
 }
 
 // note queues a note from Hivecrew (not the user) for the next turn.
+// report queues a subagent's result for the next turn.
+func (c *control) report(text string) {
+	c.mu.Lock()
+	c.reports = append(c.reports, text)
+	c.mu.Unlock()
+}
+
+// hasReports reports whether reports wait for the next turn.
+func (c *control) hasReports() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.reports) > 0
+}
+
+// takeReports returns and clears the queued reports.
+func (c *control) takeReports() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.reports
+	c.reports = nil
+	return out
+}
+
 func (c *control) note(text string) {
 	c.mu.Lock()
 	c.notes = append(c.notes, text)

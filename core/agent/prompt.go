@@ -25,6 +25,8 @@ type promptInfo struct {
 	TextOnly    bool
 	// Credentials names the stored credentials ("" for none).
 	Credentials string
+	// Extra are lines of the host's (the skills on offer, say).
+	Extra []string
 }
 
 func systemPrompt(p promptInfo) string {
@@ -50,6 +52,9 @@ func systemPrompt(p promptInfo) string {
 	fmt.Fprintf(&b, "Limits: at most %d steps and %d minutes.\n", p.MaxSteps, p.TimeoutMins)
 	if p.Credentials != "" {
 		fmt.Fprintf(&b, "Stored credentials (focus the field, then use_credential types it; you never see the secret): %s.\n", p.Credentials)
+	}
+	for _, line := range p.Extra {
+		b.WriteString(line + "\n")
 	}
 	var ask, deny []string
 	for _, tool := range slices.Sorted(maps.Keys(p.Policy)) {

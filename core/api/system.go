@@ -196,13 +196,6 @@ func (a *API) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// skills answers GET /skills. Hivecrew has no skills (named instruction
-// sets the Swift app can give an agent) yet: the list is empty, and a
-// task's mentionedSkillNames have no effect.
-func (a *API) skills(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, wire.SkillList{Skills: []wire.Skill{}})
-}
-
 // provisioning answers GET /provisioning: the environment variables and
 // files every VM is given. Hivecrew provisions neither yet: both lists are
 // empty.

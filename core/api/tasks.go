@@ -56,6 +56,10 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	if t.RerunOfID != nil {
 		w.RerunOf = *t.RerunOfID
 	}
+	if t.ParentTaskID != nil {
+		w.ParentTaskID = *t.ParentTaskID
+	}
+	w.MentionedSkillNames = t.SkillNames
 	if t.StartedAt != nil {
 		end := time.Now()
 		if t.CompletedAt != nil {
@@ -130,7 +134,15 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 	if err != nil {
 		return wire.Task{}, err
 	}
-	return a.taskJSON(t, in, out, nil), nil
+	w := a.taskJSON(t, in, out, nil)
+	kids, err := a.st.ChildTasks(r.Context(), id)
+	if err != nil {
+		return wire.Task{}, err
+	}
+	for _, k := range kids {
+		w.Subagents = append(w.Subagents, wire.SubagentInfo{ID: k.ID, Title: k.Title, Status: string(k.Status)})
+	}
+	return w, nil
 }
 
 // received is a request body with files: its form fields and uploads,
@@ -619,11 +631,12 @@ func (a *API) taskFiles(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, wire.TaskFiles{TaskID: t.ID, InputFiles: nonNil(t.InputFiles), OutputFiles: nonNil(t.OutputFiles)})
 }
 
-func nonNil(f []wire.File) []wire.File {
-	if f == nil {
-		return []wire.File{}
+// nonNil is s, or an empty list for nil: JSON lists are never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return f
+	return s
 }
 
 // taskFile serves a file's bytes. The file is opened through an os.Root at

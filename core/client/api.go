@@ -547,3 +547,55 @@ func (c *Client) LoginLink(ctx context.Context) (wire.LoginLink, error) {
 	var l wire.LoginLink
 	return l, c.call(ctx, http.MethodPost, "/api/v1/auth/login-link", nil, &l)
 }
+
+// MCPServers lists the configured MCP servers (never their secret values).
+func (c *Client) MCPServers(ctx context.Context) ([]wire.MCPServer, error) {
+	var l wire.MCPServerList
+	return l.Servers, c.call(ctx, http.MethodGet, "/api/v1/mcp-servers", nil, &l)
+}
+
+// AddMCPServer configures an MCP server.
+func (c *Client) AddMCPServer(ctx context.Context, in wire.MCPServerInput) (wire.MCPServer, error) {
+	var m wire.MCPServer
+	return m, c.call(ctx, http.MethodPost, "/api/v1/mcp-servers", in, &m)
+}
+
+// CheckMCPServer starts an MCP server as a task would and lists its tools.
+func (c *Client) CheckMCPServer(ctx context.Context, id string) (wire.MCPServerCheck, error) {
+	var r wire.MCPServerCheck
+	return r, c.call(ctx, http.MethodPost, "/api/v1/mcp-servers/"+esc(id)+"/check", nil, &r)
+}
+
+// RemoveMCPServer removes an MCP server (by ID or name) and its secrets.
+func (c *Client) RemoveMCPServer(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/mcp-servers/"+esc(id), nil, nil)
+}
+
+// Skills lists the skill library.
+func (c *Client) Skills(ctx context.Context) (wire.SkillList, error) {
+	var l wire.SkillList
+	return l, c.call(ctx, http.MethodGet, "/api/v1/skills", nil, &l)
+}
+
+// SaveSkill adds a skill to the library.
+func (c *Client) SaveSkill(ctx context.Context, s wire.Skill) (wire.Skill, error) {
+	var out wire.Skill
+	return out, c.call(ctx, http.MethodPost, "/api/v1/skills", s, &out)
+}
+
+// ImportSkills imports a skill folder or a git repository's skills.
+func (c *Client) ImportSkills(ctx context.Context, in wire.SkillImport) (wire.SkillList, error) {
+	var l wire.SkillList
+	return l, c.call(ctx, http.MethodPost, "/api/v1/skills/import", in, &l)
+}
+
+// RemoveSkill removes a skill from the library.
+func (c *Client) RemoveSkill(ctx context.Context, name string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/skills/"+esc(name), nil, nil)
+}
+
+// SkillDraft drafts a skill from a finished task.
+func (c *Client) SkillDraft(ctx context.Context, taskID string) (wire.Skill, error) {
+	var s wire.Skill
+	return s, c.call(ctx, http.MethodGet, "/api/v1/tasks/"+esc(taskID)+"/skill-draft", nil, &s)
+}

@@ -83,6 +83,9 @@ func (p Paths) Templates() string { return filepath.Join(p.Home, "Templates") }
 // Logs holds the helper's log files.
 func (p Paths) Logs() string { return filepath.Join(p.Home, "Logs") }
 
+// Skills is the skill library: a folder per skill, each with its SKILL.md.
+func (p Paths) Skills() string { return filepath.Join(p.Home, "Skills") }
+
 // Socket is the helper's unix socket (mode 0600) for the CLI and the app.
 func (p Paths) Socket() string { return filepath.Join(p.Home, "helper.sock") }
 
@@ -97,7 +100,7 @@ func (p Paths) Ensure() error {
 	if !filepath.IsAbs(p.Home) {
 		return fmt.Errorf("data directory %q is not absolute", p.Home)
 	}
-	for _, dir := range []string{p.Home, p.Sessions(), p.Tasks(), p.VMs(), p.Templates(), p.Logs()} {
+	for _, dir := range []string{p.Home, p.Sessions(), p.Tasks(), p.VMs(), p.Templates(), p.Logs(), p.Skills()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create data directory: %w", err)
 		}

@@ -56,6 +56,27 @@ var AgentTools = []string{
 	"use_credential",
 }
 
+// HostToolNames are the host's own tools (core/agent hosttools.go), offered
+// when the task can use them: web search and reading (with the internet
+// only), skills (with a library), subagents. A policy may name them, and
+// any MCP server's tool as mcp__SERVER__TOOL.
+var HostToolNames = []string{WebSearch, ReadWebpage, UseSkill, SpawnSubagent}
+
+// Host tools.
+const (
+	WebSearch     = "web_search"
+	ReadWebpage   = "read_webpage"
+	UseSkill      = "use_skill"
+	SpawnSubagent = "spawn_subagent"
+)
+
+// MCPToolPrefix begins the name of an MCP server's tool: mcp__SERVER__TOOL.
+const MCPToolPrefix = "mcp__"
+
+// mcpToolName is a policy name for an MCP server's tool (or, with a
+// trailing "*", all of a server's tools: mcp__files__*).
+var mcpToolName = regexp.MustCompile(`^mcp__[A-Za-z0-9-]+__([A-Za-z0-9_-]+|\*)$`)
+
 // OpenTerminal is the pseudo-tool a policy uses for opening a terminal or a
 // shell: open_app of a terminal emulator, shell or interpreter, and
 // open_file of a script or with such a program. A GUI agent can type into
@@ -75,7 +96,7 @@ type ToolPolicy map[string]Permission
 
 // For returns the permission for a tool.
 func (p ToolPolicy) For(tool string) Permission {
-	if perm, ok := p[tool]; ok {
+	if perm, ok := p.Lookup(tool); ok {
 		return perm
 	}
 	if tool == OpenTerminal {
@@ -85,6 +106,21 @@ func (p ToolPolicy) For(tool string) Permission {
 		return Ask // typing a stored secret asks unless a policy says otherwise
 	}
 	return Allow
+}
+
+// Lookup returns what p says of a tool, if it names it: by its name, or an
+// MCP server's tool by its server's wildcard (mcp__SERVER__*).
+func (p ToolPolicy) Lookup(tool string) (Permission, bool) {
+	if perm, ok := p[tool]; ok {
+		return perm, true
+	}
+	if rest, ok := strings.CutPrefix(tool, MCPToolPrefix); ok {
+		if server, _, ok := strings.Cut(rest, "__"); ok {
+			perm, ok := p[MCPToolPrefix+server+"__*"]
+			return perm, ok
+		}
+	}
+	return "", false
 }
 
 // UseCredential is the tool that types a stored credential's secret into
@@ -105,15 +141,17 @@ func (p ToolPolicy) Merge(overrides ToolPolicy) ToolPolicy {
 
 // PolicyNames are the names a tool policy may mention: the agent's tools
 // and the open_terminal pseudo-tool.
-func PolicyNames() []string { return append(slices.Clone(AgentTools), OpenTerminal) }
+func PolicyNames() []string {
+	return append(append(slices.Clone(AgentTools), HostToolNames...), OpenTerminal)
+}
 
 // Validate reports unknown tool names and permissions.
 func (p ToolPolicy) Validate() error {
 	var errs []error
 	known := PolicyNames()
 	for _, tool := range slices.Sorted(maps.Keys(p)) {
-		if !slices.Contains(known, tool) && !slices.Contains(legacyPolicyNames, tool) {
-			errs = append(errs, fmt.Errorf("unknown tool %q (known: %s)", tool, strings.Join(known, ", ")))
+		if !slices.Contains(known, tool) && !slices.Contains(legacyPolicyNames, tool) && !mcpToolName.MatchString(tool) {
+			errs = append(errs, fmt.Errorf("unknown tool %q (known: %s, and an MCP server's tools as mcp__SERVER__TOOL or mcp__SERVER__*)", tool, strings.Join(known, ", ")))
 		}
 		if perm := p[tool]; !perm.Valid() {
 			errs = append(errs, fmt.Errorf("tool %q: permission %q is not allow, ask or deny", tool, perm))
@@ -188,6 +226,13 @@ type Settings struct {
 	// task's summary says so.
 	MaxOutputFileMB int `json:"maxOutputFileMB"`
 	MaxOutputTaskMB int `json:"maxOutputTaskMB"`
+
+	// WebSearchBackend is the search backend of the host's web_search tool:
+	// "searxng" (at WebSearchURL), "brave" (the Brave Search API, its key in
+	// the secret store; WebSearchURL overrides its address), or "" for no
+	// web_search. read_webpage needs no backend.
+	WebSearchBackend string `json:"webSearchBackend"`
+	WebSearchURL     string `json:"webSearchURL"`
 
 	// Safety.
 	ToolPolicy ToolPolicy `json:"toolPolicy"`
@@ -311,6 +356,14 @@ func (s Settings) Validate() error {
 	}
 	if err := CheckAllowHosts(s.EgressAllowHosts); err != nil {
 		errs = append(errs, fmt.Errorf("egressAllowHosts: %w", err))
+	}
+	switch {
+	case s.WebSearchBackend != "" && s.WebSearchBackend != "searxng" && s.WebSearchBackend != "brave":
+		errs = append(errs, fmt.Errorf("webSearchBackend must be \"searxng\", \"brave\" or \"\" (none) (got %q)", s.WebSearchBackend))
+	case s.WebSearchBackend == "searxng" && s.WebSearchURL == "":
+		errs = append(errs, errors.New("webSearchURL: SearXNG needs its address (e.g. http://localhost:8888)"))
+	case s.WebSearchURL != "" && !strings.HasPrefix(s.WebSearchURL, "http://") && !strings.HasPrefix(s.WebSearchURL, "https://"):
+		errs = append(errs, fmt.Errorf("webSearchURL %q is not an http(s) address", s.WebSearchURL))
 	}
 	if err := s.ToolPolicy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("toolPolicy: %w", err))

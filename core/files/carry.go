@@ -12,11 +12,16 @@ import (
 // CarryIn copies the files under from (a folder the host made with
 // Collect: the outbox of a task's earlier VM) into shared/outbox of a fresh
 // VM, keeping their paths, owned like the shared folder, and returns how
-// many it copied. The VM may be running, so everything in it is written
-// through an os.Root of its outbox (nothing the guest puts there can lead
-// a write outside it) and no existing entry is replaced. A missing from
-// carries nothing.
-func CarryIn(from, shared string) (int, error) {
+// many it copied. A missing from carries nothing.
+func CarryIn(from, shared string) (int, error) { return CarryInto(from, shared, Outbox) }
+
+// CarryInto copies the files under from into shared/sub (sub is
+// slash-separated, made if missing), keeping their paths, owned like the
+// shared folder, and returns how many it copied. The VM may be running, so
+// everything in it is written through an os.Root of the shared folder
+// (nothing the guest puts there, a link in place of sub say, can lead a
+// write outside it) and no existing entry is replaced.
+func CarryInto(from, shared, sub string) (int, error) {
 	if _, err := os.Stat(from); errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -24,18 +29,25 @@ func CarryIn(from, shared string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	outbox := filepath.Join(shared, Outbox)
-	if err := os.Mkdir(outbox, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return 0, fmt.Errorf("create outbox: %w", err)
-	}
-	root, err := os.OpenRoot(outbox)
+	top, err := os.OpenRoot(shared)
 	if err != nil {
-		return 0, fmt.Errorf("open outbox: %w", err)
+		return 0, fmt.Errorf("open the shared folder: %w", err)
+	}
+	defer top.Close()
+	sub = filepath.FromSlash(sub)
+	if err := top.MkdirAll(sub, 0o755); err != nil {
+		return 0, fmt.Errorf("create %s: %w", sub, err)
+	}
+	for p := sub; p != "." && p != string(filepath.Separator); p = filepath.Dir(p) {
+		if err := rootChown(top, p, owner); err != nil {
+			return 0, err
+		}
+	}
+	root, err := top.OpenRoot(sub)
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", sub, err)
 	}
 	defer root.Close()
-	if err := rootChown(root, ".", owner); err != nil {
-		return 0, err
-	}
 	n := 0
 	err = filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -272,6 +272,11 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err != nil {
 		return failed("Could not read the stored credentials: " + err.Error())
 	}
+	x := o.extrasFor(ctx, r, t, network, settings, shared)
+	defer x.close()
+	if kids, ok := x.children.(*children); ok {
+		defer kids.cancelAll() // however the parent ends, its children end
+	}
 	runner, err := agent.New(agent.Config{
 		Task: agent.Task{ID: t.ID, Description: description, Network: config.NetworkMode(network), Policy: policy,
 			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight,
@@ -279,6 +284,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 			TextOnly:   noVision || slices.Contains(settings.TextOnlyModels, t.ModelID),
 			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
 		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
+		HostTools: x.tools, Prompt: x.prompt, Context: x.context, Children: x.children,
 		Emit:    o.emitter(r, sid, client),
 		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
 		Changed: o.changed(r),

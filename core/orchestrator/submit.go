@@ -102,6 +102,10 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if err != nil {
 		return t, err
 	}
+	skillNames, err := skillNames(in.MentionedSkillNames)
+	if err != nil {
+		return t, err
+	}
 	if in.TemplateID != "" {
 		tmpl, err := o.cfg.Store.GetTemplate(ctx, in.TemplateID)
 		if errors.Is(err, errdefs.ErrNotFound) {
@@ -118,7 +122,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 		OutputDirectory: out, PlanFirst: in.PlanFirst, TemplateID: in.TemplateID, TimeoutMinutes: in.TimeoutMinutes,
 		MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
 		AllowHosts: in.AllowHosts, ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort,
-		BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens,
+		BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens, SkillNames: skillNames,
 	}, nil
 }
 
@@ -258,6 +262,7 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string) (store.Task, error)
 		OutputDirectory: old.OutputDirectory, PlanFirst: old.PlanFirst, TemplateID: old.TemplateID,
 		TimeoutMinutes: old.TimeoutMinutes, MaxIterations: old.MaxIterations, NetworkMode: old.NetworkMode,
 		ToolPolicy: old.ToolPolicy, AllowHosts: old.AllowHosts, ReasoningEnabled: old.ReasoningEnabled, BudgetUSD: old.BudgetUSD, BudgetTokens: old.BudgetTokens,
+		SkillNames:      old.SkillNames,
 		ReasoningEffort: old.ReasoningEffort, RerunOfID: &oldID,
 	}
 	return o.queue(ctx, t, srcs, false)

@@ -46,6 +46,7 @@ func migrations() []migration {
 		{7, "task budgets", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 		{8, "provider default reasoning effort", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Provider{}) }},
 		{9, "credentials", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Credential{}) }},
+		{10, "MCP servers, subagents and a task's skills", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&MCPServer{}, &Task{}) }},
 	}
 }
 

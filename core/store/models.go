@@ -84,9 +84,15 @@ type Task struct {
 	BudgetUSD    *float64
 	BudgetTokens *int64
 	// BatchID groups the tasks one batch submission made.
-	BatchID    string  `gorm:"index"`
-	VMID       string  `gorm:"column:vm_id;index"`
-	ScheduleID *string `gorm:"index"`
+	BatchID string `gorm:"index"`
+	// ParentTaskID is the task that started this one as a subagent, and
+	// SubagentDepth how deep it is (1 for a parent's child).
+	ParentTaskID  *string `gorm:"index"`
+	SubagentDepth int
+	// SkillNames are the skills the user mentioned for the task.
+	SkillNames []string `gorm:"serializer:json"`
+	VMID       string   `gorm:"column:vm_id;index"`
+	ScheduleID *string  `gorm:"index"`
 	RerunOfID  *string
 	// CreatedAt orders the FIFO queue (with ID as the tie-break).
 	CreatedAt        time.Time `gorm:"not null;index"`
@@ -278,6 +284,30 @@ type Credential struct {
 func (c Credential) SecretRefs() (password, totp string) {
 	return "credential/" + c.ID + "/password", "credential/" + c.ID + "/totp"
 }
+
+// MCPServer is an MCP server the agents may use (issue 19.2): a stdio
+// command or a streamable-HTTP URL. The values of its environment
+// variables and headers are in the secret store under SecretRef (one JSON
+// object), never in the database; their names are here.
+type MCPServer struct {
+	ID      string `gorm:"primaryKey"`
+	Name    string `gorm:"not null;uniqueIndex"`
+	Command string
+	Args    []string `gorm:"serializer:json"`
+	URL     string
+	// EnvNames and HeaderNames name the secret values.
+	EnvNames    []string `gorm:"serializer:json"`
+	HeaderNames []string `gorm:"serializer:json"`
+	// Permission is allow, ask or deny for its tools when the policy does
+	// not name them.
+	Permission     string `gorm:"not null"`
+	TimeoutSeconds int
+	Enabled        bool      `gorm:"not null"`
+	CreatedAt      time.Time `gorm:"not null"`
+}
+
+// SecretRef names the server's environment and headers in the secret store.
+func (m MCPServer) SecretRef() string { return "mcp/" + m.ID }
 
 // Schedule creates tasks at a time or on a recurrence.
 type Schedule struct {

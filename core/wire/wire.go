@@ -116,6 +116,12 @@ type Task struct {
 	RerunOf      string   `json:"rerunOf,omitempty"`
 	// BatchID groups the tasks of one POST /tasks/batch (extension).
 	BatchID string `json:"batchId,omitempty"`
+	// ParentTaskID is the task that started this one as a subagent;
+	// Subagents, in GET /tasks/:id, are the ones it started (extension).
+	ParentTaskID string         `json:"parentTaskId,omitempty"`
+	Subagents    []SubagentInfo `json:"subagents,omitempty"`
+	// MentionedSkillNames are the skills the task was asked to use.
+	MentionedSkillNames []string `json:"mentionedSkillNames,omitempty"`
 	// TraceDeletedAt is when trace retention deleted the task's
 	// screenshots, events file and artifacts (extension).
 	TraceDeletedAt *time.Time `json:"traceDeletedAt,omitempty"`
@@ -460,6 +466,49 @@ type CredentialInput struct {
 	AllowedApps []string `json:"allowedApps,omitempty"`
 }
 
+// MCPServer is an MCP server the agents may use (extension). The values
+// of its environment variables and headers are never sent: their names are.
+type MCPServer struct {
+	ID             string    `json:"id"`
+	Name           string    `json:"name"`
+	Command        string    `json:"command,omitempty"`
+	Args           []string  `json:"args"`
+	URL            string    `json:"url,omitempty"`
+	EnvNames       []string  `json:"envNames"`
+	HeaderNames    []string  `json:"headerNames"`
+	Permission     string    `json:"permission"`
+	TimeoutSeconds int       `json:"timeoutSeconds"`
+	Enabled        bool      `json:"enabled"`
+	CreatedAt      time.Time `json:"createdAt"`
+}
+
+// MCPServerList is the answer of GET /mcp-servers.
+type MCPServerList struct {
+	Servers []MCPServer `json:"servers"`
+}
+
+// MCPServerInput is the body of POST /mcp-servers. Env and Headers values
+// are write-only.
+type MCPServerInput struct {
+	Name           string            `json:"name"`
+	Command        string            `json:"command,omitempty"`
+	Args           []string          `json:"args,omitempty"`
+	URL            string            `json:"url,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Permission     string            `json:"permission,omitempty"`
+	TimeoutSeconds int               `json:"timeoutSeconds,omitempty"`
+	Enabled        *bool             `json:"enabled,omitempty"`
+}
+
+// MCPServerCheck is the answer of POST /mcp-servers/:id/check: the tools
+// it offers, or why it cannot be used.
+type MCPServerCheck struct {
+	OK    bool     `json:"ok"`
+	Tools []string `json:"tools"`
+	Error string   `json:"error,omitempty"`
+}
+
 // ProviderInput is the body of POST /providers and PATCH /providers/:id
 // (all fields optional there). APIKey is write-only. The Clear fields
 // (PATCH) remove the key, the base URL or the organization.
@@ -622,17 +671,45 @@ type SystemConfig struct {
 	APIPort               int    `json:"apiPort"`
 }
 
-// SkillList is the answer of GET /skills. Hivecrew has no skills yet, so
-// the list is empty.
+// SubagentInfo is a subagent of a task, as its parent's page lists it.
+type SubagentInfo struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+}
+
+// SkillList is the answer of GET /skills. Problems (extension) are the
+// folders of the library that are not skills, each with why.
 type SkillList struct {
-	Skills []Skill `json:"skills"`
+	Skills   []Skill  `json:"skills"`
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Skill is a named instruction set an agent can be told to use.
+// Instructions are sent by GET /skills/:name and the draft of a finished
+// task (extension), and taken by POST and PUT.
 type Skill struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	IsEnabled   bool   `json:"isEnabled"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	IsEnabled    bool   `json:"isEnabled"`
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// SkillImport is the body of POST /skills/import: a folder on this
+// computer, or a git URL (extension).
+type SkillImport struct {
+	Path    string `json:"path,omitempty"`
+	GitURL  string `json:"gitUrl,omitempty"`
+	Replace bool   `json:"replace,omitempty"`
+}
+
+// WebSearch is the answer of GET /web-search: the backend from Settings,
+// and whether the search API key is stored (extension). PUT takes APIKey.
+type WebSearch struct {
+	Backend   string `json:"backend"`
+	URL       string `json:"url,omitempty"`
+	HasAPIKey bool   `json:"hasApiKey"`
+	APIKey    string `json:"apiKey,omitempty"`
 }
 
 // Provisioning is the answer of GET /provisioning: what every VM is given

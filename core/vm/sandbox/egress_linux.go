@@ -2,17 +2,17 @@ package sandbox
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/hivecrew/hivecrew/core/config"
 )
 
 // Egress policy for internet mode (issue 15.6). slirp4netns is the only
@@ -36,13 +36,6 @@ import (
 // egressTable is Hivecrew's nftables table.
 var egressTable = &nftables.Table{Name: "hivecrew", Family: nftables.TableFamilyINet}
 
-// refusedNets are the destination ranges guests may not reach.
-var refusedNets = []string{
-	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-	"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-	"::/128", "::1/128", "::ffff:0:0/96", "fc00::/7", "fe80::/10", "ff00::/8",
-}
-
 // resolvers returns the name servers of /etc/resolv.conf.
 func resolvers() []net.IP {
 	f, err := os.Open("/etc/resolv.conf")
@@ -61,34 +54,6 @@ func resolvers() []net.IP {
 		}
 	}
 	return out
-}
-
-// resolveAllow turns allowlist entries (CIDRs, addresses or host names)
-// into networks. Names are resolved once, here, at a VM's start: a name
-// whose addresses change later is not followed.
-func resolveAllow(entries []string) ([]*net.IPNet, error) {
-	var out []*net.IPNet
-	for _, e := range entries {
-		e = strings.TrimSpace(e)
-		if _, n, err := net.ParseCIDR(e); err == nil {
-			out = append(out, n)
-			continue
-		}
-		if ip := net.ParseIP(e); ip != nil {
-			out = append(out, hostNet(ip))
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ips, err := net.DefaultResolver.LookupIP(ctx, "ip", e)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("allowed host %q: %w", e, err)
-		}
-		for _, ip := range ips {
-			out = append(out, hostNet(ip))
-		}
-	}
-	return out, nil
 }
 
 // egressChain names uid's chain.
@@ -112,13 +77,6 @@ func daddrIn(n *net.IPNet) []expr.Any {
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: l, Mask: mask, Xor: make([]byte, l)},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ip.Mask(n.Mask)},
 	}
-}
-
-func hostNet(ip net.IP) *net.IPNet {
-	if ip4 := ip.To4(); ip4 != nil {
-		return &net.IPNet{IP: ip4, Mask: net.CIDRMask(32, 32)}
-	}
-	return &net.IPNet{IP: ip, Mask: net.CIDRMask(128, 128)}
 }
 
 // applyEgress installs (or replaces) the egress policy for the processes
@@ -148,7 +106,7 @@ func applyEgress(uid int, allow []*net.IPNet) error {
 	}
 	for _, r := range resolvers() {
 		for _, l4 := range []byte{unix.IPPROTO_UDP, unix.IPPROTO_TCP} {
-			rule(append(daddrIn(hostNet(r)),
+			rule(append(daddrIn(config.HostNet(r)),
 				&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{l4}},
 				&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
@@ -164,7 +122,7 @@ func applyEgress(uid int, allow []*net.IPNet) error {
 	rule(&expr.Fib{Register: 1, FlagDADDR: true, ResultADDRTYPE: true},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(unix.RTN_BROADCAST)},
 		reject)
-	for _, s := range refusedNets {
+	for _, s := range config.RefusedNets {
 		_, n, err := net.ParseCIDR(s)
 		if err != nil {
 			return err

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hivecrew/hivecrew/core/config"
 )
 
 // slirp gives a sandbox outbound NAT through slirp4netns, with the host's
@@ -47,7 +49,7 @@ func startSlirp(pid int, id identity, allowHosts []string) (*slirp, error) {
 	if id.cred == nil {
 		return nil, errors.New("internet mode needs the helper to run as root: its egress policy (no host, link-local or private addresses) is enforced with nftables on the sandbox account's uid")
 	}
-	allow, err := resolveAllow(allowHosts)
+	allow, err := config.ResolveAllow(allowHosts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,128 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/mcp"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// MCP servers (issue 19.2, extension). Adding one lets the helper run a
+// program of the user's choosing, so it needs what adding a credential
+// needs: an API key, or a web session that signed in a moment ago. The
+// values of its environment variables and headers (tokens, mostly) go to
+// the secret store and are never answered.
+
+func mcpServerJSON(m store.MCPServer) wire.MCPServer {
+	return wire.MCPServer{ID: m.ID, Name: m.Name, Command: m.Command, Args: nonNil(m.Args), URL: m.URL,
+		EnvNames: nonNil(m.EnvNames), HeaderNames: nonNil(m.HeaderNames),
+		Permission: m.Permission, TimeoutSeconds: m.TimeoutSeconds, Enabled: m.Enabled, CreatedAt: ts(m.CreatedAt)}
+}
+
+func (a *API) listMCPServers(w http.ResponseWriter, r *http.Request) error {
+	ms, err := a.st.ListMCPServers(r.Context())
+	if err != nil {
+		return err
+	}
+	out := wire.MCPServerList{Servers: make([]wire.MCPServer, len(ms))}
+	for i, m := range ms {
+		out.Servers[i] = mcpServerJSON(m)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) createMCPServer(w http.ResponseWriter, r *http.Request) error {
+	if err := requireStepUp(r, "Adding an MCP server"); err != nil {
+		return err
+	}
+	var in wire.MCPServerInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	srv := mcp.Server{Name: in.Name, Command: in.Command, Args: in.Args, URL: in.URL, Env: in.Env, Headers: in.Headers,
+		Permission: config.Permission(cmp.Or(in.Permission, string(config.Ask)))}
+	if err := srv.Check(); err != nil {
+		return errdefs.Invalidf("%v", err)
+	}
+	if in.TimeoutSeconds < 0 || in.TimeoutSeconds > 3600 {
+		return errdefs.Invalidf("timeoutSeconds must be between 1 and 3600 (0: %d)", int(mcp.DefaultTimeout.Seconds()))
+	}
+	m := store.MCPServer{Name: in.Name, Command: in.Command, Args: in.Args, URL: in.URL,
+		EnvNames: slices.Sorted(maps.Keys(in.Env)), HeaderNames: slices.Sorted(maps.Keys(in.Headers)),
+		Permission: string(srv.Permission), TimeoutSeconds: cmp.Or(in.TimeoutSeconds, int(mcp.DefaultTimeout.Seconds())),
+		Enabled: in.Enabled == nil || *in.Enabled}
+	if err := a.st.CreateMCPServer(r.Context(), &m); err != nil {
+		return err
+	}
+	if len(in.Env)+len(in.Headers) > 0 {
+		b, _ := json.Marshal(mcp.Stored{Env: in.Env, Headers: in.Headers})
+		if err := a.cfg.Secrets.Set(m.SecretRef(), string(b)); err != nil {
+			// No half-made server: without its secrets it goes.
+			a.st.DeleteMCPServer(r.Context(), m.ID)
+			return errdefs.Unavailablef("store the MCP server's environment and headers: %v", err)
+		}
+	}
+	return writeJSON(w, http.StatusCreated, mcpServerJSON(m))
+}
+
+func (a *API) updateMCPServer(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if in.Enabled == nil {
+		return errdefs.Invalidf("give enabled: true or false (to change anything else, remove the server and add it again)")
+	}
+	if *in.Enabled {
+		if err := requireStepUp(r, "Turning an MCP server on"); err != nil {
+			return err
+		}
+	}
+	m, err := a.st.SetMCPServerEnabled(r.Context(), r.PathValue("id"), *in.Enabled)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, mcpServerJSON(m))
+}
+
+func (a *API) deleteMCPServer(w http.ResponseWriter, r *http.Request) error {
+	m, err := a.st.DeleteMCPServer(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	a.cfg.Secrets.Delete(m.SecretRef())
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// checkMCPServer connects to a server as a task would and lists its tools.
+func (a *API) checkMCPServer(w http.ResponseWriter, r *http.Request) error {
+	if err := requireStepUp(r, "Starting an MCP server"); err != nil {
+		return err
+	}
+	m, err := a.st.FindMCPServer(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	secret, _ := a.cfg.Secrets.Get(m.SecretRef())
+	srv, err := mcp.FromStore(m, secret)
+	if err != nil {
+		return writeJSON(w, http.StatusOK, wire.MCPServerCheck{Tools: []string{}, Error: err.Error()})
+	}
+	sess, problems := mcp.Connect(context.WithoutCancel(r.Context()), []mcp.Server{srv})
+	defer sess.Close()
+	if len(problems) > 0 {
+		return writeJSON(w, http.StatusOK, wire.MCPServerCheck{Tools: []string{}, Error: problems[0].Error()})
+	}
+	return writeJSON(w, http.StatusOK, wire.MCPServerCheck{OK: true, Tools: nonNil(sess.ToolNames())})
+}
