@@ -33,10 +33,11 @@ const WebSearchKeyRef = "websearch/apikey"
 // alone), web search and reading (internet-mode tasks only), skills, and
 // spawn_subagent. What cannot be had is said in the task's activity, and
 // the task goes on without it.
-func (o *Orchestrator) extrasFor(ctx context.Context, r *run, t store.Task, network vm.NetworkMode, settings config.Settings, shared string) extras {
+func (o *Orchestrator) extrasFor(ctx context.Context, r *run, t store.Task, network vm.NetworkMode, settings config.Settings) extras {
 	x := extras{close: func() {}}
+	policy := settings.ToolPolicy.Merge(toPolicy(t.ToolPolicy))
 	denied := func(name string) bool {
-		p, ok := settings.ToolPolicy.Merge(toPolicy(t.ToolPolicy)).Lookup(name)
+		p, ok := policy.Lookup(name)
 		return ok && p == config.Deny
 	}
 
@@ -84,12 +85,12 @@ func (o *Orchestrator) extrasFor(ctx context.Context, r *run, t store.Task, netw
 	}
 	mentioned := append(append([]string{}, t.SkillNames...), skills.Mentioned(t.Description, enabled)...)
 	for _, name := range t.SkillNames {
-		if !containsSkill(enabled, name) {
+		if !slices.ContainsFunc(enabled, func(s skills.Skill) bool { return s.Name == name }) {
 			o.emitInfo(r, fmt.Sprintf("The task mentions the skill %s, which is not in the library (or is turned off): the agent works without it", name))
 		}
 	}
 	if !denied(config.UseSkill) {
-		prompt, first, tools := skills.ForTask(enabled, mentioned, shared)
+		prompt, first, tools := skills.ForTask(enabled, mentioned, r.sharedDir)
 		x.prompt, x.context, x.tools = append(x.prompt, prompt...), first, append(x.tools, tools...)
 	}
 
@@ -101,15 +102,6 @@ func (o *Orchestrator) extrasFor(ctx context.Context, r *run, t store.Task, netw
 		x.prompt = append(x.prompt, fmt.Sprintf("Subagents: spawn_subagent starts a helper agent on a part of the task, in a VM of its own (at most %d for this task); it works while you go on, and its result and output files reach you when it ends.", MaxSubagents))
 	}
 	return x
-}
-
-func containsSkill(ss []skills.Skill, name string) bool {
-	for _, s := range ss {
-		if s.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // secret reads the secret store ("" without one).

@@ -69,6 +69,15 @@ func (r *run) get() (*agent.Runner, *pool.Lease, string) {
 	return r.runner, r.lease, r.sessionID
 }
 
+// sharedDir is the shared folder of the run's VM now ("" while it has
+// none): a held task may have moved to a fresh VM (vmhold.go).
+func (r *run) sharedDir() string {
+	if _, l, _ := r.get(); l != nil {
+		return l.Machine().Spec().SharedDir()
+	}
+	return ""
+}
+
 // firstSave reports whether key is saved for the first time.
 func (r *run) firstSave(key string) bool {
 	r.mu.Lock()
@@ -272,7 +281,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err != nil {
 		return failed("Could not read the stored credentials: " + err.Error())
 	}
-	x := o.extrasFor(ctx, r, t, network, settings, shared)
+	x := o.extrasFor(ctx, r, t, network, settings)
 	defer x.close()
 	if kids, ok := x.children.(*children); ok {
 		defer kids.cancelAll() // however the parent ends, its children end

@@ -156,9 +156,9 @@ func (c *children) inputs(names []string) ([]inputSource, func(), error) {
 		return nil, cleanup, fmt.Errorf("at most %d files", maxSubagentFiles)
 	}
 	c.parent.mu.Lock()
-	shared, guestShared := c.parent.shared, c.parent.hello.SharedPath
+	guestShared := c.parent.hello.SharedPath
 	c.parent.mu.Unlock()
-	root, err := os.OpenRoot(shared)
+	root, err := os.OpenRoot(c.parent.sharedDir())
 	if err != nil {
 		return nil, cleanup, err
 	}
@@ -290,12 +290,9 @@ func (c *children) report(t store.Task) {
 		b.WriteString(".")
 	}
 	if t.SessionID != "" {
-		c.parent.mu.Lock()
-		shared := c.parent.shared
-		c.parent.mu.Unlock()
 		from := filepath.Join(c.o.cfg.Paths.Session(t.SessionID), trace.ArtifactsDir)
 		sub := "inbox/subagents/" + t.ID
-		if n, err := files.CarryInto(from, shared, sub); err != nil {
+		if n, err := files.CarryInto(from, c.parent.sharedDir(), sub); err != nil {
 			fmt.Fprintf(&b, " Its output files could not be given to you: %v.", err)
 		} else if n > 0 {
 			fmt.Fprintf(&b, " Its %d output file(s) are in your shared folder's %s.", n, sub)

@@ -128,7 +128,7 @@ func TestForTask(t *testing.T) {
 		t.Fatalf("mentioned %v", got)
 	}
 	shared := t.TempDir()
-	prompt, first, tools := ForTask([]Skill{a, b}, []string{"tide-report"}, shared)
+	prompt, first, tools := ForTask([]Skill{a, b}, []string{"tide-report"}, func() string { return shared })
 	if !strings.Contains(first, "SECRET-A") || strings.Contains(first, "SECRET-B") {
 		t.Fatalf("first message %q", first)
 	}
@@ -151,7 +151,7 @@ func TestForTask(t *testing.T) {
 	// at all.
 	shared2, outside := t.TempDir(), t.TempDir()
 	os.Symlink(outside, filepath.Join(shared2, "skills"))
-	_, _, tools = ForTask([]Skill{a, b}, nil, shared2)
+	_, _, tools = ForTask([]Skill{a, b}, nil, func() string { return shared2 })
 	out, _ = tools[0].Run(context.Background(), json.RawMessage(`{"name":"csv-tidy"}`))
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 || !strings.Contains(out, "could not be copied") {
 		t.Fatalf("written through the link: %v; %q", entries, out)

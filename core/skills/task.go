@@ -16,8 +16,9 @@ import (
 // per enabled skill (name and description), the instructions of the
 // mentioned ones for its first message, and use_skill to read any other.
 // A skill's other files are copied into the shared folder's skills/NAME
-// when it is used; shared is the VM's shared folder on the host.
-func ForTask(enabled []Skill, mentioned []string, shared string) (prompt []string, first string, tools []agent.HostTool) {
+// when it is used; shared returns the VM's shared folder on the host (a
+// held task may move to a fresh VM between uses).
+func ForTask(enabled []Skill, mentioned []string, shared func() string) (prompt []string, first string, tools []agent.HostTool) {
 	if len(enabled) == 0 {
 		return nil, "", nil
 	}
@@ -67,11 +68,12 @@ func ForTask(enabled []Skill, mentioned []string, shared string) (prompt []strin
 
 // filesNote copies a skill's files into the shared folder and says where
 // they are ("" when SKILL.md is all it has).
-func filesNote(s Skill, shared string) string {
-	if shared == "" || onlySkillMD(s.Dir) {
+func filesNote(s Skill, shared func() string) string {
+	dir := shared()
+	if dir == "" || onlySkillMD(s.Dir) {
 		return ""
 	}
-	n, err := files.CarryInto(s.Dir, shared, "skills/"+s.Name)
+	n, err := files.CarryInto(s.Dir, dir, "skills/"+s.Name)
 	if err != nil {
 		return fmt.Sprintf("(Its files could not be copied into the VM: %v.)\n", err)
 	}

@@ -77,12 +77,3 @@ func (s *Store) DeleteMCPServer(ctx context.Context, nameOrID string) (MCPServer
 	}
 	return m, nil
 }
-
-// ChildTasks returns the tasks a task started as subagents, oldest first.
-func (s *Store) ChildTasks(ctx context.Context, parentID string) ([]Task, error) {
-	var ts []Task
-	if err := s.db.WithContext(ctx).Where("parent_task_id = ?", parentID).Order("created_at, id").Find(&ts).Error; err != nil {
-		return nil, fmt.Errorf("list the subagents of %s: %w", parentID, classify(err))
-	}
-	return ts, nil
-}
