@@ -99,13 +99,18 @@ func (r result) String() string {
 // cliTimeout bounds one CLI run in the tests.
 const cliTimeout = 30 * time.Second
 
-// cli runs the CLI against the helper (--home after the command, as users
-// type it).
+// cli runs the CLI against the helper (--home after the command's flags,
+// as users type it: before a "--").
 func (h *helper) cli(args ...string) result {
 	h.t.Helper()
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(append(args, "--home", h.home), &out, &errOut) }()
+	at := len(args)
+	if i := slices.Index(args, "--"); i >= 0 {
+		at = i
+	}
+	args = slices.Insert(slices.Clone(args), at, "--home", h.home)
+	go func() { done <- run(args, &out, &errOut) }()
 	select {
 	case code := <-done:
 		return result{code, out.String(), errOut.String()}

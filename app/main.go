@@ -54,6 +54,8 @@ func commands() []command {
 		{"export", "ID [--format html|md|json] [-o FILE]", "export a task's session", cmdExport},
 		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},
 		{"credentials", "add|ls|rm ...", "manage logins the agent types without seeing them", cmdCredentials},
+		{"mcp", "add|ls|check|on|off|rm ...", "manage the MCP servers whose tools the agent is offered", cmdMCP},
+		{"skills", "ls|show|import|on|off|rm|draft ...", "manage the skill library", cmdSkills},
 		{"templates", "ls|create|seal|edit|default|rm|log ...", "build and manage VM templates", cmdTemplates},
 		{"vms", "ls|stop|rm|rebuild ...", "list, stop and rebuild VMs", cmdVMs},
 		{"schedules", "add|ls|rm|run ...", "manage scheduled tasks", cmdSchedules},

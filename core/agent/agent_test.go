@@ -130,7 +130,7 @@ func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 }
 
 // newEnvWith is newEnv with the runner's guest wrapped by wrap.
-func newEnvWith(t *testing.T, l *llmServer, mutate func(*Task), wrap func(Guest) Guest) *env {
+func newEnvWith(t *testing.T, l *llmServer, mutate func(*Task), wrap func(Guest) Guest, opts ...func(*Config)) *env {
 	t.Helper()
 	b := fake.New(fake.Options{Width: 1440, Height: 900, Scale: 2})
 	ctx := context.Background()
@@ -175,12 +175,16 @@ func newEnvWith(t *testing.T, l *llmServer, mutate func(*Task), wrap func(Guest)
 	if wrap != nil {
 		rg = wrap(g)
 	}
-	e.r, err = New(Config{Task: task, LLM: client, Guest: rg, Trace: tw, Log: log, Emit: func(ev Event) {
+	cfg := Config{Task: task, LLM: client, Guest: rg, Trace: tw, Log: log, Emit: func(ev Event) {
 		select {
 		case e.events <- ev:
 		default:
 		}
-	}})
+	}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.r, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -126,6 +127,19 @@ func (r *Runner) hostToolDefs() []openai.Tool {
 	return out
 }
 
+// callHost runs a host tool. A panic in it (a bug, or a library meeting a
+// page or an MCP answer made to break it) is the call's error, logged with
+// its stack; the helper and the task go on.
+func (r *Runner) callHost(ctx context.Context, t *hostTool, raw json.RawMessage) (out string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.cfg.Log.Error("host tool panicked", "task", r.task.ID, "tool", t.Name, "panic", p, "stack", string(debug.Stack()))
+			out, err = "", fmt.Errorf("%s failed (an internal error, logged by the helper)", t.Name)
+		}
+	}()
+	return t.Run(ctx, raw)
+}
+
 // runHost carries out a call to a host tool: its arguments checked, the
 // user asked if the policy says so, bounded in time, its answer capped.
 func (r *Runner) runHost(ctx context.Context, step int, t *hostTool, raw json.RawMessage) (string, error) {
@@ -160,7 +174,7 @@ func (r *Runner) runHost(ctx context.Context, step int, t *hostTool, raw json.Ra
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
-	out, err := t.Run(cctx, raw)
+	out, err := r.callHost(cctx, t, raw)
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return "", fmt.Errorf("%s did not answer within %s", t.Name, t.Timeout)
 	}

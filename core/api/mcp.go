@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
@@ -101,6 +103,20 @@ func (a *API) deleteMCPServer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.cfg.Secrets.Delete(m.SecretRef())
+	// Its tools' permissions go with it: a server added later under the
+	// same name starts from its own permission, not from a policy line
+	// nobody sees any more.
+	policy := a.cfg.Settings().ToolPolicy
+	kept := maps.Clone(policy)
+	maps.DeleteFunc(kept, func(tool string, _ config.Permission) bool {
+		return strings.HasPrefix(tool, config.MCPToolPrefix+m.Name+"__")
+	})
+	if len(kept) != len(policy) {
+		b, _ := json.Marshal(map[string]config.ToolPolicy{"toolPolicy": kept})
+		if _, err := a.cfg.SaveSettings(r.Context(), b); err != nil {
+			return fmt.Errorf("removed MCP server %s, but not its tools' permissions: %w", m.Name, err)
+		}
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -566,6 +566,13 @@ func (c *Client) CheckMCPServer(ctx context.Context, id string) (wire.MCPServerC
 	return r, c.call(ctx, http.MethodPost, "/api/v1/mcp-servers/"+esc(id)+"/check", nil, &r)
 }
 
+// SetMCPServerEnabled turns an MCP server (by ID or name) on or off for new
+// tasks.
+func (c *Client) SetMCPServerEnabled(ctx context.Context, id string, on bool) (wire.MCPServer, error) {
+	var m wire.MCPServer
+	return m, c.call(ctx, http.MethodPatch, "/api/v1/mcp-servers/"+esc(id), map[string]bool{"enabled": on}, &m)
+}
+
 // RemoveMCPServer removes an MCP server (by ID or name) and its secrets.
 func (c *Client) RemoveMCPServer(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/api/v1/mcp-servers/"+esc(id), nil, nil)
@@ -575,6 +582,18 @@ func (c *Client) RemoveMCPServer(ctx context.Context, id string) error {
 func (c *Client) Skills(ctx context.Context) (wire.SkillList, error) {
 	var l wire.SkillList
 	return l, c.call(ctx, http.MethodGet, "/api/v1/skills", nil, &l)
+}
+
+// Skill is one skill of the library, with its instructions.
+func (c *Client) Skill(ctx context.Context, name string) (wire.Skill, error) {
+	var out wire.Skill
+	return out, c.call(ctx, http.MethodGet, "/api/v1/skills/"+esc(name), nil, &out)
+}
+
+// SetSkillEnabled turns a skill on or off (off: the agent is not told of it).
+func (c *Client) SetSkillEnabled(ctx context.Context, name string, on bool) (wire.Skill, error) {
+	var out wire.Skill
+	return out, c.call(ctx, http.MethodPatch, "/api/v1/skills/"+esc(name), map[string]bool{"isEnabled": on}, &out)
 }
 
 // SaveSkill adds a skill to the library.

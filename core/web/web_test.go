@@ -272,16 +272,22 @@ func TestToolListMatchesTheHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := regexp.MustCompile(`(?s)AGENT_TOOLS = \[(.*?)\]`).FindStringSubmatch(string(b))
-	if block == nil {
-		t.Fatal("tools.js has no AGENT_TOOLS")
+	list := func(name string) []string {
+		block := regexp.MustCompile(`(?s)` + name + ` = \[(.*?)\]`).FindStringSubmatch(string(b))
+		if block == nil {
+			t.Fatalf("tools.js has no %s", name)
+		}
+		var got []string
+		for _, m := range regexp.MustCompile(`'([a-z_]+)'`).FindAllStringSubmatch(block[1], -1) {
+			got = append(got, m[1])
+		}
+		return got
 	}
-	var got []string
-	for _, m := range regexp.MustCompile(`'([a-z_]+)'`).FindAllStringSubmatch(block[1], -1) {
-		got = append(got, m[1])
-	}
-	if !slices.Equal(got, config.AgentTools) {
+	if got := list("AGENT_TOOLS"); !slices.Equal(got, config.AgentTools) {
 		t.Errorf("tools.js lists %v, the helper %v", got, config.AgentTools)
+	}
+	if got := list("HOST_TOOLS"); !slices.Equal(got, config.HostToolNames) {
+		t.Errorf("tools.js lists the host tools %v, the helper %v", got, config.HostToolNames)
 	}
 	if !strings.Contains(string(b), "'"+config.OpenTerminal+"'") {
 		t.Errorf("tools.js lacks %s", config.OpenTerminal)

@@ -280,7 +280,7 @@ func Read(ctx context.Context, client *http.Client, raw string, offset int) (str
 		return "", fmt.Errorf("%s is %s, not a page to read", u.Redacted(), ctype)
 	}
 	runes := []rune(text)
-	if offset >= len(runes) && len(runes) > 0 {
+	if offset < 0 || (offset > 0 && offset >= len(runes)) {
 		return "", fmt.Errorf("offset %d is past the end: the page has %d characters", offset, len(runes))
 	}
 	end := min(len(runes), offset+MaxMarkdown)

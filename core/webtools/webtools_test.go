@@ -35,6 +35,8 @@ func TestReadWebpage(t *testing.T) {
 		case "/bin":
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Write([]byte{0, 1, 2})
+		case "/empty":
+			w.Header().Set("Content-Type", "text/plain")
 		}
 	}))
 	defer srv.Close()
@@ -65,6 +67,11 @@ func TestReadWebpage(t *testing.T) {
 	out, err = Read(ctx, client, srv.URL+"/long.txt", 12000)
 	if err != nil || !strings.Contains(out, "Characters 12000 to 20000 of 20000.") || strings.Contains(out, "Read on") {
 		t.Fatalf("its second part: %v\n%.300s", err, out)
+	}
+	// A page that is empty when the model reads on (found by FuzzRead: it
+	// sliced past the end and panicked).
+	if _, err := Read(ctx, client, srv.URL+"/empty", 9); err == nil || !strings.Contains(err.Error(), "offset 9 is past the end: the page has 0 characters") {
+		t.Fatalf("an empty page from an offset: %v", err)
 	}
 	if _, err := Read(ctx, client, srv.URL+"/bin", 0); err == nil || !strings.Contains(err.Error(), "application/octet-stream, not a page to read") {
 		t.Fatalf("binary: %v", err)

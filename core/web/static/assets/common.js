@@ -84,6 +84,7 @@ export async function api(method, path, body) {
 export const get = (p) => api('GET', p);
 export const post = (p, b) => api('POST', p, b);
 export const patch = (p, b) => api('PATCH', p, b);
+export const put = (p, b) => api('PUT', p, b);
 export const del = (p) => api('DELETE', p);
 
 /** Encodes a path segment. */

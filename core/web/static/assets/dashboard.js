@@ -9,7 +9,7 @@ initChrome();
 /** Tools whose permission a task may override here (Settings has them all). */
 const TASK_TOOLS = ['run_shell', 'open_terminal', 'write_file', 'move_file', 'open_url', 'open_app'];
 
-const state = { providers: [], settings: null, files: [] };
+const state = { providers: [], settings: null, files: [], skills: [] };
 
 // ---- New task form -------------------------------------------------------
 
@@ -52,6 +52,107 @@ async function loadForm() {
   }));
   const describe = new URLSearchParams(location.search).get('describe');
   if (describe) $('#task-description').value = describe;
+  loadSkills();
+}
+
+// ---- @-mentions of skills ------------------------------------------------------
+
+// A skill the description names as @name gets its instructions into the
+// agent's first message (the helper reads the mentions the same way).
+const MENTION = /(?:^|[\s(])@([a-z0-9][a-z0-9-]{0,63})\b/g;
+const suggest = { items: [], active: 0, start: -1 };
+
+async function loadSkills() {
+  try {
+    state.skills = (await get('/skills')).skills.filter((s) => s.isEnabled);
+  } catch {
+    state.skills = []; // no completion; typing @name still works
+  }
+  mentionHint();
+}
+
+/** The @word being typed at the caret: its start and the letters so far. */
+function typedMention(ta) {
+  const before = ta.value.slice(0, ta.selectionStart);
+  const m = /(?:^|[\s(])@([a-z0-9-]*)$/.exec(before);
+  return m && ta.selectionStart === ta.selectionEnd ? { start: before.length - m[1].length - 1, prefix: m[1] } : null;
+}
+
+function updateSuggestions() {
+  const ta = $('#task-description');
+  const typed = typedMention(ta);
+  suggest.items = typed ? state.skills.filter((s) => s.name.startsWith(typed.prefix)).slice(0, 8) : [];
+  suggest.start = typed ? typed.start : -1;
+  suggest.active = Math.min(suggest.active, Math.max(0, suggest.items.length - 1));
+  renderSuggestions();
+}
+
+function renderSuggestions() {
+  const ta = $('#task-description');
+  const list = $('#skill-suggestions');
+  const open = suggest.items.length > 0;
+  list.hidden = !open;
+  ta.setAttribute('aria-expanded', String(open));
+  if (!open) {
+    ta.removeAttribute('aria-activedescendant');
+    fill(list);
+    return;
+  }
+  fill(list, suggest.items.map((s, i) => {
+    const li = h('li', { id: `skill-opt-${i}`, role: 'option', 'aria-selected': String(i === suggest.active), 'data-skill': s.name },
+      h('code', null, `@${s.name}`), ' ', h('span', { class: 'muted' }, s.description));
+    // mousedown, not click: the textarea keeps its focus and caret.
+    li.addEventListener('mousedown', (e) => { e.preventDefault(); chooseSkill(i); });
+    return li;
+  }));
+  ta.setAttribute('aria-activedescendant', `skill-opt-${suggest.active}`);
+  list.children[suggest.active]?.scrollIntoView({ block: 'nearest' });
+}
+
+function chooseSkill(i) {
+  const ta = $('#task-description');
+  const s = suggest.items[i];
+  if (!s || suggest.start < 0) return;
+  const end = ta.selectionStart;
+  const insert = `@${s.name} `;
+  ta.value = ta.value.slice(0, suggest.start) + insert + ta.value.slice(end).replace(/^ /, '');
+  const caret = suggest.start + insert.length;
+  ta.setSelectionRange(caret, caret);
+  suggest.items = [];
+  renderSuggestions();
+  mentionHint();
+}
+
+/** Says which skills the description mentions. */
+function mentionHint() {
+  const names = [...new Set([...$('#task-description').value.matchAll(MENTION)].map((m) => m[1]))]
+    .filter((n) => state.skills.some((s) => s.name === n));
+  const hint = $('#skill-hint');
+  hint.hidden = names.length === 0;
+  hint.textContent = names.length ? `The agent starts with the instructions of ${names.map((n) => `@${n}`).join(', ')}.` : '';
+}
+
+{
+  const ta = $('#task-description');
+  ta.addEventListener('input', () => { updateSuggestions(); mentionHint(); });
+  ta.addEventListener('click', updateSuggestions);
+  ta.addEventListener('blur', () => { suggest.items = []; renderSuggestions(); });
+  ta.addEventListener('keydown', (e) => {
+    if (suggest.items.length === 0) return;
+    const n = suggest.items.length;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      suggest.active = (suggest.active + (e.key === 'ArrowDown' ? 1 : n - 1)) % n;
+      renderSuggestions();
+    } else if (e.key === 'Enter' || e.key === 'Tab') {
+      chooseSkill(suggest.active);
+    } else if (e.key === 'Escape') {
+      suggest.items = [];
+      renderSuggestions();
+    } else {
+      return;
+    }
+    e.preventDefault();
+  });
 }
 
 async function loadModels() {

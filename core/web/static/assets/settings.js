@@ -1,14 +1,26 @@
-// Settings: providers (add, edit, test, remove; keys are write-only), VM
-// and task defaults, templates, files and network, safety, advanced and API
-// keys. Each section saves only its own settings.
-import { $, del, fill, fmtTime, get, h, initChrome, patch, post, report, seg, toast } from './common.js';
-import { AGENT_TOOLS, OPEN_TERMINAL } from './tools.js';
+// Settings: providers (add, edit, test, remove; keys are write-only),
+// credentials, skills, MCP servers, web search, VM and task defaults,
+// templates, files and network, safety, advanced and API keys. Each section
+// saves only its own settings.
+import { $, del, fill, fmtTime, get, h, initChrome, patch, post, put, report, seg, toast } from './common.js';
+import { AGENT_TOOLS, HOST_TOOLS, OPEN_TERMINAL, mcpTools } from './tools.js';
 
 initChrome();
 
 const byId = (id) => document.getElementById(id);
 
 let settings = null;
+let mcpServers = [];
+
+/** Asks, removes what path names, says so and reloads its list. */
+async function remove(question, path, name, reload) {
+  if (!confirm(question)) return;
+  try {
+    await del(path);
+    toast(`Removed ${name}.`);
+    await reload();
+  } catch (err) { report(err); }
+}
 
 // ---- Providers -------------------------------------------------------------
 
@@ -36,7 +48,7 @@ function providerCard(p) {
       h('button', { type: 'button', class: 'small', 'aria-expanded': 'false', 'data-edit': p.id }, 'Edit'),
       h('button', { type: 'button', class: 'small', onclick: () => testProvider(p, result) }, 'Test connection'),
       p.isDefault ? null : h('button', { type: 'button', class: 'small', onclick: () => savePatch(p, { isDefault: true }) }, 'Make default'),
-      h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${p.displayName}`, onclick: () => removeProvider(p) }, 'Remove'),
+      h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${p.displayName}`, onclick: () => remove(`Remove the provider ${p.displayName} and its stored key?`, `/providers/${seg(p.id)}`, p.displayName, loadProviders) }, 'Remove'),
       result));
   const form = editForm(p);
   form.hidden = true;
@@ -133,14 +145,6 @@ async function testProvider(p, out) {
   }
 }
 
-async function removeProvider(p) {
-  if (!confirm(`Remove the provider ${p.displayName} and its stored key?`)) return;
-  try {
-    await del(`/providers/${seg(p.id)}`);
-    toast(`Removed ${p.displayName}.`);
-    await loadProviders();
-  } catch (err) { report(err); }
-}
 
 $('#add-provider').addEventListener('submit', async (e) => {
   e.preventDefault();
@@ -178,15 +182,29 @@ function fillSettings(s) {
     else if (Array.isArray(v)) input.value = v.join('\n');
     else input.value = v === null || v === undefined ? '' : String(v);
   }
-  const policy = s.toolPolicy || {};
-  // open_terminal follows run_shell unless it is set (its empty option).
-  const choices = (tool) => (tool === OPEN_TERMINAL ? ['', 'allow', 'ask', 'deny'] : ['allow', 'ask', 'deny']);
+  renderPolicy();
+  renderWebSearch();
+}
+
+// The policy editor: the VM's tools, the host's, and each MCP server's
+// (all its tools at once; a policy naming one of them is kept as it is).
+function renderPolicy() {
+  if (!settings) return;
+  const policy = settings.toolPolicy || {};
+  // open_terminal follows run_shell unless it is set (its empty option);
+  // an MCP server's tools follow the server's own permission.
+  const choices = (tool) => (tool === OPEN_TERMINAL || tool.startsWith('mcp__') ? ['', 'allow', 'ask', 'deny'] : ['allow', 'ask', 'deny']);
   // What the helper does for a tool the policy does not name.
-  const current = (tool) => policy[tool] || (tool === OPEN_TERMINAL ? '' : tool === 'use_credential' ? 'ask' : 'allow');
-  fill($('#policy-grid'), [...AGENT_TOOLS, OPEN_TERMINAL].map((tool) => h('div', { class: 'field' },
+  const current = (tool) => policy[tool] || (tool === OPEN_TERMINAL || tool.startsWith('mcp__') ? '' : tool === 'use_credential' ? 'ask' : 'allow');
+  const unset = (tool) => (tool === OPEN_TERMINAL ? 'as run_shell' : `the server's: ${mcpServers.find((m) => mcpTools(m.name) === tool)?.permission || 'ask'}`);
+  const row = (tool) => h('div', { class: 'field' },
     h('label', { for: `sp-${tool}` }, tool),
     h('select', { id: `sp-${tool}`, 'data-tool': tool },
-      choices(tool).map((p) => h('option', { value: p, selected: current(tool) === p }, p || 'as run_shell'))))));
+      choices(tool).map((p) => h('option', { value: p, selected: current(tool) === p }, p || unset(tool)))));
+  fill($('#policy-grid'),
+    h('h3', { class: 'group' }, 'In the VM'), [...AGENT_TOOLS, OPEN_TERMINAL].map(row),
+    h('h3', { class: 'group' }, 'On this computer'), HOST_TOOLS.map(row),
+    mcpServers.length ? [h('h3', { class: 'group' }, 'MCP servers (all of a server\'s tools)'), mcpServers.map((m) => row(mcpTools(m.name)))] : null);
 }
 
 async function loadSettings() {
@@ -205,12 +223,19 @@ for (const form of document.querySelectorAll('[data-settings-form]')) {
       else body[k] = input.value.trim();
     }
     if (form.id === 'safety-form') {
+      // What the editor does not show (one MCP tool by name, a removed
+      // server's) is kept as it is.
       const policy = {};
+      const shown = new Set([...form.querySelectorAll('select[data-tool]')].map((s) => s.dataset.tool));
+      for (const [tool, perm] of Object.entries(settings.toolPolicy || {})) {
+        if (!shown.has(tool)) policy[tool] = perm;
+      }
       for (const s of form.querySelectorAll('select[data-tool]')) {
         // Only what differs from the helper's own default is stored (so
         // use_credential's ask stays the default, and allow is said).
-        const def = s.dataset.tool === 'use_credential' ? 'ask' : 'allow';
-        if (s.value !== '' && (s.value !== def || s.dataset.tool === OPEN_TERMINAL)) policy[s.dataset.tool] = s.value;
+        const tool = s.dataset.tool;
+        const def = tool === 'use_credential' ? 'ask' : 'allow';
+        if (s.value !== '' && (s.value !== def || tool === OPEN_TERMINAL || tool.startsWith('mcp__'))) policy[tool] = s.value;
       }
       body.toolPolicy = policy;
     }
@@ -297,17 +322,9 @@ async function loadCredentials() {
     ` · ${c.username || 'no username'} · ${c.hasPassword ? 'password stored' : 'no password'}${c.hasTOTP ? ' · one-time codes' : ''}`,
     c.allowedApps.length ? ` · only in ${c.allowedApps.join(', ')}` : ' · any application',
     ' ',
-    h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${c.name}`, onclick: () => removeCredential(c) }, 'Remove')))));
+    h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${c.name}`, onclick: () => remove(`Remove the credential ${c.name} and its stored secrets?`, `/credentials/${seg(c.id)}`, c.name, loadCredentials) }, 'Remove')))));
 }
 
-async function removeCredential(c) {
-  if (!confirm(`Remove the credential ${c.name} and its stored secrets?`)) return;
-  try {
-    await del(`/credentials/${seg(c.id)}`);
-    toast(`Removed ${c.name}.`);
-    await loadCredentials();
-  } catch (err) { report(err); }
-}
 
 $('#add-credential').addEventListener('submit', async (e) => {
   e.preventDefault();
@@ -329,4 +346,250 @@ $('#add-credential').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
-Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadCredentials()]).catch(report);
+// ---- Skills ------------------------------------------------------------------
+
+async function loadSkills() {
+  const res = await get('/skills');
+  const problems = $('#skill-problems');
+  problems.hidden = !(res.problems && res.problems.length);
+  if (!problems.hidden) {
+    fill(problems, h('p', null, 'Folders of the skill library that are not skills:'),
+      h('ul', null, res.problems.map((p) => h('li', null, p))));
+  }
+  const list = $('#skill-list');
+  if (res.skills.length === 0) {
+    fill(list, h('p', { class: 'muted' }, 'No skills yet: write one, import one, or save one from a finished task.'));
+    return;
+  }
+  fill(list, res.skills.map(skillCard));
+}
+
+function skillCard(s) {
+  const id = `skill-${s.name}`;
+  const toggle = h('input', { type: 'checkbox', checked: s.isEnabled, 'aria-label': `@${s.name} on`, 'aria-describedby': id });
+  toggle.addEventListener('change', async () => {
+    try {
+      await patch(`/skills/${seg(s.name)}`, { isEnabled: toggle.checked });
+      toast(toggle.checked ? `Tasks are told of ${s.name}.` : `Tasks are not told of ${s.name}.`);
+      await loadSkills();
+    } catch (err) {
+      toggle.checked = !toggle.checked;
+      report(err);
+    }
+  });
+  const editBox = h('div', { hidden: true });
+  const edit = h('button', { type: 'button', class: 'small', 'aria-expanded': 'false' }, 'Edit');
+  edit.addEventListener('click', async () => {
+    if (!editBox.hidden) {
+      editBox.hidden = true;
+      edit.setAttribute('aria-expanded', 'false');
+      return;
+    }
+    try {
+      fill(editBox, skillEditForm(await get(`/skills/${seg(s.name)}`)));
+      editBox.hidden = false;
+      edit.setAttribute('aria-expanded', 'true');
+      editBox.querySelector('input').focus();
+    } catch (err) { report(err); }
+  });
+  return h('article', { class: `entry${s.isEnabled ? '' : ' off'}`, 'data-skill': s.name, 'aria-labelledby': `${id}-name` },
+    h('h3', { id: `${id}-name` }, h('code', null, `@${s.name}`), s.isEnabled ? null : h('span', { class: 'badge' }, 'off')),
+    h('p', { id, class: 'muted' }, s.description),
+    h('div', { class: 'actions' },
+      h('label', { class: 'check' }, toggle, 'On'),
+      edit,
+      h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${s.name}`, onclick: () => remove(`Remove the skill ${s.name} and its files?`, `/skills/${seg(s.name)}`, s.name, loadSkills) }, 'Remove')),
+    editBox);
+}
+
+function skillEditForm(s) {
+  const f = (n) => `edit-skill-${s.name}-${n}`;
+  const form = h('form', { class: 'card', 'aria-label': `Edit ${s.name}` },
+    h('div', { class: 'field' }, h('label', { for: f('description') }, 'Description'),
+      h('input', { type: 'text', id: f('description'), value: s.description, required: true, maxlength: '1024' })),
+    h('div', { class: 'field' }, h('label', { for: f('instructions') }, 'Instructions'),
+      h('textarea', { id: f('instructions'), class: 'large', value: s.instructions, required: true })),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save skill')));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    try {
+      await put(`/skills/${seg(s.name)}`, { description: $(`#${f('description')}`).value.trim(), instructions: $(`#${f('instructions')}`).value });
+      toast(`Saved ${s.name}.`);
+      await loadSkills();
+    } catch (err) { report(err); }
+  });
+  return form;
+}
+
+
+$('#add-skill').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const body = { name: $('#new-skill-name').value.trim(), description: $('#new-skill-description').value.trim(), instructions: $('#new-skill-instructions').value };
+  try {
+    const s = await post('/skills', body);
+    toast(`Added ${s.name}.`);
+    e.target.reset();
+    $('#add-skill-box').open = false;
+    await loadSkills();
+  } catch (err) { report(err); }
+});
+
+$('#import-skill').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const source = $('#import-skill-source').value.trim();
+  // A local folder is a path; anything else (https:, git@, file:) goes to git.
+  const body = source.startsWith('/') ? { path: source } : { gitUrl: source };
+  body.replace = $('#import-skill-replace').checked;
+  const btn = e.target.querySelector('button[type=submit]');
+  btn.disabled = true;
+  try {
+    const res = await post('/skills/import', body);
+    toast(`Imported ${res.skills.map((s) => s.name).join(', ')}.`);
+    e.target.reset();
+    $('#import-skill-box').open = false;
+    await loadSkills();
+  } catch (err) { report(err); } finally { btn.disabled = false; }
+});
+
+// ---- MCP servers ---------------------------------------------------------------
+
+async function loadMCP() {
+  const res = await get('/mcp-servers');
+  mcpServers = res.servers;
+  renderPolicy();
+  const list = $('#mcp-list');
+  if (mcpServers.length === 0) {
+    fill(list, h('p', { class: 'muted' }, 'No MCP servers yet.'));
+    return;
+  }
+  fill(list, mcpServers.map(mcpCard));
+}
+
+function mcpCard(m) {
+  const result = h('div', { class: 'test-result', role: 'status' });
+  const runs = m.url || [m.command, ...m.args].join(' ');
+  const secrets = [...m.envNames, ...m.headerNames];
+  return h('article', { class: `entry${m.enabled ? '' : ' off'}`, 'data-mcp': m.name, 'aria-labelledby': `mcp-${m.id}` },
+    h('h3', { id: `mcp-${m.id}` }, m.name, h('span', { class: `badge${m.enabled ? ' completed' : ''}` }, m.enabled ? 'on' : 'off')),
+    h('p', { class: 'muted' }, h('code', null, runs), ` · tools ${m.permission === 'ask' ? 'ask each time' : m.permission} · ${m.timeoutSeconds} s a call`,
+      secrets.length ? ` · secrets: ${secrets.join(', ')}` : ''),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'small', onclick: () => checkMCP(m, result) }, 'Check'),
+      h('button', { type: 'button', class: 'small', onclick: () => switchMCP(m) }, m.enabled ? 'Turn off' : 'Turn on'),
+      h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${m.name}`, onclick: () => remove(`Remove the MCP server ${m.name} and its stored secrets?`, `/mcp-servers/${seg(m.id)}`, m.name, loadMCP) }, 'Remove')),
+    result);
+}
+
+async function checkMCP(m, out) {
+  out.className = 'test-result';
+  fill(out, `Starting ${m.name}…`);
+  try {
+    const res = await post(`/mcp-servers/${seg(m.id)}/check`);
+    out.className = `test-result ${res.ok ? 'ok' : 'bad'}`;
+    if (res.ok) fill(out, `Works: ${res.tools.length} tool${res.tools.length === 1 ? '' : 's'}`, h('ul', { class: 'plain tools' }, res.tools.map((t) => h('li', null, t))));
+    else fill(out, `Does not work: ${res.error}`);
+  } catch (err) {
+    out.className = 'test-result bad';
+    fill(out, `Failed: ${err.message}`);
+  }
+}
+
+async function switchMCP(m) {
+  try {
+    await patch(`/mcp-servers/${seg(m.id)}`, { enabled: !m.enabled });
+    toast(m.enabled ? `New tasks are not offered ${m.name}'s tools.` : `New tasks are offered ${m.name}'s tools.`);
+    await loadMCP();
+  } catch (err) { report(err); }
+}
+
+
+/** Lines of "NAME=value" (sep "=") or "Name: value" (sep ":") as an object; throws on a bad line. */
+function pairs(text, sep, what) {
+  const out = {};
+  for (const line of text.split('\n').map((l) => l.trim()).filter((l) => l)) {
+    const i = line.indexOf(sep);
+    if (i <= 0) throw new Error(`${what}: "${line.split(sep)[0]}" has no value (write NAME${sep === '=' ? '=' : ': '}value)`);
+    out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+  }
+  return out;
+}
+
+function showMCPKind() {
+  const kind = $('#new-mcp-kind').value;
+  for (const el of document.querySelectorAll('[data-mcp-kind]')) el.hidden = el.dataset.mcpKind !== kind;
+}
+$('#new-mcp-kind').addEventListener('change', showMCPKind);
+
+$('#add-mcp').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const secretInputs = [$('#new-mcp-env'), $('#new-mcp-headers')];
+  const body = { name: $('#new-mcp-name').value.trim(), permission: $('#new-mcp-permission').value, timeoutSeconds: Number($('#new-mcp-timeout').value || 60) };
+  try {
+    if ($('#new-mcp-kind').value === 'url') {
+      body.url = $('#new-mcp-url').value.trim();
+      body.headers = pairs($('#new-mcp-headers').value, ':', 'Headers');
+    } else {
+      body.command = $('#new-mcp-command').value.trim();
+      body.args = $('#new-mcp-args').value.split('\n').map((l) => l.trim()).filter((l) => l);
+      body.env = pairs($('#new-mcp-env').value, '=', 'Environment');
+    }
+  } catch (err) {
+    toast(err.message, 'error');
+    return;
+  }
+  try {
+    const m = await post('/mcp-servers', body);
+    for (const i of secretInputs) i.value = ''; // never left in the page
+    toast(`Added ${m.name}; check it to see its tools.`);
+    e.target.reset();
+    showMCPKind();
+    $('#add-mcp-box').open = false;
+    await loadMCP();
+  } catch (err) { report(err); }
+});
+
+// ---- Web search ------------------------------------------------------------------
+
+let webSearch = null;
+
+function renderWebSearch() {
+  if (!settings || !webSearch) return;
+  const backend = $('#ws-backend');
+  if (document.activeElement !== backend) backend.value = settings.webSearchBackend || '';
+  $('#ws-url').value = settings.webSearchURL || '';
+  showWebSearchFields();
+}
+
+function showWebSearchFields() {
+  const backend = $('#ws-backend').value;
+  $('#ws-url-field').hidden = backend === '';
+  $('#ws-key-field').hidden = backend !== 'brave';
+  $('#ws-clear-field').hidden = backend !== 'brave' || !webSearch?.hasApiKey;
+  $('#ws-key').placeholder = webSearch?.hasApiKey ? 'Leave empty to keep the stored key' : 'No key stored';
+  $('#ws-status').textContent = backend === 'brave' ? (webSearch?.hasApiKey ? 'Key stored.' : 'No key stored yet.') : '';
+}
+$('#ws-backend').addEventListener('change', showWebSearchFields);
+
+async function loadWebSearch() {
+  webSearch = await get('/web-search');
+  renderWebSearch();
+}
+
+$('#web-search-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const key = $('#ws-key');
+  const backend = $('#ws-backend').value;
+  try {
+    if (backend === 'brave' && (key.value.trim() || $('#ws-clear').checked)) {
+      webSearch = await put('/web-search', { apiKey: key.value.trim() });
+    }
+    key.value = '';
+    $('#ws-clear').checked = false;
+    const next = await patch('/settings', { webSearchBackend: backend, webSearchURL: $('#ws-url').value.trim() });
+    webSearch = await get('/web-search');
+    fillSettings(next);
+    toast(backend ? 'Web search saved.' : 'Tasks will not search the web.');
+  } catch (err) { report(err); }
+});
+
+Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadCredentials(), loadSkills(), loadMCP(), loadWebSearch()]).catch(report);

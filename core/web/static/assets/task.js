@@ -59,7 +59,9 @@ function render() {
   document.title = `${t.title} — Hivecrew`;
   $('#task-title').textContent = t.title;
   fill($('#task-meta'), badge(t.status), h('span', null, `${t.providerName} · ${t.modelId}`),
+    t.parentTaskId ? h('span', null, 'a subagent of ', h('a', { href: `/tasks/${seg(t.parentTaskId)}`, id: 'parent-link' }, 'its parent task')) : null,
     t.statusReason ? h('span', { class: 'reason' }, t.statusReason) : null);
+  renderSubagents(t.subagents || []);
 
   show($('#btn-pause'), !paused && !taken);
   $('#btn-pause').disabled = !running;
@@ -98,6 +100,50 @@ function render() {
     poll.stop();
   }
 }
+
+// The tasks this agent started with spawn_subagent, each a link to its
+// own agent window.
+function renderSubagents(list) {
+  $('#subagents-panel').hidden = list.length === 0;
+  fill($('#subagents'), list.map((c) => h('li', { 'data-subagent': c.id },
+    h('a', { href: `/tasks/${seg(c.id)}` }, c.title), ' ', badge(c.status))));
+}
+
+// ---- Save as skill ------------------------------------------------------------
+
+async function openSkillDraft() {
+  const form = $('#skill-draft');
+  const btn = $('#save-skill');
+  if (!form.hidden) {
+    closeSkillDraft();
+    return;
+  }
+  try {
+    const d = await get(`${path}/skill-draft`);
+    $('#skill-name').value = d.name;
+    $('#skill-description').value = d.description;
+    $('#skill-instructions').value = d.instructions;
+    form.hidden = false;
+    btn.setAttribute('aria-expanded', 'true');
+    $('#skill-name').focus();
+  } catch (err) { report(err); }
+}
+
+function closeSkillDraft() {
+  $('#skill-draft').hidden = true;
+  $('#save-skill').setAttribute('aria-expanded', 'false');
+}
+
+$('#save-skill').addEventListener('click', openSkillDraft);
+$('#skill-draft-cancel').addEventListener('click', closeSkillDraft);
+$('#skill-draft').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  try {
+    const s = await post('/skills', { name: $('#skill-name').value.trim(), description: $('#skill-description').value.trim(), instructions: $('#skill-instructions').value });
+    closeSkillDraft();
+    toast(`Saved the skill @${s.name}; mention it in a task to use it.`);
+  } catch (err) { report(err); }
+});
 
 function renderStatusBar() {
   const t = task;

@@ -13,3 +13,11 @@ export const AGENT_TOOLS = [
 ];
 
 export const OPEN_TERMINAL = 'open_terminal';
+
+// The host's own tools (core/config HostToolNames): web search and reading
+// (internet-mode tasks), skills and subagents. An MCP server's tools are
+// named mcp__SERVER__TOOL, all of them mcp__SERVER__*.
+export const HOST_TOOLS = ['web_search', 'read_webpage', 'use_skill', 'spawn_subagent'];
+
+/** The policy name of all of an MCP server's tools. */
+export const mcpTools = (server) => `mcp__${server}__*`;

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// cmdMCP: hivecrew mcp add|ls|check|on|off|rm — the MCP servers whose tools
+// the agent is offered (as mcp__SERVER__TOOL).
+func cmdMCP(e *env, args []string) error {
+	return runTable(e, "mcp", []command{
+		{"add", "--name N (--url URL | -- COMMAND [ARG]...) [--env NAME=VALUE]... [--header NAME=VALUE]... [--permission P] [--timeout S] [--off]", "add an MCP server", mcpAdd},
+		{"ls", "", "list the MCP servers (never their secret values)", mcpLs},
+		{"check", "NAME|ID", "start a server as a task would and list its tools", mcpCheck},
+		{"on", "NAME|ID", "offer a server's tools to new tasks", func(e *env, args []string) error { return mcpSwitch(e, args, true) }},
+		{"off", "NAME|ID", "stop offering a server's tools", func(e *env, args []string) error { return mcpSwitch(e, args, false) }},
+		{"rm", "NAME|ID", "remove a server and its secrets", mcpRm},
+	}, args)
+}
+
+func mcpAdd(e *env, args []string) error {
+	fs := e.flags()
+	name := fs.String("name", "", "the server's `NAME` (a-z, 0-9, -; its tools are mcp__NAME__TOOL) (required)")
+	url := fs.String("url", "", "a streamable HTTP server's `URL` (instead of a command after --)")
+	var env, headers listFlag
+	fs.Var(&env, "env", "set `NAME=VALUE` in the server's environment (repeatable; VALUE \"-\" reads it from stdin; values are kept as secrets)")
+	fs.Var(&headers, "header", "send the HTTP header `NAME=VALUE` (repeatable; VALUE \"-\" reads it from stdin; kept as a secret)")
+	permission := fs.String("permission", "", "what its tools may do without asking: allow, ask (default) or deny (`P`)")
+	timeout := fs.Int("timeout", 0, "longest a tool call may take, in `SECONDS` (default 60)")
+	off := fs.Bool("off", false, "add it turned off")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(*name) == "" {
+		return e.bad(fs, "mcp add needs --name")
+	}
+	if (*url == "") == (len(pos) == 0) {
+		return e.bad(fs, "mcp add needs --url URL or a command after --, not both")
+	}
+	in := wire.MCPServerInput{Name: *name, URL: *url, Permission: *permission, TimeoutSeconds: *timeout}
+	if len(pos) > 0 {
+		in.Command, in.Args = pos[0], pos[1:]
+	}
+	if *off {
+		in.Enabled = new(bool)
+	}
+	stdin := lazyLine{r: e.stdin()}
+	if in.Env, err = pairs(fs, e, "env", env, &stdin); err != nil {
+		return err
+	}
+	if in.Headers, err = pairs(fs, e, "header", headers, &stdin); err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	m, err := c.AddMCPServer(e.ctx, in)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(m)
+	}
+	e.out("Added MCP server %s; check it with: hivecrew mcp check %s", m.Name, m.Name)
+	return nil
+}
+
+// lazyLine reads one line of stdin the first time a value is "-" (only one
+// value may be).
+type lazyLine struct {
+	r    io.Reader
+	used bool
+}
+
+func (l *lazyLine) read(what string) (string, error) {
+	if l.used {
+		return "", fmt.Errorf("only one value can be read from stdin; %s is a second", what)
+	}
+	l.used = true
+	line, err := bufio.NewReader(l.r).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", fmt.Errorf("read %s from stdin: %w", what, err)
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// pairs turns repeated --flag NAME=VALUE into a map.
+func pairs(fs *flag.FlagSet, e *env, flagName string, list []string, stdin *lazyLine) (map[string]string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(list))
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, e.bad(fs, "--%s takes NAME=VALUE, not %q", flagName, kv)
+		}
+		if _, dup := out[k]; dup {
+			return nil, e.bad(fs, "--%s %s is given twice", flagName, k)
+		}
+		if v == "-" {
+			var err error
+			if v, err = stdin.read(k); err != nil {
+				return nil, err
+			}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func mcpLs(e *env, args []string) error {
+	c, _, err := e.connect(e.flags(), args, 0)
+	if err != nil {
+		return err
+	}
+	ms, err := c.MCPServers(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(wire.MCPServerList{Servers: nonNil(ms)})
+	}
+	return printTable(e, ms, "No MCP servers yet: hivecrew mcp add --name NAME -- COMMAND [ARG]...",
+		[]string{"NAME", "ON", "PERMISSION", "TIMEOUT", "RUNS", "SECRETS"}, func(m wire.MCPServer) []string {
+			runs := m.URL
+			if runs == "" {
+				runs = strings.Join(append([]string{m.Command}, m.Args...), " ")
+			}
+			secrets := append(append([]string{}, m.EnvNames...), m.HeaderNames...)
+			return []string{m.Name, onOff(m.Enabled), m.Permission, fmt.Sprintf("%ds", m.TimeoutSeconds), clip(oneLine(runs), 60), or(strings.Join(secrets, ", "), "-")}
+		})
+}
+
+func mcpCheck(e *env, args []string) error {
+	c, pos, err := e.connect(e.flags(), args, 1)
+	if err != nil {
+		return err
+	}
+	r, err := c.CheckMCPServer(e.ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if e.json {
+		if err := e.printJSON(r); err != nil {
+			return err
+		}
+	} else if r.OK {
+		e.out("%s works: %d tool(s)", pos[0], len(r.Tools))
+		for _, t := range r.Tools {
+			e.out("  %s", t)
+		}
+	}
+	if !r.OK {
+		return fmt.Errorf("%s does not work: %s", pos[0], r.Error)
+	}
+	return nil
+}
+
+func mcpSwitch(e *env, args []string, on bool) error {
+	return ask(e, e.flags(), args, 1, func(c *client.Client, pos []string) (wire.MCPServer, error) {
+		return c.SetMCPServerEnabled(e.ctx, pos[0], on)
+	}, func(m wire.MCPServer) error {
+		if on {
+			e.out("New tasks are offered %s's tools.", m.Name)
+		} else {
+			e.out("New tasks are not offered %s's tools.", m.Name)
+		}
+		return nil
+	})
+}
+
+func mcpRm(e *env, args []string) error {
+	return e.act(args, (*client.Client).RemoveMCPServer, "Removed MCP server %s.")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
