@@ -7,6 +7,7 @@ require (
 	fyne.io/systray v1.12.2
 	github.com/Code-Hex/vz/v3 v3.7.1
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2
+	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/creachadair/jrpc2 v1.3.6
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/jsonschema-go v0.4.3

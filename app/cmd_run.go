@@ -119,6 +119,8 @@ func cmdRun(e *env, args []string) error {
 	fs.Var(&allow, "allow", "allow `TOOL` without asking, for this task (e.g. run_shell; repeatable)")
 	var allowHosts, compare listFlag
 	fs.Var(&allowHosts, "allow-host", "let the VM reach `HOST` (name, address or CIDR) past the egress policy, for this task (repeatable)")
+	var folders listFlag
+	fs.Var(&folders, "folder", "give the task a copy of the host folder `DIR` to work on; you review its changes before they reach DIR (repeatable)")
 	reasoning := fs.String("reasoning", "", "reasoning `EFFORT` to ask the model for: none, minimal, low, medium, high or xhigh")
 	fs.Var(&compare, "compare", "also run the task on `[PROVIDER:]MODEL`, to compare the results (repeatable)")
 	copies := fs.Int("copies", 1, "run `N` copies on each model (1-8)")
@@ -153,6 +155,13 @@ func cmdRun(e *env, args []string) error {
 		Description: desc, ProviderName: tf.provider, ModelID: tf.model, OutputDirectory: tf.outputDir,
 		PlanFirst: *planFirst, TemplateID: *template, TimeoutMinutes: *timeout, MaxIterations: *maxIter,
 		AllowHosts: allowHosts, ReasoningEffort: strings.TrimSpace(*reasoning),
+	}
+	for _, f := range folders {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return err
+		}
+		in.HostFolders = append(in.HostFolders, abs)
 	}
 	in.BudgetUSD, in.BudgetTokens = budget.values(fs)
 	if *offline {

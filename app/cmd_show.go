@@ -85,6 +85,13 @@ func showTask(w io.Writer, t wire.Task) {
 	if t.PlanFirst {
 		fs = append(fs, field{"Plan first", "yes"})
 	}
+	if len(t.HostFolders) > 0 {
+		var dirs []string
+		for _, f := range t.HostFolders {
+			dirs = append(dirs, f.Path)
+		}
+		fs = append(fs, field{"Host folders", strings.Join(dirs, "\n")})
+	}
 	fs = append(fs, field{"Description", t.Description})
 	if t.PlanMarkdown != nil {
 		plan := *t.PlanMarkdown
@@ -105,6 +112,9 @@ func showTask(w io.Writer, t wire.Task) {
 		}
 		text += fmt.Sprintf("\nanswer with: hivecrew answer %s \"<answer>\"", shortID(t.ID))
 		fs = append(fs, field{"Question", text})
+	}
+	if t.Status == "writebackReview" {
+		fs = append(fs, field{"Review", fmt.Sprintf("the agent's changes to the host folders wait for you (it ended %s)\nhivecrew review %s  lists them; --approve or --discard decides", statusWords(t.EndStatus), shortID(t.ID))})
 	}
 	if p := t.PendingPermission; p != nil {
 		text := p.ToolName

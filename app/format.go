@@ -156,7 +156,7 @@ func fields(w io.Writer, fs ...field) {
 func statusWords(status string) string {
 	if w, ok := map[string]string{
 		"waitingForVM": "waiting for a VM", "timedOut": "timed out", "maxIterations": "out of steps",
-		"planReview": "plan to review", "planFailed": "planning failed",
+		"planReview": "plan to review", "planFailed": "planning failed", "writebackReview": "changes to review",
 	}[status]; ok {
 		return w
 	}
@@ -175,6 +175,10 @@ func stateWords(t wire.Task) string {
 		return "taken over"
 	case t.Status == "planReview":
 		return "needs you: plan to review"
+	case t.Status == "writebackReview" && t.PendingWriteback != nil:
+		return fmt.Sprintf("needs you: review %s to host folders", plural(t.PendingWriteback.Count, "change"))
+	case t.Status == "writebackReview":
+		return "needs you: changes to host folders to review"
 	}
 	return statusWords(t.Status)
 }

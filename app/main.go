@@ -50,6 +50,7 @@ func commands() []command {
 		{"approve", "ID", "allow a task's pending tool call", cmdApprove},
 		{"deny", "ID", "refuse a task's pending tool call", cmdDeny},
 		{"plan", "show|approve|edit|cancel ID", "review the plan of a plan-first task", cmdPlan},
+		{"review", "ID [--approve | --discard] [PATH]...", "review a task's changes to its host folders (run --folder)", cmdReview},
 		{"stop-all", "", "kill switch: stop every running and paused task", cmdStopAll},
 		{"export", "ID [--format html|md|json] [-o FILE]", "export a task's session", cmdExport},
 		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},

@@ -163,3 +163,54 @@ func TestSkillsCommands(t *testing.T) {
 		t.Fatalf("show after rm: %s", r)
 	}
 }
+
+// TestReviewCommand: run --folder gives a task a copy of a folder; the
+// agent's changes wait for `review`, which lists them, approves one by its
+// path and discards the rest; only the approved one reaches the folder.
+func TestReviewCommand(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	dir := filepath.Join(t.TempDir(), "notes")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "todo.txt"), []byte("buy milk\n"), 0o644)
+	h.scripted("Tidy my notes.", append([]llmtest.Turn{
+		llmtest.Tool("write_file", map[string]any{"path": "folders/notes/todo.txt", "contents": "buy milk\nbuy bread\n"}),
+		llmtest.Tool("write_file", map[string]any{"path": "folders/notes/done.txt", "contents": "called mum\n"}),
+	}, llmtest.Done("Tidied.")...)...)
+	id := h.runTask("Tidy my notes.", "--folder", dir)
+	h.waitStatus(id, "writebackReview")
+	if show := h.ok("show", id).stdout; !strings.Contains(show, "needs you: review 2 changes to host folders") || !strings.Contains(show, dir) {
+		t.Fatalf("show:\n%s", show)
+	}
+	ls := h.ok("review", id).stdout
+	if !regexp.MustCompile(`(?m)^modified +`+regexp.QuoteMeta(filepath.Join(dir, "todo.txt"))+` +9 B → 19 B +pending$`).MatchString(ls) ||
+		!regexp.MustCompile(`(?m)^added +`+regexp.QuoteMeta(filepath.Join(dir, "done.txt"))+` +11 B +pending$`).MatchString(ls) {
+		t.Fatalf("review:\n%s", ls)
+	}
+	if d := h.ok("review", id, "--diff").stdout; !strings.Contains(d, "+buy bread") {
+		t.Fatalf("review --diff:\n%s", d)
+	}
+	if r := h.cli("review", id, "--approve", "nope.txt"); r.code == 0 || !strings.Contains(r.stderr, "changed no file nope.txt") {
+		t.Fatalf("an unknown path: %s", r)
+	}
+	if r := h.ok("review", id, "--approve", "todo.txt"); !strings.Contains(r.stdout, "waiting for review: 1 change") {
+		t.Fatalf("approve one: %s", r)
+	}
+	if r := h.ok("review", id, "--discard"); !strings.Contains(r.stdout, "1 written to the host, 1 discarded") {
+		t.Fatalf("discard the rest: %s", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "todo.txt")); string(b) != "buy milk\nbuy bread\n" {
+		t.Errorf("todo.txt = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "done.txt")); err == nil {
+		t.Error("the discarded done.txt reached the folder")
+	}
+	if h.task(id).Status != "completed" {
+		t.Errorf("status %s after the review", h.task(id).Status)
+	}
+	if r := h.cli("run", "x", "--folder", filepath.Join(dir, "todo.txt")); r.code == 0 || !strings.Contains(r.stderr, "is not a folder") {
+		t.Errorf("a file as a folder: %s", r)
+	}
+}

@@ -289,7 +289,10 @@ func (e *env) printResult(c *client.Client, t wire.Task) error {
 		}
 		fields(e.stdout, fs...)
 	}
-	if t.Status != "completed" {
+	if t.Status == "writebackReview" {
+		fmt.Fprintf(e.stderr, "hivecrew: the task's changes to its host folders wait for your review: hivecrew review %s\n", shortID(t.ID))
+	}
+	if t.Status != "completed" && (t.Status != "writebackReview" || t.EndStatus != "completed") {
 		return exitCode(1)
 	}
 	for _, f := range t.OutputFiles {

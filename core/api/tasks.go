@@ -38,7 +38,16 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	if t.ReasoningEffort != "" {
 		w.ReasoningEffort = &t.ReasoningEffort
 	}
-	if t.Status.Terminal() && t.Status != store.StatusCompleted && t.Status != store.StatusCancelled {
+	ended := t.Status
+	if t.Status == store.StatusWritebackReview {
+		ended = t.EndStatus
+		w.EndStatus = string(t.EndStatus)
+	}
+	for _, f := range t.HostFolders {
+		w.HostFolders = append(w.HostFolders, wire.HostFolder{Name: f.Name, Path: f.Path})
+	}
+	w.AppliedWritebackPaths = t.AppliedWritebackPaths
+	if ended.Terminal() && ended != store.StatusCompleted && ended != store.StatusCancelled {
 		msg := t.StatusReason
 		if msg == "" && t.ResultSummary != nil {
 			msg = *t.ResultSummary
@@ -142,6 +151,22 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 	for _, k := range kids {
 		w.Subagents = append(w.Subagents, wire.SubagentInfo{ID: k.ID, Title: k.Title, Status: string(k.Status)})
 	}
+	if t.Status == store.StatusWritebackReview {
+		items, err := a.o.Writeback(r.Context(), id)
+		if err != nil {
+			return wire.Task{}, err
+		}
+		p := wire.PendingWriteback{}
+		for _, it := range items {
+			switch it.State {
+			case store.WritebackPending:
+				p.Count++
+			case store.WritebackConflict:
+				p.HasConflicts = true
+			}
+		}
+		w.PendingWriteback, w.PendingWritebackCount = &p, &p.Count
+	}
 	return w, nil
 }
 
@@ -201,7 +226,13 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 // stepUpForTask: a task that lets its VM reach hosts past the egress
 // policy widens what a guest can touch, as the egressAllowHosts setting
 // does, so a web session needs a fresh sign-in for it.
+// Host folders likewise: the agent reads what they hold.
 func stepUpForTask(r *http.Request, in wire.CreateTask) error {
+	if len(in.HostFolders) > 0 {
+		if err := requireStepUp(r, "Giving a task folders of this computer"); err != nil {
+			return err
+		}
+	}
 	if len(in.AllowHosts) == 0 {
 		return nil
 	}
@@ -387,6 +418,7 @@ func taskFromForm(w http.ResponseWriter, f form, more ...string) (wire.CreateTas
 		}
 	}
 	in.AllowHosts = f.list("allowHosts")
+	in.HostFolders = f.list("hostFolders")
 	if v, err := f.one("budgetUSD"); err != nil {
 		return in, err
 	} else if v != "" {
@@ -577,7 +609,9 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		// failing that, instructions.
 		err = a.o.Plan(ctx, id, body.Action, or(body.PlanMarkdown, body.Instructions))
 	case wire.ActionApproveWriteback, wire.ActionDiscardWriteback:
-		return errdefs.Conflictf("task %s has no host-folder changes waiting for review", id)
+		if _, err := a.o.ResolveWriteback(ctx, id, body.Action == wire.ActionApproveWriteback, body.ItemIDs); err != nil {
+			return err
+		}
 	case "":
 		return errdefs.Invalidf("action is required: %s", strings.Join(wire.TaskActions, ", "))
 	default:
@@ -592,17 +626,6 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		waitChange(r, changed)
 	}
 	return a.writeTask(w, r, http.StatusOK, id)
-}
-
-// writeback answers GET /tasks/:id/writeback: Hivecrew stages no changes
-// to host folders for review (the Swift app's writeback), so a task never
-// has one waiting: 204, as Swift answers for a task without one.
-func (a *API) writeback(w http.ResponseWriter, r *http.Request) error {
-	if _, err := a.st.GetTask(r.Context(), r.PathValue("id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 // waitChange waits briefly for a task's next change, so that an answer

@@ -356,6 +356,22 @@ func (c *Client) Answer(ctx context.Context, id, questionID, answer string) erro
 	return c.call(ctx, http.MethodPost, "/api/v1/tasks/"+esc(id)+"/question/answer", wire.Answer{QuestionID: questionID, Answer: answer}, nil)
 }
 
+// Writeback returns the review of a task's changes to its host folders,
+// or nil when none waits.
+func (c *Client) Writeback(ctx context.Context, id string) (*wire.WritebackReview, error) {
+	return optional[wire.WritebackReview](ctx, c, "/api/v1/tasks/"+esc(id)+"/writeback")
+}
+
+// DecideWriteback approves (writes to the host) or discards a task's
+// pending changes to its host folders: those of itemIDs, or all.
+func (c *Client) DecideWriteback(ctx context.Context, id string, approve bool, itemIDs []string) (wire.Task, error) {
+	a := wire.TaskAction{Action: wire.ActionDiscardWriteback, ItemIDs: itemIDs}
+	if approve {
+		a.Action = wire.ActionApproveWriteback
+	}
+	return c.TaskAction(ctx, id, a)
+}
+
 // Permission returns the pending permission request, or nil.
 func (c *Client) Permission(ctx context.Context, id string) (*wire.Permission, error) {
 	return optional[wire.Permission](ctx, c, "/api/v1/tasks/"+esc(id)+"/permission")

@@ -62,6 +62,8 @@ var (
 type Orchestrator struct {
 	cfg Config
 	hub *hub
+	// writebackMu keeps two reviews of host folder changes apart.
+	writebackMu sync.Mutex
 
 	// mu guards runs, base and closed.
 	mu     sync.Mutex

@@ -99,6 +99,8 @@ type outcome struct {
 	cost    float64
 	files   []store.TaskFile
 	events  []store.Event
+	// writeback are the agent's changes to the task's host folders.
+	writeback []store.WritebackItem
 	// only, if set, refuses to end a task it returns an error for (one
 	// that has left the queue, say).
 	only func(*store.Task) error
@@ -268,6 +270,9 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err := o.copyInputs(ctx, t.ID, shared); err != nil {
 		return failed("Could not give the input files to the VM: " + err.Error())
 	}
+	if err := o.stageFolders(ctx, t, shared, tw.Dir()); err != nil {
+		return failed("Could not give the host folders to the VM: " + err.Error())
+	}
 
 	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)
 	maxIter := t.MaxIterations
@@ -293,7 +298,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 			TextOnly:   noVision || slices.Contains(settings.TextOnlyModels, t.ModelID),
 			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
 		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
-		HostTools: x.tools, Prompt: x.prompt, Context: x.context, Children: x.children,
+		HostTools: x.tools, Prompt: append(x.prompt, foldersPrompt(t)...), Context: x.context, Children: x.children,
 		Emit:    o.emitter(r, sid, client),
 		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
 		Changed: o.changed(r),
@@ -536,6 +541,19 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 				}
 			}
 			t.Status, t.StatusReason = out.status, ""
+			if pending := pendingWriteback(out.writeback); pending > 0 {
+				if out.status == store.StatusCancelled {
+					// As Swift: a cancelled task's changes are not offered.
+					for i := range out.writeback {
+						if out.writeback[i].State == store.WritebackPending {
+							out.writeback[i].State = store.WritebackDiscarded
+						}
+					}
+					summary = strings.TrimSpace(summary + fmt.Sprintf("\n\nIts %d change(s) to the host folders were discarded.", pending))
+				} else {
+					t.Status, t.EndStatus = store.StatusWritebackReview, out.status
+				}
+			}
 			t.CompletedAt, t.ResultSummary, t.WasSuccessful = &now, &summary, success
 			if out.steps > 0 {
 				t.StepCount = out.steps
@@ -548,13 +566,24 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 			}
 			return nil
 		},
-		Files:  out.files,
-		Events: append(out.events, ev),
+		Files:     out.files,
+		Events:    append(out.events, ev),
+		Writeback: out.writeback,
 	})
 	if err == nil {
 		o.hub.notify(id)
 	}
 	return t, err
+}
+
+func pendingWriteback(items []store.WritebackItem) int {
+	n := 0
+	for _, it := range items {
+		if it.State == store.WritebackPending {
+			n++
+		}
+	}
+	return n
 }
 
 // emitter turns the agent's events into stored activity events. The agent's
@@ -655,6 +684,7 @@ func (o *Orchestrator) copyInputs(ctx context.Context, taskID, shared string) er
 // the task's own output folder, its files go into a new folder of their
 // own in the default one, named from the title and the time.
 func (o *Orchestrator) collect(ctx context.Context, t store.Task, sessionDir, shared string, settings config.Settings, out *outcome) {
+	o.reviewFolders(ctx, t, sessionDir, shared, out)
 	artifacts := filepath.Join(sessionDir, trace.ArtifactsDir)
 	col, err := files.Collect(ctx, filepath.Join(shared, files.Outbox), artifacts, outputLimits(settings))
 	if err != nil {

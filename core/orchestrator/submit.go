@@ -106,6 +106,10 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if err != nil {
 		return t, err
 	}
+	folders, err := o.hostFolders(in.HostFolders)
+	if err != nil {
+		return t, err
+	}
 	if in.TemplateID != "" {
 		tmpl, err := o.cfg.Store.GetTemplate(ctx, in.TemplateID)
 		if errors.Is(err, errdefs.ErrNotFound) {
@@ -122,7 +126,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 		OutputDirectory: out, PlanFirst: in.PlanFirst, TemplateID: in.TemplateID, TimeoutMinutes: in.TimeoutMinutes,
 		MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
 		AllowHosts: in.AllowHosts, ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort,
-		BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens, SkillNames: skillNames,
+		BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens, SkillNames: skillNames, HostFolders: folders,
 	}, nil
 }
 

@@ -217,6 +217,9 @@ func (o *Orchestrator) releaseVM(ctx context.Context, r *run, t store.Task, sess
 			return fmt.Errorf("keep the outbox: %w", err)
 		}
 		n = len(col.Collected)
+		if err := keepFolders(cctx, shared, next); err != nil {
+			return fmt.Errorf("keep the host folders' copies: %w", err)
+		}
 		if err := os.RemoveAll(carried); err != nil {
 			return err
 		}
@@ -327,6 +330,9 @@ func (o *Orchestrator) resumeInFreshVM(r *run, t store.Task, instructions string
 	kept, err := files.CarryIn(filepath.Join(carriedDir(sessionDir), files.Outbox), shared)
 	if err == nil {
 		err = o.copyInputs(ctx, t.ID, shared)
+	}
+	if err == nil {
+		err = carryFolders(carriedDir(sessionDir), shared)
 	}
 	if err != nil {
 		lease.Release(background())

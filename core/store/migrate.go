@@ -47,6 +47,7 @@ func migrations() []migration {
 		{8, "provider default reasoning effort", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Provider{}) }},
 		{9, "credentials", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Credential{}) }},
 		{10, "MCP servers, subagents and a task's skills", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&MCPServer{}, &Task{}) }},
+		{11, "host folders and their writeback review", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}, &WritebackItem{}) }},
 	}
 }
 

@@ -11,6 +11,10 @@ type TaskStatus string
 // plan and planReview while the plan waits for the user; neither holds a
 // VM. Completed, failed, cancelled, timedOut, maxIterations and planFailed
 // (the model gave no usable plan; the task never took a VM) are terminal.
+// So is writebackReview: the agent ended and its VM is gone, and the
+// changes it made to granted host folders wait for the user's review;
+// approving or discarding them gives the task back the status its agent
+// ended with (EndStatus).
 const (
 	StatusQueued        TaskStatus = "queued"
 	StatusPlanning      TaskStatus = "planning"
@@ -24,12 +28,15 @@ const (
 	StatusTimedOut      TaskStatus = "timedOut"
 	StatusMaxIterations TaskStatus = "maxIterations"
 	StatusPlanFailed    TaskStatus = "planFailed"
+	// StatusWritebackReview is Swift's writeback_review.
+	StatusWritebackReview TaskStatus = "writebackReview"
 )
 
 // TaskStatuses lists every status, in lifecycle order.
 var TaskStatuses = []TaskStatus{
 	StatusQueued, StatusPlanning, StatusPlanReview, StatusWaitingForVM, StatusRunning, StatusPaused,
 	StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations, StatusPlanFailed,
+	StatusWritebackReview,
 }
 
 // Valid reports whether s is a known status.
@@ -45,7 +52,8 @@ func (s TaskStatus) Valid() bool {
 // Terminal reports whether a task in status s is finished for good.
 func (s TaskStatus) Terminal() bool {
 	switch s {
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations, StatusPlanFailed:
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusMaxIterations, StatusPlanFailed,
+		StatusWritebackReview:
 		return true
 	}
 	return false
@@ -91,9 +99,17 @@ type Task struct {
 	SubagentDepth int
 	// SkillNames are the skills the user mentioned for the task.
 	SkillNames []string `gorm:"serializer:json"`
-	VMID       string   `gorm:"column:vm_id;index"`
-	ScheduleID *string  `gorm:"index"`
-	RerunOfID  *string
+	// HostFolders are the folders of this computer the task was given
+	// (copied into its VM; changes reviewed before they reach the host).
+	HostFolders []HostFolder `gorm:"serializer:json"`
+	// EndStatus is the status the agent ended with, while its changes to
+	// the host folders wait for review (status writebackReview).
+	EndStatus TaskStatus
+	// AppliedWritebackPaths are the host files approved changes wrote.
+	AppliedWritebackPaths []string `gorm:"serializer:json"`
+	VMID                  string   `gorm:"column:vm_id;index"`
+	ScheduleID            *string  `gorm:"index"`
+	RerunOfID             *string
 	// CreatedAt orders the FIFO queue (with ID as the tie-break).
 	CreatedAt        time.Time `gorm:"not null;index"`
 	StartedAt        *time.Time
@@ -111,6 +127,51 @@ type Task struct {
 	// traces (screenshots, events file, artifacts); the task and its
 	// activity log stay.
 	TraceDeletedAt *time.Time
+}
+
+// HostFolder is a host folder given to a task: Name is its folder in the
+// VM's shared folder (folders/NAME).
+type HostFolder struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// Writeback states of a change to a host folder.
+const (
+	WritebackPending   = "pending"
+	WritebackApplied   = "applied"
+	WritebackDiscarded = "discarded"
+	WritebackConflict  = "conflict"
+	WritebackRefused   = "refused"
+)
+
+// WritebackItem is one change a task's agent made to a granted host
+// folder: a file added, modified or deleted in its copy, waiting for the
+// user, applied, discarded, in conflict with the host, or refused.
+type WritebackItem struct {
+	ID     string `gorm:"primaryKey"`
+	TaskID string `gorm:"not null;index"`
+	Task   *Task  `gorm:"constraint:OnDelete:CASCADE"`
+	// Folder is the grant's name; HostRoot its host path.
+	Folder   string `gorm:"not null"`
+	HostRoot string `gorm:"not null"`
+	// Path is the file's slash-separated path in the folder.
+	Path string `gorm:"not null"`
+	// Op is added, modified or deleted.
+	Op         string `gorm:"not null"`
+	BeforeSize *int64
+	BeforeSHA  string
+	BeforeMode uint32
+	AfterSize  *int64
+	AfterSHA   string
+	// StagedPath is the agent's version, relative to the data directory.
+	StagedPath string
+	// Refused says why the change cannot be applied.
+	Refused string
+	State   string `gorm:"not null"`
+	// Conflict says how the host file changed since the task started.
+	Conflict  string
+	UpdatedAt time.Time
 }
 
 // FileKind says which side of a task a file is on.

@@ -159,6 +159,9 @@ type Update struct {
 	Mutate func(*Task) error
 	Files  []TaskFile
 	Events []Event
+	// Writeback are changes of the task's agent to its host folders, added
+	// for review or (by ID) saved with a new state.
+	Writeback []WritebackItem
 }
 
 // UpdateTask applies u to a task atomically and returns the task and events
@@ -186,6 +189,14 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u Update) (Task, []Ev
 			}
 			if err := tx.Omit("Task").Create(&u.Files).Error; err != nil {
 				return fmt.Errorf("add files to task %s: %w", id, classify(err))
+			}
+		}
+		if len(u.Writeback) > 0 {
+			for i := range u.Writeback {
+				u.Writeback[i].TaskID = id
+			}
+			if err := tx.Omit("Task").Save(&u.Writeback).Error; err != nil {
+				return fmt.Errorf("add the writeback review of task %s: %w", id, classify(err))
 			}
 		}
 		var err error

@@ -203,3 +203,13 @@ func (s *Store) ChildTasks(ctx context.Context, parentID string) ([]Task, error)
 	}
 	return ts, nil
 }
+
+// WritebackItems are a task's changes to its host folders, by folder and
+// path.
+func (s *Store) WritebackItems(ctx context.Context, taskID string) ([]WritebackItem, error) {
+	var out []WritebackItem
+	if err := s.db.WithContext(ctx).Where("task_id = ?", taskID).Order("folder, path").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("writeback of task %s: %w", taskID, classify(err))
+	}
+	return out, nil
+}

@@ -122,6 +122,17 @@ type Task struct {
 	Subagents    []SubagentInfo `json:"subagents,omitempty"`
 	// MentionedSkillNames are the skills the task was asked to use.
 	MentionedSkillNames []string `json:"mentionedSkillNames,omitempty"`
+	// HostFolders are the folders of this computer the task was given
+	// (extension); PendingWriteback, PendingWritebackCount and
+	// AppliedWritebackPaths are Swift's: the changes to them waiting for
+	// review (status writebackReview) and the host files approved ones
+	// wrote. EndStatus is the status the agent ended with, which the task
+	// gets back once the review is done (extension).
+	HostFolders           []HostFolder      `json:"hostFolders,omitempty"`
+	PendingWriteback      *PendingWriteback `json:"pendingWriteback,omitempty"`
+	PendingWritebackCount *int              `json:"pendingWritebackCount,omitempty"`
+	AppliedWritebackPaths []string          `json:"appliedWritebackPaths,omitempty"`
+	EndStatus             string            `json:"endStatus,omitempty"`
 	// TraceDeletedAt is when trace retention deleted the task's
 	// screenshots, events file and artifacts (extension).
 	TraceDeletedAt *time.Time `json:"traceDeletedAt,omitempty"`
@@ -130,6 +141,53 @@ type Task struct {
 	OutputFiles     []File `json:"outputFiles"`
 	InputFileCount  *int   `json:"inputFileCount,omitempty"`
 	OutputFileCount *int   `json:"outputFileCount,omitempty"`
+}
+
+// HostFolder is a folder of this computer a task was given: Name is its
+// folder in the VM's shared folder (folders/NAME).
+type HostFolder struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// PendingWriteback is Swift's summary of the changes waiting for review.
+type PendingWriteback struct {
+	Count        int  `json:"count"`
+	HasConflicts bool `json:"hasConflicts"`
+}
+
+// WritebackReview is the answer of GET /tasks/:id/writeback (Swift's
+// shape).
+type WritebackReview struct {
+	TaskID       string          `json:"taskId"`
+	Items        []WritebackItem `json:"items"`
+	HasConflicts bool            `json:"hasConflicts"`
+}
+
+// WritebackItem is one change to a host folder. Operation is Swift's
+// (copy: a new file; replace_file: a changed one) or delete (extension);
+// DiffPreview is a unified diff of a text file, StagedPreview the start of
+// the agent's version. Folder, Path, Op, State, Refused and the sizes are
+// extensions: State is pending, applied, discarded, conflict or refused.
+type WritebackItem struct {
+	ID                string  `json:"id"`
+	Operation         string  `json:"operation"`
+	SourceFileName    string  `json:"sourceFileName"`
+	DestinationPath   string  `json:"destinationPath"`
+	DestinationExists bool    `json:"destinationExists"`
+	HasConflict       bool    `json:"hasConflict"`
+	ConflictReason    *string `json:"conflictReason,omitempty"`
+	DiffPreview       *string `json:"diffPreview,omitempty"`
+	StagedPreview     *string `json:"stagedPreview,omitempty"`
+	Folder            string  `json:"folder"`
+	Path              string  `json:"path"`
+	Op                string  `json:"op"`
+	State             string  `json:"state"`
+	Refused           string  `json:"refused,omitempty"`
+	SizeBefore        *int64  `json:"sizeBefore,omitempty"`
+	SizeAfter         *int64  `json:"sizeAfter,omitempty"`
+	// Kind is text, image or binary (for the review's preview).
+	Kind string `json:"kind"`
 }
 
 // TaskSummary is a task in GET /tasks: the file counts instead of the
@@ -162,6 +220,10 @@ type CreateTask struct {
 	// them (extension; default Settings' taskBudgetUSD/taskBudgetTokens).
 	BudgetUSD    *float64 `json:"budgetUSD,omitempty"`
 	BudgetTokens *int64   `json:"budgetTokens,omitempty"`
+	// HostFolders are folders of this computer the task works on: copied
+	// into its VM, the changes reviewed before they reach the host
+	// (extension).
+	HostFolders []string `json:"hostFolders,omitempty"`
 	SwiftTaskFields
 }
 
@@ -225,6 +287,9 @@ type TaskAction struct {
 	// limit again).
 	ExtraSteps   *int     `json:"extraSteps,omitempty"`
 	ExtraMinutes *float64 `json:"extraMinutes,omitempty"`
+	// ItemIDs, with approve_writeback or discard_writeback, are the
+	// changes to decide (extension; without them, all that are pending).
+	ItemIDs []string `json:"itemIds,omitempty"`
 }
 
 // Task actions.

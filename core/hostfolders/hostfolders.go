@@ -1,0 +1,601 @@
+// Package hostfolders lets a task work on folders of this computer without
+// giving the guest the host's files (issue 20). A granted folder is copied
+// into the VM's shared folder (folders/NAME) when the task starts, with a
+// manifest of what it held (each file's size, mode and SHA-256); the agent
+// works on the copy. When the task ends, with the VM stopped, the copy is
+// compared with the manifest: the files added, modified and deleted are the
+// changes the user reviews. Nothing reaches the host folder until the user
+// approves a change, and Apply writes it through an os.Root of the folder
+// after checking that the host file is still as the task found it (a
+// conflict otherwise, never an overwrite).
+//
+// Threats answered: a guest that puts a link, a FIFO or a device in the
+// copy (refused, never followed or opened blocking), that names a path
+// outside the folder (the copy is read and the folder written through
+// os.Root), that changes a hidden file of the folder (.git/config,
+// .envrc, .vscode/: a later command on the host could run what it wrote;
+// refused, as hidden outputs are), that marks a file executable (new files
+// are written 0644, changed ones keep the host file's mode), or that fills
+// the copy (the review copies at most Limits).
+//
+// The copy is a copy, not a mount: a warm VM is running before its task
+// exists (a bind mount cannot be added to a running sandbox), and the guest
+// never sees the host folder itself, not even read-only.
+package hostfolders
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
+)
+
+// Sub is where the granted folders are in the VM's shared folder.
+const Sub = "folders"
+
+// Limits cap a granted folder: what is copied in, and what the review
+// copies out.
+type Limits struct {
+	MaxFiles int
+	MaxBytes int64
+}
+
+// Default limits.
+const (
+	DefaultMaxFiles = 10000
+	DefaultMaxBytes = 1 << 30
+)
+
+func (l Limits) withDefaults() Limits {
+	l.MaxFiles = cmp.Or(l.MaxFiles, DefaultMaxFiles)
+	l.MaxBytes = cmp.Or(l.MaxBytes, DefaultMaxBytes)
+	return l
+}
+
+// Grant is a host folder given to a task.
+type Grant struct {
+	// Name is the folder's name in the guest: shared/folders/NAME.
+	Name string `json:"name"`
+	// Path is the host folder, absolute.
+	Path string `json:"path"`
+}
+
+// Grants checks the folders a task is given and names them (by their base
+// names, made unique): each must be an absolute path of an existing folder,
+// not a link, and none inside another.
+func Grants(paths []string) ([]Grant, error) {
+	var out []Grant
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return nil, errdefs.Invalidf("host folder %q: want an absolute path", p)
+		}
+		p = filepath.Clean(p)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, errdefs.Invalidf("host folder %s does not exist", p)
+		case err != nil:
+			return nil, errdefs.Invalidf("host folder %s: %v", p, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return nil, errdefs.Invalidf("host folder %s is a symbolic link: give the folder it points to", p)
+		case !fi.IsDir():
+			return nil, errdefs.Invalidf("host folder %s is not a folder", p)
+		case p == "/":
+			return nil, errdefs.Invalidf("the root folder cannot be given to a task")
+		}
+		for _, g := range out {
+			if within(p, g.Path) || within(g.Path, p) {
+				return nil, errdefs.Invalidf("host folders %s and %s overlap: give one", g.Path, p)
+			}
+		}
+		name := safeName(filepath.Base(p))
+		for n := 2; slices.ContainsFunc(out, func(g Grant) bool { return g.Name == name }); n++ {
+			name = fmt.Sprintf("%s-%d", safeName(filepath.Base(p)), n)
+		}
+		out = append(out, Grant{Name: name, Path: p})
+	}
+	return out, nil
+}
+
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// safeName is a folder name the guest can show: printable, not hidden.
+func safeName(s string) string {
+	s = strings.TrimLeft(s, ".")
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '/' || r == '\\' {
+			r = '_'
+		}
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return "folder"
+	}
+	return b.String()
+}
+
+// Entry is a file of a folder.
+type Entry struct {
+	Size   int64       `json:"size"`
+	SHA256 string      `json:"sha256"`
+	Mode   fs.FileMode `json:"mode"`
+}
+
+// Manifest is what a granted folder held when the task started.
+type Manifest struct {
+	Grant
+	// Files are the regular files copied, by slash-separated path.
+	Files map[string]Entry `json:"files"`
+	// Skipped are the entries not copied (links, special files), with why.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Stage copies g's regular files and folders into shared/folders/NAME,
+// owned like the shared folder, and returns the manifest. Links and special
+// files are not copied (the manifest says so). A folder over the limits is
+// refused whole: a partial copy would read as deletions.
+func Stage(ctx context.Context, g Grant, shared string, lim Limits) (Manifest, error) {
+	lim = lim.withDefaults()
+	m := Manifest{Grant: g, Files: map[string]Entry{}}
+	src, err := os.OpenRoot(g.Path)
+	if err != nil {
+		return m, fmt.Errorf("open host folder %s: %w", g.Path, err)
+	}
+	defer src.Close()
+	owner, err := files.OwnerOf(shared)
+	if err != nil {
+		return m, err
+	}
+	top, err := os.OpenRoot(shared)
+	if err != nil {
+		return m, fmt.Errorf("open the shared folder: %w", err)
+	}
+	defer top.Close()
+	sub := filepath.Join(Sub, g.Name)
+	if err := top.MkdirAll(sub, 0o755); err != nil {
+		return m, fmt.Errorf("create %s: %w", sub, err)
+	}
+	for _, p := range []string{Sub, sub} {
+		if err := chown(top, p, owner); err != nil {
+			return m, err
+		}
+	}
+	dst, err := top.OpenRoot(sub)
+	if err != nil {
+		return m, err
+	}
+	defer dst.Close()
+	var total int64
+	err = fs.WalkDir(src.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+		switch {
+		case name == ".":
+			return nil
+		case d.IsDir():
+			if err := dst.Mkdir(name, 0o755); err != nil {
+				return err
+			}
+			return chown(dst, name, owner)
+		case !d.Type().IsRegular():
+			m.Skipped = append(m.Skipped, files.Printable(name)+" (not a regular file: not copied)")
+			return nil
+		case len(m.Files) >= lim.MaxFiles:
+			return errdefs.TooLargef("host folder %s has over %d files: give a smaller folder", g.Path, lim.MaxFiles)
+		}
+		e, err := copyFile(src, name, dst, name, 0o644|modeX(d), lim.MaxBytes-total)
+		if err != nil {
+			if errors.Is(err, errdefs.ErrTooLarge) {
+				return errdefs.TooLargef("host folder %s is over %d MB: give a smaller folder", g.Path, lim.MaxBytes>>20)
+			}
+			return fmt.Errorf("copy %s: %w", name, err)
+		}
+		total += e.Size
+		m.Files[name] = e
+		return chown(dst, name, owner)
+	})
+	return m, err
+}
+
+// modeX is the executable bits of a file (a script stays runnable in the
+// guest's copy).
+func modeX(d fs.DirEntry) fs.FileMode {
+	if fi, err := d.Info(); err == nil {
+		return fi.Mode().Perm() & 0o111
+	}
+	return 0
+}
+
+func chown(root *os.Root, name string, owner files.Owner) error {
+	if owner.UID < 0 || owner.UID == os.Geteuid() {
+		return nil
+	}
+	return root.Lchown(name, owner.UID, owner.GID)
+}
+
+// copyFile copies one regular file of from (opened without following a
+// link or blocking) into a new file of to, at most room bytes, and returns
+// its size, mode and hash.
+func copyFile(from *os.Root, name string, to *os.Root, dst string, perm fs.FileMode, room int64) (Entry, error) {
+	in, fi, err := openRegular(from, name)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer in.Close()
+	if fi.Size() > room {
+		return Entry{}, errdefs.TooLargef("%d bytes, over the %d left", fi.Size(), max(room, 0))
+	}
+	out, err := to.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return Entry{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(in, room+1))
+	if err == nil && n > room {
+		err = errdefs.TooLargef("grew over the %d bytes left while copying", room)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		to.Remove(dst)
+		return Entry{}, err
+	}
+	return Entry{Size: n, SHA256: sum(h), Mode: fi.Mode().Perm()}, nil
+}
+
+func sum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
+
+// openRegular opens name in root for reading if it is a regular file.
+func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
+	f, err := root.OpenFile(name, files.ReadUntrusted, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errors.New("not a regular file")
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// hashFile hashes a regular file of root.
+func hashFile(root *os.Root, name string) (Entry, error) {
+	f, fi, err := openRegular(root, name)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Size: n, SHA256: sum(h), Mode: fi.Mode().Perm()}, nil
+}
+
+// Op is what a change does to a file.
+type Op string
+
+// Changes a review lists.
+const (
+	Added    Op = "added"
+	Modified Op = "modified"
+	Deleted  Op = "deleted"
+)
+
+// Change is one file the agent added, modified or deleted in its copy.
+type Change struct {
+	// Path is the file's slash-separated path in the folder (shown with
+	// unsafe characters escaped).
+	Path string
+	Op   Op
+	// Before is the host file as the task found it (modified, deleted);
+	// After the agent's version (added, modified).
+	Before, After *Entry
+	// Staged is the agent's version, kept by the host for the review.
+	Staged string
+	// Refused says why the change cannot be applied (a link, a special
+	// file, a hidden or unsafe path, over the limits); empty if it can.
+	Refused string
+}
+
+// Review compares the agent's copy of m's folder (copyDir, with the VM
+// stopped) with m. What changed is copied into keep (created), at most
+// lim; the changes are returned by path.
+func Review(ctx context.Context, m Manifest, copyDir, keep string, lim Limits) ([]Change, error) {
+	lim = lim.withDefaults()
+	var out []Change
+	root, err := os.OpenRoot(copyDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The agent removed the whole folder: every file is deleted.
+		root = nil
+	} else if err != nil {
+		return nil, fmt.Errorf("open the agent's copy: %w", err)
+	}
+	if err := os.MkdirAll(keep, 0o700); err != nil {
+		return nil, err
+	}
+	kept, err := os.OpenRoot(keep)
+	if err != nil {
+		return nil, err
+	}
+	defer kept.Close()
+	seen := map[string]bool{} // regular files of the copy, and entries refused
+	var refusedDirs []string
+	var total int64
+	walked := 0
+	refuse := func(name string, op Op, why string) {
+		seen[name] = true
+		c := Change{Path: files.Printable(name), Op: op, Refused: why}
+		if e, ok := m.Files[name]; ok {
+			c.Before = &e
+		}
+		out = append(out, c)
+	}
+	if root != nil {
+		defer root.Close()
+		err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			if name == "." {
+				return err
+			}
+			if walked++; walked > 4*lim.MaxFiles {
+				return errdefs.TooLargef("the agent's copy of %s has over %d entries", m.Name, 4*lim.MaxFiles)
+			}
+			_, known := m.Files[name]
+			op := Added
+			if known {
+				op = Modified
+			}
+			if err != nil {
+				refuse(name, op, err.Error())
+				return nil
+			}
+			switch {
+			case d.Type()&fs.ModeSymlink != 0:
+				refuse(name, op, "a symbolic link (never followed)")
+				refusedDirs = append(refusedDirs, name)
+				return nil
+			case d.IsDir():
+				return nil
+			case !d.Type().IsRegular():
+				refuse(name, op, "not a regular file")
+				return nil
+			}
+			seen[name] = true
+			before := m.Files[name]
+			after, err := hashFile(root, name)
+			if err != nil {
+				refuse(name, op, err.Error())
+				return nil
+			}
+			if known && after.SHA256 == before.SHA256 {
+				return nil // unchanged (its mode is the host's to keep)
+			}
+			c := Change{Path: name, Op: op, After: &after}
+			if known {
+				c.Before = &before
+			}
+			if why := unsafePath(name); why != "" {
+				c.Path, c.Refused = files.Printable(name), why
+				out = append(out, c)
+				return nil
+			}
+			if after.Size > lim.MaxBytes-total {
+				c.Refused = fmt.Sprintf("over the review's limit of %d MB", lim.MaxBytes>>20)
+				out = append(out, c)
+				return nil
+			}
+			if err := kept.MkdirAll(path.Dir(name), 0o700); err != nil {
+				return err
+			}
+			got, err := copyFile(root, name, kept, name, 0o600, lim.MaxBytes-total)
+			if err != nil {
+				c.Refused = err.Error()
+				out = append(out, c)
+				return nil
+			}
+			total += got.Size
+			c.After, c.Staged = &got, filepath.Join(keep, filepath.FromSlash(name))
+			out = append(out, c)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Files)) {
+		if seen[name] {
+			continue
+		}
+		before := m.Files[name]
+		c := Change{Path: name, Op: Deleted, Before: &before}
+		for _, d := range refusedDirs {
+			if strings.HasPrefix(name, d+"/") {
+				c.Refused = "its folder was replaced by a link"
+			}
+		}
+		if c.Refused == "" {
+			c.Refused = unsafePath(name)
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// unsafePath says why the agent may not change a path of the host folder:
+// a hidden element (a program on the host may run what it holds), or a
+// name an output may not have.
+func unsafePath(name string) string {
+	if err := files.CheckOutputName(name); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// Apply writes one change, approved by the user, to m's host folder: the
+// agent's version replaces or adds the file, or the file is removed. The
+// host file must still be as the task found it (for an added file: absent);
+// otherwise the change is a conflict (errdefs.ErrConflict) and nothing is
+// written.
+func Apply(m Manifest, c Change) error {
+	if c.Refused != "" {
+		return errdefs.Invalidf("%s cannot be applied: %s", c.Path, c.Refused)
+	}
+	if unsafePath(c.Path) != "" {
+		return errdefs.Invalidf("%s is not a path the agent may change", files.Printable(c.Path))
+	}
+	root, err := os.OpenRoot(m.Path)
+	if err != nil {
+		return fmt.Errorf("open host folder %s: %w", m.Path, err)
+	}
+	defer root.Close()
+	if err := Check(root, c); err != nil {
+		return err
+	}
+	if c.Op == Deleted {
+		return root.Remove(c.Path)
+	}
+	perm := fs.FileMode(0o644)
+	if c.Before != nil {
+		perm = c.Before.Mode.Perm()
+	}
+	dir := path.Dir(c.Path)
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s in %s: %w", dir, m.Path, err)
+	}
+	in, err := os.Open(c.Staged)
+	if err != nil {
+		return fmt.Errorf("the agent's version of %s: %w", c.Path, err)
+	}
+	defer in.Close()
+	tmp := path.Join(dir, fmt.Sprintf(".hivecrew-%s.tmp", c.After.SHA256[:12]))
+	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", c.Path, err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), in)
+	if err == nil && sum(h) != c.After.SHA256 {
+		err = errors.New("the kept copy no longer matches what the agent wrote")
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = Check(root, c) // once more, just before the file is replaced
+	}
+	if err == nil {
+		err = root.Rename(tmp, c.Path)
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// Check reports whether the host file of a change is still as the task
+// found it: a conflict (errdefs.ErrConflict) if not.
+func Check(root *os.Root, c Change) error {
+	fi, err := root.Lstat(c.Path)
+	if c.Op == Added {
+		if err == nil {
+			return errdefs.Conflictf("%s exists on this computer now", c.Path)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return errdefs.Conflictf("%s: %v", c.Path, err)
+		}
+		return nil
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errdefs.Conflictf("%s was removed on this computer since the task started", c.Path)
+	case err != nil:
+		return errdefs.Conflictf("%s: %v", c.Path, err)
+	case !fi.Mode().IsRegular():
+		return errdefs.Conflictf("%s is no longer a regular file on this computer", c.Path)
+	}
+	now, err := hashFile(root, c.Path)
+	if err != nil {
+		return errdefs.Conflictf("%s: %v", c.Path, err)
+	}
+	if now.SHA256 != c.Before.SHA256 {
+		return errdefs.Conflictf("%s changed on this computer since the task started", c.Path)
+	}
+	return nil
+}
+
+// Keep copies the folders and regular files under from (a stopped VM's
+// copies of the granted folders) into to, for a task that goes on in
+// another VM, at most DefaultMaxBytes in all. Links and special files are
+// left behind, as the review would refuse them.
+func Keep(ctx context.Context, from, to string) error {
+	src, err := os.OpenRoot(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return err
+	}
+	dst, err := os.OpenRoot(to)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	var total int64
+	return fs.WalkDir(src.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		switch {
+		case err != nil:
+			return err
+		case name == ".":
+			return nil
+		case d.IsDir():
+			return dst.Mkdir(name, 0o700)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		e, err := copyFile(src, name, dst, name, 0o600|modeX(d), DefaultMaxBytes-total)
+		if errors.Is(err, errdefs.ErrTooLarge) {
+			return errdefs.TooLargef("the copies of the host folders are over %d MB", DefaultMaxBytes>>20)
+		}
+		total += e.Size
+		return err
+	})
+}

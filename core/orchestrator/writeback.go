@@ -1,0 +1,348 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/hostfolders"
+	"github.com/hivecrew/hivecrew/core/store"
+)
+
+// Host folders (issue 20): a task given folders of this computer gets a
+// copy of each in its VM (shared/folders/NAME); when it ends, what its
+// agent changed there waits for the user's review (status
+// writebackReview), and only what the user approves is written to the
+// host, if the host file is still as the task found it.
+
+// hostFolders checks the folders a new task is given. The helper's own
+// data folder (its database and secrets) is never one of them.
+func (o *Orchestrator) hostFolders(paths []string) ([]store.HostFolder, error) {
+	gs, err := hostfolders.Grants(paths)
+	if err != nil {
+		return nil, err
+	}
+	home, _ := filepath.Abs(o.cfg.Paths.Home)
+	out := make([]store.HostFolder, len(gs))
+	for i, g := range gs {
+		if overlaps(g.Path, home) {
+			return nil, errdefs.Invalidf("host folder %s holds the helper's own data (%s): it cannot be given to a task", g.Path, home)
+		}
+		out[i] = store.HostFolder{Name: g.Name, Path: g.Path}
+	}
+	return out, nil
+}
+
+func overlaps(a, b string) bool {
+	sep := string(filepath.Separator)
+	return a == b || strings.HasPrefix(a, b+sep) || strings.HasPrefix(b, a+sep)
+}
+
+// manifestsFile keeps what the granted folders held when the task started.
+func manifestsFile(sessionDir string) string {
+	return filepath.Join(sessionDir, "writeback", "manifests.json")
+}
+
+// stageFolders copies the task's host folders into its VM and keeps their
+// manifests with the session.
+func (o *Orchestrator) stageFolders(ctx context.Context, t store.Task, shared, sessionDir string) error {
+	if len(t.HostFolders) == 0 {
+		return nil
+	}
+	var ms []hostfolders.Manifest
+	for _, f := range t.HostFolders {
+		m, err := hostfolders.Stage(ctx, hostfolders.Grant{Name: f.Name, Path: f.Path}, shared, hostfolders.Limits{})
+		if err != nil {
+			return fmt.Errorf("host folder %s: %w", f.Path, err)
+		}
+		ms = append(ms, m)
+	}
+	b, err := json.Marshal(ms)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(manifestsFile(sessionDir)), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(manifestsFile(sessionDir), b, 0o600)
+}
+
+// foldersPrompt tells the agent where its copies of the host folders are.
+func foldersPrompt(t store.Task) []string {
+	if len(t.HostFolders) == 0 {
+		return nil
+	}
+	var names []string
+	for _, f := range t.HostFolders {
+		names = append(names, fmt.Sprintf("folders/%s (a copy of the user's %s)", f.Name, f.Path))
+	}
+	return []string{"Host folders: the user gave you copies of folders of their computer, in the shared folder: " + strings.Join(names, "; ") +
+		". Work on them in place as the task asks. When you finish, the user reviews every file you added, changed or deleted there before it reaches their computer; " +
+		"hidden files (names starting with a dot) and links are never written back."}
+}
+
+// reviewFolders compares the agent's copies of the host folders (in
+// shared, the VM stopped) with their manifests, keeps the changed files
+// with the session, and adds the changes to out for review.
+func (o *Orchestrator) reviewFolders(ctx context.Context, t store.Task, sessionDir, shared string, out *outcome) {
+	if len(t.HostFolders) == 0 {
+		return
+	}
+	b, err := os.ReadFile(manifestsFile(sessionDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return // the folders were never copied in (the task failed first)
+	}
+	var ms []hostfolders.Manifest
+	if err == nil {
+		err = json.Unmarshal(b, &ms)
+	}
+	if err != nil {
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not read what the host folders held: " + err.Error()})
+		return
+	}
+	now := time.Now().UTC()
+	for _, m := range ms {
+		keep := filepath.Join(sessionDir, "writeback", m.Name)
+		cs, err := hostfolders.Review(ctx, m, filepath.Join(shared, hostfolders.Sub, m.Name), keep, hostfolders.Limits{})
+		if err != nil {
+			out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
+				Summary: fmt.Sprintf("Could not review the changes to %s: %v", m.Path, err)})
+			continue
+		}
+		for _, c := range cs {
+			it := store.WritebackItem{ID: uuid.NewString(), TaskID: t.ID, Folder: m.Name, HostRoot: m.Path, Path: c.Path, Op: string(c.Op),
+				Refused: c.Refused, State: store.WritebackPending, UpdatedAt: now}
+			if c.Refused != "" {
+				it.State = store.WritebackRefused
+			}
+			if c.Before != nil {
+				it.BeforeSize, it.BeforeSHA, it.BeforeMode = &c.Before.Size, c.Before.SHA256, uint32(c.Before.Mode)
+			}
+			if c.After != nil {
+				it.AfterSize, it.AfterSHA = &c.After.Size, c.After.SHA256
+			}
+			if c.Staged != "" {
+				rel, _ := filepath.Rel(o.cfg.Paths.Home, c.Staged)
+				it.StagedPath = filepath.ToSlash(rel)
+			}
+			out.writeback = append(out.writeback, it)
+		}
+	}
+	pending, refused := 0, 0
+	for _, it := range out.writeback {
+		if it.State == store.WritebackPending {
+			pending++
+		} else {
+			refused++
+		}
+	}
+	if refused > 0 {
+		var lines []string
+		for _, it := range out.writeback {
+			if it.State == store.WritebackRefused {
+				lines = append(lines, fmt.Sprintf("%s/%s (%s): %s", it.Folder, it.Path, it.Op, it.Refused))
+			}
+		}
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
+			Summary: fmt.Sprintf("%d change(s) to the host folders cannot be written back", refused), Details: strings.Join(lines, "\n")})
+	}
+	if pending > 0 {
+		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "info",
+			Summary: fmt.Sprintf("%d change(s) to the host folders wait for your review", pending)})
+	}
+}
+
+// itemChange is a stored change as hostfolders applies it.
+func (o *Orchestrator) itemChange(it store.WritebackItem) (hostfolders.Manifest, hostfolders.Change) {
+	c := hostfolders.Change{Path: it.Path, Op: hostfolders.Op(it.Op), Refused: it.Refused}
+	if it.BeforeSize != nil {
+		c.Before = &hostfolders.Entry{Size: *it.BeforeSize, SHA256: it.BeforeSHA, Mode: os.FileMode(it.BeforeMode)}
+	}
+	if it.AfterSize != nil {
+		c.After = &hostfolders.Entry{Size: *it.AfterSize, SHA256: it.AfterSHA}
+	}
+	if it.StagedPath != "" {
+		c.Staged = filepath.Join(o.cfg.Paths.Home, filepath.FromSlash(it.StagedPath))
+	}
+	return hostfolders.Manifest{Grant: hostfolders.Grant{Name: it.Folder, Path: it.HostRoot}}, c
+}
+
+// Writeback answers a task's changes to its host folders.
+func (o *Orchestrator) Writeback(ctx context.Context, id string) ([]store.WritebackItem, error) {
+	return o.cfg.Store.WritebackItems(ctx, id)
+}
+
+// CheckWriteback says, for a pending change, how the host file changed
+// since the task started (empty if it did not).
+func (o *Orchestrator) CheckWriteback(it store.WritebackItem) string {
+	if it.State != store.WritebackPending {
+		return it.Conflict
+	}
+	m, c := o.itemChange(it)
+	root, err := os.OpenRoot(m.Path)
+	if err != nil {
+		return err.Error()
+	}
+	defer root.Close()
+	if err := hostfolders.Check(root, c); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// ResolveWriteback approves (writes to the host) or discards a task's
+// pending changes: those of itemIDs, or all. An approved change whose host
+// file changed since the task started is a conflict and is not written.
+// Once none is pending, the task gets back the status its agent ended
+// with, and its summary says what was applied.
+func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve bool, itemIDs []string) (store.Task, error) {
+	o.writebackMu.Lock()
+	defer o.writebackMu.Unlock()
+	t, err := o.cfg.Store.GetTask(ctx, id)
+	if err != nil {
+		return t, err
+	}
+	if t.Status != store.StatusWritebackReview {
+		return t, errdefs.Conflictf("task %s is %s: it has no changes waiting for review", id, t.Status)
+	}
+	items, err := o.cfg.Store.WritebackItems(ctx, id)
+	if err != nil {
+		return t, err
+	}
+	for _, want := range itemIDs {
+		if !slices.ContainsFunc(items, func(it store.WritebackItem) bool { return it.ID == want }) {
+			return t, errdefs.NotFoundf("task %s has no change %q", id, want)
+		}
+	}
+	now := time.Now().UTC()
+	var changed []store.WritebackItem
+	var applied []string
+	conflicts := 0
+	for _, it := range items {
+		if it.State != store.WritebackPending || (len(itemIDs) > 0 && !slices.Contains(itemIDs, it.ID)) {
+			continue
+		}
+		it.UpdatedAt = now
+		if !approve {
+			it.State = store.WritebackDiscarded
+		} else {
+			m, c := o.itemChange(it)
+			switch err := hostfolders.Apply(m, c); {
+			case err == nil:
+				it.State = store.WritebackApplied
+				applied = append(applied, filepath.Join(it.HostRoot, filepath.FromSlash(it.Path)))
+			case errors.Is(err, errdefs.ErrConflict):
+				it.State, it.Conflict = store.WritebackConflict, err.Error()
+				conflicts++
+			default:
+				// Not written, and still pending: the user may try again.
+				it.Conflict = err.Error()
+			}
+		}
+		changed = append(changed, it)
+	}
+	final := map[string]string{}
+	for _, it := range items {
+		final[it.ID] = it.State
+	}
+	for _, it := range changed {
+		final[it.ID] = it.State
+	}
+	left := 0
+	for _, st := range final {
+		if st == store.WritebackPending {
+			left++
+		}
+	}
+	var events []store.Event
+	switch {
+	case approve && len(applied) > 0:
+		events = append(events, store.Event{Type: "status_change", ActivityType: "info",
+			Summary: fmt.Sprintf("Wrote %d approved change(s) to the host folders", len(applied)), Details: strings.Join(applied, "\n")})
+	case !approve && len(changed) > 0:
+		events = append(events, store.Event{Type: "status_change", ActivityType: "info", Summary: fmt.Sprintf("Discarded %d change(s) to the host folders", len(changed))})
+	}
+	if conflicts > 0 {
+		var lines []string
+		for _, it := range changed {
+			if it.State == store.WritebackConflict {
+				lines = append(lines, it.Conflict)
+			}
+		}
+		events = append(events, store.Event{Type: "status_change", ActivityType: "error",
+			Summary: fmt.Sprintf("%d change(s) not written: the host files changed since the task started", conflicts), Details: strings.Join(lines, "\n")})
+	}
+	t, _, err = o.cfg.Store.UpdateTask(ctx, id, store.Update{
+		Mutate: func(t *store.Task) error {
+			if t.Status != store.StatusWritebackReview {
+				return errdefs.Conflictf("task %s is %s", id, t.Status)
+			}
+			t.AppliedWritebackPaths = append(t.AppliedWritebackPaths, applied...)
+			if left == 0 {
+				t.Status, t.EndStatus = t.EndStatus, ""
+				summary := strings.TrimSpace(deref(t.ResultSummary) + "\n\n" + writebackSummary(final))
+				t.ResultSummary = &summary
+				events = append(events, statusEvent(t.Status, "Review of the host folders done"))
+			}
+			return nil
+		},
+		Writeback: changed,
+		Events:    events,
+	})
+	if err == nil {
+		o.hub.notify(id)
+	}
+	return t, err
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// writebackSummary says what the review of a task's changes came to, from
+// their states by ID.
+func writebackSummary(final map[string]string) string {
+	n := map[string]int{}
+	for _, st := range final {
+		n[st]++
+	}
+	var parts []string
+	for _, s := range []struct{ state, words string }{
+		{store.WritebackApplied, "written to the host"}, {store.WritebackConflict, "not written (the host file had changed)"},
+		{store.WritebackDiscarded, "discarded"}, {store.WritebackRefused, "refused (links, special files or hidden paths)"},
+	} {
+		if n[s.state] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s.state], s.words))
+		}
+	}
+	return "Changes to the host folders: " + strings.Join(parts, ", ") + "."
+}
+
+// keepFolders copies a held task's copies of its host folders out of the
+// VM it gives back (stopped), to be put in the next one.
+func keepFolders(ctx context.Context, shared, carried string) error {
+	from := filepath.Join(shared, hostfolders.Sub)
+	if _, err := os.Lstat(from); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return hostfolders.Keep(ctx, from, filepath.Join(carried, hostfolders.Sub))
+}
+
+// carryFolders puts a held task's kept folders into its fresh VM.
+func carryFolders(carried, shared string) error {
+	_, err := files.CarryInto(filepath.Join(carried, hostfolders.Sub), shared, hostfolders.Sub)
+	return err
+}
