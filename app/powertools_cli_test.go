@@ -175,10 +175,11 @@ func TestReviewCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "todo.txt"), []byte("buy milk\n"), 0o644)
-	h.scripted("Tidy my notes.", append([]llmtest.Turn{
+	edits := append([]llmtest.Turn{
 		llmtest.Tool("write_file", map[string]any{"path": "folders/notes/todo.txt", "contents": "buy milk\nbuy bread\n"}),
 		llmtest.Tool("write_file", map[string]any{"path": "folders/notes/done.txt", "contents": "called mum\n"}),
-	}, llmtest.Done("Tidied.")...)...)
+	}, llmtest.Done("Tidied.")...)
+	llm := h.scripted("Tidy my notes.", edits...)
 	id := h.runTask("Tidy my notes.", "--folder", dir)
 	h.waitStatus(id, "writebackReview")
 	if show := h.ok("show", id).stdout; !strings.Contains(show, "needs you: review 2 changes to host folders") || !strings.Contains(show, dir) {
@@ -212,5 +213,30 @@ func TestReviewCommand(t *testing.T) {
 	}
 	if r := h.cli("run", "x", "--folder", filepath.Join(dir, "todo.txt")); r.code == 0 || !strings.Contains(r.stderr, "is not a folder") {
 		t.Errorf("a file as a folder: %s", r)
+	}
+
+	// The folder is gone by the time the user approves: the approval fails
+	// in words, and the change still waits (nothing is lost).
+	os.Remove(filepath.Join(dir, "done.txt"))
+	llm.Script("Tidy my notes again.", edits...)
+	id = h.runTask("Tidy my notes again.", "--folder", dir)
+	h.waitStatus(id, "writebackReview")
+	gone := dir + ".moved"
+	if err := os.Rename(dir, gone); err != nil {
+		t.Fatal(err)
+	}
+	// (todo.txt is as the first task left it: only done.txt changed.)
+	if r := h.cli("review", id, "--approve"); r.code == 0 || !strings.HasPrefix(r.stderr, "hivecrew: could not write 1 change(s) to the host folders: open host folder") {
+		t.Fatalf("approve into a missing folder: %s", r)
+	}
+	if tk := h.task(id); tk.Status != "writebackReview" || tk.PendingWriteback == nil || tk.PendingWriteback.Count != 1 {
+		t.Fatalf("after the failed approval: %s %+v", tk.Status, tk.PendingWriteback)
+	}
+	os.Rename(gone, dir)
+	if r := h.ok("review", id, "--approve", "done.txt"); !strings.Contains(r.stdout, "Changes to the host folders: 1 written to the host.") {
+		t.Fatalf("approve once the folder is back: %s", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "done.txt")); string(b) != "called mum\n" {
+		t.Errorf("done.txt = %q", b)
 	}
 }

@@ -66,7 +66,7 @@ type Snapshot struct {
 var activeStatuses = []string{"running", "paused", "waitingForVM", "queued", "planning", "planReview"}
 
 // finishedStatuses are the ends the menu tells the user about.
-var finishedStatuses = []string{"completed", "failed", "timedOut", "maxIterations", "planFailed"}
+var finishedStatuses = []string{"completed", "failed", "timedOut", "maxIterations", "planFailed", "writebackReview"}
 
 // Summarize turns the active tasks (newest first) into the menu's content
 // with at most slots agent entries: running and paused agents first, then
@@ -155,6 +155,8 @@ func Notices(before, after map[string]wire.Task, ended []wire.Task) []Notice {
 			out = append(out, Notice{t.ID, "Task completed", summaryOf(t)})
 		case "failed", "timedOut", "maxIterations", "planFailed":
 			out = append(out, Notice{t.ID, "Task " + humanStatus(t.Status), summaryOf(t)})
+		case "writebackReview":
+			out = append(out, Notice{t.ID, t.Title + ": changes to review", "Its changes to your folders wait for your review before they are written."})
 		}
 	}
 	for id, t := range after {

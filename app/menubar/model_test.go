@@ -58,18 +58,19 @@ func TestNotices(t *testing.T) {
 	before["g"] = wire.Task{ID: "g", Title: "G", Status: "planning"}
 	noPlan := "The model returned an empty plan."
 	ended := []wire.Task{{ID: "d", Title: "D", Status: "completed", ResultSummary: &sum}, {ID: "e", Title: "E", Status: "cancelled"}, {ID: "f", Title: "F", Status: "timedOut"},
-		{ID: "h", Title: "H", Status: "planFailed", ResultSummary: &noPlan}}
+		{ID: "h", Title: "H", Status: "planFailed", ResultSummary: &noPlan}, {ID: "w", Title: "W", Status: "writebackReview"}}
 	got := map[string]Notice{}
 	for _, n := range Notices(before, after, ended) {
 		got[n.TaskID] = n
 	}
-	if got["g"].Title != "G: plan ready" || got["h"].Title != "Task failed to plan" || got["h"].Body != "H: "+noPlan {
+	if got["g"].Title != "G: plan ready" || got["h"].Title != "Task failed to plan" || got["h"].Body != "H: "+noPlan ||
+		got["w"].Title != "W: changes to review" {
 		t.Fatalf("plan notices = %+v", got)
 	}
 	if again := Notices(after, after, nil); len(again) != 0 {
 		t.Fatalf("a plan still under review was notified again: %+v", again)
 	}
-	if len(got) != 6 || got["a"].Body != "Which one?" || got["c"].Body != "Allow run_shell?" || got["d"].Body != "D: Wrote the report." || got["f"].Title != "Task timed out" {
+	if len(got) != 7 || got["a"].Body != "Which one?" || got["c"].Body != "Allow run_shell?" || got["d"].Body != "D: Wrote the report." || got["f"].Title != "Task timed out" {
 		t.Fatalf("notices = %+v", got)
 	}
 	if _, ok := got["b"]; ok {

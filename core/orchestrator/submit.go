@@ -266,7 +266,7 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string) (store.Task, error)
 		OutputDirectory: old.OutputDirectory, PlanFirst: old.PlanFirst, TemplateID: old.TemplateID,
 		TimeoutMinutes: old.TimeoutMinutes, MaxIterations: old.MaxIterations, NetworkMode: old.NetworkMode,
 		ToolPolicy: old.ToolPolicy, AllowHosts: old.AllowHosts, ReasoningEnabled: old.ReasoningEnabled, BudgetUSD: old.BudgetUSD, BudgetTokens: old.BudgetTokens,
-		SkillNames:      old.SkillNames,
+		SkillNames: old.SkillNames, HostFolders: old.HostFolders,
 		ReasoningEffort: old.ReasoningEffort, RerunOfID: &oldID,
 	}
 	return o.queue(ctx, t, srcs, false)

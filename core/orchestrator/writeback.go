@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -226,7 +227,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 	}
 	now := time.Now().UTC()
 	var changed []store.WritebackItem
-	var applied []string
+	var applied, failures []string
 	conflicts := 0
 	for _, it := range items {
 		if it.State != store.WritebackPending || (len(itemIDs) > 0 && !slices.Contains(itemIDs, it.ID)) {
@@ -246,7 +247,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 				conflicts++
 			default:
 				// Not written, and still pending: the user may try again.
-				it.Conflict = err.Error()
+				failures = append(failures, err.Error())
 			}
 		}
 		changed = append(changed, it)
@@ -282,6 +283,10 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 		events = append(events, store.Event{Type: "status_change", ActivityType: "error",
 			Summary: fmt.Sprintf("%d change(s) not written: the host files changed since the task started", conflicts), Details: strings.Join(lines, "\n")})
 	}
+	if len(failures) > 0 {
+		events = append(events, store.Event{Type: "status_change", ActivityType: "error",
+			Summary: fmt.Sprintf("Could not write %d change(s) to the host folders", len(failures)), Details: strings.Join(failures, "\n")})
+	}
 	t, _, err = o.cfg.Store.UpdateTask(ctx, id, store.Update{
 		Mutate: func(t *store.Task) error {
 			if t.Status != store.StatusWritebackReview {
@@ -289,7 +294,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 			}
 			t.AppliedWritebackPaths = append(t.AppliedWritebackPaths, applied...)
 			if left == 0 {
-				t.Status, t.EndStatus = t.EndStatus, ""
+				t.Status, t.EndStatus = cmp.Or(t.EndStatus, store.StatusCompleted), ""
 				summary := strings.TrimSpace(deref(t.ResultSummary) + "\n\n" + writebackSummary(final))
 				t.ResultSummary = &summary
 				events = append(events, statusEvent(t.Status, "Review of the host folders done"))
@@ -299,10 +304,15 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 		Writeback: changed,
 		Events:    events,
 	})
-	if err == nil {
-		o.hub.notify(id)
+	if err != nil {
+		return t, err
 	}
-	return t, err
+	o.hub.notify(id)
+	if len(failures) > 0 {
+		// Said to whoever approved; the changes stay pending.
+		return t, errdefs.Unavailablef("could not write %d change(s) to the host folders: %s", len(failures), strings.Join(failures, "; "))
+	}
+	return t, nil
 }
 
 func deref(s *string) string {

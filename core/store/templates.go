@@ -89,7 +89,9 @@ type Trace struct {
 func (s *Store) TracesEndedBefore(ctx context.Context, t time.Time, limit int) ([]Trace, error) {
 	var terminal []TaskStatus
 	for _, st := range TaskStatuses {
-		if st.Terminal() {
+		// A task whose changes wait for review keeps its session: the
+		// agent's versions of the files are kept there.
+		if st.Terminal() && st != StatusWritebackReview {
 			terminal = append(terminal, st)
 		}
 	}

@@ -12,7 +12,7 @@ export class ApiError extends Error {
 }
 
 /** Terminal task statuses. */
-export const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timedOut', 'maxIterations', 'planFailed']);
+export const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timedOut', 'maxIterations', 'planFailed', 'writebackReview']);
 /** Statuses of tasks that hold (or wait for) an agent, or whose plan is being written or reviewed. */
 export const ACTIVE = ['queued', 'planning', 'planReview', 'waitingForVM', 'running', 'paused'];
 /** Statuses of a plan-first task before its plan is approved (no VM yet). */
@@ -22,6 +22,7 @@ const STATUS_LABELS = {
   queued: 'Queued', planning: 'Planning…', planReview: 'Plan review', waitingForVM: 'Waiting for VM',
   running: 'Running', paused: 'Paused', completed: 'Completed', failed: 'Failed', cancelled: 'Cancelled',
   timedOut: 'Timed out', maxIterations: 'Step limit reached', planFailed: 'Plan failed',
+  writebackReview: 'Changes to review',
 };
 
 export function statusLabel(s) { return STATUS_LABELS[s] || s; }

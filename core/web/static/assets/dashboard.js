@@ -262,6 +262,7 @@ async function submitTask(e) {
     if (v) fd.append(name, v);
   }
   if ($('#task-plan-first').checked) fd.append('planFirst', 'true');
+  for (const dir of $('#task-folders').value.split('\n').map((l) => l.trim()).filter((l) => l)) fd.append('hostFolders', dir);
   const policy = {};
   for (const s of document.querySelectorAll('#tool-policy select')) {
     if (s.value) policy[s.dataset.tool] = s.value;

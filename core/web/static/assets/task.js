@@ -4,7 +4,7 @@
 // takeover: while the user is in control, pointer and keyboard events on
 // the live screen go to the guest in its logical points.
 import {
-  ApiError, PLAN_STATES, TERMINAL, $, badge, elapsed, every, fileList, fill, fmtClock, fmtCost, fmtDuration, fmtTokens, get, h,
+  ApiError, PLAN_STATES, TERMINAL, $, badge, elapsed, every, fileList, fill, fmtBytes, fmtClock, fmtCost, fmtDuration, fmtTokens, get, h,
   initChrome, isKillShortcut, patch, post, report, seg, statusLabel, taskIdFromPath, toast,
 } from './common.js';
 
@@ -89,10 +89,13 @@ function render() {
     const res = $('#result');
     // A failed plan has its own panel: no agent ran, nothing to replay.
     res.hidden = t.status === 'planFailed';
-    res.classList.toggle('bad', t.wasSuccessful === false || t.status !== 'completed');
+    // A task whose changes wait for review ended as its endStatus says.
+    const ended = t.status === 'writebackReview' ? t.endStatus : t.status;
+    res.classList.toggle('bad', t.wasSuccessful === false || ended !== 'completed');
     $('#result-summary').textContent = t.resultSummary || statusLabel(t.status);
     fill($('#output-files'), fileList(id, t.outputFiles, 'output'));
     $('#replay-link').href = `/tasks/${seg(id)}/replay`;
+    loadReview(t);
     if (events) {
       events.close();
       events = null;
@@ -108,6 +111,101 @@ function renderSubagents(list) {
   fill($('#subagents'), list.map((c) => h('li', { 'data-subagent': c.id },
     h('a', { href: `/tasks/${seg(c.id)}` }, c.title), ' ', badge(c.status))));
 }
+
+// ---- Review of the changes to host folders --------------------------------------
+
+const OPS = { added: 'Added', modified: 'Changed', deleted: 'Deleted' };
+let reviewShown = '';
+
+async function loadReview(t) {
+  const panel = $('#review');
+  if (t.status !== 'writebackReview') {
+    panel.hidden = true;
+    return;
+  }
+  let rev;
+  try {
+    rev = await get(`${path}/writeback`);
+  } catch (err) {
+    report(err);
+    return;
+  }
+  if (!rev) {
+    panel.hidden = true;
+    return;
+  }
+  // Redrawn only when something changed (a diff the user scrolls stays put).
+  const key = JSON.stringify(rev);
+  if (key === reviewShown) return;
+  reviewShown = key;
+  panel.hidden = false;
+  const pending = rev.items.filter((it) => it.state === 'pending');
+  $('#review-approve-all').disabled = pending.length === 0;
+  $('#review-discard-all').disabled = pending.length === 0;
+  $('#review-status').textContent = `${pending.length} of ${rev.items.length} waiting${rev.hasConflicts ? '; some are in conflict' : ''}`;
+  fill($('#review-items'), rev.items.map(changeItem));
+}
+
+function changeItem(it) {
+  const fileURL = (side) => `${base}/writeback/${seg(it.id)}/file?side=${side}`;
+  const sizes = [it.sizeBefore, it.sizeAfter].filter((n) => n !== undefined && n !== null).map(fmtBytes).join(' → ');
+  let why = null;
+  if (it.refused) why = `Not written: ${it.refused}`;
+  else if (it.hasConflict) why = `Conflict: ${it.conflictReason}`;
+  const li = h('li', { 'data-change': it.path, 'data-state': it.state },
+    h('div', { class: 'change-head' },
+      h('span', { class: 'badge' }, OPS[it.op] || it.op), h('code', null, it.destinationPath),
+      sizes ? h('span', { class: 'muted' }, sizes) : null,
+      it.state !== 'pending' && it.state !== 'conflict' ? h('span', { class: 'done' }, it.state) : null),
+    why ? h('p', { class: 'why' }, why) : null);
+  if (it.diffPreview) li.append(diffView(it.diffPreview));
+  else if (it.stagedPreview !== undefined) {
+    // Text without a diff (the host file changed): the agent's version.
+    li.append(h('details', null, h('summary', null, "The agent's version"), h('pre', { class: 'diff' }, it.stagedPreview)));
+  } else if (it.kind === 'image' && !it.refused) {
+    li.append(h('div', { class: 'image-pair' },
+      it.op !== 'added' && !it.hasConflict ? h('figure', null, h('img', { src: fileURL('before'), alt: `${it.path} before` }), h('figcaption', null, 'Before')) : null,
+      it.op !== 'deleted' ? h('figure', null, h('img', { src: fileURL('after'), alt: `${it.path} after` }), h('figcaption', null, 'After')) : null));
+  } else if (it.op !== 'deleted' && !it.refused) {
+    li.append(h('p', { class: 'muted' }, 'A binary file: ', h('a', { href: fileURL('after') }, 'download the new version'), '.'));
+  }
+  if (it.state === 'pending') {
+    li.append(h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'small primary', 'aria-label': `Approve ${it.path}`, disabled: it.hasConflict, onclick: () => decide(true, [it.id]) }, 'Approve'),
+      h('button', { type: 'button', class: 'small', 'aria-label': `Discard ${it.path}`, onclick: () => decide(false, [it.id]) }, 'Discard')));
+  }
+  return li;
+}
+
+/** A unified diff, its added and removed lines marked. */
+function diffView(diff) {
+  return h('pre', { class: 'diff' }, diff.split('\n').map((line) => {
+    const cls = line.startsWith('@@') ? 'hunk' : line.startsWith('+') && !line.startsWith('+++') ? 'add' : line.startsWith('-') && !line.startsWith('---') ? 'del' : null;
+    return [cls ? h('span', { class: cls }, line) : line, '\n'];
+  }));
+}
+
+async function decide(approve, itemIds) {
+  const buttons = [...document.querySelectorAll('#review button')];
+  for (const b of buttons) b.disabled = true;
+  try {
+    task = await patch(path, { action: approve ? 'approve_writeback' : 'discard_writeback', itemIds });
+    reviewShown = '';
+    toast(approve ? 'Written to your folder.' : 'Discarded.');
+    render();
+  } catch (err) {
+    report(err);
+    reviewShown = '';
+    loadReview(task);
+  }
+}
+
+$('#review-approve-all').addEventListener('click', () => decide(true, undefined));
+// Back in the window: the host files may have changed meanwhile (conflicts).
+window.addEventListener('focus', () => { if (task) loadReview(task); });
+$('#review-discard-all').addEventListener('click', () => {
+  if (confirm('Discard every change the agent made to your folders?')) decide(false, undefined);
+});
 
 // ---- Save as skill ------------------------------------------------------------
 
