@@ -56,6 +56,7 @@ func commands() []command {
 		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},
 		{"credentials", "add|ls|rm ...", "manage logins the agent types without seeing them", cmdCredentials},
 		{"mcp", "add|ls|check|on|off|rm ...", "manage the MCP servers whose tools the agent is offered", cmdMCP},
+		{"webhooks", "add|ls|test|rm ...", "manage the webhooks told when a task ends or needs you", cmdWebhooks},
 		{"skills", "ls|show|import|on|off|rm|draft ...", "manage the skill library", cmdSkills},
 		{"templates", "ls|create|seal|edit|default|rm|log ...", "build and manage VM templates", cmdTemplates},
 		{"vms", "ls|stop|rm|rebuild ...", "list, stop and rebuild VMs", cmdVMs},

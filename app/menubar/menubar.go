@@ -12,6 +12,7 @@ import (
 	"fyne.io/systray"
 
 	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -24,6 +25,7 @@ type Client interface {
 	TaskAction(ctx context.Context, id string, a wire.TaskAction) (wire.Task, error)
 	StopAll(ctx context.Context) (wire.StopAll, error)
 	LoginLink(ctx context.Context) (wire.LoginLink, error)
+	Settings(ctx context.Context) (config.Settings, error)
 }
 
 // Config configures the menu. Client, Open and Log are required.
@@ -353,7 +355,16 @@ func (m *Menu) refresh() {
 	if before == nil {
 		return // the first view: nothing has changed yet
 	}
-	for _, n := range Notices(before, now, ended) {
+	all := Notices(before, now, ended)
+	if len(all) == 0 {
+		return
+	}
+	// Only those the user wants (all when the settings cannot be read).
+	wanted := config.NotifyEventNames
+	if s, err := m.cfg.Client.Settings(ctx); err == nil {
+		wanted = s.NotifyEvents
+	}
+	for _, n := range Wanted(all, wanted) {
 		m.notify(n.Title, n.Body)
 	}
 }

@@ -10,8 +10,10 @@ package menubar
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -141,49 +143,53 @@ func plural(n int, word string) string {
 type Notice struct {
 	TaskID      string
 	Title, Body string
+	// Event is what it tells, one of config.NotifyEventNames.
+	Event string
 }
 
 // Notices compares two successive views of the tasks the menu watched and
-// returns what to tell the user: a task that completed or failed, and a new
-// question or permission request. ended holds the final state of tasks that
-// left the active list (fetched by the caller).
+// returns what to tell the user: a task that completed or failed, a plan
+// or changes to review, and a new question or permission request. ended
+// holds the final state of tasks that left the active list (fetched by the
+// caller).
 func Notices(before, after map[string]wire.Task, ended []wire.Task) []Notice {
 	var out []Notice
+	add := func(n Notice) { out = append(out, n) }
 	for _, t := range ended {
 		switch t.Status {
 		case "completed":
-			out = append(out, Notice{t.ID, "Task completed", summaryOf(t)})
+			add(Notice{t.ID, "Task completed", summaryOf(t), config.NotifyCompleted})
 		case "failed", "timedOut", "maxIterations", "planFailed":
-			out = append(out, Notice{t.ID, "Task " + humanStatus(t.Status), summaryOf(t)})
+			add(Notice{t.ID, "Task " + wire.EndWords(t.Status), summaryOf(t), config.NotifyFailed})
 		case "writebackReview":
-			out = append(out, Notice{t.ID, t.Title + ": changes to review", "Its changes to your folders wait for your review before they are written."})
+			add(Notice{t.ID, t.Title + ": changes to review", "Its changes to your folders wait for your review before they are written.", config.NotifyReview})
 		}
 	}
 	for id, t := range after {
 		prev := before[id]
 		if t.Status == "planReview" && prev.Status != "planReview" {
-			out = append(out, Notice{id, t.Title + ": plan ready", "Open the task to approve, edit or cancel its plan."})
+			add(Notice{id, t.Title + ": plan ready", "Open the task to approve, edit or cancel its plan.", config.NotifyPlan})
 		}
 		if q := t.PendingQuestion; q != nil && (prev.PendingQuestion == nil || prev.PendingQuestion.ID != q.ID) {
-			out = append(out, Notice{id, t.Title + " asks", q.Question})
+			add(Notice{id, t.Title + " asks", q.Question, config.NotifyQuestion})
 		}
 		if p := t.PendingPermission; p != nil && (prev.PendingPermission == nil || prev.PendingPermission.ID != p.ID) {
-			out = append(out, Notice{id, t.Title + " needs your approval", "Allow " + p.ToolName + "?"})
+			add(Notice{id, t.Title + " needs your approval", "Allow " + p.ToolName + "?", config.NotifyPermission})
 		}
 	}
 	return out
 }
 
-func humanStatus(s string) string {
-	switch s {
-	case "timedOut":
-		return "timed out"
-	case "maxIterations":
-		return "stopped at its step limit"
-	case "planFailed":
-		return "failed to plan"
+// Wanted returns the notices of the events the user wants (the setting
+// notifyEvents).
+func Wanted(ns []Notice, events []string) []Notice {
+	var out []Notice
+	for _, n := range ns {
+		if slices.Contains(events, n.Event) {
+			out = append(out, n)
+		}
 	}
-	return s
+	return out
 }
 
 func summaryOf(t wire.Task) string {

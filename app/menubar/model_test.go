@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"testing"
 
+	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -78,6 +79,27 @@ func TestNotices(t *testing.T) {
 	}
 	if _, ok := got["e"]; ok {
 		t.Fatal("a task the user cancelled was notified")
+	}
+
+	// Only the events the user wants (notifyEvents).
+	all := Notices(before, after, ended)
+	if n := Wanted(all, config.NotifyEventNames); len(n) != len(all) {
+		t.Fatalf("all events wanted: %d of %d notices", len(n), len(all))
+	}
+	if n := Wanted(all, nil); len(n) != 0 {
+		t.Fatalf("no event wanted: %+v", n)
+	}
+	some := map[string]Notice{}
+	for _, n := range Wanted(all, []string{config.NotifyQuestion, config.NotifyFailed}) {
+		some[n.TaskID] = n
+	}
+	if len(some) != 3 || some["a"].Body != "Which one?" || some["f"].Title != "Task timed out" || some["h"].Title != "Task failed to plan" {
+		t.Fatalf("questions and failures only: %+v", some)
+	}
+	for _, n := range Wanted(all, []string{config.NotifyCompleted, config.NotifyPermission, config.NotifyPlan, config.NotifyReview}) {
+		if n.TaskID == "a" || n.TaskID == "f" || n.TaskID == "h" {
+			t.Fatalf("a notice of an event turned off: %+v", n)
+		}
 	}
 }
 

@@ -94,7 +94,14 @@ type Config struct {
 	// StepUpWindow is how long after its login link a web session may
 	// change API keys, providers and safety settings (default 10 minutes).
 	StepUpWindow time.Duration
-	Log          *slog.Logger
+	// Webhooks, if set, sends test notices (POST /webhooks/:id/test).
+	Webhooks WebhookTester
+	Log      *slog.Logger
+}
+
+// WebhookTester sends a webhook a test notice; *webhooks.Sender is one.
+type WebhookTester interface {
+	Test(ctx context.Context, id string) (int, error)
 }
 
 // API is the REST API.
@@ -207,6 +214,10 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("PATCH /api/v1/mcp-servers/{id}", a.updateMCPServer)
 	h("DELETE /api/v1/mcp-servers/{id}", a.deleteMCPServer)
 	h("POST /api/v1/mcp-servers/{id}/check", a.checkMCPServer)
+	h("GET /api/v1/webhooks", a.listWebhooks)
+	h("POST /api/v1/webhooks", a.createWebhook)
+	h("DELETE /api/v1/webhooks/{id}", a.deleteWebhook)
+	h("POST /api/v1/webhooks/{id}/test", a.testWebhook)
 	// Templates, VMs, system.
 	a.templateRoutes(h)
 	h("GET /api/v1/vms", a.listVMs)

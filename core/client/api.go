@@ -594,6 +594,30 @@ func (c *Client) RemoveMCPServer(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/api/v1/mcp-servers/"+esc(id), nil, nil)
 }
 
+// Webhooks lists the webhooks (their addresses redacted, never their
+// secrets).
+func (c *Client) Webhooks(ctx context.Context) ([]wire.Webhook, error) {
+	var l wire.WebhookList
+	return l.Webhooks, c.call(ctx, http.MethodGet, "/api/v1/webhooks", nil, &l)
+}
+
+// AddWebhook adds a webhook.
+func (c *Client) AddWebhook(ctx context.Context, in wire.WebhookInput) (wire.Webhook, error) {
+	var w wire.Webhook
+	return w, c.call(ctx, http.MethodPost, "/api/v1/webhooks", in, &w)
+}
+
+// TestWebhook sends a webhook (by ID or name) a test notice.
+func (c *Client) TestWebhook(ctx context.Context, id string) (wire.WebhookTest, error) {
+	var r wire.WebhookTest
+	return r, c.call(ctx, http.MethodPost, "/api/v1/webhooks/"+esc(id)+"/test", nil, &r)
+}
+
+// RemoveWebhook removes a webhook (by ID or name) and its secret.
+func (c *Client) RemoveWebhook(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/webhooks/"+esc(id), nil, nil)
+}
+
 // Skills lists the skill library.
 func (c *Client) Skills(ctx context.Context) (wire.SkillList, error) {
 	var l wire.SkillList

@@ -246,9 +246,29 @@ type Settings struct {
 	// prefix), in US dollars per million tokens.
 	ModelPrices map[string]ModelPrice `json:"modelPrices"`
 
+	// NotifyEvents are the notifications the menu bar and the open web
+	// page show (NotifyEventNames); none: no notification.
+	NotifyEvents []string `json:"notifyEvents"`
+
 	// Advanced.
 	DebugLogging bool `json:"debugLogging"`
 }
+
+// Notification events of NotifyEvents.
+const (
+	NotifyCompleted  = "completed"
+	NotifyFailed     = "failed" // also timed out, out of steps, failed to plan
+	NotifyQuestion   = "question"
+	NotifyPermission = "permission"
+	NotifyPlan       = "plan"   // a plan waits for approval
+	NotifyReview     = "review" // changes to host folders wait for review
+)
+
+// NotifyEventNames lists the notification events.
+var NotifyEventNames = []string{NotifyCompleted, NotifyFailed, NotifyQuestion, NotifyPermission, NotifyPlan, NotifyReview}
+
+// Notifies reports whether the user wants notifications of event.
+func (s Settings) Notifies(event string) bool { return slices.Contains(s.NotifyEvents, event) }
 
 // ModelPrice is a model's price in US dollars per million tokens.
 type ModelPrice struct {
@@ -290,6 +310,7 @@ func Defaults(goos, userHome string) Settings {
 		ReleasePausedVMMinutes: 10,
 		TraceRetentionDays:     0,
 		KillSwitchShortcut:     shortcut,
+		NotifyEvents:           slices.Clone(NotifyEventNames),
 	}
 }
 
@@ -297,6 +318,10 @@ func Defaults(goos, userHome string) Settings {
 func (s Settings) Clone() Settings {
 	s.ToolPolicy = maps.Clone(s.ToolPolicy)
 	s.ModelPrices = maps.Clone(s.ModelPrices)
+	// A patch decodes lists into the copy's arrays: they are its own.
+	s.NotifyEvents = slices.Clone(s.NotifyEvents)
+	s.TextOnlyModels = slices.Clone(s.TextOnlyModels)
+	s.EgressAllowHosts = slices.Clone(s.EgressAllowHosts)
 	return s
 }
 
@@ -373,6 +398,13 @@ func (s Settings) Validate() error {
 			errs = append(errs, fmt.Errorf("modelPrices: %q needs a model id and prices of zero or more", model))
 		}
 	}
+	for i, e := range s.NotifyEvents {
+		if !slices.Contains(NotifyEventNames, e) {
+			errs = append(errs, fmt.Errorf("notifyEvents: unknown event %q (known: %s)", e, strings.Join(NotifyEventNames, ", ")))
+		} else if slices.Index(s.NotifyEvents, e) < i {
+			errs = append(errs, fmt.Errorf("notifyEvents: %q is given twice", e))
+		}
+	}
 	if !shortcutPattern.MatchString(s.KillSwitchShortcut) {
 		errs = append(errs, fmt.Errorf("killSwitchShortcut %q is not of the form modifier+...+key (e.g. ctrl+shift+escape)", s.KillSwitchShortcut))
 	}
@@ -412,6 +444,9 @@ func (s Settings) Patch(patch []byte) (Settings, error) {
 	}
 	if out.TextOnlyModels == nil {
 		out.TextOnlyModels = []string{}
+	}
+	if out.NotifyEvents == nil {
+		out.NotifyEvents = []string{}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,5 +135,38 @@ func TestPolicyMeansWhatItSays(t *testing.T) {
 	}
 	if _, err := base.Patch([]byte(`{"toolPolicy": {"shutdown": "allow"}}`)); err == nil || !strings.Contains(err.Error(), `unknown tool "shutdown"`) {
 		t.Fatalf("an unknown tool was accepted: %v", err)
+	}
+}
+
+// TestNotifyEvents: every notification is on by default; a patch turns
+// some off without touching the settings it was applied to; [] and null
+// are none; an unknown or repeated event, or a string, is refused.
+func TestNotifyEvents(t *testing.T) {
+	base := Defaults("linux", "/home/ada")
+	for _, e := range NotifyEventNames {
+		if !base.Notifies(e) {
+			t.Fatalf("%s is off by default", e)
+		}
+	}
+	got, err := base.Patch([]byte(`{"notifyEvents": ["question"]}`))
+	if err != nil || !got.Notifies(NotifyQuestion) || got.Notifies(NotifyCompleted) || len(got.NotifyEvents) != 1 {
+		t.Fatalf("patched: %v %v", got.NotifyEvents, err)
+	}
+	if !slices.Equal(base.NotifyEvents, NotifyEventNames) {
+		t.Fatalf("Patch changed its receiver's notifyEvents: %v", base.NotifyEvents)
+	}
+	for _, none := range []string{`{"notifyEvents": []}`, `{"notifyEvents": null}`} {
+		if got, err := base.Patch([]byte(none)); err != nil || got.NotifyEvents == nil || len(got.NotifyEvents) != 0 {
+			t.Fatalf("%s: %#v %v", none, got.NotifyEvents, err)
+		}
+	}
+	for patch, want := range map[string]string{
+		`{"notifyEvents": ["finished"]}`:         `unknown event "finished"`,
+		`{"notifyEvents": ["failed", "failed"]}`: `"failed" is given twice`,
+		`{"notifyEvents": "completed"}`:          "notifyEvents",
+	} {
+		if _, err := base.Patch([]byte(patch)); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Patch(%s) = %v, want an invalid error mentioning %q", patch, err, want)
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/version"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/web"
+	"github.com/hivecrew/hivecrew/core/webhooks"
 )
 
 // core is what the helper runs once the store is open: the VM backend and
@@ -188,8 +189,12 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 		}
 		return v, nil
 	}
+	hooks, err := webhooks.New(webhooks.Config{Hooks: webhookLoader(st, sec), Log: log, Backoff: cfg.WebhookBackoff})
+	if err != nil {
+		return nil, err
+	}
 	orch, err := orchestrator.New(orchestrator.Config{Store: st, Pool: p, Paths: cfg.Paths, Settings: h.get, APIKey: apiKey, Secret: sec.Get,
-		Log: log, LLMBackoff: cfg.LLMBackoff})
+		Log: log, LLMBackoff: cfg.LLMBackoff, Notify: func(n orchestrator.Notice) { hooks.Notify(webhookPayload(n)) }})
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +211,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
 		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
 		LLMBackoff: cfg.LLMBackoff, StepUpWindow: cfg.WebStepUp, MaxUploadBytes: cfg.MaxUploadBytes, Web: web.Handler(), Log: log,
-		Templates: tm})
+		Templates: tm, Webhooks: hooks})
 	if err != nil {
 		tm.Close()
 		return nil, err
@@ -216,6 +221,14 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Add(3)
+	// Webhooks are delivered until the agents have stopped (their last
+	// notices are queued by then), and given up with the helper.
+	hooksCtx, hooksCancel := context.WithCancel(context.WithoutCancel(ctx))
+	hooksDone := make(chan struct{})
+	go func() {
+		defer close(hooksDone)
+		hooks.Run(hooksCtx)
+	}()
 	go func() {
 		defer wg.Done()
 		if err := p.Run(runCtx); err != nil && runCtx.Err() == nil {
@@ -244,6 +257,8 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 		tm.Close()
 		cancel()
 		<-orchDone
+		hooksCancel()
+		<-hooksDone
 		dctx, dcancel := context.WithTimeout(context.Background(), drain)
 		defer dcancel()
 		err := p.Close(dctx)

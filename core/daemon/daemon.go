@@ -77,6 +77,8 @@ type Config struct {
 	Backend vm.Backend
 	// LLMBackoff is the first retry wait of LLM calls; default 1 s.
 	LLMBackoff time.Duration
+	// WebhookBackoff is the first retry wait of webhooks; default 1 s.
+	WebhookBackoff time.Duration
 	// WebStepUp is how long after its login link a web session may change
 	// API keys, providers and safety settings; default 10 minutes.
 	WebStepUp time.Duration

@@ -48,6 +48,9 @@ type Config struct {
 	LLMBackoff time.Duration
 	// Now is the clock of schedules; default time.Now.
 	Now func() time.Time
+	// Notify, if set, is told of ended tasks, questions, permission
+	// requests and reviews (webhooks); it must not block.
+	Notify func(Notice)
 }
 
 // Causes a run ends with besides the agent's own.

@@ -572,6 +572,7 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 	})
 	if err == nil {
 		o.hub.notify(id)
+		o.noticeEnd(t)
 	}
 	return t, err
 }
@@ -646,13 +647,19 @@ func (o *Orchestrator) changed(r *run) func() {
 				if len(q.Options) > 0 {
 					kind = "multipleChoice"
 				}
-				if err := o.cfg.Store.SaveQuestion(background(), store.Question{ID: q.ID, TaskID: r.id, Kind: kind, Question: q.Text, Options: q.Options, CreatedAt: q.Created}); err != nil {
+				sq := store.Question{ID: q.ID, TaskID: r.id, Kind: kind, Question: q.Text, Options: q.Options, CreatedAt: q.Created}
+				if err := o.cfg.Store.SaveQuestion(background(), sq); err != nil {
 					o.cfg.Log.Error("save question", "task", r.id, "err", err)
+				} else {
+					defer o.noticeAsk(r.id, &sq, nil)
 				}
 			}
 			if p != nil && r.firstSave("p"+p.ID) {
-				if err := o.cfg.Store.SavePermission(background(), store.PermissionRequest{ID: p.ID, TaskID: r.id, ToolName: p.Tool, Details: p.Details, CreatedAt: p.Created}); err != nil {
+				sp := store.PermissionRequest{ID: p.ID, TaskID: r.id, ToolName: p.Tool, Details: p.Details, CreatedAt: p.Created}
+				if err := o.cfg.Store.SavePermission(background(), sp); err != nil {
 					o.cfg.Log.Error("save permission request", "task", r.id, "err", err)
+				} else {
+					defer o.noticeAsk(r.id, nil, &sp)
 				}
 			}
 		}

@@ -370,6 +370,24 @@ type MCPServer struct {
 // SecretRef names the server's environment and headers in the secret store.
 func (m MCPServer) SecretRef() string { return "mcp/" + m.ID }
 
+// Webhook is an address told of task events (core/webhooks). Its signing
+// secret, if any, is in the secret store under SecretRef.
+type Webhook struct {
+	ID   string `gorm:"primaryKey"`
+	Name string `gorm:"not null;uniqueIndex"`
+	URL  string `gorm:"not null"`
+	// Format is json, slack or discord.
+	Format string `gorm:"not null"`
+	// Events it is sent; none: all.
+	Events    []string  `gorm:"serializer:json"`
+	HasSecret bool      `gorm:"not null"`
+	Enabled   bool      `gorm:"not null"`
+	CreatedAt time.Time `gorm:"not null"`
+}
+
+// SecretRef names the webhook's signing secret in the secret store.
+func (w Webhook) SecretRef() string { return "webhook/" + w.ID }
+
 // Schedule creates tasks at a time or on a recurrence.
 type Schedule struct {
 	ID              string `gorm:"primaryKey"`

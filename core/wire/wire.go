@@ -574,6 +574,47 @@ type MCPServerCheck struct {
 	Error string   `json:"error,omitempty"`
 }
 
+// Webhook is an address told of task events (extension). Its URL is
+// answered with its path and query hidden (a Slack or Discord address is
+// itself a secret), and its signing secret never.
+type Webhook struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// Format is json, slack or discord.
+	Format string `json:"format"`
+	// Events it is sent (task.ended, task.question, task.permission,
+	// task.review); empty: all.
+	Events    []string  `json:"events"`
+	HasSecret bool      `json:"hasSecret"`
+	Enabled   bool      `json:"enabled"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// WebhookList is the answer of GET /webhooks.
+type WebhookList struct {
+	Webhooks []Webhook `json:"webhooks"`
+}
+
+// WebhookInput is the body of POST /webhooks. Secret is write-only.
+type WebhookInput struct {
+	Name    string   `json:"name"`
+	URL     string   `json:"url"`
+	Format  string   `json:"format,omitempty"`
+	Events  []string `json:"events,omitempty"`
+	Secret  string   `json:"secret,omitempty"`
+	Enabled *bool    `json:"enabled,omitempty"`
+}
+
+// WebhookTest is the answer of POST /webhooks/:id/test: the receiver's
+// answer, or why there was none.
+type WebhookTest struct {
+	OK bool `json:"ok"`
+	// Status is the HTTP status it answered (0: none).
+	Status int    `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
 // ProviderInput is the body of POST /providers and PATCH /providers/:id
 // (all fields optional there). APIKey is write-only. The Clear fields
 // (PATCH) remove the key, the base URL or the organization.
@@ -845,4 +886,18 @@ func TitleFrom(description string) string {
 	}
 	r := []rune(line)
 	return strings.TrimSpace(string(r[:maxTitleRunes-1])) + "…"
+}
+
+// EndWords says a task's terminal status as people say it ("timed out",
+// "stopped at its step limit").
+func EndWords(status string) string {
+	switch status {
+	case "timedOut":
+		return "timed out"
+	case "maxIterations":
+		return "stopped at its step limit"
+	case "planFailed":
+		return "failed to plan"
+	}
+	return status
 }

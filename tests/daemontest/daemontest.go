@@ -61,7 +61,7 @@ func NewHome(t testing.TB) string {
 // StartAt runs a helper on the data directory home and returns once it has
 // printed its banner, that is once it is ready. mutate, if not nil, changes
 // the configuration before the start: Addr 127.0.0.1:0, PrintAPIKey, a new
-// fake backend, 1 ms LLM backoff, logs discarded (Stdout, the banner, must
+// fake backend, 1 ms LLM backoff, 10 ms webhook backoff, logs discarded (Stdout, the banner, must
 // stay).
 func StartAt(t testing.TB, home string, mutate func(*daemon.Config)) *Helper {
 	t.Helper()
@@ -69,7 +69,7 @@ func StartAt(t testing.TB, home string, mutate func(*daemon.Config)) *Helper {
 	banner, w := io.Pipe()
 	cfg := daemon.Config{
 		Paths: h.Paths, Addr: "127.0.0.1:0", PrintAPIKey: true, Stdout: w, Backend: fake.New(fake.Options{}),
-		LLMBackoff: time.Millisecond, Log: slog.New(slog.DiscardHandler),
+		LLMBackoff: time.Millisecond, WebhookBackoff: 10 * time.Millisecond, Log: slog.New(slog.DiscardHandler),
 	}
 	if mutate != nil {
 		mutate(&cfg)

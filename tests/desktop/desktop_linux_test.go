@@ -312,11 +312,25 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	if _, err := h.Unix.TaskAction(context.Background(), ids[2], wire.TaskAction{Action: "cancel"}); err != nil {
 		t.Fatal(err)
 	}
-	finished, err := h.Unix.CreateTask(context.Background(), wire.CreateTask{Description: "Finish quickly"})
-	if err != nil {
-		t.Fatal(err)
+	finish := func(description string) {
+		finished, err := h.Unix.CreateTask(context.Background(), wire.CreateTask{Description: description})
+		if err != nil {
+			t.Fatal(err)
+		}
+		daemontest.WaitTask(t, h.Unix, finished.ID, "completed", 20*time.Second, func(t wire.Task) bool { return t.Status == "completed" })
 	}
-	daemontest.WaitTask(t, h.Unix, finished.ID, "completed", 20*time.Second, func(t wire.Task) bool { return t.Status == "completed" })
+	notify := func(events ...string) {
+		if _, err := h.Unix.PatchSettings(context.Background(), map[string]any{"notifyEvents": events}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// With completed tasks turned off in Settings (notifyEvents), one that
+	// completes is not notified; turned on again, the next one is.
+	notify("failed", "question")
+	finish("Finish unnoticed")
+	time.Sleep(time.Second) // ten of the menu's polls: it has seen the end
+	notify("completed")
+	finish("Finish quickly")
 	deadline = time.Now().Add(5 * time.Second)
 	for !strings.Contains(notes.all(), "Task completed: Finish quickly") {
 		if time.Now().After(deadline) {
@@ -326,6 +340,9 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	}
 	if strings.Contains(notes.all(), "Quick one") {
 		t.Fatalf("a task the user cancelled was notified: %q", notes.all())
+	}
+	if strings.Contains(notes.all(), "Finish unnoticed") {
+		t.Fatalf("a completed task was notified with completed turned off: %q", notes.all())
 	}
 	click(t, menu, byLabel["Stop All Agents  Ctrl+Shift+Esc"].id)
 	expectCancelled(t, h, ids[:2])
