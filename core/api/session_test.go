@@ -69,7 +69,7 @@ func (h *helper) as(cookie *http.Cookie, token, method, path string, body any) (
 // (listed from the router, so a route added later is covered); with the
 // token but after the step-up window it can neither mint a key nor
 // change a provider's key or address, nor a safety setting, nor widen a
-// task's egress allowlist.
+// task's egress allowlist, nor add or test a webhook.
 func TestStolenCookieIsNotAKey(t *testing.T) {
 	h := startHelper(t, func(c *daemon.Config) { c.WebStepUp = 2 * time.Second })
 	cookie, token, _ := signIn(t, h, "")
@@ -108,6 +108,8 @@ func TestStolenCookieIsNotAKey(t *testing.T) {
 		{"PATCH", "/api/v1/settings", `{"allowRemoteAccess":true}`},
 		{"POST", "/api/v1/tasks", `{"description":"Reach my NAS","allowHosts":["192.168.1.10"]}`},
 		{"POST", "/api/v1/tasks/batch", `{"description":"Reach my NAS","allowHosts":["nas.local"],"targets":[{"providerId":"x","modelId":"y"}]}`},
+		{"POST", "/api/v1/webhooks", `{"name":"exfil","url":"http://127.0.0.1:9/hook"}`},
+		{"POST", "/api/v1/webhooks/x/test", `{}`},
 	} {
 		if status, body := h.as(cookie, token, c.method, c.path, c.body); status != http.StatusForbidden || !strings.Contains(body, "step_up_required") || !strings.Contains(body, "hivecrew open") {
 			t.Errorf("%s %s %s after the step-up window: %d %s; want 403 step_up_required", c.method, c.path, c.body, status, body)

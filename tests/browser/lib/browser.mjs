@@ -17,8 +17,8 @@ export function launch() {
  * violations, console errors other than failed resource loads) are
  * collected in page.problems; assertNoProblems fails on any.
  */
-export async function openPage(browser, { viewport = { width: 1280, height: 800 }, colorScheme = 'light', userAgent } = {}) {
-  const context = await browser.newContext({ viewport, colorScheme, acceptDownloads: true, ...(userAgent ? { userAgent } : {}) });
+export async function openPage(browser, { viewport = { width: 1280, height: 800 }, colorScheme = 'light', userAgent, permissions = [] } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme, acceptDownloads: true, permissions, ...(userAgent ? { userAgent } : {}) });
   const page = await context.newPage();
   page.problems = [];
   page.on('pageerror', (err) => page.problems.push(`uncaught: ${err.message}`));

@@ -3,6 +3,7 @@ import {
   ACTIVE, TERMINAL, $, badge, del, elapsed, every, fileList, fill, fmtDuration, fmtTime, get, h, initChrome,
   patch, post, report, seg, statusLabel, toast,
 } from './common.js';
+import { taskNotifier } from './notify.js';
 
 initChrome();
 
@@ -368,8 +369,13 @@ function updateCard(t) {
   }
 }
 
+const notifier = taskNotifier();
+
 async function refreshActive() {
   const res = await get(`/tasks?status=${ACTIVE.join(',')}&limit=50&sort=createdAt&order=asc`);
+  // Before the cards of ended tasks go: a notification is a courtesy,
+  // never the page's error.
+  await notifier(res.tasks).catch(() => {});
   const seen = new Set();
   const box = $('#active-tasks');
   for (const t of res.tasks) {

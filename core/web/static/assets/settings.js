@@ -1,5 +1,5 @@
 // Settings: providers (add, edit, test, remove; keys are write-only),
-// credentials, skills, MCP servers, web search, VM and task defaults,
+// credentials, skills, MCP servers, web search, notifications, webhooks, VM and task defaults,
 // templates, files and network, safety, advanced and API keys. Each section
 // saves only its own settings.
 import { $, del, fill, fmtTime, get, h, initChrome, patch, post, put, report, seg, toast } from './common.js';
@@ -184,6 +184,7 @@ function fillSettings(s) {
   }
   renderPolicy();
   renderWebSearch();
+  renderNotify();
 }
 
 // The policy editor: the VM's tools, the host's, and each MCP server's
@@ -548,6 +549,105 @@ $('#add-mcp').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
+// ---- Notifications ---------------------------------------------------------------
+
+function renderNotify() {
+  const on = new Set(settings.notifyEvents || []);
+  for (const box of document.querySelectorAll('[data-notify]')) box.checked = on.has(box.dataset.notify);
+  renderBrowserNotify();
+}
+
+$('#notify-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const notifyEvents = [...document.querySelectorAll('[data-notify]')].filter((b) => b.checked).map((b) => b.dataset.notify);
+  try {
+    fillSettings(await patch('/settings', { notifyEvents }));
+    toast(notifyEvents.length ? 'Notifications saved.' : 'No notifications will be shown.');
+  } catch (err) { report(err); }
+});
+
+function renderBrowserNotify() {
+  const btn = $('#browser-notify');
+  const status = $('#browser-notify-status');
+  if (typeof Notification === 'undefined') {
+    btn.hidden = true;
+    status.textContent = 'This browser cannot show notifications.';
+    return;
+  }
+  const perm = Notification.permission;
+  btn.hidden = perm !== 'default';
+  status.textContent = { granted: 'This browser shows them while a Hivecrew page is open.',
+    denied: 'This browser was told not to show them: allow notifications for this site in its settings.', default: '' }[perm];
+}
+
+// The browser asks only on a click.
+$('#browser-notify').addEventListener('click', async () => {
+  try { await Notification.requestPermission(); } catch (err) { report(err); }
+  renderBrowserNotify();
+});
+
+// ---- Webhooks ------------------------------------------------------------------
+
+async function loadWebhooks() {
+  const res = await get('/webhooks');
+  const list = $('#webhook-list');
+  if (res.webhooks.length === 0) {
+    fill(list, h('p', { class: 'muted' }, 'No webhooks yet.'));
+    return;
+  }
+  fill(list, res.webhooks.map(webhookCard));
+}
+
+const FORMATS = { json: 'JSON', slack: 'Slack', discord: 'Discord' };
+
+function webhookCard(w) {
+  const result = h('div', { class: 'test-result', role: 'status' });
+  return h('article', { class: `entry${w.enabled ? '' : ' off'}`, 'data-webhook': w.name, 'aria-labelledby': `webhook-${w.id}` },
+    h('h3', { id: `webhook-${w.id}` }, w.name, h('span', { class: 'badge' }, FORMATS[w.format] || w.format)),
+    h('p', { class: 'muted' }, h('code', null, w.url), ` · ${w.events.length ? w.events.join(', ') : 'every event'}`,
+      w.hasSecret ? ' · signed' : ' · not signed'),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'small', onclick: () => testWebhook(w, result) }, 'Send a test'),
+      h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${w.name}`, onclick: () => remove(`Remove the webhook ${w.name}?`, `/webhooks/${seg(w.id)}`, w.name, loadWebhooks) }, 'Remove')),
+    result);
+}
+
+async function testWebhook(w, out) {
+  out.className = 'test-result';
+  fill(out, `Sending a test to ${w.name}…`);
+  try {
+    const res = await post(`/webhooks/${seg(w.id)}/test`);
+    out.className = `test-result ${res.ok ? 'ok' : 'bad'}`;
+    fill(out, res.ok ? `Delivered: it answered ${res.status}.` : `Not delivered: ${res.error}`);
+  } catch (err) {
+    out.className = 'test-result bad';
+    fill(out, `Failed: ${err.message}`);
+  }
+}
+
+$('#add-webhook').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const secret = $('#new-webhook-secret');
+  const boxes = [...document.querySelectorAll('[data-webhook-event]')];
+  const chosen = boxes.filter((b) => b.checked).map((b) => b.dataset.webhookEvent);
+  if (chosen.length === 0) {
+    toast('Choose at least one event to send.', 'error');
+    return;
+  }
+  const body = { name: $('#new-webhook-name').value.trim(), url: $('#new-webhook-url').value.trim(), format: $('#new-webhook-format').value,
+    // All of them is every event, including any added later.
+    events: chosen.length === boxes.length ? [] : chosen };
+  if (secret.value) body.secret = secret.value;
+  try {
+    const w = await post('/webhooks', body);
+    secret.value = ''; // never left in the page
+    toast(`Added ${w.name}; send it a test to check it.`);
+    e.target.reset();
+    $('#add-webhook-box').open = false;
+    await loadWebhooks();
+  } catch (err) { report(err); }
+});
+
 // ---- Web search ------------------------------------------------------------------
 
 let webSearch = null;
@@ -592,4 +692,4 @@ $('#web-search-form').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
-Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadCredentials(), loadSkills(), loadMCP(), loadWebSearch()]).catch(report);
+Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadCredentials(), loadSkills(), loadMCP(), loadWebSearch(), loadWebhooks()]).catch(report);
