@@ -6,6 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,10 +81,13 @@ func (s *hookServer) delivered(t *testing.T, e webhooks.Event) (webhooks.Payload
 	}
 }
 
-// A task in a real sandbox asks a question, is answered and completes:
-// the webhook server gets a signed task.question and a signed task.ended,
-// each after a 500 (retried, delivered once), with the task's title,
-// status and result; a webhook for questions only gets no task.ended.
+// A task in a real sandbox asks a question, is answered, asks to run a
+// shell command, is allowed and completes: the webhook server gets a
+// signed task.question, task.permission and task.ended, each after a 500
+// (retried, delivered once), with the task's title, status and result; a
+// webhook for questions only gets nothing else. A task given a host
+// folder that changes a file ends in writebackReview: task.ended says so,
+// and task.review follows.
 func TestWebhooksTellOfATask(t *testing.T) {
 	home, ids := newHome(t)
 	h := startInProc(t, home, ids)
@@ -98,7 +104,8 @@ func TestWebhooksTellOfATask(t *testing.T) {
 	}
 
 	const marker = "[[webhooks]]"
-	llm.Script(marker, append([]llmtest.Turn{llmtest.Tool("ask_text_question", map[string]any{"question": "Which colour?"})},
+	llm.Script(marker, append([]llmtest.Turn{llmtest.Tool("ask_text_question", map[string]any{"question": "Which colour?"}),
+		llmtest.Tool("run_shell", map[string]any{"command": "echo blue"})},
 		llmtest.Done("Painted it blue.")...)...)
 	task := h.create("Paint the wall " + marker)
 
@@ -112,6 +119,15 @@ func TestWebhooksTellOfATask(t *testing.T) {
 		t.Fatalf("pending question: %+v %v", pending, err)
 	}
 	if err := h.unix.Answer(ctx, task.ID, pending.ID, "blue"); err != nil {
+		t.Fatal(err)
+	}
+	// run_shell asks by default.
+	perm, reqs := all.delivered(t, webhooks.TaskPermission)
+	if len(reqs) != 2 || perm.Permission == nil || perm.Permission.Tool != "run_shell" || !strings.Contains(perm.Permission.Details, "echo blue") {
+		t.Fatalf("task.permission: %d request(s), payload %+v", len(reqs), perm)
+	}
+	asking := h.wait(task.ID, "the permission request", time.Minute, func(t wire.Task) bool { return t.PendingPermission != nil })
+	if err := h.unix.Respond(ctx, task.ID, asking.PendingPermission.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	done := h.wait(task.ID, "the end", 2*time.Minute, terminal)
@@ -145,8 +161,46 @@ func TestWebhooksTellOfATask(t *testing.T) {
 		}
 	}
 	all.mu.Lock()
-	defer all.mu.Unlock()
-	if len(all.got) != 4 {
-		t.Fatalf("the webhook got %d requests, want 4 (two events, each after a 500)", len(all.got))
+	n := len(all.got)
+	all.mu.Unlock()
+	if n != 6 {
+		t.Fatalf("the webhook got %d requests, want 6 (three events, each after a 500)", n)
+	}
+
+	// A host folder's change to review.
+	dir := filepath.Join(t.TempDir(), "wall")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const folder = "[[webhooks folder]]"
+	llm.Script(folder, append([]llmtest.Turn{llmtest.Tool("write_file", map[string]any{"path": "folders/wall/colour.txt", "contents": "blue\n"})},
+		llmtest.Done("Wrote the colour.")...)...)
+	task2, err := h.unix.CreateTask(ctx, wire.CreateTask{Description: "Note the colour " + folder, HostFolders: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done2 := h.wait(task2.ID, "the review", 2*time.Minute, terminal)
+	h.ids.Note(done2.VMID)
+	if done2.Status != "writebackReview" {
+		t.Fatalf("task %s: %q", done2.Status, summary(done2))
+	}
+	review, _ := all.delivered(t, webhooks.TaskReview)
+	if review.Task.ID != task2.ID || review.Task.Status != "writebackReview" {
+		t.Fatalf("task.review payload: %+v", review)
+	}
+	var ended2 *webhooks.Payload
+	all.mu.Lock()
+	for _, g := range all.got {
+		var p webhooks.Payload
+		if json.Unmarshal(g.body, &p) == nil && p.Event == webhooks.TaskEnded && p.Task.ID == task2.ID {
+			ended2 = &p
+		}
+	}
+	all.mu.Unlock()
+	if ended2 == nil || ended2.Task.Status != "writebackReview" || ended2.Task.Result == "" {
+		t.Fatalf("task.ended of the task under review: %+v", ended2)
+	}
+	if _, err := h.unix.DecideWriteback(ctx, task2.ID, false, nil); err != nil {
+		t.Fatal(err)
 	}
 }
