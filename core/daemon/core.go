@@ -189,7 +189,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 		}
 		return v, nil
 	}
-	hooks, err := webhooks.New(webhooks.Config{Hooks: webhookLoader(st, sec), Log: log, Backoff: cfg.WebhookBackoff})
+	hooks, err := webhooks.New(webhooks.Config{Hooks: webhookLoader(st, sec, log), Log: log, Backoff: cfg.WebhookBackoff})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
@@ -13,8 +13,9 @@ import (
 )
 
 // webhookLoader returns the webhooks of the store with their signing
-// secrets, for the Sender.
-func webhookLoader(st *store.Store, sec secrets.Store) func(context.Context) ([]webhooks.Hook, error) {
+// secrets, for the Sender. One whose secret cannot be read is left out
+// (and logged): unsigned is not what its receiver expects.
+func webhookLoader(st *store.Store, sec secrets.Store, log *slog.Logger) func(context.Context) ([]webhooks.Hook, error) {
 	return func(ctx context.Context) ([]webhooks.Hook, error) {
 		rows, err := st.ListWebhooks(ctx)
 		if err != nil {
@@ -27,13 +28,12 @@ func webhookLoader(st *store.Store, sec secrets.Store) func(context.Context) ([]
 				h.Events = append(h.Events, webhooks.Event(e))
 			}
 			if w.HasSecret {
-				// Unsigned is not what its receiver expects: such a
-				// webhook is not sent until its secret can be read.
 				if h.Secret, err = sec.Get(w.SecretRef()); err != nil || h.Secret == "" {
 					if err == nil || errors.Is(err, errdefs.ErrNotFound) {
-						err = errors.New("the secret store has lost it")
+						err = errors.New("the secret store has lost it: remove the webhook and add it again")
 					}
-					return nil, fmt.Errorf("read the signing secret of webhook %s: %w", w.Name, err)
+					log.Error("webhook left out: its signing secret cannot be read", "webhook", w.Name, "err", err)
+					continue
 				}
 			}
 			hooks = append(hooks, h)

@@ -147,7 +147,7 @@ func (s *Sender) Test(ctx context.Context, id string) (int, error) {
 			return status, err
 		}
 	}
-	return 0, fmt.Errorf("webhook %s not found", id)
+	return 0, fmt.Errorf("webhook %s cannot be sent (the helper's log says why; a signing secret the secret store lost?)", id)
 }
 
 // Send posts p to h, trying at most attempts times: again after an answer
