@@ -105,28 +105,76 @@ func (tf *taskFlags) finish(pos []string, stdin io.Reader) (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
+// specFlags are the flags of a task's configuration, beyond taskFlags:
+// run's and presets add's.
+type specFlags struct {
+	template, reasoning          *string
+	timeout, maxIter             *int
+	offline, internet, planFirst *bool
+	allow, allowHosts, folders   listFlag
+	budget                       budgetFlags
+}
+
+func (sf *specFlags) register(fs *flag.FlagSet) {
+	sf.template = fs.String("template", "", "VM `TEMPLATE` id (default: the default template)")
+	sf.timeout = fs.Int("timeout", 0, "time limit in `MINUTES` (default: Settings)")
+	sf.maxIter = fs.Int("max-iterations", 0, "step limit `N` (default: Settings)")
+	sf.offline = fs.Bool("offline", false, "no network in the VM (the default unless Settings' networkMode is internet)")
+	sf.internet = fs.Bool("internet", false, "outbound internet in the VM, under the egress policy (default: Settings' networkMode, offline for new installs)")
+	fs.Var(&sf.allow, "allow", "allow `TOOL` without asking, for this task (e.g. run_shell; repeatable)")
+	fs.Var(&sf.allowHosts, "allow-host", "let the VM reach `HOST` (name, address or CIDR) past the egress policy, for this task (repeatable)")
+	fs.Var(&sf.folders, "folder", "give the task a copy of the host folder `DIR` to work on; you review its changes before they reach DIR (repeatable)")
+	sf.reasoning = fs.String("reasoning", "", "reasoning `EFFORT` to ask the model for: none, minimal, low, medium, high or xhigh")
+	sf.budget.register(fs)
+	sf.planFirst = fs.Bool("plan-first", false, "have the agent write a plan for approval first")
+}
+
+// task checks the flags and returns the task they describe.
+func (sf *specFlags) task(e *env, fs *flag.FlagSet, tf taskFlags, desc string) (wire.CreateTask, error) {
+	switch {
+	case *sf.offline && *sf.internet:
+		return wire.CreateTask{}, e.bad(fs, "give --offline or --internet, not both")
+	case *sf.timeout < 0 || *sf.maxIter < 0:
+		return wire.CreateTask{}, e.bad(fs, "--timeout and --max-iterations must not be negative")
+	}
+	in := wire.CreateTask{
+		Description: desc, ProviderName: tf.provider, ModelID: tf.model, OutputDirectory: tf.outputDir,
+		PlanFirst: *sf.planFirst, TemplateID: *sf.template, TimeoutMinutes: *sf.timeout, MaxIterations: *sf.maxIter,
+		AllowHosts: sf.allowHosts, ReasoningEffort: strings.TrimSpace(*sf.reasoning),
+	}
+	for _, f := range sf.folders {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return in, err
+		}
+		in.HostFolders = append(in.HostFolders, abs)
+	}
+	in.BudgetUSD, in.BudgetTokens = sf.budget.values(fs)
+	if *sf.offline {
+		in.NetworkMode = "offline"
+	}
+	if *sf.internet {
+		in.NetworkMode = "internet"
+	}
+	for _, tool := range sf.allow {
+		if in.ToolPolicy == nil {
+			in.ToolPolicy = map[string]string{}
+		}
+		in.ToolPolicy[strings.TrimSpace(tool)] = "allow"
+	}
+	return in, nil
+}
+
 // cmdRun: hivecrew run "<task>" [flags] [--wait | --follow]
 func cmdRun(e *env, args []string) error {
 	fs := e.flags()
 	var tf taskFlags
 	tf.register(fs)
-	template := fs.String("template", "", "VM `TEMPLATE` id (default: the default template)")
-	timeout := fs.Int("timeout", 0, "time limit in `MINUTES` (default: Settings)")
-	maxIter := fs.Int("max-iterations", 0, "step limit `N` (default: Settings)")
-	offline := fs.Bool("offline", false, "no network in the VM (the default unless Settings' networkMode is internet)")
-	internet := fs.Bool("internet", false, "outbound internet in the VM, under the egress policy (default: Settings' networkMode, offline for new installs)")
-	var allow listFlag
-	fs.Var(&allow, "allow", "allow `TOOL` without asking, for this task (e.g. run_shell; repeatable)")
-	var allowHosts, compare listFlag
-	fs.Var(&allowHosts, "allow-host", "let the VM reach `HOST` (name, address or CIDR) past the egress policy, for this task (repeatable)")
-	var folders listFlag
-	fs.Var(&folders, "folder", "give the task a copy of the host folder `DIR` to work on; you review its changes before they reach DIR (repeatable)")
-	reasoning := fs.String("reasoning", "", "reasoning `EFFORT` to ask the model for: none, minimal, low, medium, high or xhigh")
+	var sf specFlags
+	sf.register(fs)
+	var compare listFlag
 	fs.Var(&compare, "compare", "also run the task on `[PROVIDER:]MODEL`, to compare the results (repeatable)")
 	copies := fs.Int("copies", 1, "run `N` copies on each model (1-8)")
-	var budget budgetFlags
-	budget.register(fs)
-	planFirst := fs.Bool("plan-first", false, "have the agent write a plan for approval first")
 	wait := fs.Bool("wait", false, "wait for the end and print the result (exit 0 only if completed)")
 	follow := fs.Bool("follow", false, "print every activity event until the end, then the result")
 	pos, err := e.parse(fs, args)
@@ -142,39 +190,14 @@ func cmdRun(e *env, args []string) error {
 		return e.bad(fs, `run needs a task: hivecrew run "<task>" (or --description-file F, or - to read stdin)`)
 	case *wait && *follow:
 		return e.bad(fs, "give --wait or --follow, not both")
-	case *offline && *internet:
-		return e.bad(fs, "give --offline or --internet, not both")
-	case *timeout < 0 || *maxIter < 0:
-		return e.bad(fs, "--timeout and --max-iterations must not be negative")
 	case *copies < 1 || *copies > 8:
 		return e.bad(fs, "--copies takes 1 to 8")
 	case *follow && (len(compare) > 0 || *copies > 1):
 		return e.bad(fs, "--follow follows one task: use --wait with --compare or --copies")
 	}
-	in := wire.CreateTask{
-		Description: desc, ProviderName: tf.provider, ModelID: tf.model, OutputDirectory: tf.outputDir,
-		PlanFirst: *planFirst, TemplateID: *template, TimeoutMinutes: *timeout, MaxIterations: *maxIter,
-		AllowHosts: allowHosts, ReasoningEffort: strings.TrimSpace(*reasoning),
-	}
-	for _, f := range folders {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return err
-		}
-		in.HostFolders = append(in.HostFolders, abs)
-	}
-	in.BudgetUSD, in.BudgetTokens = budget.values(fs)
-	if *offline {
-		in.NetworkMode = "offline"
-	}
-	if *internet {
-		in.NetworkMode = "internet"
-	}
-	for _, tool := range allow {
-		if in.ToolPolicy == nil {
-			in.ToolPolicy = map[string]string{}
-		}
-		in.ToolPolicy[strings.TrimSpace(tool)] = "allow"
+	in, err := sf.task(e, fs, tf, desc)
+	if err != nil {
+		return err
 	}
 	c, err := e.client()
 	if err != nil {
@@ -187,13 +210,19 @@ func cmdRun(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !*wait && !*follow {
+	return e.afterCreate(c, t, *wait, *follow)
+}
+
+// afterCreate prints a new task, or with wait or follow waits for its end
+// (printing its events with follow) and prints its result.
+func (e *env) afterCreate(c *client.Client, t wire.Task, wait, follow bool) error {
+	if !wait && !follow {
 		return e.printNewTask(t, nil)
 	}
-	if *follow && !e.json {
+	if follow && !e.json {
 		e.out("Task %s (%s)", t.ID, statusWords(t.Status))
 	}
-	final, err := e.waitTask(c, t, *follow)
+	final, err := e.waitTask(c, t, follow)
 	if e.ctx.Err() != nil {
 		return fmt.Errorf("stopped waiting; task %s goes on (follow it with `hivecrew logs -f %s`, stop it with `hivecrew cancel %s`)", t.ID, shortID(t.ID), shortID(t.ID))
 	}

@@ -61,6 +61,7 @@ func commands() []command {
 		{"templates", "ls|create|seal|edit|default|rm|log ...", "build and manage VM templates", cmdTemplates},
 		{"vms", "ls|stop|rm|rebuild ...", "list, stop and rebuild VMs", cmdVMs},
 		{"schedules", "add|ls|rm|run ...", "manage scheduled tasks", cmdSchedules},
+		{"presets", "add|save|ls|show|rename|rm|run ...", "saved tasks to launch by name", cmdPresets},
 		{"apikey", "create|ls|revoke ...", "manage API keys of the REST API", cmdAPIKey},
 		{"open", "[--print]", "open the web UI in a browser", cmdOpen},
 		{"status", "", "is the helper running, and what is it doing?", cmdStatus},

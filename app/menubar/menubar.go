@@ -19,6 +19,14 @@ import (
 // Slots is how many agents the menu lists by name.
 const Slots = 8
 
+// PresetSlots is how many presets the Start Preset submenu lists (the most
+// recently used first).
+const PresetSlots = 10
+
+// presetEvery is how many polls pass between readings of the presets
+// (they change only when the user edits them).
+const presetEvery = 5
+
 // Client is what the menu needs of the helper; *client.Client has it.
 type Client interface {
 	ListTasks(ctx context.Context, q client.TaskQuery) (wire.TaskList, error)
@@ -26,6 +34,8 @@ type Client interface {
 	StopAll(ctx context.Context) (wire.StopAll, error)
 	LoginLink(ctx context.Context) (wire.LoginLink, error)
 	Settings(ctx context.Context) (config.Settings, error)
+	Presets(ctx context.Context) (wire.PresetList, error)
+	RunPreset(ctx context.Context, idOrName string, in wire.RunPreset) (wire.Task, error)
 }
 
 // Config configures the menu. Client, Open and Log are required.
@@ -55,17 +65,22 @@ type Config struct {
 type Menu struct {
 	cfg Config
 
-	headline, newTask, more, stopAll, dashboard, settings, login, quit *systray.MenuItem
-	slots                                                              [Slots]slot
+	headline, newTask, presets, more, stopAll, dashboard, settings, login, quit *systray.MenuItem
+	slots                                                                       [Slots]slot
+	presetItems                                                                 [PresetSlots]*systray.MenuItem
 
 	// mu guards shown (the agents in the slots), last (the previous view
-	// of the active tasks) and since/told (the tasks that ended after since
-	// and were notified), for notifications.
+	// of the active tasks), since/told (the tasks that ended after since
+	// and were notified), for notifications, and shownPresets and polls.
 	mu    sync.Mutex
 	shown [Slots]Agent
 	last  map[string]wire.Task
 	since time.Time
 	told  map[string]bool
+	// shownPresets are the presets in presetItems; polls counts refreshes
+	// (the presets are read every presetEvery).
+	shownPresets [PresetSlots]wire.Preset
+	polls        int
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -106,6 +121,12 @@ func (m *Menu) Ready() {
 	m.headline = systray.AddMenuItem("Hivecrew", "")
 	m.headline.Disable()
 	m.newTask = systray.AddMenuItem("New Task…", "Describe a task for an agent")
+	m.presets = systray.AddMenuItem("Start Preset", "Start a saved task")
+	for i := range m.presetItems {
+		m.presetItems[i] = m.presets.AddSubMenuItem("", "")
+		m.presetItems[i].Hide()
+	}
+	m.presets.Hide()
 	systray.AddSeparator()
 	for i := range m.slots {
 		s := &m.slots[i]
@@ -131,8 +152,9 @@ func (m *Menu) Ready() {
 	systray.AddSeparator()
 	m.quit = systray.AddMenuItem("Quit Hivecrew", "Close the menu; agents keep running in the helper")
 
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go func() { defer m.wg.Done(); m.handleClicks() }()
+	go func() { defer m.wg.Done(); m.handleStopAll() }()
 	go func() { defer m.wg.Done(); m.watch() }()
 }
 
@@ -190,13 +212,45 @@ func (m *Menu) notify(title, body string) {
 	}
 }
 
-// handleClicks serves the menu's items.
+// handleStopAll serves Stop All Agents on its own: systray drops a click
+// that finds no one waiting, and the kill switch must not be lost behind
+// another item's action (a slow pause, a preset starting).
+func (m *Menu) handleStopAll() {
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.stopAll.ClickedCh:
+			m.StopAll()
+		}
+	}
+}
+
+// handleClicks serves the menu's items but Stop All Agents.
 func (m *Menu) handleClicks() {
 	var loginClicked <-chan struct{}
 	if m.login != nil {
 		loginClicked = m.login.ClickedCh
 	}
 	slotClicks := make(chan func(), 1)
+	for i, item := range m.presetItems {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			for {
+				select {
+				case <-m.stop:
+					return
+				case <-item.ClickedCh:
+				}
+				select {
+				case slotClicks <- func() { m.startPreset(i) }:
+				case <-m.stop:
+					return
+				}
+			}
+		}()
+	}
 	for i := range m.slots {
 		s, i := &m.slots[i], i
 		m.wg.Add(1)
@@ -238,8 +292,6 @@ func (m *Menu) handleClicks() {
 			m.open("/")
 		case <-m.settings.ClickedCh:
 			m.open("/settings")
-		case <-m.stopAll.ClickedCh:
-			m.StopAll()
 		case <-loginClicked:
 			on := !m.login.Checked()
 			if err := m.cfg.StartAtLogin.Set(on); err != nil {
@@ -263,6 +315,58 @@ func (m *Menu) agent(i int) Agent {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.shown[i]
+}
+
+// startPreset starts the preset in slot i and opens its task.
+func (m *Menu) startPreset(i int) {
+	m.mu.Lock()
+	p := m.shownPresets[i]
+	m.mu.Unlock()
+	if p.ID == "" {
+		return
+	}
+	ctx, cancel := m.ctx()
+	defer cancel()
+	t, err := m.cfg.Client.RunPreset(ctx, p.ID, wire.RunPreset{})
+	if err != nil {
+		m.cfg.Log.Error("start preset", "preset", p.ID, "err", err)
+		m.notify(fmt.Sprintf("Could not start %q", p.Name), err.Error())
+		return
+	}
+	m.open("/tasks/" + t.ID)
+	m.refresh()
+}
+
+// refreshPresets lists the presets in the Start Preset submenu.
+func (m *Menu) refreshPresets(ctx context.Context) {
+	list, err := m.cfg.Client.Presets(ctx)
+	if err != nil {
+		m.cfg.Log.Warn("read presets", "err", err)
+		return
+	}
+	shown := PresetEntries(list.Presets, PresetSlots)
+	m.mu.Lock()
+	for i := range m.shownPresets {
+		m.shownPresets[i] = wire.Preset{}
+		if i < len(shown) {
+			m.shownPresets[i] = shown[i].Preset
+		}
+	}
+	m.mu.Unlock()
+	for i, item := range m.presetItems {
+		if i >= len(shown) {
+			item.Hide()
+			continue
+		}
+		item.SetTitle(shown[i].Label)
+		item.SetTooltip(shown[i].Tooltip)
+		item.Show()
+	}
+	if len(shown) == 0 {
+		m.presets.Hide()
+	} else {
+		m.presets.Show()
+	}
 }
 
 func (m *Menu) pauseOrResume(a Agent) {
@@ -312,6 +416,13 @@ func (m *Menu) refresh() {
 		return
 	}
 	snap := Summarize(list.Items(), Slots)
+	m.mu.Lock()
+	readPresets := m.polls%presetEvery == 0
+	m.polls++
+	m.mu.Unlock()
+	if readPresets {
+		m.refreshPresets(ctx)
+	}
 	now := make(map[string]wire.Task, len(list.Tasks))
 	for _, t := range list.Tasks {
 		now[t.ID] = t.Task

@@ -1,11 +1,11 @@
 // Package menubar is the Hivecrew menu-bar (tray) menu: its icon shows
 // whether agents are idle, working or waiting for the user; it lists the
-// running agents (open, pause or resume, cancel), stops every agent, opens
-// the dashboard and settings, toggles start at login and quits (the helper
-// and its agents keep running). It uses fyne.io/systray: on Linux a
+// running agents (open, pause or resume, cancel), starts presets, stops
+// every agent, opens the dashboard and settings, toggles start at login and
+// quits (the helper and its agents keep running). It uses fyne.io/systray: on Linux a
 // StatusNotifierItem with a dbusmenu, on macOS an NSStatusItem. The menu's
 // content comes from the helper's API; what it shows is decided by pure,
-// tested functions (Summarize, Notices).
+// tested functions (Summarize, Notices, PresetEntries).
 package menubar
 
 import (
@@ -197,4 +197,29 @@ func summaryOf(t wire.Task) string {
 		return t.Title + ": " + *t.ResultSummary
 	}
 	return t.Title
+}
+
+// PresetEntry is one preset as the Start Preset submenu shows it.
+type PresetEntry struct {
+	Preset         wire.Preset
+	Label, Tooltip string
+}
+
+// PresetEntries are the submenu's entries for presets (listed most
+// recently used first): at most slots, names cut to 40 characters, the
+// task's description as the tooltip.
+func PresetEntries(presets []wire.Preset, slots int) []PresetEntry {
+	out := make([]PresetEntry, 0, min(len(presets), slots))
+	for _, p := range presets[:min(len(presets), slots)] {
+		label := p.Name
+		if r := []rune(label); len(r) > 40 {
+			label = string(r[:39]) + "…"
+		}
+		tip := strings.Join(strings.Fields(p.Task.Description), " ")
+		if r := []rune(tip); len(r) > 120 {
+			tip = string(r[:119]) + "…"
+		}
+		out = append(out, PresetEntry{Preset: p, Label: label, Tooltip: tip})
+	}
+	return out
 }

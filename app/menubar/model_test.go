@@ -3,6 +3,7 @@ package menubar
 import (
 	"bytes"
 	"image/png"
+	"strings"
 	"testing"
 
 	"github.com/hivecrew/hivecrew/core/config"
@@ -129,5 +130,24 @@ func TestIcons(t *testing.T) {
 	}
 	if _, a := alphaAt(Attention, true, 32, 12); a != 0 {
 		t.Error("the attention template icon does not cut out its dot")
+	}
+}
+
+func TestPresetEntries(t *testing.T) {
+	long := strings.Repeat("n", 50)
+	presets := []wire.Preset{
+		{ID: "a", Name: "Weekly digest", Task: wire.CreateTask{Description: "Write the\n\nweekly   digest."}},
+		{ID: "b", Name: long, Task: wire.CreateTask{Description: strings.Repeat("d", 200)}},
+		{ID: "c", Name: "Third"},
+	}
+	got := PresetEntries(presets, 2)
+	if len(got) != 2 || got[0].Label != "Weekly digest" || got[0].Tooltip != "Write the weekly digest." || got[0].Preset.ID != "a" {
+		t.Fatalf("entries = %+v", got)
+	}
+	if r := []rune(got[1].Label); len(r) != 40 || r[39] != '…' || len([]rune(got[1].Tooltip)) != 120 {
+		t.Fatalf("long entry = %+v", got[1])
+	}
+	if got := PresetEntries(nil, 10); len(got) != 0 {
+		t.Fatalf("no presets: %+v", got)
 	}
 }

@@ -197,6 +197,13 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("PATCH /api/v1/schedules/{id}", a.patchSchedule)
 	h("DELETE /api/v1/schedules/{id}", a.deleteSchedule)
 	h("POST /api/v1/schedules/{id}/run", a.runSchedule)
+	h("GET /api/v1/usage", a.usage)
+	h("GET /api/v1/presets", a.listPresets)
+	h("POST /api/v1/presets", a.createPreset)
+	h("GET /api/v1/presets/{id}", a.getPreset)
+	h("PATCH /api/v1/presets/{id}", a.patchPreset)
+	h("DELETE /api/v1/presets/{id}", a.deletePreset)
+	h("POST /api/v1/presets/{id}/run", a.runPreset)
 	// Providers.
 	h("GET /api/v1/providers", a.listProviders)
 	h("POST /api/v1/providers", a.createProvider)

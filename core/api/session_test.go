@@ -100,8 +100,15 @@ func TestStolenCookieIsNotAKey(t *testing.T) {
 	if status, body := h.as(cookie, token, "POST", "/api/v1/apikeys", `{"name":"fresh"}`); status != 201 {
 		t.Fatalf("minting a key within the step-up window: %d %s", status, body)
 	}
+	// A preset that grants a host past the egress policy, saved with an
+	// API key: launching it grants it again.
+	h.addProvider()
+	h.expect(201, "POST", "/api/v1/presets", map[string]any{"name": "NAS", "task": map[string]any{"description": "Reach my NAS", "allowHosts": []string{"nas.local"}}})
 	time.Sleep(2100 * time.Millisecond)
 	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/presets", `{"name":"NAS2","task":{"description":"Reach my NAS","allowHosts":["192.168.1.10"]}}`},
+		{"POST", "/api/v1/presets/NAS/run", `{}`},
+		{"PATCH", "/api/v1/presets/NAS", `{"task":{"description":"Read my photos","hostFolders":["/tmp"]}}`},
 		{"POST", "/api/v1/apikeys", `{"name":"stolen"}`},
 		{"POST", "/api/v1/providers", `{"displayName":"Evil","baseURL":"http://127.0.0.1:9/v1","apiKey":"x"}`},
 		{"PATCH", "/api/v1/settings", `{"toolPolicy":{"run_shell":"allow"}}`},

@@ -202,3 +202,33 @@ func (a *API) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 func (a *API) provisioning(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, wire.Provisioning{EnvironmentVariables: []wire.EnvironmentVariable{}, InjectedFiles: []wire.InjectedFile{}})
 }
+
+// usage answers GET /usage?since=RFC3339 (default: the start of today, in
+// the helper's time zone): the tokens and cost of the tasks started since.
+func (a *API) usage(w http.ResponseWriter, r *http.Request) error {
+	now := time.Now()
+	since := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return errdefs.Invalidf("since %q: want an RFC 3339 time such as 2026-11-26T00:00:00+01:00", v)
+		}
+		since = t
+	}
+	rows, err := a.st.UsageSince(r.Context(), since)
+	if err != nil {
+		return err
+	}
+	out := wire.Usage{Since: ts(since), Models: make([]wire.ModelUsage, len(rows))}
+	for i, u := range rows {
+		m := wire.ModelUsage{ProviderName: u.ProviderName, ModelID: u.ModelID, Tasks: u.Tasks, PromptTokens: u.PromptTokens,
+			CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens, CostUSD: u.CostUSD}
+		out.Models[i] = m
+		out.Total.Tasks += m.Tasks
+		out.Total.PromptTokens += m.PromptTokens
+		out.Total.CompletionTokens += m.CompletionTokens
+		out.Total.TotalTokens += m.TotalTokens
+		out.Total.CostUSD += m.CostUSD
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

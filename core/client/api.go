@@ -508,14 +508,20 @@ func (c *Client) CreateSchedule(ctx context.Context, in wire.CreateSchedule, fil
 	if strings.TrimSpace(in.Title) == "" {
 		in.Title = wire.TitleFrom(in.Description) // the API needs one
 	}
+	return s, c.postWithFiles(ctx, "/api/v1/schedules", "schedule", in, files, &s)
+}
+
+// postWithFiles POSTs body as JSON, or with files as multipart: body's
+// JSON in a part named part, and "files" parts.
+func (c *Client) postWithFiles(ctx context.Context, path, part string, body any, files []string, out any) error {
 	if len(files) == 0 {
-		return s, c.call(ctx, http.MethodPost, "/api/v1/schedules", in, &s)
+		return c.call(ctx, http.MethodPost, path, body, out)
 	}
-	b, err := json.Marshal(in)
+	b, err := json.Marshal(body)
 	if err != nil {
-		return s, err
+		return err
 	}
-	return s, c.multipart(ctx, "/api/v1/schedules", []field{{"schedule", string(b)}}, files, &s)
+	return c.multipart(ctx, path, []field{{part, string(b)}}, files, out)
 }
 
 // Schedules lists schedules.
@@ -539,6 +545,41 @@ func (c *Client) RemoveSchedule(ctx context.Context, id string) error {
 func (c *Client) RunSchedule(ctx context.Context, id string) (wire.Task, error) {
 	var t wire.Task
 	return t, c.call(ctx, http.MethodPost, "/api/v1/schedules/"+esc(id)+"/run", nil, &t)
+}
+
+// CreatePreset saves a preset, with input files as multipart.
+func (c *Client) CreatePreset(ctx context.Context, in wire.SavePreset, files ...string) (wire.Preset, error) {
+	var p wire.Preset
+	return p, c.postWithFiles(ctx, "/api/v1/presets", "preset", in, files, &p)
+}
+
+// Presets lists the presets, most recently used first.
+func (c *Client) Presets(ctx context.Context) (wire.PresetList, error) {
+	var l wire.PresetList
+	return l, c.call(ctx, http.MethodGet, "/api/v1/presets", nil, &l)
+}
+
+// Preset returns a preset by id or name.
+func (c *Client) Preset(ctx context.Context, idOrName string) (wire.Preset, error) {
+	var p wire.Preset
+	return p, c.call(ctx, http.MethodGet, "/api/v1/presets/"+esc(idOrName), nil, &p)
+}
+
+// UpdatePreset renames a preset or replaces its task.
+func (c *Client) UpdatePreset(ctx context.Context, idOrName string, in wire.SavePreset) (wire.Preset, error) {
+	var p wire.Preset
+	return p, c.call(ctx, http.MethodPatch, "/api/v1/presets/"+esc(idOrName), in, &p)
+}
+
+// RemovePreset deletes a preset.
+func (c *Client) RemovePreset(ctx context.Context, idOrName string) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/presets/"+esc(idOrName), nil, nil)
+}
+
+// RunPreset launches a preset's task.
+func (c *Client) RunPreset(ctx context.Context, idOrName string, in wire.RunPreset) (wire.Task, error) {
+	var t wire.Task
+	return t, c.call(ctx, http.MethodPost, "/api/v1/presets/"+esc(idOrName)+"/run", in, &t)
 }
 
 // CreateAPIKey creates an API key; the key is in the answer only.

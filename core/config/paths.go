@@ -86,6 +86,9 @@ func (p Paths) Logs() string { return filepath.Join(p.Home, "Logs") }
 // Skills is the skill library: a folder per skill, each with its SKILL.md.
 func (p Paths) Skills() string { return filepath.Join(p.Home, "Skills") }
 
+// Presets holds the input files of saved task presets, a folder per preset.
+func (p Paths) Presets() string { return filepath.Join(p.Home, "Presets") }
+
 // Socket is the helper's unix socket (mode 0600) for the CLI and the app.
 func (p Paths) Socket() string { return filepath.Join(p.Home, "helper.sock") }
 

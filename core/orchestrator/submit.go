@@ -207,38 +207,59 @@ func (o *Orchestrator) queue(ctx context.Context, t store.Task, srcs []inputSour
 // stageInputs puts input files into the task's folder (moving or copying
 // them) and returns their rows.
 func (o *Orchestrator) stageInputs(taskID string, srcs []inputSource, move bool) ([]store.TaskFile, error) {
+	staged, err := o.putFiles(filepath.Join(o.taskDir(taskID), "inputs"), o.taskDir(taskID), srcs, move)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.TaskFile, len(staged))
+	for i, f := range staged {
+		out[i] = store.TaskFile{Name: f.name, Size: f.size, MimeType: f.mime, Path: f.path}
+	}
+	return out, nil
+}
+
+// stagedFile is a file put into the data folder: its checked name, size,
+// type and path relative to the data folder.
+type stagedFile struct {
+	name, mime, path string
+	size             int64
+}
+
+// putFiles puts files into dir under their checked names (moving or
+// copying them). On any error it removes root (dir or a folder above it)
+// and what it holds.
+func (o *Orchestrator) putFiles(dir, root string, srcs []inputSource, move bool) ([]stagedFile, error) {
 	if len(srcs) == 0 {
 		return nil, nil
 	}
-	dir := filepath.Join(o.taskDir(taskID), "inputs")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create task folder: %w", err)
+	fail := func(err error) ([]stagedFile, error) {
+		os.RemoveAll(root)
+		return nil, err
 	}
-	out := make([]store.TaskFile, 0, len(srcs))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fail(fmt.Errorf("create %s: %w", dir, err))
+	}
+	out := make([]stagedFile, 0, len(srcs))
 	seen := map[string]bool{}
 	for _, s := range srcs {
 		name, err := files.CheckName(s.name)
 		if err != nil {
-			os.RemoveAll(o.taskDir(taskID))
-			return nil, err
+			return fail(err)
 		}
 		if seen[name] {
-			os.RemoveAll(o.taskDir(taskID))
-			return nil, errdefs.Invalidf("input file %q given twice", name)
+			return fail(errdefs.Invalidf("input file %q given twice", name))
 		}
 		seen[name] = true
 		dst := filepath.Join(dir, name)
 		if err := files.Put(s.path, dst, move); err != nil {
-			os.RemoveAll(o.taskDir(taskID))
-			return nil, fmt.Errorf("store input file %s: %w", name, err)
+			return fail(fmt.Errorf("store input file %s: %w", name, err))
 		}
 		fi, err := os.Stat(dst)
 		if err != nil {
-			os.RemoveAll(o.taskDir(taskID))
-			return nil, fmt.Errorf("store input file %s: %w", name, err)
+			return fail(fmt.Errorf("store input file %s: %w", name, err))
 		}
 		rel, _ := filepath.Rel(o.cfg.Paths.Home, dst)
-		out = append(out, store.TaskFile{Name: name, Size: fi.Size(), MimeType: or(s.mime, files.MimeType(name)), Path: filepath.ToSlash(rel)})
+		out = append(out, stagedFile{name: name, size: fi.Size(), mime: or(s.mime, files.MimeType(name)), path: filepath.ToSlash(rel)})
 	}
 	return out, nil
 }

@@ -49,6 +49,7 @@ func migrations() []migration {
 		{10, "MCP servers, subagents and a task's skills", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&MCPServer{}, &Task{}) }},
 		{11, "host folders and their writeback review", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}, &WritebackItem{}) }},
 		{13, "webhooks", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Webhook{}) }},
+		{14, "task presets", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Preset{}, &PresetFile{}) }},
 	}
 }
 

@@ -2,6 +2,8 @@ package store
 
 import (
 	"time"
+
+	"github.com/hivecrew/hivecrew/core/wire"
 )
 
 // TaskStatus is a task's lifecycle state, with the wire names of the API.
@@ -430,6 +432,32 @@ type ScheduleFile struct {
 	MimeType   string
 	Path       string    `gorm:"not null"`
 	CreatedAt  time.Time `gorm:"not null"`
+}
+
+// Preset is a saved task: its configuration (what POST /tasks takes) and
+// input files, launched by name from the dashboard, the menu bar or the CLI.
+type Preset struct {
+	ID   string `gorm:"primaryKey"`
+	Name string `gorm:"not null;uniqueIndex"`
+	// Task is the new task's configuration, checked as POST /tasks checks
+	// it when the preset is saved and again when it is launched.
+	Task       wire.CreateTask `gorm:"serializer:json;not null"`
+	UseCount   int             `gorm:"not null"`
+	LastUsedAt *time.Time
+	CreatedAt  time.Time `gorm:"not null"`
+	UpdatedAt  time.Time
+}
+
+// PresetFile is an input file given to every task a preset launches.
+type PresetFile struct {
+	ID        int64   `gorm:"primaryKey;autoIncrement"`
+	PresetID  string  `gorm:"not null;uniqueIndex:idx_preset_file,priority:1"`
+	Preset    *Preset `gorm:"constraint:OnDelete:CASCADE"`
+	Name      string  `gorm:"not null;uniqueIndex:idx_preset_file,priority:2"`
+	Size      int64   `gorm:"not null"`
+	MimeType  string
+	Path      string    `gorm:"not null"`
+	CreatedAt time.Time `gorm:"not null"`
 }
 
 // Event is one entry of a task's activity log; Seq numbers a task's events

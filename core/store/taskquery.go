@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -230,4 +231,32 @@ func (s *Store) CountEvents(ctx context.Context, taskID string) (int64, error) {
 		return 0, fmt.Errorf("count events of task %s: %w", taskID, classify(err))
 	}
 	return n, nil
+}
+
+// ModelUsage is the LLM use of the tasks of one provider and model.
+type ModelUsage struct {
+	ProviderName     string
+	ModelID          string
+	Tasks            int64
+	PromptTokens     int64
+	CompletionTokens int64
+	CostUSD          float64
+}
+
+// UsageSince sums the tokens and cost of the tasks started (or, not yet
+// started, created) at or after since, per provider and model, most costly
+// first. A running task counts with what it has used so far.
+func (s *Store) UsageSince(ctx context.Context, since time.Time) ([]ModelUsage, error) {
+	var out []ModelUsage
+	err := s.db.WithContext(ctx).Model(&Task{}).
+		Select("provider_name, model_id, COUNT(*) AS tasks, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, "+
+			"COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_usd), 0) AS cost_usd").
+		Where("COALESCE(started_at, created_at) >= ?", since.UTC()).
+		Group("provider_name, model_id").
+		Order("cost_usd DESC, prompt_tokens + completion_tokens DESC, provider_name, model_id").
+		Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("sum usage since %s: %w", since.Format(time.RFC3339), classify(err))
+	}
+	return out, nil
 }

@@ -487,6 +487,60 @@ type ScheduleList struct {
 	Offset    int        `json:"offset"`
 }
 
+// Preset is a saved task (extension): a name, the configuration of the
+// tasks it launches (what POST /tasks takes) and their input files.
+type Preset struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Task       CreateTask `json:"task"`
+	InputFiles []File     `json:"inputFiles"`
+	UseCount   int        `json:"useCount"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
+}
+
+// PresetList is the answer of GET /presets.
+type PresetList struct {
+	Presets []Preset `json:"presets"`
+}
+
+// SavePreset is the body of POST /presets and PATCH /presets/:id: a name
+// and either the task's configuration or a task to copy it (and its input
+// files) from. PATCH changes the fields given.
+type SavePreset struct {
+	Name       string      `json:"name,omitempty"`
+	Task       *CreateTask `json:"task,omitempty"`
+	FromTaskID string      `json:"fromTaskId,omitempty"`
+}
+
+// RunPreset is the optional body of POST /presets/:id/run: more
+// instructions added after the preset's description for this run only.
+type RunPreset struct {
+	ExtraInstructions string `json:"extraInstructions,omitempty"`
+}
+
+// Usage is the answer of GET /usage (extension): the tokens and estimated
+// cost of the tasks started since a time, per provider and model, and in
+// all.
+type Usage struct {
+	Since  time.Time    `json:"since"`
+	Models []ModelUsage `json:"models"`
+	Total  ModelUsage   `json:"total"`
+}
+
+// ModelUsage is the use of one provider and model (or, as Usage.Total, of
+// all; then the names are empty).
+type ModelUsage struct {
+	ProviderName     string  `json:"providerName,omitempty"`
+	ModelID          string  `json:"modelId,omitempty"`
+	Tasks            int64   `json:"tasks"`
+	PromptTokens     int64   `json:"promptTokens"`
+	CompletionTokens int64   `json:"completionTokens"`
+	TotalTokens      int64   `json:"totalTokens"`
+	CostUSD          float64 `json:"costUSD"`
+}
+
 // Provider is an LLM provider; its API key is never sent back.
 type Provider struct {
 	ID              string  `json:"id"`

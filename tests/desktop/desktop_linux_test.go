@@ -239,6 +239,9 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	}
 
 	h, ids := busy(t, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
+	if _, err := h.Unix.CreatePreset(context.Background(), wire.SavePreset{Name: "Morning sweep", Task: &wire.CreateTask{Description: "Sweep the inbox\n[[busy]]"}}); err != nil {
+		t.Fatal(err)
+	}
 	opened := make(chan string, 4)
 	ran := make(chan error, 1)
 	go func() {
@@ -293,7 +296,7 @@ func TestTrayMenuOverDBus(t *testing.T) {
 			byLabel[e.label] = e
 		}
 	}
-	for _, want := range []string{"New Task…", "Stop All Agents  Ctrl+Shift+Esc", "Dashboard", "Settings…", "Quit Hivecrew", "Open", "Pause", "Cancel"} {
+	for _, want := range []string{"New Task…", "Start Preset", "Morning sweep", "Stop All Agents  Ctrl+Shift+Esc", "Dashboard", "Settings…", "Quit Hivecrew", "Open", "Pause", "Cancel"} {
 		if _, ok := byLabel[want]; !ok {
 			t.Errorf("menu lacks %q", want)
 		}
@@ -343,6 +346,18 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	}
 	if strings.Contains(notes.all(), "Finish unnoticed") {
 		t.Fatalf("a completed task was notified with completed turned off: %q", notes.all())
+	}
+	// A preset is started from the Start Preset submenu; its task opens.
+	click(t, menu, byLabel["Morning sweep"].id)
+	select {
+	case link := <-opened:
+		_, next, _ := strings.Cut(link, "next=%2Ftasks%2F")
+		task, err := h.Unix.Task(context.Background(), next)
+		if next == "" || err != nil || task.Title != "Morning sweep" {
+			t.Fatalf("the preset opened %s: task %+v, %v", link, task, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("starting the preset opened nothing")
 	}
 	click(t, menu, byLabel["Stop All Agents  Ctrl+Shift+Esc"].id)
 	expectCancelled(t, h, ids[:2])

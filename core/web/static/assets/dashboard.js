@@ -1,6 +1,6 @@
 // Dashboard: the new-task form, active tasks as live cards, the history.
 import {
-  ACTIVE, TERMINAL, $, badge, del, elapsed, every, fileList, fill, fmtDuration, fmtTime, get, h, initChrome,
+  ACTIVE, TERMINAL, $, badge, del, elapsed, every, fileList, fill, fmtCost, fmtDuration, fmtTime, get, h, initChrome,
   patch, post, report, seg, statusLabel, toast,
 } from './common.js';
 import { taskNotifier } from './notify.js';
@@ -245,30 +245,48 @@ function batchTargets(copies) {
   return targets;
 }
 
-async function submitTask(e) {
-  e.preventDefault();
-  const status = $('#form-status');
+/**
+ * The task the form describes, as POST /tasks takes it in JSON (without
+ * its files), or null with the problem said and the field focused.
+ */
+function formTask() {
   const desc = $('#task-description').value.trim();
   if (!desc) {
-    status.textContent = 'Describe the task first.';
+    $('#form-status').textContent = 'Describe the task first.';
     $('#task-description').focus();
-    return;
+    return null;
   }
-  const fd = new FormData();
-  fd.append('description', desc);
-  const fields = { providerName: '#task-provider', modelId: '#task-model', outputDirectory: '#task-output',
-    templateId: '#task-template', networkMode: '#task-network', timeoutMinutes: '#task-timeout', maxIterations: '#task-max-iterations' };
-  for (const [name, sel] of Object.entries(fields)) {
+  const task = { description: desc };
+  const text = { providerName: '#task-provider', modelId: '#task-model', outputDirectory: '#task-output', templateId: '#task-template', networkMode: '#task-network' };
+  for (const [name, sel] of Object.entries(text)) {
     const v = $(sel).value.trim();
-    if (v) fd.append(name, v);
+    if (v) task[name] = v;
   }
-  if ($('#task-plan-first').checked) fd.append('planFirst', 'true');
-  for (const dir of $('#task-folders').value.split('\n').map((l) => l.trim()).filter((l) => l)) fd.append('hostFolders', dir);
+  for (const [name, sel] of Object.entries({ timeoutMinutes: '#task-timeout', maxIterations: '#task-max-iterations' })) {
+    const v = $(sel).value.trim();
+    if (v) task[name] = Number(v);
+  }
+  if ($('#task-plan-first').checked) task.planFirst = true;
+  const folders = $('#task-folders').value.split('\n').map((l) => l.trim()).filter((l) => l);
+  if (folders.length) task.hostFolders = folders;
   const policy = {};
   for (const s of document.querySelectorAll('#tool-policy select')) {
     if (s.value) policy[s.dataset.tool] = s.value;
   }
-  if (Object.keys(policy).length) fd.append('toolPolicy', JSON.stringify(policy));
+  if (Object.keys(policy).length) task.toolPolicy = policy;
+  return task;
+}
+
+async function submitTask(e) {
+  e.preventDefault();
+  const status = $('#form-status');
+  const task = formTask();
+  if (!task) return;
+  const fd = new FormData();
+  for (const [name, v] of Object.entries(task)) {
+    if (Array.isArray(v)) v.forEach((x) => fd.append(name, x));
+    else fd.append(name, typeof v === 'object' ? JSON.stringify(v) : String(v));
+  }
   for (const f of state.files) fd.append('files', f, f.name);
   const copies = Number($('#task-copies').value || 1);
   const batch = copies > 1 || document.querySelectorAll('#compare-targets li').length > 0;
@@ -305,6 +323,101 @@ async function submitTask(e) {
     report(err);
     btn.disabled = false;
   }
+}
+
+// ---- Presets -----------------------------------------------------------------
+
+function showPresetSave(open) {
+  $('#preset-save').hidden = !open;
+  if (open) $('#preset-name').focus();
+}
+
+/** Saves the form (and its files) as a preset. */
+async function savePreset() {
+  const task = formTask();
+  if (!task) return;
+  const name = $('#preset-name').value.trim();
+  if (!name) {
+    $('#form-status').textContent = 'Name the preset first.';
+    $('#preset-name').focus();
+    return;
+  }
+  const fd = new FormData();
+  fd.append('preset', JSON.stringify({ name, task }));
+  for (const f of state.files) fd.append('files', f, f.name);
+  const btn = $('#preset-save-confirm');
+  btn.disabled = true;
+  try {
+    const p = await post('/presets', fd);
+    toast(`Saved preset “${p.name}”.`);
+    $('#preset-name').value = '';
+    $('#form-status').textContent = '';
+    showPresetSave(false);
+    refreshPresets();
+  } catch (err) {
+    report(err);
+  }
+  btn.disabled = false;
+}
+
+async function refreshPresets() {
+  const { presets } = await get('/presets');
+  fill($('#presets'), presets.map((p) => {
+    const files = p.inputFiles.length ? ` · ${p.inputFiles.length} file${p.inputFiles.length === 1 ? '' : 's'}` : '';
+    const start = h('button', { type: 'button', class: 'small primary', 'aria-label': `Start ${p.name}` }, 'Start');
+    start.addEventListener('click', async () => {
+      start.disabled = true;
+      try {
+        const t = await post(`/presets/${seg(p.id)}/run`, {});
+        location.href = `/tasks/${seg(t.id)}`;
+      } catch (err) { report(err); start.disabled = false; }
+    });
+    const remove = h('button', { type: 'button', class: 'small', 'aria-label': `Delete ${p.name}` }, 'Delete');
+    remove.addEventListener('click', async () => {
+      if (!confirm(`Delete the preset “${p.name}”? Tasks it started stay.`)) return;
+      try { await del(`/presets/${seg(p.id)}`); refreshPresets(); } catch (err) { report(err); }
+    });
+    return h('li', { 'data-preset': p.name },
+      h('span', { class: 'name' }, p.name),
+      h('span', { class: 'what', title: p.task.description }, `${p.task.description.slice(0, 90)}${p.task.description.length > 90 ? '…' : ''}${files}`),
+      start, remove);
+  }));
+  $('#no-presets').hidden = presets.length > 0;
+}
+
+// ---- Waiting for you, today's usage --------------------------------------------
+
+/** What a task waits for, and the link's words; null if nothing. */
+function waitingFor(t) {
+  if (t.pendingQuestion) return ['asks: ' + t.pendingQuestion.question, 'Answer'];
+  if (t.pendingPermission) return [`wants to use ${t.pendingPermission.toolName}`, 'Approve or deny'];
+  if (t.status === 'planReview') return ['has a plan for you to review', 'Review plan'];
+  if (t.status === 'writebackReview') return ['changed your folders: review before they are written', 'Review changes'];
+  return null;
+}
+
+async function refreshAttention(active) {
+  const review = await get('/tasks?status=writebackReview&limit=50&sort=createdAt&order=asc');
+  const waiting = [...active, ...review.tasks].map((t) => [t, waitingFor(t)]).filter(([, w]) => w);
+  fill($('#attention-list'), waiting.map(([t, [what, action]]) => h('li', { 'data-task-id': t.id },
+    h('a', { href: `/tasks/${seg(t.id)}` }, t.title),
+    h('span', { class: 'what' }, what),
+    h('a', { class: 'button small primary', href: `/tasks/${seg(t.id)}` }, action))));
+  $('#attention-empty').hidden = waiting.length > 0;
+  $('#attention').classList.toggle('has-items', waiting.length > 0);
+}
+
+async function refreshUsage() {
+  const midnight = new Date();
+  midnight.setHours(0, 0, 0, 0);
+  const u = await get(`/usage?since=${encodeURIComponent(midnight.toISOString())}`);
+  const n = new Intl.NumberFormat();
+  $('#usage-today').textContent = `Today: ${n.format(u.total.totalTokens)} tokens · ${fmtCost(u.total.costUSD)} · ${u.total.tasks} task${u.total.tasks === 1 ? '' : 's'}`;
+  $('#usage-details').hidden = u.models.length === 0;
+  fill($('#usage-rows'), u.models.map((m) => h('tr', null,
+    h('th', { scope: 'row' }, `${m.providerName} · ${m.modelId}`),
+    h('td', null, n.format(m.tasks)), h('td', null, n.format(m.promptTokens)),
+    h('td', null, n.format(m.completionTokens)), h('td', null, fmtCost(m.costUSD)))));
 }
 
 // ---- Active tasks ----------------------------------------------------------
@@ -395,6 +508,7 @@ async function refreshActive() {
     }
   }
   $('#no-active').hidden = cards.size > 0;
+  await refreshAttention(res.tasks);
   const st = await get('/system/status');
   $('#system-summary').textContent = `${st.agents.running} running · ${st.agents.paused} paused · ${st.agents.queued} queued · ` +
     `VMs: ${st.vms.active} busy, ${st.vms.available} ready`;
@@ -471,6 +585,10 @@ async function remove(t) {
 // ---- Start -----------------------------------------------------------------
 
 $('#new-task').addEventListener('submit', submitTask);
+$('#save-preset').addEventListener('click', () => showPresetSave($('#preset-save').hidden));
+$('#preset-save-confirm').addEventListener('click', savePreset);
+$('#preset-save-cancel').addEventListener('click', () => showPresetSave(false));
+$('#preset-name').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); savePreset(); } });
 $('#add-target').addEventListener('click', addTarget);
 wireFiles();
 $('#history-search').addEventListener('input', renderHistory);
@@ -478,4 +596,6 @@ $('#history-status').addEventListener('change', () => { historySig = ''; history
 loadForm().catch(report);
 const activePoll = every(2000, refreshActive);
 const historyPoll = every(5000, refreshHistory);
+every(10000, refreshUsage);
+refreshPresets().catch(report);
 document.addEventListener('hivecrew:stopped', () => { activePoll.now(); historyPoll.now(); });

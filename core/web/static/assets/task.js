@@ -243,6 +243,28 @@ $('#skill-draft').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
+// ---- Save as preset ------------------------------------------------------------
+
+function togglePresetForm(open) {
+  $('#preset-form').hidden = !open;
+  $('#save-preset').setAttribute('aria-expanded', String(open));
+  if (open) {
+    $('#preset-name').value = $('#preset-name').value || (task ? task.title : '');
+    $('#preset-name').select();
+  }
+}
+
+$('#save-preset').addEventListener('click', () => togglePresetForm($('#preset-form').hidden));
+$('#preset-form-cancel').addEventListener('click', () => togglePresetForm(false));
+$('#preset-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  try {
+    const p = await post('/presets', { name: $('#preset-name').value.trim(), fromTaskId: id });
+    togglePresetForm(false);
+    toast(`Saved the preset “${p.name}”; start it from the dashboard or the menu bar.`);
+  } catch (err) { report(err); }
+});
+
 function renderStatusBar() {
   const t = task;
   if (!t) return;

@@ -1,0 +1,160 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/orchestrator"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+)
+
+// Presets (extension): saved tasks, launched by name.
+
+func (a *API) presetJSON(r *http.Request, p store.Preset) (wire.Preset, error) {
+	fs, err := a.st.PresetFiles(r.Context(), p.ID)
+	if err != nil {
+		return wire.Preset{}, err
+	}
+	w := wire.Preset{ID: p.ID, Name: p.Name, Task: p.Task, InputFiles: make([]wire.File, len(fs)), UseCount: p.UseCount,
+		LastUsedAt: tsp(p.LastUsedAt), CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
+	for i, f := range fs {
+		at := ts(f.CreatedAt)
+		w.InputFiles[i] = wire.File{Name: f.Name, Size: f.Size, MimeType: or(f.MimeType, files.MimeType(f.Name)), UploadedAt: &at}
+	}
+	return w, nil
+}
+
+func (a *API) writePreset(w http.ResponseWriter, r *http.Request, status int, p store.Preset) error {
+	out, err := a.presetJSON(r, p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, status, out)
+}
+
+func (a *API) listPresets(w http.ResponseWriter, r *http.Request) error {
+	list, err := a.st.ListPresets(r.Context())
+	if err != nil {
+		return err
+	}
+	out := wire.PresetList{Presets: make([]wire.Preset, len(list))}
+	for i, p := range list {
+		if out.Presets[i], err = a.presetJSON(r, p); err != nil {
+			return err
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) getPreset(w http.ResponseWriter, r *http.Request) error {
+	p, err := a.st.FindPreset(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return a.writePreset(w, r, http.StatusOK, p)
+}
+
+// createPreset saves a preset: JSON {name, task | fromTaskId}, or
+// multipart with that JSON in a part named "preset" and "files" parts.
+func (a *API) createPreset(w http.ResponseWriter, r *http.Request) error {
+	var (
+		in      wire.SavePreset
+		uploads []orchestrator.Upload
+	)
+	rec, err := a.receive(w, r, &in)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		defer rec.cleanup()
+		raw, err := rec.form.one("preset")
+		if err != nil {
+			return err
+		}
+		if raw == "" {
+			return errdefs.Invalidf("preset is required: a part holding {\"name\": ..., \"task\": {...}}")
+		}
+		if err := decodeJSON(w, []byte(raw), &in); err != nil {
+			return errdefs.Invalidf("preset part: %v", err)
+		}
+		uploads = rec.uploads
+	}
+	if err := a.stepUpForPreset(r, in); err != nil {
+		return err
+	}
+	p, err := a.o.CreatePreset(r.Context(), in, uploads)
+	if err != nil {
+		return err
+	}
+	return a.writePreset(w, r, http.StatusCreated, p)
+}
+
+// stepUpForPreset asks a web session for a fresh sign-in where the task
+// would: a preset that grants host folders or hosts past the egress policy
+// grants them to every task it launches. A preset made from a task takes
+// that task's grants.
+func (a *API) stepUpForPreset(r *http.Request, in wire.SavePreset) error {
+	if in.Task != nil {
+		return stepUpForTask(r, *in.Task)
+	}
+	if in.FromTaskID == "" {
+		return nil
+	}
+	t, err := a.st.GetTask(r.Context(), in.FromTaskID)
+	if err != nil {
+		return nil // CreatePreset says what is wrong with it
+	}
+	folders := make([]string, len(t.HostFolders))
+	for i, f := range t.HostFolders {
+		folders[i] = f.Path
+	}
+	return stepUpForTask(r, wire.CreateTask{HostFolders: folders, AllowHosts: t.AllowHosts})
+}
+
+func (a *API) patchPreset(w http.ResponseWriter, r *http.Request) error {
+	var in wire.SavePreset
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if err := a.stepUpForPreset(r, wire.SavePreset{Task: in.Task}); err != nil {
+		return err
+	}
+	p, err := a.o.UpdatePreset(r.Context(), r.PathValue("id"), in)
+	if err != nil {
+		return err
+	}
+	return a.writePreset(w, r, http.StatusOK, p)
+}
+
+func (a *API) deletePreset(w http.ResponseWriter, r *http.Request) error {
+	if err := a.o.DeletePreset(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// runPreset launches a preset's task: 201 with the task as POST /tasks
+// answers it. The body is optional: {extraInstructions}.
+func (a *API) runPreset(w http.ResponseWriter, r *http.Request) error {
+	var in wire.RunPreset
+	if r.ContentLength != 0 {
+		if err := decode(w, r, &in); err != nil {
+			return err
+		}
+	}
+	p, err := a.st.FindPreset(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := stepUpForTask(r, p.Task); err != nil {
+		return err
+	}
+	t, err := a.o.LaunchPreset(r.Context(), p.ID, in)
+	if err != nil {
+		return err
+	}
+	return a.writeCreated(w, r, http.StatusCreated, t)
+}

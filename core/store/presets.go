@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+)
+
+// MaxPresetName is the longest preset name, in characters.
+const MaxPresetName = 80
+
+// CheckPresetName trims a preset's name and refuses an empty, overlong or
+// multi-line one.
+func CheckPresetName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		return "", errdefs.Invalidf("name is required: a preset is launched by its name")
+	case utf8.RuneCountInString(name) > MaxPresetName:
+		return "", errdefs.Invalidf("name is %d characters, over the limit of %d", utf8.RuneCountInString(name), MaxPresetName)
+	case strings.ContainsAny(name, "\r\n\t"):
+		return "", errdefs.Invalidf("name %q: one line, please", name)
+	}
+	return name, nil
+}
+
+// CreatePreset stores a preset and its input files in one transaction. A
+// name already taken (compared without case) is a conflict.
+func (s *Store) CreatePreset(ctx context.Context, p *Preset, files []PresetFile) error {
+	name, err := CheckPresetName(p.Name)
+	if err != nil {
+		return err
+	}
+	p.Name = name
+	if p.ID == "" {
+		p.ID = uuid.NewString()
+	}
+	now := time.Now().UTC()
+	p.CreatedAt, p.UpdatedAt = now, now
+	for i := range files {
+		f := &files[i]
+		f.ID, f.PresetID, f.CreatedAt = 0, p.ID, now
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if err := presetNameFree(tx, p.Name, ""); err != nil {
+			return err
+		}
+		if err := tx.Create(p).Error; err != nil {
+			return fmt.Errorf("create preset: %w", classify(err))
+		}
+		if len(files) > 0 {
+			if err := tx.Omit("Preset").Create(&files).Error; err != nil {
+				return fmt.Errorf("create preset %s: files: %w", p.Name, classify(err))
+			}
+		}
+		return nil
+	})
+}
+
+// presetNameFree refuses a name another preset (not except) has.
+func presetNameFree(tx *gorm.DB, name, except string) error {
+	var n int64
+	if err := tx.Model(&Preset{}).Where("lower(name) = lower(?) AND id <> ?", name, except).Count(&n).Error; err != nil {
+		return fmt.Errorf("check preset name: %w", classify(err))
+	}
+	if n > 0 {
+		return errdefs.Conflictf("a preset named %q exists already", name)
+	}
+	return nil
+}
+
+// FindPreset returns a preset by id, or by name (without case).
+func (s *Store) FindPreset(ctx context.Context, idOrName string) (Preset, error) {
+	var p Preset
+	err := s.db.WithContext(ctx).Where("id = ?", idOrName).Or("lower(name) = lower(?)", strings.TrimSpace(idOrName)).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Preset{}, errdefs.NotFoundf("no preset %q", idOrName)
+	}
+	if err != nil {
+		return Preset{}, fmt.Errorf("read preset %s: %w", idOrName, classify(err))
+	}
+	return p, nil
+}
+
+// PresetFiles returns a preset's input files, by name.
+func (s *Store) PresetFiles(ctx context.Context, id string) ([]PresetFile, error) {
+	var fs []PresetFile
+	if err := s.db.WithContext(ctx).Where("preset_id = ?", id).Order("name").Find(&fs).Error; err != nil {
+		return nil, fmt.Errorf("preset %s files: %w", id, classify(err))
+	}
+	return fs, nil
+}
+
+// ListPresets returns every preset, most used recently first, then by
+// name.
+func (s *Store) ListPresets(ctx context.Context) ([]Preset, error) {
+	var out []Preset
+	if err := s.db.WithContext(ctx).Order("last_used_at IS NULL, last_used_at DESC, lower(name)").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list presets: %w", classify(err))
+	}
+	return out, nil
+}
+
+// UpdatePreset edits a preset atomically; a new name must be free.
+func (s *Store) UpdatePreset(ctx context.Context, id string, mutate func(*Preset) error) (Preset, error) {
+	var p Preset
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		if err := take(tx, "preset", id, &p); err != nil {
+			return err
+		}
+		if err := mutate(&p); err != nil {
+			return err
+		}
+		name, err := CheckPresetName(p.Name)
+		if err != nil {
+			return err
+		}
+		p.Name = name
+		if err := presetNameFree(tx, p.Name, p.ID); err != nil {
+			return err
+		}
+		p.UpdatedAt = time.Now().UTC()
+		if err := tx.Save(&p).Error; err != nil {
+			return fmt.Errorf("update preset %s: %w", id, classify(err))
+		}
+		return nil
+	})
+	return p, err
+}
+
+// DeletePreset deletes a preset and its file rows; tasks it launched stay.
+func (s *Store) DeletePreset(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("preset_id = ?", id).Delete(&PresetFile{}).Error; err != nil {
+			return fmt.Errorf("delete preset %s files: %w", id, classify(err))
+		}
+		res := tx.Where("id = ?", id).Delete(&Preset{})
+		if res.Error != nil {
+			return fmt.Errorf("delete preset %s: %w", id, classify(res.Error))
+		}
+		if res.RowsAffected == 0 {
+			return errdefs.NotFoundf("no preset %s", id)
+		}
+		return nil
+	})
+}
+
+// LaunchPreset stores the task a preset launched and its inputs, and counts
+// the use, in one transaction.
+func (s *Store) LaunchPreset(ctx context.Context, id string, t *Task, inputs []TaskFile) error {
+	if err := prepareTask(t, inputs); err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if err := createTask(tx, t, inputs); err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		res := tx.Model(&Preset{}).Where("id = ?", id).Updates(map[string]any{"use_count": gorm.Expr("use_count + 1"), "last_used_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("count the use of preset %s: %w", id, classify(res.Error))
+		}
+		if res.RowsAffected == 0 {
+			return errdefs.NotFoundf("no preset %s", id)
+		}
+		return nil
+	})
+}
