@@ -61,7 +61,7 @@ browser:
 check-darwin:
 	$(GO) run ./scripts/checkdarwin ./...
 
-## bench: measure against targets and baselines; prints a table, writes $$BENCH_OUT
+## bench: measure against targets and baselines; prints a table, writes $$BENCH_OUT and $$BENCH_REPORT (BENCH_ONLY=soak: the 1,000-task soak)
 bench: build
 	$(GO) run ./tests/bench
 
@@ -86,7 +86,7 @@ else
 endif
 
 clean:
-	rm -rf bin dist bench-results.json
+	rm -rf bin dist bench-results.json bench-report.html
 
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  /'

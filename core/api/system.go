@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -80,6 +82,7 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) error {
 		Agents: wire.AgentCounts{Running: counts[store.StatusRunning], Paused: counts[store.StatusPaused],
 			Queued: counts[store.StatusQueued] + counts[store.StatusWaitingForVM], MaxConcurrent: settings.MaxConcurrentVMs},
 		Resources: wire.ResourceSummary{MemoryTotalGB: float64(pool.HostMemoryMB()) / 1024},
+		Runtime:   runtimeStats(),
 	}
 	for _, v := range a.cfg.Pool.Snapshot() {
 		switch v.State {
@@ -231,4 +234,17 @@ func (a *API) usage(w http.ResponseWriter, r *http.Request) error {
 		out.Total.CostUSD += m.CostUSD
 	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// runtimeStats reads the helper's goroutines, heap and open descriptors.
+func runtimeStats() wire.RuntimeStats {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	open := -1
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		open = len(fds) - 1 // less the one ReadDir held
+	} else if fds, err := os.ReadDir("/dev/fd"); err == nil {
+		open = len(fds) - 1
+	}
+	return wire.RuntimeStats{Goroutines: runtime.NumGoroutine(), HeapAllocMB: float64(m.HeapAlloc) / (1 << 20), OpenFiles: open}
 }

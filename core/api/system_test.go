@@ -165,7 +165,8 @@ func TestProvidersTemplatesVMsSystem(t *testing.T) {
 	// System.
 	var st wire.Status
 	json.Unmarshal(h.expect(200, "GET", "/api/v1/system/status", nil), &st)
-	if st.Status != "healthy" || st.Version == "" || st.Agents.MaxConcurrent != 2 || st.Resources.MemoryTotalGB <= 0 || st.Backend != "fake" {
+	if st.Status != "healthy" || st.Version == "" || st.Agents.MaxConcurrent != 2 || st.Resources.MemoryTotalGB <= 0 || st.Backend != "fake" ||
+		st.Runtime.Goroutines < 10 || st.Runtime.HeapAllocMB <= 0 || st.Runtime.OpenFiles < 3 {
 		t.Fatalf("status = %+v", st)
 	}
 	var cfg wire.SystemConfig

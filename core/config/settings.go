@@ -167,10 +167,15 @@ func (p ToolPolicy) normalize() {
 	}
 }
 
+// MaxConcurrentVMsCap is the most VMs Settings may allow at once.
+const MaxConcurrentVMsCap = 256
+
 // Settings are the user's preferences, persisted in the store. JSON names are
 // the wire names of the settings API and the keys of the settings table.
 type Settings struct {
-	// Capacity.
+	// Capacity. MaxConcurrentVMs is 1 to 256 (default 2): a sandbox costs
+	// tens of MB, so a Linux host carries many; a macOS host runs at most 2
+	// macOS guests whatever it says.
 	MaxConcurrentVMs int `json:"maxConcurrentVMs"`
 	WarmPoolSize     int `json:"warmPoolSize"`
 	// IdleTimeoutMinutes stops a warm VM nobody used for this long.
@@ -336,7 +341,7 @@ func (s Settings) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be between %d and %d (got %d)", name, lo, hi, v))
 		}
 	}
-	inRange("maxConcurrentVMs", s.MaxConcurrentVMs, 1, 64)
+	inRange("maxConcurrentVMs", s.MaxConcurrentVMs, 1, MaxConcurrentVMsCap)
 	inRange("warmPoolSize", s.WarmPoolSize, 0, 16)
 	inRange("idleTimeoutMinutes", s.IdleTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultTimeoutMinutes", s.DefaultTimeoutMinutes, 1, 7*24*60)

@@ -14,3 +14,15 @@ func hostMemoryMB() int {
 }
 
 func hostCPUs() int { return runtime.NumCPU() }
+
+// availableMemoryMB is the free and purgeable pages (vm.page_free_count,
+// vm.page_purgeable_count) in MB. No macOS backend shares memory (a vz
+// guest holds its memory), so admission does not read it there today.
+func availableMemoryMB() int {
+	free, err := unix.SysctlUint32("vm.page_free_count")
+	if err != nil {
+		return hostMemoryMB()
+	}
+	purgeable, _ := unix.SysctlUint32("vm.page_purgeable_count")
+	return int((uint64(free) + uint64(purgeable)) * uint64(unix.Getpagesize()) >> 20)
+}

@@ -103,6 +103,14 @@ type Config struct {
 	// MaxCPUs caps the vCPUs of all running VMs together; 0 means four per
 	// host core.
 	MaxCPUs int
+	// AvailableMemoryMB reads the memory the host has available for new
+	// processes (Linux: MemAvailable); it admits machines of a backend with
+	// SharedMemory. Default: read from the OS.
+	AvailableMemoryMB func() int
+	// ReserveMB is the available memory admission keeps free for the rest
+	// of the host when machines share memory; 0 means a tenth of the
+	// host's memory, at least 1 GB.
+	ReserveMB int
 	// ReadyTimeout bounds boot to the guest's hello; default 2 min.
 	ReadyTimeout time.Duration
 	// LostAfter is how long a guest may be unreachable before its VM is
@@ -187,6 +195,12 @@ func New(cfg Config) (*Pool, error) {
 	}
 	if cfg.MaxCPUs == 0 {
 		cfg.MaxCPUs = 4 * hostCPUs()
+	}
+	if cfg.AvailableMemoryMB == nil {
+		cfg.AvailableMemoryMB = availableMemoryMB
+	}
+	if cfg.ReserveMB == 0 {
+		cfg.ReserveMB = max(1024, cfg.HostMemoryMB/10)
 	}
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 2 * time.Minute
@@ -322,9 +336,10 @@ func (p *Pool) usageLocked() (count, memMB, cpus int) {
 // admitLocked returns why a VM of mem MB and cpus cannot start now, or "".
 func (p *Pool) admitLocked(lim Limits, mem, cpus int) string {
 	count, used, usedCPUs := p.usageLocked()
+	caps := p.cfg.Backend.Capabilities()
 	max := lim.MaxConcurrent
 	what := "the maximum number of concurrent VMs (Settings)"
-	if hm := p.cfg.Backend.Capabilities().MaxRunning; hm > 0 && hm < max {
+	if hm := caps.MaxRunning; hm > 0 && hm < max {
 		max, what = hm, "the host limit for this kind of VM"
 	}
 	switch {
@@ -332,9 +347,16 @@ func (p *Pool) admitLocked(lim Limits, mem, cpus int) string {
 		return fmt.Sprintf("waiting for a VM slot: the host refuses to start another VM while Hivecrew runs %d (another app holds a slot; close other virtualization apps)", count)
 	case count >= max:
 		return fmt.Sprintf("waiting for a VM slot: %d of %d in use (%s)", count, max, what)
+	case caps.SharedMemory:
+		// A sandbox's memory size is a limit, not a reservation: what
+		// counts is what the host still has.
+		if avail := p.cfg.AvailableMemoryMB(); avail < p.cfg.ReserveMB {
+			return fmt.Sprintf("waiting for memory: the host has %d MB available, under the %d MB kept free for the rest of it", avail, p.cfg.ReserveMB)
+		}
 	case used+mem > p.cfg.HostMemoryMB:
 		return fmt.Sprintf("waiting for memory: running VMs hold %d MB of %d MB and this one needs %d MB", used, p.cfg.HostMemoryMB, mem)
-	case usedCPUs+cpus > p.cfg.MaxCPUs && !p.cfg.Backend.Capabilities().SharedCPUs:
+	}
+	if usedCPUs+cpus > p.cfg.MaxCPUs && !caps.SharedCPUs {
 		return fmt.Sprintf("waiting for CPUs: running VMs hold %d of %d vCPUs and this one needs %d", usedCPUs, p.cfg.MaxCPUs, cpus)
 	}
 	return ""

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,6 +234,46 @@ func TestAdmissionWaitsWithAReason(t *testing.T) {
 		t.Fatalf("memory cap: err=%v reason=%q", err, reason)
 	}
 	x.Release(ctx)
+}
+
+// TestSharedMemoryAdmission: a backend whose machines share the host's
+// memory (sandboxes: the size is a cgroup limit) starts machines whose caps
+// add up past the host's memory while the host has memory available, and
+// waits, saying so, once what is available falls under the reserve.
+func TestSharedMemoryAdmission(t *testing.T) {
+	var avail atomic.Int64
+	avail.Store(8 << 10)
+	b := fake.New(fake.Options{SharedMemory: true})
+	h := newPool(t, limits(8, 0), b, func(c *Config) {
+		c.HostMemoryMB, c.ReserveMB = 4<<10, 1<<10
+		c.AvailableMemoryMB = func() int { return int(avail.Load()) }
+	})
+	h.setLimits(func(l *Limits) { l.MemoryMB = 2 << 10 })
+	ctx := context.Background()
+	var held []*Lease
+	for range 4 { // 8 GB of caps on a 4 GB host
+		l, err := h.p.Acquire(ctx, Request{Template: hostTmpl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	avail.Store(900)
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var reason string
+	if _, err := h.p.Acquire(wctx, Request{Template: hostTmpl, OnWait: func(r string) { reason = r }}); err == nil ||
+		reason != "waiting for memory: the host has 900 MB available, under the 1024 MB kept free for the rest of it" {
+		t.Fatalf("low memory: err=%v reason=%q", err, reason)
+	}
+	avail.Store(2 << 10)
+	l, err := h.p.Acquire(ctx, Request{Template: hostTmpl})
+	if err != nil {
+		t.Fatalf("memory available again: %v", err)
+	}
+	for _, x := range append(held, l) {
+		x.Release(ctx)
+	}
 }
 
 // TestLeakedHostSlot: the host refuses a start although the pool runs fewer

@@ -145,6 +145,10 @@ type Capabilities struct {
 	// CPUs, which every machine shares (a sandbox's CPU quota), not vCPUs
 	// it holds: admission does not count them against the host's cores.
 	SharedCPUs bool
+	// SharedMemory says a machine's memory size is only a cap (a cgroup
+	// limit) on what it may use of the host's memory, not memory it holds:
+	// admission checks what the host has available instead of summing caps.
+	SharedMemory bool
 	// SaveRestore says machines implement SaveRestorer.
 	SaveRestore bool
 	// Display says machines implement Displayer.

@@ -800,6 +800,17 @@ type Status struct {
 	VMs       VMCounts        `json:"vms"`
 	Resources ResourceSummary `json:"resources"`
 	Backend   string          `json:"backend"`
+	// Runtime is the helper process's own state (extension), for watching
+	// it over days of tasks.
+	Runtime RuntimeStats `json:"runtime"`
+}
+
+// RuntimeStats describe the helper process: its goroutines, the Go heap
+// in use and its open file descriptors (-1 where the OS does not say).
+type RuntimeStats struct {
+	Goroutines  int     `json:"goroutines"`
+	HeapAllocMB float64 `json:"heapAllocMB"`
+	OpenFiles   int     `json:"openFiles"`
 }
 
 // AgentCounts counts tasks by state.

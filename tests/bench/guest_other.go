@@ -33,3 +33,13 @@ func benchThroughput(context.Context, *slog.Logger) ([]Metric, error) {
 func benchContext(context.Context, *slog.Logger) ([]Metric, error) {
 	return nil, errors.New("the context benchmark needs a Linux host (sandboxes)")
 }
+
+// benchCapacity drives the helper with Linux sandboxes, which only Linux has.
+func benchCapacity(context.Context, *slog.Logger) ([]Metric, error) {
+	return nil, errors.New("the capacity benchmark needs a Linux host (sandboxes)")
+}
+
+// benchSoak drives the helper with Linux sandboxes, which only Linux has.
+func benchSoak(context.Context, *slog.Logger) ([]Metric, error) {
+	return nil, errors.New("the soak needs a Linux host (sandboxes)")
+}

@@ -18,7 +18,9 @@ import (
 )
 
 // provider is the bench's scripted OpenAI-compatible provider. It answers
-// at once (nothing of an LLM's own time enters the figures), with the
+// at once, or after think (a real model's time to answer: 1 to 6 s a
+// step); either way nothing of it enters the figures, which count from its
+// answer to the agent's next request. It answers with the
 // script of the task whose marker ("[[name]]", in its description) the
 // request carries, and records each exchange: when the request arrived,
 // when its answer went out, and the request body's size.
@@ -30,6 +32,8 @@ type provider struct {
 	// says so, and a request that passes it (by llm.EstimateTokens) is
 	// refused as a real provider does (context_length_exceeded).
 	window int
+	// think delays every answer (0: at once).
+	think time.Duration
 
 	// mu guards scripts, log and last.
 	mu      sync.Mutex
@@ -155,6 +159,13 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, p.window, tokens(body))
 		return
+	}
+	if p.think > 0 {
+		select {
+		case <-time.After(p.think):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	msg, hold := finish(n, check)
 	switch {

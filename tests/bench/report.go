@@ -39,7 +39,17 @@ type Metric struct {
 	// Violation, when set, is a requirement the run broke beside the
 	// figure (an error the user would have seen): the metric fails.
 	Violation string
+	// Chart names the HTML report's chart the metric is drawn on: at X
+	// (its P95; capacity levels), or as its Series (in SeriesUnit; the
+	// soak's resources over tasks). Neither is in the JSON.
+	Chart      string
+	X          float64
+	Series     []Point
+	SeriesUnit string
 }
+
+// Point is a point of a chart's line.
+type Point struct{ X, Y float64 }
 
 // Quantity encodes a non-time figure in a duration field of a Metric whose
 // Unit is set.

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +90,58 @@ func TestSkippedMetricSaysWhy(t *testing.T) {
 	}
 	if s, _ := got[ms[1].Name]["skipped"].(string); !strings.HasPrefix(s, "needs a Mac") {
 		t.Errorf("JSON: %s", raw)
+	}
+}
+
+// TestHTMLReport: the report holds every row with its target, baseline and
+// whether it passed, the capacity curve and memory as SVG with the target
+// line and a point per level, and a chart per soak resource; every SVG is
+// well-formed XML, and names from the metrics are escaped.
+func TestHTMLReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.html")
+	metrics := []Metric{
+		{Name: "store: <insert>", P50: 2 * time.Millisecond, P95: 3 * time.Millisecond, Target: 5 * time.Millisecond, Baseline: 9 * time.Millisecond, BaselineName: "naive"},
+		{Name: "capacity: 16 agents, step overhead", P50: 30 * time.Millisecond, P95: 60 * time.Millisecond, Target: 100 * time.Millisecond, TargetOnP95: true, Chart: "capacity", X: 16},
+		{Name: "capacity: 32 agents, step overhead", P50: 50 * time.Millisecond, P95: 140 * time.Millisecond, Target: 100 * time.Millisecond, TargetOnP95: true, Chart: "capacity", X: 32,
+			Violation: "CPU: p95 step overhead 140ms over 100ms"},
+		{Name: "capacity: 64 agents, step overhead", Skipped: "not run: 32 agents already missed the target"},
+		{Name: "capacity: 16 agents, memory", P50: Quantity(800), P95: Quantity(800), Target: Quantity(12288), Unit: "MB", Chart: "capacity-memory", X: 16},
+		{Name: "soak: goroutines growth after 100 tasks", P50: Quantity(2), P95: Quantity(2), Target: Quantity(10), Unit: "%", Chart: "soak",
+			Series: []Point{{0, 40}, {100, 52}, {200, 53}}, SeriesUnit: "goroutines"},
+	}
+	if err := writeHTML(path, metrics, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(raw)
+	for _, want := range []string{
+		"store: &lt;insert&gt;", "≤ 5.000 ms", "9.000 ms (naive)", "4.5×",
+		"≤ 100.000 ms (p95)", `<span class="fail">no</span>`, "<strong>CPU: p95 step overhead 140ms over 100ms</strong>",
+		"not run: 32 agents already missed the target", "6 metrics, 1 missed their target, 1 skipped here",
+		"Capacity: p95 step overhead", "Capacity: memory of all sandboxes", "goroutines growth after 100 tasks", "target 100 ms",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	svgs := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindAllString(page, -1)
+	if len(svgs) != 3 {
+		t.Fatalf("%d charts, want 3 (overhead, memory, one soak resource)", len(svgs))
+	}
+	if n := strings.Count(svgs[0], "<circle"); n != 2 {
+		t.Errorf("the capacity curve has %d points, want 2 (the skipped level is not drawn)", n)
+	}
+	for _, svg := range svgs {
+		dec := xml.NewDecoder(strings.NewReader(svg))
+		for {
+			if _, err := dec.Token(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("an SVG is not well-formed: %v\n%s", err, svg)
+			}
+		}
 	}
 }

@@ -61,6 +61,7 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 	if err != nil {
 		return nil, err
 	}
+	firstTicks := lastTicks
 	last := start
 	tick := time.NewTicker(time.Second)
 	for now := range tick.C {
@@ -145,13 +146,20 @@ func benchThroughput(ctx context.Context, _ *slog.Logger) (_ []Metric, err error
 	for _, n := range perSecond {
 		total += n
 	}
+	perStep := time.Duration(float64(lastTicks-firstTicks) / clockTicks * float64(time.Second) / float64(max(total, 1)))
 	out := []Metric{
 		{Name: "throughput: 16 agents, steps per second (all agents)", P50: s50, P95: s95, Target: Quantity(agents), AtLeast: true, Unit: "steps/s",
 			Samples: len(rates), Note: fmt.Sprintf("%d steps in %s; per 1 s interval; target: a step per agent per second", total, end.Sub(start).Round(time.Second))},
-		{Name: "throughput: 16 agents, step overhead", P50: o50, P95: o95, Target: 100 * time.Millisecond, TargetOnP95: true, Samples: len(overhead),
+		// With a provider that answers at once, 16 agents keep the 2 cores
+		// busy: this row is the machine saturated, measured for
+		// throughput, without a latency target (the capacity rows carry
+		// the target, at a real model's pace).
+		{Name: "throughput: 16 agents, provider instant, step overhead", P50: o50, P95: o95, Samples: len(overhead),
 			Baseline: solo, BaselineName: "1 agent alone",
-			Note: fmt.Sprintf("provider answer -> the agent's next request: type a line into xterm, PNG screenshot, trace, events, prompt; the screen changed in %d of %d steps; p99 %s, max %s",
+			Note: fmt.Sprintf("saturation, no target: provider answer -> the agent's next request: type a line into xterm, PNG screenshot, trace, events, prompt; the screen changed in %d of %d steps; p99 %s, max %s",
 				changed, compared, rank(overhead, 0.99).Round(time.Millisecond), rank(overhead, 1).Round(time.Millisecond))},
+		{Name: "throughput: 16 agents, provider instant, helper CPU per step", P50: perStep, P95: perStep, Samples: total, Target: 10 * time.Millisecond,
+			Note: fmt.Sprintf("helper process utime+stime over the window / the %d steps made in it; target: 128 agents at a 3 s model pace (43 steps/s) in under half a core", total)},
 		{Name: "throughput: helper CPU per agent", P50: c50, P95: c95, Target: Quantity(5), Unit: "% core", Samples: len(cpu),
 			Note: "helper process utime+stime per 1 s interval / 16 (sandboxes not included)"},
 		{Name: "throughput: helper RSS per agent", P50: r50, P95: r95, Target: Quantity(8), Unit: "MB", Samples: len(rss),

@@ -41,6 +41,9 @@ type Options struct {
 	// with.
 	SaveRestore bool
 	SaveErr     error
+	// SharedMemory makes the backend's machines share the host's memory
+	// (as sandboxes do): admission checks available memory, not caps.
+	SharedMemory bool
 }
 
 // Backend is the fake backend.
@@ -76,7 +79,7 @@ func (b *Backend) Capabilities() vm.Capabilities {
 		Name: "fake", GuestOS: "linux",
 		Kinds:      []vm.TemplateKind{vm.KindHost, vm.KindRootFS},
 		Networks:   []vm.NetworkMode{vm.NetworkOffline, vm.NetworkInternet},
-		MaxRunning: b.opts.MaxRunning, SaveRestore: b.opts.SaveRestore,
+		MaxRunning: b.opts.MaxRunning, SaveRestore: b.opts.SaveRestore, SharedMemory: b.opts.SharedMemory,
 	}
 }
 

@@ -105,7 +105,7 @@ func New(cfg Config) (*Backend, error) {
 // Capabilities implements vm.Backend.
 func (b *Backend) Capabilities() vm.Capabilities {
 	c := vm.Capabilities{Name: "sandbox", GuestOS: "linux", Kinds: []vm.TemplateKind{vm.KindHost}, Networks: []vm.NetworkMode{vm.NetworkOffline},
-		SharedCPUs: true}
+		SharedCPUs: true, SharedMemory: true}
 	if os.Geteuid() == 0 {
 		c.Kinds = append(c.Kinds, vm.KindRootFS)
 	}

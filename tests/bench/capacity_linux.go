@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Capacity targets: at each level of concurrent agents, with a provider
+// that thinks as a real model does, a step's overhead stays within
+// capacityP95 at the 95th percentile, no agent fails, and all the
+// sandboxes together hold at most capacityMemMB.
+const (
+	capacityP95   = 100 * time.Millisecond
+	capacityMemMB = 12 << 10
+	// capacityGoal is the level the machine should carry.
+	capacityGoal = 128
+)
+
+// capacityLevel is what one level of the ramp measured.
+type capacityLevel struct {
+	agents   int
+	overhead []time.Duration
+	// stepsPerSec is the rate of all agents' steps in the window.
+	stepsPerSec float64
+	// cpu is the helper's CPU in the window, in cores (1 = one core busy).
+	cpu float64
+	// pssMB is the proportional set size of every sandbox process.
+	pssMB float64
+	// errors are agents that stopped working in the window, with why.
+	errors []string
+	// refused, when set, is why admission left agents waiting.
+	refused string
+}
+
+// why says why the level misses its target ("" if it meets it): the
+// first of admission, errors, memory and the step overhead (CPU: the
+// helper and the sandboxes share the host's cores).
+func (l capacityLevel) why() string {
+	switch {
+	case l.refused != "":
+		return "admission: " + l.refused
+	case len(l.errors) > 0:
+		return fmt.Sprintf("errors: %d agents stopped (%s)", len(l.errors), l.errors[0])
+	case l.pssMB > capacityMemMB:
+		return fmt.Sprintf("memory: the sandboxes hold %.1f GB, over %d GB", l.pssMB/1024, capacityMemMB>>10)
+	case len(l.overhead) == 0:
+		return "errors: no step fell inside the window"
+	}
+	if _, p95 := percentiles(l.overhead); p95 > capacityP95 {
+		return fmt.Sprintf("CPU: p95 step overhead %s over %s with the helper at %.0f%% of a core and %.1f steps/s on %d cores",
+			p95.Round(time.Millisecond), capacityP95, 100*l.cpu, l.stepsPerSec, runtime.NumCPU())
+	}
+	return ""
+}
+
+// benchCapacity ramps concurrent agents (BENCH_CAPACITY_LEVELS, default
+// 16,32,64,128,256) in real sandboxes against a provider that thinks
+// BENCH_THINK (default 3s) before each answer, each agent typing into a
+// terminal, and reports for each level the step overhead, steps per
+// second, the helper's CPU, the sandboxes' memory and the errors. The ramp
+// stops at the first level that misses the target (a higher one would
+// only miss it by more), and says why; the last row is the highest level
+// that met it.
+func benchCapacity(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
+	levels, err := envLevels("BENCH_CAPACITY_LEVELS", []int{16, 32, 64, 128, 256})
+	if err != nil {
+		return nil, err
+	}
+	think := 3 * time.Second
+	if v := os.Getenv("BENCH_THINK"); v != "" {
+		if think, err = time.ParseDuration(v); err != nil || think < 0 {
+			return nil, fmt.Errorf("BENCH_THINK %q: want a duration such as 3s", v)
+		}
+	}
+	p := newProvider()
+	p.think = think
+	defer p.close()
+	h, err := startHelper()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, h.close()) }()
+	if err := h.configure(ctx, p, map[string]any{"maxConcurrentVMs": slices.Max(levels), "warmPoolSize": 0, "vmMemoryMB": 512, "vmCpuCount": 1}); err != nil {
+		return nil, err
+	}
+	var out []Metric
+	best := 0
+	for i, n := range levels {
+		fmt.Fprintf(os.Stderr, "bench: capacity: %d agents...\n", n)
+		l, err := capacityRun(ctx, h, p, n, think)
+		if err != nil {
+			return nil, fmt.Errorf("%d agents: %w", n, err)
+		}
+		out = append(out, l.metrics(think)...)
+		why := l.why()
+		if why != "" {
+			for _, rest := range levels[i+1:] {
+				out = append(out, Metric{Name: capacityName(rest, think), Skipped: fmt.Sprintf("not run: %d agents already missed the target (%s)", n, why)})
+			}
+			break
+		}
+		best = n
+	}
+	out = append(out, Metric{Name: "capacity: most concurrent agents meeting the target", P50: Quantity(float64(best)), P95: Quantity(float64(best)),
+		Target: Quantity(capacityGoal), AtLeast: true, Unit: "agents", Samples: len(levels),
+		Note: fmt.Sprintf("p95 step overhead <= %s, no errors, sandboxes <= %d GB, with a provider thinking %s a step; a macOS host runs at most 2 macOS guests, a Firecracker or container desktop costs hundreds of MB an agent",
+			capacityP95, capacityMemMB>>10, think)})
+	return out, nil
+}
+
+func capacityName(n int, think time.Duration) string {
+	return fmt.Sprintf("capacity: %d agents, step overhead (provider thinks %s)", n, think)
+}
+
+// metrics are the level's rows: the step overhead (with the target) and
+// the sandboxes' memory.
+func (l capacityLevel) metrics(think time.Duration) []Metric {
+	why := l.why()
+	over := Metric{Name: capacityName(l.agents, think), Target: capacityP95, TargetOnP95: true, Samples: len(l.overhead), Violation: why,
+		Chart: "capacity", X: float64(l.agents)}
+	if len(l.overhead) > 0 {
+		over.P50, over.P95 = percentiles(l.overhead)
+		over.Note = fmt.Sprintf("p99 %s; %.1f steps/s; helper CPU %.0f%% of a core; sandboxes %.0f MB (%.1f MB an agent); %d errors",
+			rank(l.overhead, 0.99).Round(time.Millisecond), l.stepsPerSec, 100*l.cpu, l.pssMB, l.pssMB/float64(l.agents), len(l.errors))
+	}
+	mem := Metric{Name: fmt.Sprintf("capacity: %d agents, memory of all sandboxes (PSS)", l.agents), P50: Quantity(l.pssMB), P95: Quantity(l.pssMB),
+		Target: Quantity(capacityMemMB), Unit: "MB", Samples: 1, Chart: "capacity-memory", X: float64(l.agents), Note: fmt.Sprintf("%.1f MB an agent: guest agent, Xvfb, D-Bus, window manager, xterm", l.pssMB/float64(l.agents))}
+	return []Metric{over, mem}
+}
+
+// capacityRun starts n writing agents, waits until each has made two
+// steps, measures a window of several think times, and stops them all.
+func capacityRun(ctx context.Context, h *helperProc, p *provider, n int, think time.Duration) (l capacityLevel, err error) {
+	l.agents = n
+	markers := make([]string, n)
+	ids := make([]string, n)
+	tag := fmt.Sprintf("c%d", n)
+	for i := range markers {
+		markers[i] = fmt.Sprintf("[[%s_%03d]]", tag, i)
+		p.set(markers[i], writing)
+		t, err := h.create(ctx, "Write a report "+markers[i])
+		if err != nil {
+			return l, err
+		}
+		ids[i] = t.ID
+	}
+	defer func() {
+		if _, stopErr := h.unix.StopAll(ctx); stopErr != nil {
+			err = errors.Join(err, stopErr)
+			return
+		}
+		err = errors.Join(err, h.waitNoVMs(ctx, 3*time.Minute))
+	}()
+	// Every agent is at work: its terminal open and typed into. Booting n
+	// sandboxes takes a while on 2 cores; an agent admission keeps waiting
+	// says why.
+	ready := time.Now().Add(time.Duration(n)*time.Second + 2*time.Minute)
+	for i, m := range markers {
+		for p.count(m) < 3 {
+			if time.Now().After(ready) {
+				t, err := h.unix.Task(ctx, ids[i])
+				if err != nil {
+					return l, err
+				}
+				if t.Status == "waitingForVM" || t.Status == "queued" {
+					l.refused = t.StatusReason
+					return l, nil
+				}
+				return l, fmt.Errorf("%s made %d steps and is %s (%s)", m, p.count(m), t.Status, t.StatusReason)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	window := max(6*think, 15*time.Second)
+	start := time.Now()
+	t0, err := cpuTicks(h.pid)
+	if err != nil {
+		return l, err
+	}
+	time.Sleep(window)
+	t1, err := cpuTicks(h.pid)
+	if err != nil {
+		return l, err
+	}
+	end := time.Now()
+	l.cpu = float64(t1-t0) / clockTicks / end.Sub(start).Seconds()
+	l.pssMB = float64(treePSS(h.pid)-selfPSS(h.pid)) / 1024
+	steps := 0
+	for _, m := range markers {
+		ex := p.exchanges(m)
+		for i, e := range ex {
+			if e.in.Before(start) || !e.in.Before(end) {
+				continue
+			}
+			steps++
+			if i > 0 && !ex[i-1].out.IsZero() && !ex[i-1].out.Before(start) {
+				l.overhead = append(l.overhead, e.in.Sub(ex[i-1].out))
+			}
+		}
+	}
+	l.stepsPerSec = float64(steps) / end.Sub(start).Seconds()
+	for i, id := range ids {
+		t, err := h.unix.Task(ctx, id)
+		if err != nil {
+			return l, err
+		}
+		if t.Status != "running" {
+			l.errors = append(l.errors, fmt.Sprintf("%s is %s: %s", markers[i], t.Status, t.StatusReason))
+		}
+	}
+	return l, nil
+}
+
+// selfPSS is one process's proportional set size in kB (without its
+// children).
+func selfPSS(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+			kb, _ := strconv.Atoi(f[1])
+			return kb
+		}
+	}
+	return 0
+}
+
+// waitNoVMs waits until the helper runs no VM.
+func (h *helperProc) waitNoVMs(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		vms, err := h.unix.VMs(ctx)
+		if err != nil {
+			return err
+		}
+		if len(vms) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d VMs remain %s after stop-all", len(vms), within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// envLevels reads a comma-separated list of agent counts from name.
+func envLevels(name string, def []int) ([]int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 1024 {
+			return nil, fmt.Errorf("%s %q: want agent counts such as 16,32,64", name, v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
