@@ -246,6 +246,10 @@ type Settings struct {
 	// prefix), in US dollars per million tokens.
 	ModelPrices map[string]ModelPrice `json:"modelPrices"`
 
+	// TitleFromDescription keeps a new task's title the start of its
+	// description instead of asking its model for one.
+	TitleFromDescription bool `json:"titleFromDescription"`
+
 	// Advanced.
 	DebugLogging bool `json:"debugLogging"`
 }
