@@ -177,6 +177,7 @@ func cmdRun(e *env, args []string) error {
 	copies := fs.Int("copies", 1, "run `N` copies on each model (1-8)")
 	wait := fs.Bool("wait", false, "wait for the end and print the result (exit 0 only if completed)")
 	follow := fs.Bool("follow", false, "print every activity event until the end, then the result")
+	cont := fs.String("continue", "", "continue the finished task `ID`: its outputs become inputs, and the agent gets a summary of it")
 	pos, err := e.parse(fs, args)
 	if err != nil {
 		return err
@@ -202,6 +203,11 @@ func cmdRun(e *env, args []string) error {
 	c, err := e.client()
 	if err != nil {
 		return err
+	}
+	if *cont != "" {
+		if in.ContinuationSourceTaskID, err = e.taskID(c, *cont); err != nil {
+			return err
+		}
 	}
 	if len(compare) > 0 || *copies > 1 {
 		return e.runBatch(c, in, compare, *copies, tf.files, *wait)

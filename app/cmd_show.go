@@ -67,6 +67,7 @@ func showTask(w io.Writer, t wire.Task) {
 		field{"Output dir", t.OutputDirectory},
 		field{"Schedule", t.ScheduleID},
 		field{"Rerun of", t.RerunOf},
+		field{"Continues", t.ContinuationSourceTaskID},
 	)
 	if t.TimeoutMinutes > 0 {
 		fs = append(fs, field{"Timeout", fmt.Sprintf("%d min", t.TimeoutMinutes)})

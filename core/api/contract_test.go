@@ -243,14 +243,21 @@ func TestSwiftShapedRequests(t *testing.T) {
 	h := startHelper(t, nil)
 	h.addProvider()
 
-	// Every documented field of Swift's CreateTaskRequest, typed.
+	// Every documented field of Swift's CreateTaskRequest, typed (the
+	// task continued must exist and be finished).
+	var src wire.Task
+	json.Unmarshal(h.expect(201, "POST", "/api/v1/tasks", map[string]any{"description": "A task to continue"}), &src)
+	h.waitTask(src.ID, "the end", terminal)
 	var task wire.Task
 	json.Unmarshal(h.expect(201, "POST", "/api/v1/tasks", map[string]any{"description": "All fields", "providerName": "Scripted", "modelId": "scripted",
 		"priority": "high", "planFirst": false, "reasoningEnabled": true, "reasoningEffort": "high", "mentionedSkillNames": []string{"pdf"},
-		"referencedTaskIds": []string{}, "continuationSourceTaskId": "x", "contextPackId": "p", "contextSuggestionIds": []string{"s"},
+		"referencedTaskIds": []string{}, "continuationSourceTaskId": src.ID, "contextPackId": "p", "contextSuggestionIds": []string{"s"},
 		"contextModeOverrides": map[string]string{"s": "full"}, "contextInlineBlocks": []string{"b"}, "contextAttachmentPaths": []string{}}), &task)
 	if task.ReasoningEffort == nil || *task.ReasoningEffort != "high" || task.ReasoningEnabled == nil || !*task.ReasoningEnabled {
 		t.Fatalf("reasoning not kept: %+v", task)
+	}
+	if task.ContinuationSourceTaskID != src.ID {
+		t.Fatalf("continuationSourceTaskId = %q, want %s", task.ContinuationSourceTaskID, src.ID)
 	}
 	// A known field with the wrong type is still a 400.
 	for field, v := range map[string]any{"priority": 3, "reasoningEnabled": "true", "mentionedSkillNames": "pdf", "contextModeOverrides": []string{"x"}} {

@@ -65,6 +65,10 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	if t.RerunOfID != nil {
 		w.RerunOf = *t.RerunOfID
 	}
+	if t.ContinuationOfID != nil {
+		w.ContinuationSourceTaskID = *t.ContinuationOfID
+	}
+	w.TitleEdited = t.TitleEdited
 	if t.ParentTaskID != nil {
 		w.ParentTaskID = *t.ParentTaskID
 	}
@@ -599,11 +603,13 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		}
 		err = a.o.Instruct(ctx, id, body.Instructions)
 	case wire.ActionRerun:
-		t, err := a.o.Rerun(ctx, id)
+		t, err := a.o.Rerun(ctx, id, orchestrator.RerunWith{ProviderName: body.ProviderName, ModelID: body.ModelID})
 		if err != nil {
 			return err
 		}
 		return a.writeCreated(w, r, http.StatusOK, t)
+	case wire.ActionRename:
+		_, err = a.o.Rename(ctx, id, body.Title)
 	case wire.ActionApprovePlan, wire.ActionEditPlan, wire.ActionCancelPlan:
 		// As the Swift server: an edited plan comes in planMarkdown or,
 		// failing that, instructions.

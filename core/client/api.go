@@ -87,7 +87,7 @@ func taskFields(in wire.CreateTask) []field {
 	fields := []field{
 		{"description", in.Description}, {"providerName", in.ProviderName}, {"modelId", in.ModelID},
 		{"outputDirectory", in.OutputDirectory}, {"templateId", in.TemplateID}, {"networkMode", in.NetworkMode},
-		{"reasoningEffort", in.ReasoningEffort},
+		{"reasoningEffort", in.ReasoningEffort}, {"continuationSourceTaskId", in.ContinuationSourceTaskID},
 	}
 	if in.PlanFirst {
 		fields = append(fields, field{"planFirst", "true"})

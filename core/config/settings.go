@@ -254,6 +254,9 @@ type Settings struct {
 	// NotifyEvents are the notifications the menu bar and the open web
 	// page show (NotifyEventNames); none: no notification.
 	NotifyEvents []string `json:"notifyEvents"`
+	// TitleFromDescription keeps a new task's title the start of its
+	// description instead of asking its model for one.
+	TitleFromDescription bool `json:"titleFromDescription"`
 
 	// Advanced.
 	DebugLogging bool `json:"debugLogging"`

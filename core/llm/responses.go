@@ -59,6 +59,11 @@ func (c *Client) responsesRequest(req openai.ChatCompletionRequest, stream bool)
 	if req.ReasoningEffort != "" {
 		out.Reasoning = &openai.ResponseReasoning{Effort: req.ReasoningEffort, Summary: "auto"}
 	}
+	// A bounded answer (a title) stays bounded; the Responses API takes no
+	// bound under 16.
+	if req.MaxTokens > 0 {
+		out.MaxOutputTokens = max(req.MaxTokens, 16)
+	}
 	if f := req.ResponseFormat; f != nil && f.JSONSchema != nil {
 		out.Text = &openai.ResponseTextConfig{Format: &openai.ResponseTextFormat{Type: "json_schema",
 			Name: f.JSONSchema.Name, Schema: f.JSONSchema.Schema, Strict: f.JSONSchema.Strict}}

@@ -79,6 +79,8 @@ type Orchestrator struct {
 
 	// windows caches models' context windows (see contextWindow).
 	windows windowCache
+	// titles bounds the title requests (titles.go).
+	titles titler
 }
 
 // New returns an orchestrator; call Recover, then Run.
@@ -92,7 +94,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Orchestrator{cfg: cfg, hub: newHub(), runs: map[string]*run{}, kick: make(chan struct{}, 1)}, nil
+	return &Orchestrator{cfg: cfg, hub: newHub(), runs: map[string]*run{}, kick: make(chan struct{}, 1), titles: newTitler()}, nil
 }
 
 // Kick wakes the dispatcher (after a task is queued or a slot frees).

@@ -298,7 +298,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 			TextOnly:   noVision || slices.Contains(settings.TextOnlyModels, t.ModelID),
 			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
 		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
-		HostTools: x.tools, Prompt: append(x.prompt, foldersPrompt(t)...), Context: x.context, Children: x.children,
+		HostTools: x.tools, Prompt: append(x.prompt, foldersPrompt(t)...), Context: joinContext(t.ContextNote, x.context), Children: x.children,
 		Emit:    o.emitter(r, sid, client),
 		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
 		Changed: o.changed(r),
@@ -559,7 +559,7 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 				t.StepCount = out.steps
 			}
 			if out.usage.Prompt > 0 || out.usage.Completion > 0 {
-				t.PromptTokens, t.CompletionTokens, t.CostUSD = int64(out.usage.Prompt), int64(out.usage.Completion), out.cost
+				t.PromptTokens, t.CompletionTokens, t.CostUSD = int64(out.usage.Prompt)+t.TitlePromptTokens, int64(out.usage.Completion)+t.TitleCompletionTokens, out.cost+t.TitleCostUSD
 			}
 			if mutate != nil {
 				mutate(t)
@@ -616,8 +616,8 @@ func (o *Orchestrator) emitter(r *run, sid string, client *llm.Client) func(agen
 			steps, usage := runner.Steps(), runner.Usage()
 			cost, _ := client.Cost(usage)
 			u.Mutate = func(t *store.Task) error {
-				t.StepCount, t.PromptTokens, t.CompletionTokens = steps, int64(usage.Prompt), int64(usage.Completion)
-				t.CostUSD = cost
+				t.StepCount, t.PromptTokens, t.CompletionTokens = steps, int64(usage.Prompt)+t.TitlePromptTokens, int64(usage.Completion)+t.TitleCompletionTokens
+				t.CostUSD = cost + t.TitleCostUSD
 				return nil
 			}
 		}

@@ -32,8 +32,13 @@ type Upload struct {
 	Path string
 }
 
-// inputSource is a file to become a task input.
-type inputSource struct{ name, path, mime string }
+// inputSource is a file to become a task input. A kept source is copied
+// even when the others are moved: it belongs to another task (an output a
+// continuation takes, say).
+type inputSource struct {
+	name, path, mime string
+	keep             bool
+}
 
 // taskDir is where a task's input files live.
 func (o *Orchestrator) taskDir(id string) string { return filepath.Join(o.cfg.Paths.Tasks(), id) }
@@ -59,11 +64,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	}
 	p, err := o.cfg.Store.FindProvider(ctx, in.ProviderName)
 	if errors.Is(err, errdefs.ErrNotFound) {
-		names := make([]string, len(providers))
-		for i, p := range providers {
-			names[i] = p.DisplayName
-		}
-		return t, errdefs.NotFoundf("providerName %q: no such provider (configured: %s)", in.ProviderName, strings.Join(names, ", "))
+		return t, errdefs.NotFoundf("providerName %q: no such provider (configured: %s)", in.ProviderName, providerNames(providers))
 	}
 	if err != nil {
 		return t, err
@@ -130,6 +131,15 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	}, nil
 }
 
+// providerNames lists providers' names for a message.
+func providerNames(providers []store.Provider) string {
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.DisplayName
+	}
+	return strings.Join(names, ", ")
+}
+
 // checkBudget refuses a negative budget (0 means none).
 func checkBudget(usd *float64, tokens *int64) error {
 	if usd != nil && (*usd < 0 || *usd > 1e6) {
@@ -182,11 +192,37 @@ func (o *Orchestrator) Submit(ctx context.Context, in wire.CreateTask, uploads [
 	if err != nil {
 		return store.Task{}, err
 	}
+	cont, err := o.continuationOf(ctx, in.ContinuationSourceTaskID)
+	if err != nil {
+		return store.Task{}, err
+	}
+	srcs := continued(&t, uploadSources(uploads), cont)
+	t, err = o.queue(ctx, t, srcs, true)
+	if err == nil {
+		o.titleLater(t)
+	}
+	return t, err
+}
+
+// uploadSources are uploads as input sources.
+func uploadSources(uploads []Upload) []inputSource {
 	srcs := make([]inputSource, len(uploads))
 	for i, u := range uploads {
 		srcs[i] = inputSource{name: u.Name, path: u.Path}
 	}
-	return o.queue(ctx, t, srcs, true)
+	return srcs
+}
+
+// continued makes t a continuation (when c is set) and returns its inputs:
+// its own and the earlier task's outputs.
+func continued(t *store.Task, own []inputSource, c *continuation) []inputSource {
+	if c == nil {
+		return own
+	}
+	srcs, renamed := withContinuation(own, c)
+	id := c.sourceID
+	t.ContinuationOfID, t.ContextNote = &id, noteFor(c, renamed)
+	return srcs
 }
 
 // queue stores a checked task and its inputs and wakes the dispatcher.
@@ -251,7 +287,7 @@ func (o *Orchestrator) putFiles(dir, root string, srcs []inputSource, move bool)
 		}
 		seen[name] = true
 		dst := filepath.Join(dir, name)
-		if err := files.Put(s.path, dst, move); err != nil {
+		if err := files.Put(s.path, dst, move && !s.keep); err != nil {
 			return fail(fmt.Errorf("store input file %s: %w", name, err))
 		}
 		fi, err := os.Stat(dst)
@@ -264,14 +300,27 @@ func (o *Orchestrator) putFiles(dir, root string, srcs []inputSource, move bool)
 	return out, nil
 }
 
-// Rerun queues a new task with a finished task's configuration and inputs.
-func (o *Orchestrator) Rerun(ctx context.Context, id string) (store.Task, error) {
+// RerunWith overrides a rerun's provider and model (empty: the old task's;
+// a provider alone takes its default model).
+type RerunWith struct {
+	ProviderName string
+	ModelID      string
+}
+
+// Rerun queues a new task with a finished task's configuration and inputs,
+// on another provider or model if with says so. A continuation's rerun
+// continues the same task (its inputs already hold the earlier outputs).
+func (o *Orchestrator) Rerun(ctx context.Context, id string, with RerunWith) (store.Task, error) {
 	old, err := o.cfg.Store.GetTask(ctx, id)
 	if err != nil {
 		return store.Task{}, err
 	}
 	if !old.Status.Terminal() {
 		return store.Task{}, errdefs.Conflictf("task %s is %s: only a finished task can be rerun", id, old.Status)
+	}
+	provider, model, err := o.rerunModel(ctx, old, with)
+	if err != nil {
+		return store.Task{}, err
 	}
 	in, err := o.cfg.Store.TaskFiles(ctx, id, store.FileInput)
 	if err != nil {
@@ -283,14 +332,42 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string) (store.Task, error)
 	}
 	oldID := old.ID
 	t := store.Task{
-		ID: uuid.NewString(), Title: old.Title, Description: old.Description, ProviderName: old.ProviderName, ModelID: old.ModelID,
+		ID: uuid.NewString(), Title: old.Title, TitleEdited: old.TitleEdited, Description: old.Description,
+		ProviderName: provider, ModelID: model,
 		OutputDirectory: old.OutputDirectory, PlanFirst: old.PlanFirst, TemplateID: old.TemplateID,
 		TimeoutMinutes: old.TimeoutMinutes, MaxIterations: old.MaxIterations, NetworkMode: old.NetworkMode,
 		ToolPolicy: old.ToolPolicy, AllowHosts: old.AllowHosts, ReasoningEnabled: old.ReasoningEnabled, BudgetUSD: old.BudgetUSD, BudgetTokens: old.BudgetTokens,
 		SkillNames: old.SkillNames, HostFolders: old.HostFolders,
 		ReasoningEffort: old.ReasoningEffort, RerunOfID: &oldID,
+		ContinuationOfID: old.ContinuationOfID, ContextNote: old.ContextNote,
 	}
 	return o.queue(ctx, t, srcs, false)
+}
+
+// rerunModel is the provider and model of a rerun: the old task's unless
+// with names others. An unknown provider is an invalid request that lists
+// the configured ones.
+func (o *Orchestrator) rerunModel(ctx context.Context, old store.Task, with RerunWith) (provider, model string, err error) {
+	name, model := strings.TrimSpace(with.ProviderName), strings.TrimSpace(with.ModelID)
+	if name == "" {
+		return old.ProviderName, or(model, old.ModelID), nil
+	}
+	p, err := o.cfg.Store.FindProvider(ctx, name)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		providers, lerr := o.cfg.Store.ListProviders(ctx)
+		if lerr != nil {
+			return "", "", lerr
+		}
+		return "", "", errdefs.Invalidf("providerName %q: no such provider (configured: %s)", name, providerNames(providers))
+	}
+	if err != nil {
+		return "", "", err
+	}
+	model = or(model, p.DefaultModelID)
+	if model == "" {
+		return "", "", errdefs.Invalidf("modelId is required: provider %s has no default model", p.DisplayName)
+	}
+	return p.DisplayName, model, nil
 }
 
 // Delete deletes a task, its files and its traces; an active task is
@@ -376,9 +453,13 @@ func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch,
 			tasks = append(tasks, t)
 		}
 	}
-	srcs := make([]inputSource, len(uploads))
-	for i, u := range uploads {
-		srcs[i] = inputSource{name: u.Name, path: u.Path}
+	cont, err := o.continuationOf(ctx, in.ContinuationSourceTaskID)
+	if err != nil {
+		return nil, err
+	}
+	var srcs []inputSource
+	for i := range tasks {
+		srcs = continued(&tasks[i], uploadSources(uploads), cont)
 	}
 	inputs := make([][]store.TaskFile, len(tasks))
 	cleanup := func() {
@@ -402,5 +483,8 @@ func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch,
 		o.hub.notify(t.ID)
 	}
 	o.Kick()
+	for _, t := range tasks {
+		o.titleLater(t)
+	}
 	return tasks, nil
 }

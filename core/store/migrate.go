@@ -48,6 +48,7 @@ func migrations() []migration {
 		{9, "credentials", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Credential{}) }},
 		{10, "MCP servers, subagents and a task's skills", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&MCPServer{}, &Task{}) }},
 		{11, "host folders and their writeback review", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}, &WritebackItem{}) }},
+		{12, "continuations, renamed and generated titles", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 		{13, "webhooks", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Webhook{}) }},
 		{14, "task presets", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Preset{}, &PresetFile{}) }},
 	}

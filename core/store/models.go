@@ -112,6 +112,20 @@ type Task struct {
 	VMID                  string   `gorm:"column:vm_id;index"`
 	ScheduleID            *string  `gorm:"index"`
 	RerunOfID             *string
+	// ContinuationOfID is the finished task this one continues (Swift's
+	// continuationSourceTaskId): its outputs became this task's inputs, and
+	// ContextNote, a bounded summary of it, goes to the agent before the
+	// task.
+	ContinuationOfID *string `gorm:"index"`
+	ContextNote      string
+	// TitleEdited says the user named the task: a generated title never
+	// replaces theirs. TitlePromptTokens, TitleCompletionTokens and
+	// TitleCostUSD are what generating the title cost (in the task's totals
+	// too).
+	TitleEdited           bool
+	TitlePromptTokens     int64
+	TitleCompletionTokens int64
+	TitleCostUSD          float64
 	// CreatedAt orders the FIFO queue (with ID as the tie-break).
 	CreatedAt        time.Time `gorm:"not null;index"`
 	StartedAt        *time.Time

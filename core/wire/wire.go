@@ -114,6 +114,12 @@ type Task struct {
 	BudgetTokens *int64   `json:"budgetTokens,omitempty"`
 	ScheduleID   string   `json:"scheduleId,omitempty"`
 	RerunOf      string   `json:"rerunOf,omitempty"`
+	// TitleEdited says the user named the task (extension): a generated
+	// title does not replace theirs.
+	TitleEdited bool `json:"titleEdited,omitempty"`
+	// ContinuationSourceTaskID is the finished task this one continues
+	// (Swift's): its outputs are among this task's inputs.
+	ContinuationSourceTaskID string `json:"continuationSourceTaskId,omitempty"`
 	// BatchID groups the tasks of one POST /tasks/batch (extension).
 	BatchID string `json:"batchId,omitempty"`
 	// ParentTaskID is the task that started this one as a subagent;
@@ -227,10 +233,12 @@ type CreateTask struct {
 	SwiftTaskFields
 }
 
-// SwiftTaskFields are fields the Swift server takes on a new task for
-// features Hivecrew does not have (task priority, skills, task references,
-// context packs). They are type-checked and accepted, so a Swift client
-// works, and have no effect (API.md says which).
+// SwiftTaskFields are fields the Swift server takes on a new task. Some
+// are for features Hivecrew does not have (task priority, task
+// references, context packs): they are type-checked and accepted, so a
+// Swift client works, and have no effect (API.md says which).
+// ContinuationSourceTaskID continues a finished task, and a task that
+// continues one shows it.
 type SwiftTaskFields struct {
 	Priority                 string            `json:"priority,omitempty"` // low, normal, high
 	MentionedSkillNames      []string          `json:"mentionedSkillNames,omitempty"`
@@ -290,6 +298,13 @@ type TaskAction struct {
 	// ItemIDs, with approve_writeback or discard_writeback, are the
 	// changes to decide (extension; without them, all that are pending).
 	ItemIDs []string `json:"itemIds,omitempty"`
+	// ProviderName and ModelID, with rerun, run the task again on another
+	// provider or model (extension; a provider alone takes its default
+	// model).
+	ProviderName string `json:"providerName,omitempty"`
+	ModelID      string `json:"modelId,omitempty"`
+	// Title, with rename, is the task's new name (extension).
+	Title string `json:"title,omitempty"`
 }
 
 // Task actions.
@@ -307,11 +322,13 @@ const (
 	// so these answer 409.
 	ActionApproveWriteback = "approve_writeback"
 	ActionDiscardWriteback = "discard_writeback"
+	// ActionRename gives the task the user's title (extension).
+	ActionRename = "rename"
 )
 
 // TaskActions lists the actions of PATCH /tasks/:id.
 var TaskActions = []string{ActionCancel, ActionPause, ActionResume, ActionRerun, ActionInstruct,
-	ActionApprovePlan, ActionEditPlan, ActionCancelPlan, ActionApproveWriteback, ActionDiscardWriteback}
+	ActionApprovePlan, ActionEditPlan, ActionCancelPlan, ActionApproveWriteback, ActionDiscardWriteback, ActionRename}
 
 // TaskFiles is the answer of GET /tasks/:id/files.
 type TaskFiles struct {

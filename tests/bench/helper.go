@@ -130,6 +130,8 @@ func (h *helperProc) configure(ctx context.Context, p *provider, settings map[st
 	// policy, which asks the user by default.
 	settings = maps.Clone(settings)
 	settings["toolPolicy"] = map[string]string{"open_terminal": "allow"}
+	// Title requests are not the agent's work: none are made.
+	settings["titleFromDescription"] = true
 	if _, err := h.unix.PatchSettings(ctx, settings); err != nil {
 		return err
 	}

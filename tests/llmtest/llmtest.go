@@ -7,6 +7,7 @@
 package llmtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/hivecrew/hivecrew/core/llm"
 )
 
 // Turn is one answer of a script.
@@ -74,10 +77,12 @@ type Server struct {
 	// "scripted" alone.
 	Models []string
 
-	// mu guards scripts and all.
+	// mu guards everything below.
 	mu      sync.Mutex
 	scripts map[string]*script
 	all     []string
+	titles  []string
+	title   *Turn
 }
 
 // New starts a server, closed when the test ends.
@@ -94,6 +99,23 @@ func (s *Server) Script(marker string, turns ...Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scripts[marker] = &script{turns: turns}
+}
+
+// Title sets the answer to title requests.
+func (s *Server) Title(title string) { s.TitleTurn(Text(title)) }
+
+// TitleTurn sets the answer to title requests as a turn (held, say).
+func (s *Server) TitleTurn(turn Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.title = &turn
+}
+
+// Titles returns the bodies of the title requests.
+func (s *Server) Titles() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.titles...)
 }
 
 // Requests returns the bodies of the chat requests that matched marker.
@@ -139,27 +161,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body := string(raw)
 	s.mu.Lock()
 	s.all = append(s.all, body)
-	var turn Turn
-	matched := false
-	for marker, sc := range s.scripts {
-		if !strings.Contains(body, marker) {
-			continue
-		}
-		matched = true
-		sc.bodies = append(sc.bodies, body)
-		if sc.next < len(sc.turns) {
-			turn = sc.turns[sc.next]
-			sc.next++
-		} else if n := len(sc.turns); n > 0 && sc.turns[n-1].Repeat {
-			turn = sc.turns[n-1]
-		} else {
-			turn = defaultTurn(body)
-		}
-		break
-	}
-	if !matched {
-		turn = defaultTurn(body)
-	}
+	turn := s.next(body)
 	s.mu.Unlock()
 	if turn.Delay > 0 {
 		select {
@@ -190,6 +192,43 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Usage:   usage,
 	})
 }
+
+// next picks the answer to a request body; s.mu is held.
+func (s *Server) next(body string) Turn {
+	if IsTitleRequest([]byte(body)) {
+		s.titles = append(s.titles, body)
+		if s.title != nil {
+			return *s.title
+		}
+		return Text("")
+	}
+	var pick *script
+	for marker, sc := range s.scripts {
+		if !strings.Contains(body, marker) {
+			continue
+		}
+		if pick == nil || (pick.next >= len(pick.turns) && sc.next < len(sc.turns)) {
+			pick = sc
+		}
+	}
+	if pick == nil {
+		return defaultTurn(body)
+	}
+	pick.bodies = append(pick.bodies, body)
+	switch n := len(pick.turns); {
+	case pick.next < n:
+		pick.next++
+		return pick.turns[pick.next-1]
+	case n > 0 && pick.turns[n-1].Repeat:
+		return pick.turns[n-1]
+	}
+	return defaultTurn(body)
+}
+
+// IsTitleRequest reports whether a request asks for a task's title: it
+// carries llm.TitlePrompt (as its system message, or a Responses
+// request's instructions). Fakes in front of a Server pass these on.
+func IsTitleRequest(body []byte) bool { return bytes.Contains(body, []byte(llm.TitlePrompt)) }
 
 // stream answers a streamed request as real providers do: server-sent
 // chat completion chunks, the text a few words at a time, each tool call's

@@ -4,7 +4,11 @@
 // chosen by a marker string found in the request (put it in the task's
 // description); requests that match no script get a text answer, and the
 // completion check ("Was the task fully accomplished") gets the script's
-// verdict, or a successful one.
+// verdict, or a successful one. When several markers match, a script with
+// turns left is preferred. A title request (the product's title prompt,
+// TITLE_PROMPT, which must stay core/llm's TitlePrompt) never plays a
+// script: it gets llm.title (by default none, so the task keeps the start
+// of its description) and is recorded in llm.titles.
 import http from 'node:http';
 
 /** A turn that calls one tool. */
@@ -44,6 +48,9 @@ export function gate() {
 
 const CHECK = 'Was the task fully accomplished';
 
+/** core/llm.TitlePrompt: the system prompt of a title request. */
+export const TITLE_PROMPT = 'You name tasks. Answer with a title for the task the user describes: at most eight words, one line, no quotes, no final full stop.';
+
 export class ScriptedLLM {
   constructor() {
     this.scripts = new Map(); // marker -> {turns, next, verdict, bodies}
@@ -51,6 +58,8 @@ export class ScriptedLLM {
     this.auths = []; // Authorization headers of every request
     this.waiters = [];
     this.models = ['scripted-large', 'scripted-small'];
+    this.title = ''; // the answer to title requests
+    this.titles = []; // bodies of the title requests
   }
 
   async start() {
@@ -106,12 +115,17 @@ export class ScriptedLLM {
     for await (const chunk of req) body += chunk;
     let streamed = false;
     try { streamed = JSON.parse(body).stream === true; } catch { /* answered as asked */ }
+    if (body.includes(TITLE_PROMPT)) {
+      this.titles.push(body);
+      return answer(res, text(this.title), streamed, responses);
+    }
     this.requests.push({ body, auth: req.headers.authorization || '' });
     let turn = null;
     let verdict = { success: true, summary: 'Done.' };
     let matched = null;
     for (const [marker, sc] of this.scripts) {
-      if (body.includes(marker)) { matched = sc; break; }
+      if (!body.includes(marker)) continue;
+      if (!matched || (matched.next >= matched.turns.length && sc.next < sc.turns.length)) matched = sc;
     }
     const isCheck = body.includes(CHECK);
     if (matched) {
@@ -128,15 +142,20 @@ export class ScriptedLLM {
       await Promise.race([turn.hold, gone]);
       if (res.destroyed || res.writableEnded) return;
     }
-    const usage = { prompt_tokens: 1000, completion_tokens: 20, total_tokens: 1020 };
-    if (streamed) return stream(res, turn, responses, usage);
-    if (responses) return json(res, 200, responseObject(turn, usage));
-    json(res, 200, {
-      id: 'scripted', object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'scripted-large',
-      choices: [{ index: 0, message: turn.message, finish_reason: turn.message.tool_calls ? 'tool_calls' : 'stop' }],
-      usage,
-    });
+    return answer(res, turn, streamed, responses);
   }
+}
+
+/** Answers a request with a turn, in the form it asked for. */
+function answer(res, turn, streamed, responses) {
+  const usage = { prompt_tokens: 1000, completion_tokens: 20, total_tokens: 1020 };
+  if (streamed) return stream(res, turn, responses, usage);
+  if (responses) return json(res, 200, responseObject(turn, usage));
+  return json(res, 200, {
+    id: 'scripted', object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'scripted-large',
+    choices: [{ index: 0, message: turn.message, finish_reason: turn.message.tool_calls ? 'tool_calls' : 'stop' }],
+    usage,
+  });
 }
 
 /** Splits s into pieces of a few words, as a model's tokens come. */

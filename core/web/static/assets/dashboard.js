@@ -10,7 +10,8 @@ initChrome();
 /** Tools whose permission a task may override here (Settings has them all). */
 const TASK_TOOLS = ['run_shell', 'open_terminal', 'write_file', 'move_file', 'open_url', 'open_app'];
 
-const state = { providers: [], settings: null, files: [], skills: [] };
+// continueFrom is the finished task the new one continues (?continue=ID).
+const state = { providers: [], settings: null, files: [], skills: [], continueFrom: null };
 
 // ---- New task form -------------------------------------------------------
 
@@ -54,7 +55,33 @@ async function loadForm() {
   const describe = new URLSearchParams(location.search).get('describe');
   if (describe) $('#task-description').value = describe;
   loadSkills();
+  const from = new URLSearchParams(location.search).get('continue');
+  if (from) continueFrom(from);
 }
+
+// ---- Continue a finished task ----------------------------------------------
+
+/** Prepares the form to continue a finished task: its model, and a notice. */
+async function continueFrom(id) {
+  try {
+    const t = await get(`/tasks/${seg(id)}`);
+    state.continueFrom = t.id;
+    const n = (t.outputFiles || []).length;
+    $('#continue-text').textContent = `Continuing “${t.title}”: ${n === 0 ? 'it left no output files; ' : `its ${n} output file${n === 1 ? '' : 's'} will be in the inbox, and `}the agent gets a summary of it. Say what to do next.`;
+    $('#continue-notice').hidden = false;
+    if ([...$('#task-provider').options].some((o) => o.value === t.providerName)) {
+      $('#task-provider').value = t.providerName;
+      $('#task-model').value = t.modelId;
+    }
+    $('#task-description').focus();
+  } catch (err) { report(err); }
+}
+
+$('#continue-clear').addEventListener('click', () => {
+  state.continueFrom = null;
+  $('#continue-notice').hidden = true;
+  history.replaceState(null, '', '/');
+});
 
 // ---- @-mentions of skills ------------------------------------------------------
 
@@ -287,6 +314,7 @@ async function submitTask(e) {
     if (Array.isArray(v)) v.forEach((x) => fd.append(name, x));
     else fd.append(name, typeof v === 'object' ? JSON.stringify(v) : String(v));
   }
+  if (state.continueFrom) fd.append('continuationSourceTaskId', state.continueFrom);
   for (const f of state.files) fd.append('files', f, f.name);
   const copies = Number($('#task-copies').value || 1);
   const batch = copies > 1 || document.querySelectorAll('#compare-targets li').length > 0;
@@ -560,6 +588,7 @@ function historyRow(t, open) {
           h('a', { class: 'button small', href: `/tasks/${seg(t.id)}` }, 'Open'),
           h('a', { class: 'button small', href: `/tasks/${seg(t.id)}/replay` }, 'Replay'),
           h('button', { type: 'button', class: 'small', onclick: () => rerun(t.id) }, 'Run again'),
+          TERMINAL.has(full.status) ? h('a', { class: 'button small', href: `/?continue=${seg(t.id)}` }, 'Continue') : null,
           h('button', { type: 'button', class: 'small', onclick: () => remove(t) }, 'Delete')));
     } catch (err) {
       fill(body, h('p', { class: 'muted' }, err.message));

@@ -60,6 +60,7 @@ function render() {
   $('#task-title').textContent = t.title;
   fill($('#task-meta'), badge(t.status), h('span', null, `${t.providerName} · ${t.modelId}`),
     t.parentTaskId ? h('span', null, 'a subagent of ', h('a', { href: `/tasks/${seg(t.parentTaskId)}`, id: 'parent-link' }, 'its parent task')) : null,
+    t.continuationSourceTaskId ? h('span', null, 'continues ', h('a', { href: `/tasks/${seg(t.continuationSourceTaskId)}`, id: 'source-link' }, 'an earlier task')) : null,
     t.statusReason ? h('span', { class: 'reason' }, t.statusReason) : null);
   renderSubagents(t.subagents || []);
 
@@ -95,6 +96,7 @@ function render() {
     $('#result-summary').textContent = t.resultSummary || statusLabel(t.status);
     fill($('#output-files'), fileList(id, t.outputFiles, 'output'));
     $('#replay-link').href = `/tasks/${seg(id)}/replay`;
+    $('#btn-continue').href = `/?continue=${seg(id)}`;
     loadReview(t);
     if (events) {
       events.close();
@@ -205,6 +207,74 @@ $('#review-approve-all').addEventListener('click', () => decide(true, undefined)
 window.addEventListener('focus', () => { if (task) loadReview(task); });
 $('#review-discard-all').addEventListener('click', () => {
   if (confirm('Discard every change the agent made to your folders?')) decide(false, undefined);
+});
+
+// ---- Rename and rerun -------------------------------------------------------
+
+function toggleRename(open) {
+  const form = $('#rename-form');
+  form.hidden = !open;
+  $('#task-title').hidden = open;
+  $('#btn-rename').setAttribute('aria-expanded', String(open));
+  if (open) {
+    $('#rename-title').value = task ? task.title : '';
+    $('#rename-title').select();
+  }
+}
+
+$('#btn-rename').addEventListener('click', () => toggleRename($('#rename-form').hidden));
+$('#rename-cancel').addEventListener('click', () => toggleRename(false));
+$('#rename-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const title = $('#rename-title').value.trim();
+  if (!title) return;
+  try {
+    task = await patch(path, { action: 'rename', title });
+    toggleRename(false);
+    render();
+    toast('Renamed.');
+  } catch (err) { report(err); }
+});
+
+/** Fills the rerun form's model list for the chosen provider. */
+async function rerunModels() {
+  const list = $('#rerun-models');
+  fill(list);
+  try {
+    const res = await get(`/providers/${seg($('#rerun-provider').value)}/models`);
+    fill(list, res.models.map((m) => h('option', { value: m.id }, m.name !== m.id ? m.name : null)));
+  } catch {
+    // The provider may not list its models: the field stays free text.
+  }
+}
+
+async function toggleRerun() {
+  const form = $('#rerun-form');
+  if (!form.hidden) {
+    form.hidden = true;
+    $('#btn-rerun').setAttribute('aria-expanded', 'false');
+    return;
+  }
+  try {
+    const res = await get('/providers');
+    fill($('#rerun-provider'), res.providers.map((p) => h('option', { value: p.displayName, selected: p.displayName === task.providerName }, p.displayName)));
+    $('#rerun-model').value = task.modelId;
+    form.hidden = false;
+    $('#btn-rerun').setAttribute('aria-expanded', 'true');
+    rerunModels();
+    $('#rerun-model').focus();
+  } catch (err) { report(err); }
+}
+
+$('#btn-rerun').addEventListener('click', toggleRerun);
+$('#rerun-cancel').addEventListener('click', toggleRerun);
+$('#rerun-provider').addEventListener('change', () => { $('#rerun-model').value = ''; rerunModels(); });
+$('#rerun-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  try {
+    const t = await patch(path, { action: 'rerun', providerName: $('#rerun-provider').value, modelId: $('#rerun-model').value.trim() });
+    location.href = `/tasks/${seg(t.id)}`;
+  } catch (err) { report(err); }
 });
 
 // ---- Save as skill ------------------------------------------------------------
