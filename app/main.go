@@ -55,6 +55,7 @@ func commands() []command {
 		{"export", "ID [--format html|md|json] [-o FILE]", "export a task's session", cmdExport},
 		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},
 		{"credentials", "add|ls|rm ...", "manage logins the agent types without seeing them", cmdCredentials},
+		{"provision", "show|set ...", "manage what VMs are given before their agent starts (variables, files, setup commands)", cmdProvision},
 		{"mcp", "add|ls|check|on|off|rm ...", "manage the MCP servers whose tools the agent is offered", cmdMCP},
 		{"skills", "ls|show|import|on|off|rm|draft ...", "manage the skill library", cmdSkills},
 		{"templates", "ls|create|seal|edit|default|rm|log ...", "build and manage VM templates", cmdTemplates},

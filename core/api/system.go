@@ -196,9 +196,37 @@ func (a *API) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// provisioning answers GET /provisioning: the environment variables and
-// files every VM is given. Hivecrew provisions neither yet: both lists are
-// empty.
+// provisioning answers GET /provisioning: the variables (a secret one
+// without its value), files and setup commands VMs are given.
 func (a *API) provisioning(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, wire.Provisioning{EnvironmentVariables: []wire.EnvironmentVariable{}, InjectedFiles: []wire.InjectedFile{}})
+	if a.cfg.Provisioning == nil {
+		return writeJSON(w, http.StatusOK, wire.Provisioning{EnvironmentVariables: []wire.EnvironmentVariable{}, InjectedFiles: []wire.InjectedFile{}, SetupCommands: []wire.SetupCommand{}})
+	}
+	c, err := a.cfg.Provisioning.Get()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
+// setProvisioning answers PUT /provisioning: it replaces the whole
+// configuration (a secret variable sent without a value keeps its stored
+// one). Setup commands run in every VM, so a web session needs a fresh
+// sign-in, as for credentials.
+func (a *API) setProvisioning(w http.ResponseWriter, r *http.Request) error {
+	if err := requireStepUp(r, "Changing the VM provisioning"); err != nil {
+		return err
+	}
+	if a.cfg.Provisioning == nil {
+		return errdefs.Unsupportedf("this helper has no provisioning store")
+	}
+	var in wire.Provisioning
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	c, err := a.cfg.Provisioning.Put(in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
 }

@@ -457,6 +457,20 @@ func (c *Client) Credentials(ctx context.Context) ([]wire.Credential, error) {
 	return l.Credentials, c.call(ctx, http.MethodGet, "/api/v1/credentials", nil, &l)
 }
 
+// Provisioning returns what VMs are given as they start (never a secret's
+// value).
+func (c *Client) Provisioning(ctx context.Context) (wire.Provisioning, error) {
+	var p wire.Provisioning
+	return p, c.call(ctx, http.MethodGet, "/api/v1/provisioning", nil, &p)
+}
+
+// SetProvisioning replaces the provisioning with body, a JSON object in
+// wire.Provisioning's shape (sent as it is, so that the helper judges it).
+func (c *Client) SetProvisioning(ctx context.Context, body json.RawMessage) (wire.Provisioning, error) {
+	var p wire.Provisioning
+	return p, c.call(ctx, http.MethodPut, "/api/v1/provisioning", body, &p)
+}
+
 // AddCredential stores a credential.
 func (c *Client) AddCredential(ctx context.Context, in wire.CredentialInput) (wire.Credential, error) {
 	var cr wire.Credential

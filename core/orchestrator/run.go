@@ -18,6 +18,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/vm"
@@ -273,6 +274,15 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err := o.stageFolders(ctx, t, shared, tw.Dir()); err != nil {
 		return failed("Could not give the host folders to the VM: " + err.Error())
 	}
+	var plan provision.Plan
+	if o.cfg.Provisioning != nil {
+		if plan, err = o.cfg.Provisioning.Plan(tmpl.ID, tmpl.Name); err == nil {
+			err = provision.Stage(plan, shared)
+		}
+		if err != nil {
+			return failed("Could not provision the VM: " + err.Error())
+		}
+	}
 
 	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)
 	maxIter := t.MaxIterations
@@ -299,9 +309,10 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
 		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
 		HostTools: x.tools, Prompt: append(x.prompt, foldersPrompt(t)...), Context: x.context, Children: x.children,
-		Emit:    o.emitter(r, sid, client),
-		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
-		Changed: o.changed(r),
+		Emit:      o.emitter(r, sid, client),
+		Live:      func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
+		Changed:   o.changed(r),
+		Provision: plan,
 	})
 	if err != nil {
 		return failed(err.Error())
