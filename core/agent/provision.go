@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -49,14 +50,45 @@ func (r *Runner) provision(ctx context.Context) (res Result, ok bool) {
 	r.emit(0, Event{Type: "status_change", ActivityType: "info",
 		Summary: fmt.Sprintf("Provisioning the VM: %d variable(s), %d file(s), %d setup command(s)", len(p.Env), len(p.Files), len(p.Commands)),
 		Details: r.redactor.redact(strings.Join(listed, "\n"))})
-	fail := func(summary string) (Result, bool) {
+	if err := r.applyProvision(ctx, r.cfg.Guest); err != nil {
 		if ctx.Err() != nil {
 			return ended(ctx), false
 		}
-		summary = r.redactor.redact(summary)
-		r.emit(0, Event{Type: "status_change", ActivityType: "error", Summary: firstLine(summary), Details: summary})
 		no := false
-		return Result{Status: store.StatusFailed, Summary: summary, Success: &no}, false
+		return Result{Status: store.StatusFailed, Summary: err.Error(), Success: &no}, false
+	}
+	return Result{}, true
+}
+
+// Reprovision gives the plan to a fresh VM through g before the task goes
+// on in it (a held task's replacement VM: vmhold.go in the orchestrator),
+// its files already staged in its shared folder. Its error is in words,
+// secrets redacted.
+func (r *Runner) Reprovision(ctx context.Context, g Caller) error {
+	if r.cfg.Provision.Empty() {
+		return nil
+	}
+	return r.applyProvision(ctx, g)
+}
+
+// Caller calls guest methods.
+type Caller interface {
+	Call(ctx context.Context, method string, params, result any) error
+}
+
+// applyProvision writes the variables' file, moves the staged files into
+// place and runs the setup commands through g. Its error says which step
+// failed and why, with the command's output, secrets redacted; it is also
+// in the activity.
+func (r *Runner) applyProvision(ctx context.Context, g Caller) error {
+	p := r.cfg.Provision
+	step := r.Steps()
+	fail := func(summary string) error {
+		summary = r.redactor.redact(summary)
+		if ctx.Err() == nil {
+			r.emit(step, Event{Type: "status_change", ActivityType: "error", Summary: firstLine(summary), Details: summary})
+		}
+		return errors.New(summary)
 	}
 	shell := func(command string, env map[string]string, timeoutSeconds float64) (protocol.ShellResult, error) {
 		var out protocol.ShellResult
@@ -65,7 +97,7 @@ func (r *Runner) provision(ctx context.Context) (res Result, ok bool) {
 			all = map[string]string{}
 		}
 		maps.Copy(all, env)
-		err := r.cfg.Guest.Call(ctx, protocol.MethodRunShell, protocol.ShellParams{Command: command, Env: all, TimeoutSeconds: timeoutSeconds}, &out)
+		err := g.Call(ctx, protocol.MethodRunShell, protocol.ShellParams{Command: command, Env: all, TimeoutSeconds: timeoutSeconds}, &out)
 		return out, err
 	}
 	if len(p.Env) > 0 {
@@ -85,7 +117,7 @@ func (r *Runner) provision(ctx context.Context) (res Result, ok bool) {
 		shell(provision.ClearStageCommand, nil, 60) // an empty folder left over is harmless
 	}
 	for i, c := range p.Commands {
-		r.emit(0, Event{Type: "status_change", ActivityType: "info",
+		r.emit(step, Event{Type: "status_change", ActivityType: "info",
 			Summary: fmt.Sprintf("Setup command %d of %d: %s", i+1, len(p.Commands), firstLine(r.redactor.redact(c.Command)))})
 		res, err := shell(c.Command, nil, c.Timeout.Seconds())
 		if err != nil || res.ExitCode != 0 || res.TimedOut {
@@ -93,7 +125,7 @@ func (r *Runner) provision(ctx context.Context) (res Result, ok bool) {
 				truncate(c.Command, 500), tail(r.redactor.redact(strings.TrimSpace(res.Stdout+"\n"+res.Stderr)), setupOutputBytes)))
 		}
 	}
-	return Result{}, true
+	return nil
 }
 
 // shellProblem says why a provisioning command did not succeed.

@@ -56,6 +56,9 @@ type run struct {
 	// while it has none (guarded by mu).
 	resuming, fresh bool
 	hello           protocol.HelloResult
+	// plan is what the run's VMs are given before the agent works in them
+	// (a fresh one's files are staged again).
+	plan provision.Plan
 
 	// live is the model's answer streaming in the current step.
 	live liveAnswer
@@ -318,7 +321,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		return failed(err.Error())
 	}
 	r.mu.Lock()
-	r.runner, r.sessionID, r.shared = runner, sid, shared
+	r.runner, r.sessionID, r.shared, r.plan = runner, sid, shared, plan
 	r.mu.Unlock()
 	o.attach(r, lease, runner)
 	now := time.Now().UTC()

@@ -120,6 +120,49 @@ func TestProvisionedVariablesAndFilesReachTheGuest(t *testing.T) {
 	checkNothingLeft(t, home, ids)
 }
 
+// TestFreshVMIsProvisionedAgain: a held task whose guest hangs goes on in
+// a fresh VM on resume; the fresh VM gets the file, the variables' file
+// and the setup command's work too.
+func TestFreshVMIsProvisionedAgain(t *testing.T) {
+	home, ids := newHome(t)
+	h := startInProc(t, home, ids)
+	llm := llmtest.New(t)
+	h.setup(llm.URL, 1)
+	src := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(src, []byte("provided notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.setProvisioning(map[string]any{
+		"environmentVariables": []map[string]any{{"key": "GREETING", "value": "hello-again"}},
+		"injectedFiles":        []map[string]any{{"sourcePath": src, "guestPath": "~/notes.txt"}},
+		"setupCommands":        []map[string]any{{"command": `echo "setup in $(hostname)" > "$HOME/setup.txt"`}},
+	})
+	const look = `cat ~/notes.txt ~/setup.txt; env -u GREETING sh -c '. "$HOME/.profile"; echo "profile:$GREETING"'`
+	llm.Script("[[fresh provisioned]]", append([]llmtest.Turn{
+		llmtest.Tool("wait", map[string]any{"seconds": 20}),
+		llmtest.Tool("run_shell", map[string]any{"command": look}),
+	}, llmtest.Done("Looked in the fresh VM.")...)...)
+	task, err := h.unix.CreateTask(context.Background(), wire.CreateTask{Description: "Look again [[fresh provisioned]]", ToolPolicy: map[string]string{"run_shell": "allow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := h.resumeHungInFreshVM(task.ID)
+	done := h.wait(task.ID, "the end", time.Minute, terminal)
+	if done.Status != "completed" {
+		t.Fatalf("after the resume: %s %q", done.Status, summary(done))
+	}
+	h.noSandboxesOf([]string{old}, 5*time.Second)
+	reqs := llm.Requests("[[fresh provisioned]]")
+	last := strings.Join(reqs[len(reqs)-2:], "\n")
+	for _, want := range []string{"provided notes", "setup in ", "profile:hello-again"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the fresh VM lacks %q", want)
+		}
+	}
+	h.stop()
+	checkNothingLeft(t, home, ids)
+}
+
 // TestFailingSetupCommandFailsTheTask (issue 20): the second of three
 // setup commands exits 7. The task fails before the model is asked
 // anything, its result names the command and shows its output (the secret
