@@ -121,6 +121,9 @@ func cmdRun(e *env, args []string) error {
 	fs.Var(&allowHosts, "allow-host", "let the VM reach `HOST` (name, address or CIDR) past the egress policy, for this task (repeatable)")
 	var folders listFlag
 	fs.Var(&folders, "folder", "give the task a copy of the host folder `DIR` to work on; you review its changes before they reach DIR (repeatable)")
+	var envs, setups listFlag
+	fs.Var(&envs, "env", "set `NAME=VALUE` in the task's VM (every shell command and terminal; repeatable; not for secrets: Settings › Provisioning keeps those)")
+	fs.Var(&setups, "setup", "run `COMMAND` in the task's VM before the agent starts, after the configured ones; a failure fails the task (repeatable)")
 	reasoning := fs.String("reasoning", "", "reasoning `EFFORT` to ask the model for: none, minimal, low, medium, high or xhigh")
 	fs.Var(&compare, "compare", "also run the task on `[PROVIDER:]MODEL`, to compare the results (repeatable)")
 	copies := fs.Int("copies", 1, "run `N` copies on each model (1-8)")
@@ -164,6 +167,22 @@ func cmdRun(e *env, args []string) error {
 		in.HostFolders = append(in.HostFolders, abs)
 	}
 	in.BudgetUSD, in.BudgetTokens = budget.values(fs)
+	if len(envs) > 0 || len(setups) > 0 {
+		in.Provisioning = &wire.TaskProvisioning{}
+		for _, kv := range envs {
+			name, value, ok := strings.Cut(kv, "=")
+			if !ok {
+				return e.bad(fs, "--env takes NAME=VALUE, not %q", kv)
+			}
+			if in.Provisioning.Environment == nil {
+				in.Provisioning.Environment = map[string]string{}
+			}
+			in.Provisioning.Environment[name] = value
+		}
+		for _, cmd := range setups {
+			in.Provisioning.SetupCommands = append(in.Provisioning.SetupCommands, wire.SetupCommand{Command: cmd})
+		}
+	}
 	if *offline {
 		in.NetworkMode = "offline"
 	}

@@ -13,10 +13,12 @@ import (
 // the file, a file and a setup command; show lists them with the secret as
 // "(secret)" and --json never carries its value; bad input (a reserved
 // name, a wrong type, a path that is not clean, a file that is neither
-// JSON nor YAML, a missing file) is refused in words and changes nothing.
+// JSON nor YAML, a missing file) is refused in words and changes nothing;
+// so is a bad run --env or --setup, with or without input files.
 func TestProvisionCommands(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
+	h.scripted("[[never run]]") // a provider, so that a bad run fails on its provisioning
 	const secret = "cli-secret-value-77"
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "provision.yaml")
@@ -60,6 +62,13 @@ func TestProvisionCommands(t *testing.T) {
 		{[]string{"provision", "set", bad("junk.txt", "{not: [json")}, "neither JSON nor YAML"},
 		{[]string{"provision", "set", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"provision", "set"}, "provision set"},
+		// A task's own provisioning: refused before a task exists (the
+		// fake VMs of these tests must never run one).
+		{[]string{"run", "Look.", "--env", "NOEQUALS"}, `--env takes NAME=VALUE, not "NOEQUALS"`},
+		{[]string{"run", "Look.", "--env", "1BAD=x"}, `key "1BAD" is not a variable name`},
+		{[]string{"run", "Look.", "--env", "HOME=/x"}, "HOME is set by the VM's session or the helper"},
+		{[]string{"run", "Look.", "--setup", "  "}, "setupCommands[0]: the command is empty"},
+		{[]string{"run", "Look.", "--file", src, "--env", "1BAD=x"}, `key "1BAD" is not a variable name`},
 	} {
 		if r := h.cli(c.args...); r.code == 0 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%q: %s", c.args, r)
@@ -67,5 +76,8 @@ func TestProvisionCommands(t *testing.T) {
 	}
 	if again := h.ok("provision", "show", "--json").stdout; again != js {
 		t.Fatalf("bad input changed the provisioning:\n%s\n%s", js, again)
+	}
+	if ls := h.ok("ls", "--all").stdout; !strings.Contains(ls, "No tasks") {
+		t.Fatalf("a refused run made a task:\n%s", ls)
 	}
 }

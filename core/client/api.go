@@ -108,6 +108,19 @@ func taskFields(in wire.CreateTask) []field {
 	for _, h := range in.AllowHosts {
 		fields = append(fields, field{"allowHosts", h})
 	}
+	for _, f := range in.HostFolders {
+		fields = append(fields, field{"hostFolders", f})
+	}
+	if in.BudgetUSD != nil {
+		fields = append(fields, field{"budgetUSD", strconv.FormatFloat(*in.BudgetUSD, 'f', -1, 64)})
+	}
+	if in.BudgetTokens != nil {
+		fields = append(fields, field{"budgetTokens", strconv.FormatInt(*in.BudgetTokens, 10)})
+	}
+	if in.Provisioning != nil {
+		b, _ := json.Marshal(in.Provisioning)
+		fields = append(fields, field{"provisioning", string(b)})
+	}
 	return fields
 }
 

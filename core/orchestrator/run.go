@@ -277,14 +277,12 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err := o.stageFolders(ctx, t, shared, tw.Dir()); err != nil {
 		return failed("Could not give the host folders to the VM: " + err.Error())
 	}
-	var plan provision.Plan
-	if o.cfg.Provisioning != nil {
-		if plan, err = o.cfg.Provisioning.Plan(tmpl.ID, tmpl.Name); err == nil {
-			err = provision.Stage(plan, shared)
-		}
-		if err != nil {
-			return failed("Could not provision the VM: " + err.Error())
-		}
+	plan, err := o.provisionPlan(t, tmpl)
+	if err == nil {
+		err = provision.Stage(plan, shared)
+	}
+	if err != nil {
+		return failed("Could not provision the VM: " + err.Error())
 	}
 
 	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)

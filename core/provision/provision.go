@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -179,6 +180,37 @@ func truncate(s string) string {
 	return s
 }
 
+// CheckTask checks a task's own provisioning (POST /tasks' provisioning):
+// its variables as Validate checks them (a task's are never secret), its
+// setup commands without a template (they are for the task's VM). It
+// returns it normalised.
+func CheckTask(p wire.TaskProvisioning) (wire.TaskProvisioning, error) {
+	c := wire.Provisioning{SetupCommands: p.SetupCommands}
+	for _, k := range slices.Sorted(maps.Keys(p.Environment)) {
+		c.EnvironmentVariables = append(c.EnvironmentVariables, wire.EnvironmentVariable{Key: k, Value: p.Environment[k]})
+	}
+	for i, s := range p.SetupCommands {
+		if s.Template != "" {
+			return p, errdefs.Invalidf("provisioning: setupCommands[%d]: a task's setup command is for its own VM: no template", i)
+		}
+	}
+	c, err := Validate(c)
+	if err != nil {
+		return p, err
+	}
+	out := wire.TaskProvisioning{SetupCommands: c.SetupCommands}
+	for _, v := range c.EnvironmentVariables {
+		if out.Environment == nil {
+			out.Environment = map[string]string{}
+		}
+		out.Environment[v.Key] = v.Value
+	}
+	if len(out.SetupCommands) == 0 {
+		out.SetupCommands = nil
+	}
+	return out, nil
+}
+
 // Secrets is the secret store (core/secrets.Store) as provisioning uses it.
 type Secrets interface {
 	Get(ref string) (string, error)
@@ -322,6 +354,21 @@ func (p Plan) EnvMap() map[string]string {
 		m[v.Name] = v.Value
 	}
 	return m
+}
+
+// WithTask adds a task's own variables (each replacing a configured one of
+// its name) and setup commands (after the configured ones).
+func (p Plan) WithTask(env map[string]string, commands []Command) Plan {
+	out := Plan{Env: slices.Clone(p.Env), Files: p.Files, Commands: append(slices.Clone(p.Commands), commands...)}
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		v := Variable{Name: name, Value: env[name]}
+		if i := slices.IndexFunc(out.Env, func(e Variable) bool { return e.Name == name }); i >= 0 {
+			out.Env[i] = v
+		} else {
+			out.Env = append(out.Env, v)
+		}
+	}
+	return out
 }
 
 // Plan resolves the configuration for a VM of the template known by any of

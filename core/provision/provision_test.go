@@ -195,3 +195,32 @@ func TestStageRefusesWhatIsNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskProvisioning: a task's variables replace configured ones of
+// their name and its commands come after; its entries are checked as the
+// configured ones are, and may not name a template.
+func TestTaskProvisioning(t *testing.T) {
+	p := Plan{Env: []Variable{{Name: "A", Value: "configured", Secret: true}, {Name: "B", Value: "b"}}, Commands: []Command{{Command: "first"}}}
+	got := p.WithTask(map[string]string{"A": "task", "C": "c"}, []Command{{Command: "second"}})
+	if len(got.Env) != 3 || got.Env[0] != (Variable{Name: "A", Value: "task"}) || got.Env[2].Name != "C" || len(got.Commands) != 2 || got.Commands[1].Command != "second" {
+		t.Fatalf("with the task's: %+v", got)
+	}
+	if p.Env[0].Value != "configured" || len(p.Commands) != 1 {
+		t.Fatal("WithTask changed the configured plan")
+	}
+	for name, tp := range map[string]wire.TaskProvisioning{
+		"a bad name":  {Environment: map[string]string{"A B": "x"}},
+		"reserved":    {Environment: map[string]string{"DISPLAY": ":1"}},
+		"a template":  {SetupCommands: []wire.SetupCommand{{Command: "true", Template: "dev"}}},
+		"empty":       {SetupCommands: []wire.SetupCommand{{Command: ""}}},
+		"a long wait": {SetupCommands: []wire.SetupCommand{{Command: "true", TimeoutSeconds: 7200}}},
+	} {
+		if _, err := CheckTask(tp); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("%s: %v, want invalid", name, err)
+		}
+	}
+	if ok, err := CheckTask(wire.TaskProvisioning{Environment: map[string]string{"X": "1"}, SetupCommands: []wire.SetupCommand{{Command: " make "}}}); err != nil ||
+		ok.Environment["X"] != "1" || ok.SetupCommands[0].Command != "make" {
+		t.Fatalf("a good one: %+v %v", ok, err)
+	}
+}

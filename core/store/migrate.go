@@ -48,6 +48,7 @@ func migrations() []migration {
 		{9, "credentials", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Credential{}) }},
 		{10, "MCP servers, subagents and a task's skills", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&MCPServer{}, &Task{}) }},
 		{11, "host folders and their writeback review", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}, &WritebackItem{}) }},
+		{15, "a task's own provisioning", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 	}
 }
 

@@ -55,8 +55,8 @@ func TestOpenMigratesOnceAndIsPrivate(t *testing.T) {
 	defer s2.Close()
 	var rows int64
 	s2.db.Model(&SchemaVersion{}).Count(&rows)
-	if rows != int64(LatestSchemaVersion()) {
-		t.Fatalf("schema_versions has %d rows after reopening, want %d", rows, LatestSchemaVersion())
+	if rows != int64(len(migrations())) { // one a migration (versions may skip numbers)
+		t.Fatalf("schema_versions has %d rows after reopening, want %d", rows, len(migrations()))
 	}
 	var journal string
 	s2.db.Raw("PRAGMA journal_mode").Scan(&journal)

@@ -129,6 +129,7 @@ type Task struct {
 	// wrote. EndStatus is the status the agent ended with, which the task
 	// gets back once the review is done (extension).
 	HostFolders           []HostFolder      `json:"hostFolders,omitempty"`
+	Provisioning          *TaskProvisioning `json:"provisioning,omitempty"`
 	PendingWriteback      *PendingWriteback `json:"pendingWriteback,omitempty"`
 	PendingWritebackCount *int              `json:"pendingWritebackCount,omitempty"`
 	AppliedWritebackPaths []string          `json:"appliedWritebackPaths,omitempty"`
@@ -224,7 +225,19 @@ type CreateTask struct {
 	// into its VM, the changes reviewed before they reach the host
 	// (extension).
 	HostFolders []string `json:"hostFolders,omitempty"`
+	// Provisioning adds variables and setup commands for this task's VM
+	// to the configured ones (extension; no secrets: they are kept with
+	// the task).
+	Provisioning *TaskProvisioning `json:"provisioning,omitempty"`
 	SwiftTaskFields
+}
+
+// TaskProvisioning is a task's own provisioning (extension): variables
+// (over the configured ones of the same name) and setup commands (after
+// the configured ones). Kept with the task, and on a rerun.
+type TaskProvisioning struct {
+	Environment   map[string]string `json:"environment,omitempty"`
+	SetupCommands []SetupCommand    `json:"setupCommands,omitempty"`
 }
 
 // SwiftTaskFields are fields the Swift server takes on a new task for

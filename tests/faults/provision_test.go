@@ -163,6 +163,63 @@ func TestFreshVMIsProvisionedAgain(t *testing.T) {
 	checkNothingLeft(t, home, ids)
 }
 
+// TestTaskProvisioningAddsToTheConfigured: a task's own variables and setup
+// command (POST /tasks' provisioning) come on top of the configured ones,
+// its variable replacing a configured one of the same name; the task
+// shows them, and a rerun gets them again.
+func TestTaskProvisioningAddsToTheConfigured(t *testing.T) {
+	home, ids := newHome(t)
+	h := startInProc(t, home, ids)
+	llm := llmtest.New(t)
+	h.setup(llm.URL, 1)
+	ctx := context.Background()
+	h.setProvisioning(map[string]any{
+		"environmentVariables": []map[string]any{{"key": "GREETING", "value": "configured"}, {"key": "KEPT", "value": "configured-kept"}},
+		"setupCommands":        []map[string]any{{"command": `echo configured-setup > "$HOME/order.txt"`}},
+	})
+	const m = "[[task provisioning]]"
+	script := func() {
+		llm.Script(m, append([]llmtest.Turn{llmtest.Tool("run_shell", map[string]any{"command": `echo "vars:$GREETING|$KEPT|$TASK_ONLY"; cat ~/order.txt`})},
+			llmtest.Done("Looked.")...)...)
+	}
+	check := func(id string) {
+		t.Helper()
+		done := h.wait(id, "the end", 2*time.Minute, terminal)
+		h.ids.Note(done.VMID)
+		if done.Status != "completed" {
+			t.Fatalf("task %s %q", done.Status, summary(done))
+		}
+		all := strings.Join(llm.Requests(m), "\n")
+		for _, want := range []string{"vars:from the task|configured-kept|task-only", `configured-setup\\ntask-setup`} {
+			if !strings.Contains(all, want) {
+				t.Errorf("the guest did not show %q", want)
+			}
+		}
+	}
+	script()
+	task, err := h.unix.CreateTask(ctx, wire.CreateTask{Description: "Look " + m, ToolPolicy: map[string]string{"run_shell": "allow"},
+		Provisioning: &wire.TaskProvisioning{Environment: map[string]string{"GREETING": "from the task", "TASK_ONLY": "task-only"},
+			SetupCommands: []wire.SetupCommand{{Command: `echo task-setup >> "$HOME/order.txt"`, TimeoutSeconds: 30}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := task.Provisioning; p == nil || p.Environment["TASK_ONLY"] != "task-only" || len(p.SetupCommands) != 1 {
+		t.Fatalf("the task's provisioning: %+v", p)
+	}
+	check(task.ID)
+	script()
+	again, err := h.unix.TaskAction(ctx, task.ID, wire.TaskAction{Action: wire.ActionRerun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mustJSON(t, again.Provisioning) != mustJSON(t, task.Provisioning) {
+		t.Fatalf("the rerun's provisioning: %s", mustJSON(t, again.Provisioning))
+	}
+	check(again.ID)
+	h.stop()
+	checkNothingLeft(t, home, ids)
+}
+
 // TestFailingSetupCommandFailsTheTask (issue 20): the second of three
 // setup commands exits 7. The task fails before the model is asked
 // anything, its result names the command and shows its output (the secret
