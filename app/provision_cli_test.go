@@ -26,7 +26,7 @@ func TestProvisionCommands(t *testing.T) {
 	os.WriteFile(src, []byte("x"), 0o644)
 	yaml := "environmentVariables:\n  - key: GREETING\n    value: hello\n  - key: API_TOKEN\n    value: " + secret + "\n    secret: true\n" +
 		"injectedFiles:\n  - sourcePath: " + src + "\n    guestPath: ~/.config/app.conf\n    mode: \"0600\"\n" +
-		"setupCommands:\n  - command: pip install requests\n    timeoutSeconds: 120\n    template: dev\n"
+		"setupCommands:\n  - command: pip install requests\n    timeoutSeconds: 120\n    template: host\n"
 	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestProvisionCommands(t *testing.T) {
 	}
 	show := h.ok("provision", "show").stdout
 	for _, want := range []string{"GREETING=hello  [all templates]", "API_TOKEN=(secret)  [all templates]",
-		src + " -> ~/.config/app.conf (0600)  [all templates]", "1. pip install requests  [template dev, timeout 120s]"} {
+		src + " -> ~/.config/app.conf (0600)  [all templates]", "1. pip install requests  [template host, timeout 120s]"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("show lacks %q:\n%s", want, show)
 		}
@@ -62,6 +62,7 @@ func TestProvisionCommands(t *testing.T) {
 		{[]string{"provision", "set", bad("junk.txt", "{not: [json")}, "neither JSON nor YAML"},
 		{[]string{"provision", "set", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"provision", "set"}, "provision set"},
+		{[]string{"provision", "set", bad("template.json", `{"setupCommands":[{"command":"true","template":"dev"}]}`)}, `there is no template "dev" (the templates: Host desktop)`},
 		// A task's own provisioning: refused before a task exists (the
 		// fake VMs of these tests must never run one).
 		{[]string{"run", "Look.", "--env", "NOEQUALS"}, `--env takes NAME=VALUE, not "NOEQUALS"`},

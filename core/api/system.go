@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -224,9 +225,44 @@ func (a *API) setProvisioning(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
+	if err := a.knownTemplates(r.Context(), in); err != nil {
+		return err
+	}
 	c, err := a.cfg.Provisioning.Put(in)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, c)
+}
+
+// knownTemplates refuses provisioning scoped to a template that does not
+// exist (by id or name): a typo would provision nothing, silently.
+func (a *API) knownTemplates(ctx context.Context, in wire.Provisioning) error {
+	var scopes []string
+	for _, v := range in.EnvironmentVariables {
+		scopes = append(scopes, v.Template)
+	}
+	for _, f := range in.InjectedFiles {
+		scopes = append(scopes, f.Template)
+	}
+	for _, c := range in.SetupCommands {
+		scopes = append(scopes, c.Template)
+	}
+	ts, err := a.st.ListTemplates(ctx)
+	if err != nil {
+		return err
+	}
+	known := func(s string) bool {
+		return slices.ContainsFunc(ts, func(t store.Template) bool { return t.ID == s || t.Name == s })
+	}
+	for _, s := range scopes {
+		if s = strings.TrimSpace(s); s != "" && !known(s) {
+			names := make([]string, len(ts))
+			for i, t := range ts {
+				names[i] = t.Name
+			}
+			return errdefs.Invalidf("provisioning: there is no template %q (the templates: %s)", s, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

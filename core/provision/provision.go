@@ -279,7 +279,9 @@ func (s *Store) Put(c wire.Provisioning) (wire.Provisioning, error) {
 	defer s.mu.Unlock()
 	old, err := s.Get()
 	if err != nil {
-		return wire.Provisioning{}, err
+		// A file that cannot be read is replaced (a PUT is how it is
+		// repaired); the secrets of what it held stay stored.
+		old = wire.Provisioning{}
 	}
 	set := map[string]string{}
 	keep := map[string]bool{}

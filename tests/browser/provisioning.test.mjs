@@ -46,11 +46,11 @@ test('variables, files and setup commands are edited in Settings, secrets write-
   await page.click('#add-setup-box summary');
   await page.fill('#new-setup-command', 'pip install --user requests');
   await page.fill('#new-setup-timeout', '120');
-  await page.fill('#new-setup-template', 'dev');
+  await page.fill('#new-setup-template', 'Host desktop');
   await page.click('#add-setup button[type=submit]');
   const setupRow = page.locator('[data-setup="1"]');
   await setupRow.waitFor();
-  assert.match(await setupRow.textContent(), /pip install --user requests · template dev · 120 s/);
+  assert.match(await setupRow.textContent(), /pip install --user requests · template Host desktop · 120 s/);
   assert.ok(!(await page.content()).includes(SECRET), 'the page does not hold the secret');
 
   // A reserved name: refused in words, nothing stored.
@@ -71,6 +71,6 @@ test('variables, files and setup commands are edited in Settings, secrets write-
   assert.deepEqual(after.environmentVariables, [{ key: 'API_TOKEN', secret: true }]);
   assert.ok(!JSON.stringify(after).includes(SECRET));
   assert.equal(after.injectedFiles[0].guestPath, '~/.config/host.txt');
-  assert.equal(after.setupCommands[0].template, 'dev');
+  assert.equal(after.setupCommands[0].template, 'Host desktop');
   await env.done(page);
 });

@@ -36,11 +36,12 @@ func (h *helper) setProvisioning(p any) wire.Provisioning {
 }
 
 // TestProvisionedVariablesAndFilesReachTheGuest (issue 20) in a real
-// sandbox: a variable, a secret variable and a file are provisioned, and
-// a setup command runs before the agent. The model's run_shell sees the
-// variables (the secret as its placeholder), the file at its guest path
-// with its mode, the setup command's work and the profile that terminals
-// source; a variable of another template is not there. Then the secret is
+// sandbox: a variable, a secret variable, a variable of the task's
+// template (by its name) and a file are provisioned, and a setup command
+// runs before the agent. The model's run_shell sees the variables (the
+// secret as its placeholder), the file at its guest path with its mode,
+// the setup command's work and the profile that terminals source. (That
+// another template's variable stays out is core/provision's unit test.) Then the secret is
 // searched for in every request to the model, every event, the exports and
 // every file the helper wrote but the secret store.
 func TestProvisionedVariablesAndFilesReachTheGuest(t *testing.T) {
@@ -57,7 +58,7 @@ func TestProvisionedVariablesAndFilesReachTheGuest(t *testing.T) {
 		"environmentVariables": []map[string]any{
 			{"key": "GREETING", "value": "hello-provisioned"},
 			{"key": "API_TOKEN", "value": provisionSecret, "secret": true},
-			{"key": "OTHER_ONLY", "value": "elsewhere", "template": "no-such-template"},
+			{"key": "SCOPED", "value": "for-this-template", "template": "Host desktop"},
 		},
 		"injectedFiles": []map[string]any{{"sourcePath": src, "guestPath": "~/config/app.conf", "mode": "0600"}},
 		"setupCommands": []map[string]any{{"command": `echo "setup saw $GREETING" > "$HOME/setup.txt"`, "timeoutSeconds": 30}},
@@ -70,7 +71,7 @@ func TestProvisionedVariablesAndFilesReachTheGuest(t *testing.T) {
 	}
 
 	const m = "[[provisioned]]"
-	const look = `echo "vars:$GREETING|$API_TOKEN|${OTHER_ONLY:-unset}"; cat ~/config/app.conf; stat -c 'mode:%a' ~/config/app.conf; cat ~/setup.txt; ` +
+	const look = `echo "vars:$GREETING|$API_TOKEN|$SCOPED"; cat ~/config/app.conf; stat -c 'mode:%a' ~/config/app.conf; cat ~/setup.txt; ` +
 		`env -u GREETING sh -c '. "$HOME/.profile"; echo "profile:$GREETING"'; ls -A "$HIVECREW_SHARED"`
 	llm.Script(m, append([]llmtest.Turn{llmtest.Tool("run_shell", map[string]any{"command": look})}, llmtest.Done("Looked.")...)...)
 	task, err := h.unix.CreateTask(ctx, wire.CreateTask{Description: "Look at the environment " + m, ToolPolicy: map[string]string{"run_shell": "allow"}})
@@ -84,7 +85,7 @@ func TestProvisionedVariablesAndFilesReachTheGuest(t *testing.T) {
 	}
 	reqs := llm.Requests(m)
 	all := strings.Join(reqs, "\n")
-	for _, want := range []string{`vars:hello-provisioned|[secret: provisioned API_TOKEN]|unset`, `injected contents 123`, `mode:600`,
+	for _, want := range []string{`vars:hello-provisioned|[secret: provisioned API_TOKEN]|for-this-template`, `injected contents 123`, `mode:600`,
 		`setup saw hello-provisioned`, `profile:hello-provisioned`} {
 		if !strings.Contains(all, want) {
 			i := strings.Index(all, "vars:")
@@ -285,6 +286,7 @@ func TestFailingSetupCommandFailsTheTask(t *testing.T) {
 		"a relative path":                `{"injectedFiles":[{"sourcePath":"/etc/hostname","guestPath":"config/x"}]}`,
 		"a wrong type":                   `{"setupCommands":[{"command":"true","timeoutSeconds":"10"}]}`,
 		"a new secret without its value": `{"environmentVariables":[{"key":"NEW_SECRET","secret":true}]}`,
+		"an unknown template":            `{"setupCommands":[{"command":"true","template":"no-such-template"}]}`,
 	} {
 		if _, err := h.unix.SetProvisioning(ctx, json.RawMessage(bad)); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Errorf("%s: %v, want invalid", name, err)
