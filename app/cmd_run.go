@@ -112,6 +112,7 @@ type specFlags struct {
 	timeout, maxIter             *int
 	offline, internet, planFirst *bool
 	allow, allowHosts, folders   listFlag
+	envs, setups                 listFlag
 	budget                       budgetFlags
 }
 
@@ -124,6 +125,8 @@ func (sf *specFlags) register(fs *flag.FlagSet) {
 	fs.Var(&sf.allow, "allow", "allow `TOOL` without asking, for this task (e.g. run_shell; repeatable)")
 	fs.Var(&sf.allowHosts, "allow-host", "let the VM reach `HOST` (name, address or CIDR) past the egress policy, for this task (repeatable)")
 	fs.Var(&sf.folders, "folder", "give the task a copy of the host folder `DIR` to work on; you review its changes before they reach DIR (repeatable)")
+	fs.Var(&sf.envs, "env", "set `NAME=VALUE` in the task's VM (every shell command and terminal; repeatable; not for secrets: Settings › Provisioning keeps those)")
+	fs.Var(&sf.setups, "setup", "run `COMMAND` in the task's VM before the agent starts, after the configured ones; a failure fails the task (repeatable)")
 	sf.reasoning = fs.String("reasoning", "", "reasoning `EFFORT` to ask the model for: none, minimal, low, medium, high or xhigh")
 	sf.budget.register(fs)
 	sf.planFirst = fs.Bool("plan-first", false, "have the agent write a plan for approval first")
@@ -150,6 +153,22 @@ func (sf *specFlags) task(e *env, fs *flag.FlagSet, tf taskFlags, desc string) (
 		in.HostFolders = append(in.HostFolders, abs)
 	}
 	in.BudgetUSD, in.BudgetTokens = sf.budget.values(fs)
+	if len(sf.envs) > 0 || len(sf.setups) > 0 {
+		in.Provisioning = &wire.TaskProvisioning{}
+		for _, kv := range sf.envs {
+			name, value, ok := strings.Cut(kv, "=")
+			if !ok {
+				return in, e.bad(fs, "--env takes NAME=VALUE, not %q", kv)
+			}
+			if in.Provisioning.Environment == nil {
+				in.Provisioning.Environment = map[string]string{}
+			}
+			in.Provisioning.Environment[name] = value
+		}
+		for _, cmd := range sf.setups {
+			in.Provisioning.SetupCommands = append(in.Provisioning.SetupCommands, wire.SetupCommand{Command: cmd})
+		}
+	}
 	if *sf.offline {
 		in.NetworkMode = "offline"
 	}

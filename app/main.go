@@ -56,6 +56,7 @@ func commands() []command {
 		{"export", "ID [--format html|md|json] [-o FILE]", "export a task's session", cmdExport},
 		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},
 		{"credentials", "add|ls|rm ...", "manage logins the agent types without seeing them", cmdCredentials},
+		{"provision", "show|set ...", "manage what VMs are given before their agent starts (variables, files, setup commands)", cmdProvision},
 		{"mcp", "add|ls|check|on|off|rm ...", "manage the MCP servers whose tools the agent is offered", cmdMCP},
 		{"webhooks", "add|ls|test|rm ...", "manage the webhooks told when a task ends or needs you", cmdWebhooks},
 		{"skills", "ls|show|import|on|off|rm|draft ...", "manage the skill library", cmdSkills},

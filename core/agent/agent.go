@@ -25,6 +25,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -126,6 +127,9 @@ type Config struct {
 	// Changed, if set, is called (outside any lock) whenever the pause
 	// state, the pending question or the pending permission changes.
 	Changed func()
+	// Provision is what the VM is given before the first step
+	// (provision.go).
+	Provision provision.Plan
 }
 
 // Result is how a run ended.
@@ -181,6 +185,9 @@ type Runner struct {
 	// shows back; credOK are the credentials the user approved (the loop's).
 	redactor redactor
 	credOK   map[string]bool
+	// env are the provisioned variables every run_shell gets (set before
+	// the first step).
+	env map[string]string
 	// hostTools are the host tools offered, by name (hosttools.go).
 	hostTools map[string]*hostTool
 	// elements are the elements of the last accessibility tree read, by
@@ -357,7 +364,10 @@ func (r *Runner) Run(ctx context.Context) Result {
 	r.mu.Unlock()
 	defer r.hard.Stop()
 
-	res := r.loop(ctx)
+	res, ok := r.provision(ctx)
+	if ok {
+		res = r.loop(ctx)
+	}
 	res.Steps, res.Usage = r.Steps(), r.Usage()
 	r.mu.Lock()
 	res.Summaries = r.summaries
@@ -923,6 +933,7 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
 	}
 	if call.Name == protocol.MethodRunShell {
+		r.withEnv(args)
 		defer r.watchShell(step)()
 	}
 	var result json.RawMessage

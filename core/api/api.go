@@ -31,6 +31,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/template"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -91,6 +92,9 @@ type Config struct {
 	// Templates builds, seals, edits and deletes templates; nil leaves
 	// the template routes read-only.
 	Templates *template.Manager
+	// Provisioning keeps what VMs are given as they start; nil answers
+	// GET /provisioning with empty lists and refuses PUT.
+	Provisioning *provision.Store
 	// StepUpWindow is how long after its login link a web session may
 	// change API keys, providers and safety settings (default 10 minutes).
 	StepUpWindow time.Duration
@@ -242,6 +246,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("GET /api/v1/web-search", a.webSearch)
 	h("PUT /api/v1/web-search", a.setWebSearchKey)
 	h("GET /api/v1/provisioning", a.provisioning)
+	h("PUT /api/v1/provisioning", a.setProvisioning)
 	h("GET /api/v1/system/status", a.status)
 	h("GET /api/v1/system/config", a.systemConfig)
 	h("POST /api/v1/system/stop-all", a.stopAll)

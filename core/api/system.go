@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -199,11 +200,74 @@ func (a *API) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// provisioning answers GET /provisioning: the environment variables and
-// files every VM is given. Hivecrew provisions neither yet: both lists are
-// empty.
+// provisioning answers GET /provisioning: the variables (a secret one
+// without its value), files and setup commands VMs are given.
 func (a *API) provisioning(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, wire.Provisioning{EnvironmentVariables: []wire.EnvironmentVariable{}, InjectedFiles: []wire.InjectedFile{}})
+	if a.cfg.Provisioning == nil {
+		return writeJSON(w, http.StatusOK, wire.Provisioning{EnvironmentVariables: []wire.EnvironmentVariable{}, InjectedFiles: []wire.InjectedFile{}, SetupCommands: []wire.SetupCommand{}})
+	}
+	c, err := a.cfg.Provisioning.Get()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
+// setProvisioning answers PUT /provisioning: it replaces the whole
+// configuration (a secret variable sent without a value keeps its stored
+// one). Setup commands run in every VM, so a web session needs a fresh
+// sign-in, as for credentials.
+func (a *API) setProvisioning(w http.ResponseWriter, r *http.Request) error {
+	if err := requireStepUp(r, "Changing the VM provisioning"); err != nil {
+		return err
+	}
+	if a.cfg.Provisioning == nil {
+		return errdefs.Unsupportedf("this helper has no provisioning store")
+	}
+	var in wire.Provisioning
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if err := a.knownTemplates(r.Context(), in); err != nil {
+		return err
+	}
+	c, err := a.cfg.Provisioning.Put(in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
+// knownTemplates refuses provisioning scoped to a template that does not
+// exist (by id or name): a typo would provision nothing, silently.
+func (a *API) knownTemplates(ctx context.Context, in wire.Provisioning) error {
+	var scopes []string
+	for _, v := range in.EnvironmentVariables {
+		scopes = append(scopes, v.Template)
+	}
+	for _, f := range in.InjectedFiles {
+		scopes = append(scopes, f.Template)
+	}
+	for _, c := range in.SetupCommands {
+		scopes = append(scopes, c.Template)
+	}
+	ts, err := a.st.ListTemplates(ctx)
+	if err != nil {
+		return err
+	}
+	known := func(s string) bool {
+		return slices.ContainsFunc(ts, func(t store.Template) bool { return t.ID == s || t.Name == s })
+	}
+	for _, s := range scopes {
+		if s = strings.TrimSpace(s); s != "" && !known(s) {
+			names := make([]string, len(ts))
+			for i, t := range ts {
+				names[i] = t.Name
+			}
+			return errdefs.Invalidf("provisioning: there is no template %q (the templates: %s)", s, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }
 
 // usage answers GET /usage?since=RFC3339 (default: the start of today, in

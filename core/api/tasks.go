@@ -46,6 +46,7 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	for _, f := range t.HostFolders {
 		w.HostFolders = append(w.HostFolders, wire.HostFolder{Name: f.Name, Path: f.Path})
 	}
+	w.Provisioning = orchestrator.TaskProvisioningJSON(t.Provisioning)
 	w.AppliedWritebackPaths = t.AppliedWritebackPaths
 	if ended.Terminal() && ended != store.StatusCompleted && ended != store.StatusCancelled {
 		msg := t.StatusReason
@@ -423,6 +424,13 @@ func taskFromForm(w http.ResponseWriter, f form, more ...string) (wire.CreateTas
 	}
 	in.AllowHosts = f.list("allowHosts")
 	in.HostFolders = f.list("hostFolders")
+	if v, err := f.one("provisioning"); err != nil {
+		return in, err
+	} else if v != "" {
+		if err := decodeJSON(nil, []byte(v), &in.Provisioning); err != nil {
+			return in, errdefs.Invalidf("provisioning: want a JSON object {environment, setupCommands}: %v", err)
+		}
+	}
 	if v, err := f.one("budgetUSD"); err != nil {
 		return in, err
 	} else if v != "" {

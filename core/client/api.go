@@ -108,6 +108,19 @@ func taskFields(in wire.CreateTask) []field {
 	for _, h := range in.AllowHosts {
 		fields = append(fields, field{"allowHosts", h})
 	}
+	for _, f := range in.HostFolders {
+		fields = append(fields, field{"hostFolders", f})
+	}
+	if in.BudgetUSD != nil {
+		fields = append(fields, field{"budgetUSD", strconv.FormatFloat(*in.BudgetUSD, 'f', -1, 64)})
+	}
+	if in.BudgetTokens != nil {
+		fields = append(fields, field{"budgetTokens", strconv.FormatInt(*in.BudgetTokens, 10)})
+	}
+	if in.Provisioning != nil {
+		b, _ := json.Marshal(in.Provisioning)
+		fields = append(fields, field{"provisioning", string(b)})
+	}
 	return fields
 }
 
@@ -455,6 +468,20 @@ func (c *Client) RemoveProvider(ctx context.Context, id string) error {
 func (c *Client) Credentials(ctx context.Context) ([]wire.Credential, error) {
 	var l wire.CredentialList
 	return l.Credentials, c.call(ctx, http.MethodGet, "/api/v1/credentials", nil, &l)
+}
+
+// Provisioning returns what VMs are given as they start (never a secret's
+// value).
+func (c *Client) Provisioning(ctx context.Context) (wire.Provisioning, error) {
+	var p wire.Provisioning
+	return p, c.call(ctx, http.MethodGet, "/api/v1/provisioning", nil, &p)
+}
+
+// SetProvisioning replaces the provisioning with body, a JSON object in
+// wire.Provisioning's shape (sent as it is, so that the helper judges it).
+func (c *Client) SetProvisioning(ctx context.Context, body json.RawMessage) (wire.Provisioning, error) {
+	var p wire.Provisioning
+	return p, c.call(ctx, http.MethodPut, "/api/v1/provisioning", body, &p)
 }
 
 // AddCredential stores a credential.

@@ -89,6 +89,10 @@ func (p Paths) Skills() string { return filepath.Join(p.Home, "Skills") }
 // Presets holds the input files of saved task presets, a folder per preset.
 func (p Paths) Presets() string { return filepath.Join(p.Home, "Presets") }
 
+// Provisioning is the JSON file of what VMs are given as they start
+// (variables, files, setup commands; secret values are in the secret store).
+func (p Paths) Provisioning() string { return filepath.Join(p.Home, "provisioning.json") }
+
 // Socket is the helper's unix socket (mode 0600) for the CLI and the app.
 func (p Paths) Socket() string { return filepath.Join(p.Home, "helper.sock") }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/secrets"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/template"
@@ -193,8 +194,9 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	if err != nil {
 		return nil, err
 	}
+	prov := provision.NewStore(cfg.Paths.Provisioning(), sec)
 	orch, err := orchestrator.New(orchestrator.Config{Store: st, Pool: p, Paths: cfg.Paths, Settings: h.get, APIKey: apiKey, Secret: sec.Get,
-		Log: log, LLMBackoff: cfg.LLMBackoff, Notify: func(n orchestrator.Notice) { hooks.Notify(webhookPayload(n)) }})
+		Provisioning: prov, Log: log, LLMBackoff: cfg.LLMBackoff, Notify: func(n orchestrator.Notice) { hooks.Notify(webhookPayload(n)) }})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +213,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
 		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
 		LLMBackoff: cfg.LLMBackoff, StepUpWindow: cfg.WebStepUp, MaxUploadBytes: cfg.MaxUploadBytes, Web: web.Handler(), Log: log,
-		Templates: tm, Webhooks: hooks})
+		Templates: tm, Webhooks: hooks, Provisioning: prov})
 	if err != nil {
 		tm.Close()
 		return nil, err

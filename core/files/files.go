@@ -88,14 +88,18 @@ type Input struct {
 }
 
 // CopyIn copies inputs into shared/inbox, owned like the shared folder.
-func CopyIn(shared string, inputs []Input) error {
+func CopyIn(shared string, inputs []Input) error { return CopyInto(shared, Inbox, inputs) }
+
+// CopyInto copies inputs into the folder sub of shared (created 0700),
+// owned like the shared folder.
+func CopyInto(shared, sub string, inputs []Input) error {
 	owner, err := OwnerOf(shared)
 	if err != nil {
 		return err
 	}
-	inbox := filepath.Join(shared, Inbox)
+	inbox := filepath.Join(shared, sub)
 	if err := os.MkdirAll(inbox, 0o700); err != nil {
-		return fmt.Errorf("create inbox: %w", err)
+		return fmt.Errorf("create %s: %w", sub, err)
 	}
 	if err := chown(inbox, owner); err != nil {
 		return err
@@ -106,7 +110,7 @@ func CopyIn(shared string, inputs []Input) error {
 		}
 		dst := filepath.Join(inbox, in.Name)
 		if err := copyFile(in.Path, dst, -1); err != nil {
-			return fmt.Errorf("copy %s into the inbox: %w", in.Name, err)
+			return fmt.Errorf("copy %s into %s: %w", in.Name, sub, err)
 		}
 		if err := chown(dst, owner); err != nil {
 			return err

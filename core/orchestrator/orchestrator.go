@@ -23,6 +23,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 )
 
@@ -43,7 +44,10 @@ type Config struct {
 	APIKey func(p store.Provider) (string, error)
 	// Secret, if set, reads the secret store (credentials' secrets).
 	Secret func(ref string) (string, error)
-	Log    *slog.Logger
+	// Provisioning, if set, is what VMs are given before their agent
+	// starts.
+	Provisioning *provision.Store
+	Log          *slog.Logger
 	// LLMBackoff is the first retry wait of LLM calls; default 1 s.
 	LLMBackoff time.Duration
 	// Now is the clock of schedules; default time.Now.

@@ -18,6 +18,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/vm"
@@ -55,6 +56,9 @@ type run struct {
 	// while it has none (guarded by mu).
 	resuming, fresh bool
 	hello           protocol.HelloResult
+	// plan is what the run's VMs are given before the agent works in them
+	// (a fresh one's files are staged again).
+	plan provision.Plan
 
 	// live is the model's answer streaming in the current step.
 	live liveAnswer
@@ -273,6 +277,13 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err := o.stageFolders(ctx, t, shared, tw.Dir()); err != nil {
 		return failed("Could not give the host folders to the VM: " + err.Error())
 	}
+	plan, err := o.provisionPlan(t, tmpl)
+	if err == nil {
+		err = provision.Stage(plan, shared)
+	}
+	if err != nil {
+		return failed("Could not provision the VM: " + err.Error())
+	}
 
 	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)
 	maxIter := t.MaxIterations
@@ -299,15 +310,16 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
 		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
 		HostTools: x.tools, Prompt: append(x.prompt, foldersPrompt(t)...), Context: joinContext(t.ContextNote, x.context), Children: x.children,
-		Emit:    o.emitter(r, sid, client),
-		Live:    func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
-		Changed: o.changed(r),
+		Emit:      o.emitter(r, sid, client),
+		Live:      func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
+		Changed:   o.changed(r),
+		Provision: plan,
 	})
 	if err != nil {
 		return failed(err.Error())
 	}
 	r.mu.Lock()
-	r.runner, r.sessionID, r.shared = runner, sid, shared
+	r.runner, r.sessionID, r.shared, r.plan = runner, sid, shared, plan
 	r.mu.Unlock()
 	o.attach(r, lease, runner)
 	now := time.Now().UTC()

@@ -111,6 +111,10 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if err != nil {
 		return t, err
 	}
+	prov, err := taskProvisioning(in.Provisioning)
+	if err != nil {
+		return t, err
+	}
 	if in.TemplateID != "" {
 		tmpl, err := o.cfg.Store.GetTemplate(ctx, in.TemplateID)
 		if errors.Is(err, errdefs.ErrNotFound) {
@@ -127,7 +131,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 		OutputDirectory: out, PlanFirst: in.PlanFirst, TemplateID: in.TemplateID, TimeoutMinutes: in.TimeoutMinutes,
 		MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
 		AllowHosts: in.AllowHosts, ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort,
-		BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens, SkillNames: skillNames, HostFolders: folders,
+		BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens, SkillNames: skillNames, HostFolders: folders, Provisioning: prov,
 	}, nil
 }
 
@@ -337,7 +341,7 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string, with RerunWith) (st
 		OutputDirectory: old.OutputDirectory, PlanFirst: old.PlanFirst, TemplateID: old.TemplateID,
 		TimeoutMinutes: old.TimeoutMinutes, MaxIterations: old.MaxIterations, NetworkMode: old.NetworkMode,
 		ToolPolicy: old.ToolPolicy, AllowHosts: old.AllowHosts, ReasoningEnabled: old.ReasoningEnabled, BudgetUSD: old.BudgetUSD, BudgetTokens: old.BudgetTokens,
-		SkillNames: old.SkillNames, HostFolders: old.HostFolders,
+		SkillNames: old.SkillNames, HostFolders: old.HostFolders, Provisioning: old.Provisioning,
 		ReasoningEffort: old.ReasoningEffort, RerunOfID: &oldID,
 		ContinuationOfID: old.ContinuationOfID, ContextNote: old.ContextNote,
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/guest"
 	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -212,6 +213,11 @@ func (o *Orchestrator) releaseVM(ctx context.Context, r *run, t store.Task, sess
 		if err := os.RemoveAll(next); err != nil {
 			return err
 		}
+		// Made even when there is nothing to keep (an empty outbox, no
+		// host folders): the rename below needs it.
+		if err := os.MkdirAll(next, 0o700); err != nil {
+			return err
+		}
 		col, err := files.Collect(cctx, filepath.Join(shared, files.Outbox), filepath.Join(next, files.Outbox), outputLimits(o.cfg.Settings()))
 		if err != nil {
 			return fmt.Errorf("keep the outbox: %w", err)
@@ -291,7 +297,7 @@ func (r *run) needsFreshVM() bool {
 // goroutine: the task says what it waits for meanwhile.
 func (o *Orchestrator) resumeInFreshVM(r *run, t store.Task, instructions string) {
 	r.mu.Lock()
-	ctx, runner, sid := r.vmCtx, r.runner, r.sessionID
+	ctx, runner, sid, plan := r.vmCtx, r.runner, r.sessionID, r.plan
 	if r.resuming || ctx == nil {
 		r.mu.Unlock()
 		return
@@ -333,6 +339,12 @@ func (o *Orchestrator) resumeInFreshVM(r *run, t store.Task, instructions string
 	}
 	if err == nil {
 		err = carryFolders(carriedDir(sessionDir), shared)
+	}
+	if err == nil {
+		err = provision.Stage(plan, shared)
+	}
+	if err == nil {
+		err = runner.Reprovision(ctx, lease.Guest())
 	}
 	if err != nil {
 		lease.Release(background())

@@ -51,6 +51,7 @@ func migrations() []migration {
 		{12, "continuations, renamed and generated titles", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 		{13, "webhooks", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Webhook{}) }},
 		{14, "task presets", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Preset{}, &PresetFile{}) }},
+		{15, "a task's own provisioning", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 	}
 }
 

@@ -104,6 +104,9 @@ type Task struct {
 	// HostFolders are the folders of this computer the task was given
 	// (copied into its VM; changes reviewed before they reach the host).
 	HostFolders []HostFolder `gorm:"serializer:json"`
+	// Provisioning is the task's own provisioning: variables and setup
+	// commands added to the configured ones (no secrets).
+	Provisioning *TaskProvisioning `gorm:"serializer:json"`
 	// EndStatus is the status the agent ended with, while its changes to
 	// the host folders wait for review (status writebackReview).
 	EndStatus TaskStatus
@@ -143,6 +146,18 @@ type Task struct {
 	// traces (screenshots, events file, artifacts); the task and its
 	// activity log stay.
 	TraceDeletedAt *time.Time
+}
+
+// TaskProvisioning is a task's own provisioning.
+type TaskProvisioning struct {
+	Environment   map[string]string  `json:"environment,omitempty"`
+	SetupCommands []TaskSetupCommand `json:"setupCommands,omitempty"`
+}
+
+// TaskSetupCommand is one of a task's own setup commands.
+type TaskSetupCommand struct {
+	Command        string `json:"command"`
+	TimeoutSeconds int    `json:"timeoutSeconds,omitempty"`
 }
 
 // HostFolder is a host folder given to a task: Name is its folder in the

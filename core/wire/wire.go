@@ -135,6 +135,7 @@ type Task struct {
 	// wrote. EndStatus is the status the agent ended with, which the task
 	// gets back once the review is done (extension).
 	HostFolders           []HostFolder      `json:"hostFolders,omitempty"`
+	Provisioning          *TaskProvisioning `json:"provisioning,omitempty"`
 	PendingWriteback      *PendingWriteback `json:"pendingWriteback,omitempty"`
 	PendingWritebackCount *int              `json:"pendingWritebackCount,omitempty"`
 	AppliedWritebackPaths []string          `json:"appliedWritebackPaths,omitempty"`
@@ -230,7 +231,19 @@ type CreateTask struct {
 	// into its VM, the changes reviewed before they reach the host
 	// (extension).
 	HostFolders []string `json:"hostFolders,omitempty"`
+	// Provisioning adds variables and setup commands for this task's VM
+	// to the configured ones (extension; no secrets: they are kept with
+	// the task).
+	Provisioning *TaskProvisioning `json:"provisioning,omitempty"`
 	SwiftTaskFields
+}
+
+// TaskProvisioning is a task's own provisioning (extension): variables
+// (over the configured ones of the same name) and setup commands (after
+// the configured ones). Kept with the task, and on a rerun.
+type TaskProvisioning struct {
+	Environment   map[string]string `json:"environment,omitempty"`
+	SetupCommands []SetupCommand    `json:"setupCommands,omitempty"`
 }
 
 // SwiftTaskFields are fields the Swift server takes on a new task. Some
@@ -900,22 +913,45 @@ type WebSearch struct {
 	APIKey    string `json:"apiKey,omitempty"`
 }
 
-// Provisioning is the answer of GET /provisioning: what every VM is given
-// (environment variable names, files). Hivecrew provisions neither yet.
+// Provisioning is the answer of GET /provisioning and the body of PUT
+// /provisioning (extension): what VMs are given after they boot and before
+// their agent starts. Swift's shape (environment variable names, injected
+// files) plus the setup commands, each entry's template scope and a secret
+// variable's flag; a secret's value is never sent back.
 type Provisioning struct {
 	EnvironmentVariables []EnvironmentVariable `json:"environmentVariables"`
 	InjectedFiles        []InjectedFile        `json:"injectedFiles"`
+	SetupCommands        []SetupCommand        `json:"setupCommands"`
 }
 
-// EnvironmentVariable names a variable set in every VM (never its value).
+// EnvironmentVariable is a variable set in VMs. Value (extension) is sent
+// back only for a variable that is not Secret; a secret one's value is
+// write-only (a PUT without it keeps the stored one). Template, if set,
+// limits it to the VMs of that template (its id or name).
 type EnvironmentVariable struct {
-	Key string `json:"key"`
+	Key      string `json:"key"`
+	Value    string `json:"value,omitempty"`
+	Secret   bool   `json:"secret,omitempty"`
+	Template string `json:"template,omitempty"`
 }
 
-// InjectedFile is a file put into every VM.
+// InjectedFile is a file of this computer (SourcePath, extension) copied to
+// GuestPath (absolute, or under "~/") as each VM starts, with Mode (octal,
+// default "0644").
 type InjectedFile struct {
-	FileName  string `json:"fileName"`
-	GuestPath string `json:"guestPath"`
+	FileName   string `json:"fileName"`
+	GuestPath  string `json:"guestPath"`
+	SourcePath string `json:"sourcePath,omitempty"`
+	Mode       string `json:"mode,omitempty"`
+	Template   string `json:"template,omitempty"`
+}
+
+// SetupCommand (extension) runs in each VM, in order, after the variables
+// and files are in place; a failure or a timeout fails the task.
+type SetupCommand struct {
+	Command        string `json:"command"`
+	TimeoutSeconds int    `json:"timeoutSeconds,omitempty"`
+	Template       string `json:"template,omitempty"`
 }
 
 // APIKey describes an API key; the key itself is only in CreatedAPIKey.

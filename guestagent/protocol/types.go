@@ -216,11 +216,35 @@ type OpenURLParams struct {
 	URL string `json:"url"`
 }
 
-// ShellParams runs a command with /bin/sh -c.
+// ShellParams runs a command with /bin/sh -c. Env adds variables to the
+// command's environment (the host's provisioned ones): names match
+// [A-Za-z_][A-Za-z0-9_]*, at most MaxShellEnv of them, MaxShellEnvBytes in
+// all, no NUL byte.
 type ShellParams struct {
-	Command        string  `json:"command"`
-	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
-	Cwd            string  `json:"cwd,omitempty"`
+	Command        string            `json:"command"`
+	TimeoutSeconds float64           `json:"timeoutSeconds,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+}
+
+// Bounds of run_shell's env.
+const (
+	MaxShellEnv      = 128
+	MaxShellEnvBytes = 256 << 10
+)
+
+// ValidEnvName reports whether name may name an environment variable:
+// [A-Za-z_][A-Za-z0-9_]*, at most 128 bytes.
+func ValidEnvName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i, c := range name {
+		if c != '_' && !(c >= 'A' && c <= 'Z') && !(c >= 'a' && c <= 'z') && (i == 0 || !(c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return true
 }
 
 // ShellResult is a finished command. Truncated says the output cap cut

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -68,6 +71,36 @@ func (s *streamer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// shellEnv checks run_shell's env and returns it as NAME=value entries,
+// sorted by name.
+func shellEnv(m map[string]string) ([]string, error) {
+	if len(m) > protocol.MaxShellEnv {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "env: %d variables, at most %d", len(m), protocol.MaxShellEnv)
+	}
+	out, size := make([]string, 0, len(m)), 0
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		v := m[name]
+		if !protocol.ValidEnvName(name) {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "env: %q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", truncateName(name))
+		}
+		if strings.ContainsRune(v, 0) {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "env: %s has a NUL byte", name)
+		}
+		if size += len(name) + len(v) + 2; size > protocol.MaxShellEnvBytes {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "env: over %d bytes", protocol.MaxShellEnvBytes)
+		}
+		out = append(out, name+"="+v)
+	}
+	return out, nil
+}
+
+func truncateName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
 func (r *shellRunner) run(ctx context.Context, requestID any, p protocol.ShellParams) (protocol.ShellResult, error) {
 	if p.Command == "" {
 		return protocol.ShellResult{}, protocol.Errorf(protocol.CodeInvalidParams, "command is required")
@@ -78,6 +111,10 @@ func (r *shellRunner) run(ctx context.Context, requestID any, p protocol.ShellPa
 	}
 	if p.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(p.TimeoutSeconds*float64(time.Second)), MaxShellTimeout)
+	}
+	env, err := shellEnv(p.Env)
+	if err != nil {
+		return protocol.ShellResult{}, err
 	}
 	cwd := r.shared
 	if p.Cwd != "" {
@@ -94,7 +131,7 @@ func (r *shellRunner) run(ctx context.Context, requestID any, p protocol.ShellPa
 	defer cancel()
 	cmd := exec.Command("/bin/sh", "-c", p.Command)
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), protocol.SharedEnv+"="+r.shared)
+	cmd.Env = append(append(os.Environ(), env...), protocol.SharedEnv+"="+r.shared)
 	cmd.Stdin = nil
 	// Its own process group, so that cancelling kills the whole pipeline.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

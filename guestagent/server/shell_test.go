@@ -124,3 +124,31 @@ func TestRunShellCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestRunShellEnv: env's variables reach the command; a bad name, a NUL
+// byte and too many variables are invalid params, and nothing runs.
+func TestRunShellEnv(t *testing.T) {
+	h := newHarness(t, nil)
+	res, err := call[protocol.ShellResult](t, h.cli, protocol.MethodRunShell, protocol.ShellParams{
+		Command: `printf '%s|%s' "$GREETING" "$_multi_2"`, Env: map[string]string{"GREETING": "hello world", "_multi_2": "a\nb"}})
+	if err != nil || res.Stdout != "hello world|a\nb" {
+		t.Fatalf("env: %+v, %v", res, err)
+	}
+	marker := filepath.Join(h.shared, "ran")
+	many := map[string]string{}
+	for i := range protocol.MaxShellEnv + 1 {
+		many["V"+strconv.Itoa(i)] = "x"
+	}
+	for name, env := range map[string]map[string]string{
+		"a digit first": {"1ABC": "x"}, "a dash": {"A-B": "x"}, "an equals sign": {"A=B": "x"}, "empty": {"": "x"},
+		"a NUL byte": {"OK": "a\x00b"}, "too many": many, "too large": {"BIG": strings.Repeat("x", protocol.MaxShellEnvBytes)},
+	} {
+		_, err := call[protocol.ShellResult](t, h.cli, protocol.MethodRunShell, protocol.ShellParams{Command: "touch " + marker, Env: env})
+		if codeOf(err) != protocol.CodeInvalidParams {
+			t.Errorf("%s: %v, want invalid params", name, err)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a command with a bad env ran")
+	}
+}

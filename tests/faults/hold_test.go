@@ -74,6 +74,28 @@ func TestHungGuestHoldsTheTaskUntilItAnswers(t *testing.T) {
 	checkNothingLeft(t, home, ids)
 }
 
+// resumeHungInFreshVM stops the guest agent of task id's VM once the agent
+// calls wait, waits for the hold, resumes the task and waits for its fresh
+// VM; it returns the old VM and the fresh one.
+func (h *helper) resumeHungInFreshVM(id string) (old, fresh string) {
+	t := h.t
+	t.Helper()
+	h.waitEvent(id, "the agent's wait call", time.Minute, func(e wire.Event) bool {
+		return e.Type == "tool_call_start" && strings.HasPrefix(e.Data.Summary, "wait ")
+	})
+	task, _ := h.unix.Task(context.Background(), id)
+	h.ids.Note(task.VMID)
+	s := h.sandboxOf(task.VMID)
+	if err := syscall.Kill(s.agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(id, "the hold", 45*time.Second, isPaused)
+	resume(t, h, id, 0)
+	running := h.wait(id, "a fresh VM", time.Minute, func(t wire.Task) bool { return t.VMID != "" && t.VMID != task.VMID })
+	h.ids.Note(running.VMID)
+	return task.VMID, running.VMID
+}
+
 // TestHungGuestIsReplacedOnResume: the guest agent stays stopped; the user
 // resumes the held task: its VM is stopped and released (the stopped
 // process goes with it), a fresh VM gets the outbox the old one had, the
@@ -88,20 +110,8 @@ func TestHungGuestIsReplacedOnResume(t *testing.T) {
 		llmtest.Tool("wait", map[string]any{"seconds": 20}),
 		llmtest.Tool("read_file", map[string]any{"path": "outbox/draft.txt"}),
 	}, llmtest.Done("finished in a fresh VM")...)...)
-	created := h.create("Write a draft [[replace]]")
-	h.waitEvent(created.ID, "the agent's wait call", time.Minute, func(e wire.Event) bool {
-		return e.Type == "tool_call_start" && strings.HasPrefix(e.Data.Summary, "wait ")
-	})
-	task, _ := h.unix.Task(context.Background(), created.ID)
-	h.ids.Note(task.VMID)
-	s := h.sandboxOf(task.VMID)
-	if err := syscall.Kill(s.agent, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	h.wait(task.ID, "the hold", 45*time.Second, isPaused)
-	resume(t, h, task.ID, 0)
-	running := h.wait(task.ID, "a fresh VM", time.Minute, func(t wire.Task) bool { return t.VMID != "" && t.VMID != task.VMID })
-	h.ids.Note(running.VMID)
+	task := h.create("Write a draft [[replace]]")
+	task.VMID, _ = h.resumeHungInFreshVM(task.ID)
 	done := h.wait(task.ID, "the end", time.Minute, terminal)
 	if done.Status != "completed" || summary(done) != "finished in a fresh VM" {
 		t.Fatalf("after the resume: %s %q", done.Status, summary(done))

@@ -1,8 +1,10 @@
 // Settings: providers (add, edit, test, remove; keys are write-only),
-// credentials, skills, MCP servers, web search, notifications, webhooks, VM and task defaults,
+// credentials, skills, MCP servers, web search, notifications, webhooks,
+// provisioning (provisioning.js), VM and task defaults,
 // templates, files and network, safety, advanced and API keys. Each section
 // saves only its own settings.
 import { $, del, fill, fmtTime, get, h, initChrome, patch, post, put, report, seg, toast } from './common.js';
+import { initProvisioning } from './provisioning.js';
 import { AGENT_TOOLS, HOST_TOOLS, OPEN_TERMINAL, mcpTools } from './tools.js';
 
 initChrome();
@@ -692,4 +694,4 @@ $('#web-search-form').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
-Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadCredentials(), loadSkills(), loadMCP(), loadWebSearch(), loadWebhooks()]).catch(report);
+Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadCredentials(), loadSkills(), loadMCP(), loadWebSearch(), loadWebhooks(), initProvisioning()]).catch(report);
