@@ -179,7 +179,7 @@ func (o *Orchestrator) presetOfTask(ctx context.Context, id string) (wire.Create
 		PlanFirst: t.PlanFirst, ReasoningEnabled: t.ReasoningEnabled, ReasoningEffort: t.ReasoningEffort, TemplateID: t.TemplateID,
 		TimeoutMinutes: t.TimeoutMinutes, MaxIterations: t.MaxIterations, NetworkMode: t.NetworkMode, ToolPolicy: t.ToolPolicy,
 		AllowHosts: t.AllowHosts, BudgetUSD: t.BudgetUSD, BudgetTokens: t.BudgetTokens, HostFolders: folders,
-		Provisioning: TaskProvisioningJSON(t.Provisioning),
+		Provisioning:    TaskProvisioningJSON(t.Provisioning),
 		SwiftTaskFields: wire.SwiftTaskFields{MentionedSkillNames: t.SkillNames},
 	}, srcs, nil
 }
