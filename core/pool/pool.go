@@ -333,6 +333,11 @@ func (p *Pool) usageLocked() (count, memMB, cpus int) {
 	return
 }
 
+// memoryOvercommit is how far the memory limits of machines that share
+// the host's memory (vm.Capabilities.SharedMemory) may add up past it: an
+// idle desktop sandbox uses a tenth of a 512 MB limit.
+const memoryOvercommit = 4
+
 // admitLocked returns why a VM of mem MB and cpus cannot start now, or "".
 func (p *Pool) admitLocked(lim Limits, mem, cpus int) string {
 	count, used, usedCPUs := p.usageLocked()
@@ -348,8 +353,12 @@ func (p *Pool) admitLocked(lim Limits, mem, cpus int) string {
 	case count >= max:
 		return fmt.Sprintf("waiting for a VM slot: %d of %d in use (%s)", count, max, what)
 	case caps.SharedMemory:
-		// A sandbox's memory size is a limit, not a reservation: what
-		// counts is what the host still has.
+		// A sandbox's memory size is a limit, not a reservation: the
+		// limits together may overcommit the host, and what counts is what
+		// the host still has.
+		if limit := p.cfg.HostMemoryMB * memoryOvercommit; used+mem > limit {
+			return fmt.Sprintf("waiting for memory: running sandboxes may use up to %d MB together and this one %d MB more, over %d× this host's %d MB", used, mem, memoryOvercommit, p.cfg.HostMemoryMB)
+		}
 		if avail := p.cfg.AvailableMemoryMB(); avail < p.cfg.ReserveMB {
 			return fmt.Sprintf("waiting for memory: the host has %d MB available, under the %d MB kept free for the rest of it", avail, p.cfg.ReserveMB)
 		}

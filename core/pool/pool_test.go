@@ -251,17 +251,26 @@ func TestSharedMemoryAdmission(t *testing.T) {
 	h.setLimits(func(l *Limits) { l.MemoryMB = 2 << 10 })
 	ctx := context.Background()
 	var held []*Lease
-	for range 4 { // 8 GB of caps on a 4 GB host
+	for range 4 { // 8 GB of caps on a 4 GB host: overcommitted 2×
 		l, err := h.p.Acquire(ctx, Request{Template: hostTmpl})
 		if err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, l)
 	}
-	avail.Store(900)
+	// Past 4× the host's memory in caps, a fifth one waits.
+	h.setLimits(func(l *Limits) { l.MemoryMB = 9 << 10 })
 	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	var reason string
+	if _, err := h.p.Acquire(wctx, Request{Template: hostTmpl, OnWait: func(r string) { reason = r }}); err == nil ||
+		reason != "waiting for memory: running sandboxes may use up to 8192 MB together and this one 9216 MB more, over 4× this host's 4096 MB" {
+		t.Fatalf("overcommitted: err=%v reason=%q", err, reason)
+	}
+	h.setLimits(func(l *Limits) { l.MemoryMB = 2 << 10 })
+	avail.Store(900)
+	wctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
 	if _, err := h.p.Acquire(wctx, Request{Template: hostTmpl, OnWait: func(r string) { reason = r }}); err == nil ||
 		reason != "waiting for memory: the host has 900 MB available, under the 1024 MB kept free for the rest of it" {
 		t.Fatalf("low memory: err=%v reason=%q", err, reason)

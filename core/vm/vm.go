@@ -147,7 +147,8 @@ type Capabilities struct {
 	SharedCPUs bool
 	// SharedMemory says a machine's memory size is only a cap (a cgroup
 	// limit) on what it may use of the host's memory, not memory it holds:
-	// admission checks what the host has available instead of summing caps.
+	// admission lets the caps together overcommit the host (4×) and checks
+	// what the host has available.
 	SharedMemory bool
 	// SaveRestore says machines implement SaveRestorer.
 	SaveRestore bool

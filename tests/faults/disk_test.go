@@ -153,8 +153,9 @@ func TestStoreLockedByAnotherProcess(t *testing.T) {
 	llm := llmtest.New(t)
 	h.setup(llm.URL, 2)
 	ctx := context.Background()
-	// Two VMs of over half this machine's memory do not fit: the second task waits.
-	if _, err := h.unix.PatchSettings(ctx, map[string]any{"vmMemoryMB": pool.HostMemoryMB()/2 + 512}); err != nil {
+	// Two sandboxes whose memory limits add up past 4× this machine's
+	// memory (what sandboxes may overcommit) do not fit: the second waits.
+	if _, err := h.unix.PatchSettings(ctx, map[string]any{"vmMemoryMB": 2*pool.HostMemoryMB() + 512}); err != nil {
 		t.Fatal(err)
 	}
 	llm.Script("[[steady]]", llmtest.Tool("wait", map[string]any{"seconds": 2}), llmtest.Tool("mouse_click", map[string]any{"x": 1, "y": 1}), llmtest.Text("I am done."), llmtest.Verdict(true, "steady done"))
