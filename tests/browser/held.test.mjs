@@ -32,7 +32,10 @@ test('a task at its step limit is continued with more steps from the agent windo
 test('a task at its budget is raised and resumed from the agent window', { timeout: 120000 }, async () => {
   const { helper, llm } = env;
   const M = '[[held-budget]]';
-  // Each answer of the scripted provider counts 1020 tokens.
+  // Each answer of the scripted provider counts 1020 tokens; the task's
+  // title stays its description's start (no title request), so the agent's
+  // answers are all it uses.
+  await helper.api('PATCH', '/api/v1/settings', { titleFromDescription: true });
   llm.script(M, [tool('wait', { seconds: 0 }), text('Done within the new budget.')], { success: true, summary: 'Finished.' });
   const task = await helper.api('POST', '/api/v1/tasks', { description: `Spend tokens ${M}`, budgetTokens: 500 });
   const page = await env.page(`/tasks/${task.id}`);

@@ -117,18 +117,23 @@ test('keyboard: skip link first, the kill switch reachable, focus visible', { ti
   const page = await env.page('/');
   await page.waitForSelector('#task-provider option', { state: 'attached' });
   const order = [];
-  for (let i = 0; i < 8; i++) {
+  for (let i = 0; i < 12; i++) {
     await page.keyboard.press('Tab');
     order.push(await page.evaluate(() => {
       const el = document.activeElement;
-      return { id: el.id, cls: el.className, text: el.textContent.trim().slice(0, 30), outline: getComputedStyle(el).outlineStyle };
+      return { id: el.id, cls: el.className, text: el.textContent.trim().slice(0, 30), outline: getComputedStyle(el).outlineStyle, waiting: !!el.closest('#attention') };
     }));
   }
   assert.equal(order[0].cls, 'skip', `first Tab: ${JSON.stringify(order[0])}`);
   const kill = order.findIndex((e) => e.id === 'kill-switch');
   assert.ok(kill > 0, `the kill switch is in the Tab order: ${JSON.stringify(order)}`);
   assert.notEqual(order[kill].outline, 'none', 'focus is visible');
-  assert.equal(order[kill + 1]?.id, 'task-description', `after the header comes the task form: ${JSON.stringify(order)}`);
+  // After the header come the tasks waiting for the user (the
+  // "Waiting for you" strip: a link to each task and its action), then
+  // the task form.
+  const waiting = order.slice(kill + 1).findIndex((e) => !e.waiting);
+  assert.ok(order.slice(kill + 1, kill + 1 + waiting).every((e) => e.waiting), `after the header come the waiting tasks: ${JSON.stringify(order)}`);
+  assert.equal(order[kill + 1 + waiting]?.id, 'task-description', `then the task form: ${JSON.stringify(order)}`);
   await env.done(page);
 });
 
