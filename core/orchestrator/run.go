@@ -273,6 +273,16 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err := o.stageFolders(ctx, t, shared, tw.Dir()); err != nil {
 		return failed("Could not give the host folders to the VM: " + err.Error())
 	}
+	h, err := o.readHooks(t.ID)
+	if err != nil {
+		return failed(err.Error())
+	}
+	if err := o.setupVM(r, h, lease); err != nil {
+		if ctx.Err() != nil {
+			return stopped(ctx, nil)
+		}
+		return failed(err.Error())
+	}
 
 	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)
 	maxIter := t.MaxIterations
@@ -368,6 +378,9 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		o.collect(cctx, t, tw.Dir(), carriedDir(tw.Dir()), settings, &out)
 		cancel()
 		return out
+	}
+	if out.status != store.StatusCancelled && runCtx.Err() == nil {
+		o.checkVM(ctx, h, lease, tw.Dir(), &out)
 	}
 	shared = lease.Machine().Spec().SharedDir()
 	lease.OnNotify(nil)

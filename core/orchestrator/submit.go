@@ -182,9 +182,16 @@ func (o *Orchestrator) Submit(ctx context.Context, in wire.CreateTask, uploads [
 	if err != nil {
 		return store.Task{}, err
 	}
+	h, err := checkHooks(in)
+	if err != nil {
+		return store.Task{}, err
+	}
 	srcs := make([]inputSource, len(uploads))
 	for i, u := range uploads {
 		srcs[i] = inputSource{name: u.Name, path: u.Path}
+	}
+	if err := o.writeHooks(t.ID, h); err != nil {
+		return store.Task{}, err
 	}
 	return o.queue(ctx, t, srcs, true)
 }
@@ -269,6 +276,13 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string) (store.Task, error)
 		SkillNames: old.SkillNames, HostFolders: old.HostFolders,
 		ReasoningEffort: old.ReasoningEffort, RerunOfID: &oldID,
 	}
+	h, err := o.readHooks(oldID)
+	if err != nil {
+		return store.Task{}, err
+	}
+	if err := o.writeHooks(t.ID, h); err != nil {
+		return store.Task{}, err
+	}
 	return o.queue(ctx, t, srcs, false)
 }
 
@@ -318,6 +332,10 @@ func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch,
 	if len(in.Targets) == 0 {
 		return nil, errdefs.Invalidf("targets is required: a list of {providerId, modelId, copyCount}")
 	}
+	h, err := checkHooks(in.CreateTask)
+	if err != nil {
+		return nil, err
+	}
 	var tasks []store.Task
 	batch := uuid.NewString()
 	for i, tg := range in.Targets {
@@ -366,6 +384,10 @@ func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch,
 		}
 	}
 	for i, t := range tasks {
+		if err := o.writeHooks(t.ID, h); err != nil {
+			cleanup()
+			return nil, err
+		}
 		fs, err := o.stageInputs(t.ID, srcs, false)
 		if err != nil {
 			cleanup()

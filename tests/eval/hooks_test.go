@@ -1,0 +1,85 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
+	"github.com/hivecrew/hivecrew/tests/llmtest"
+)
+
+// TestHooks: a task's setup command prepares its VM before the agent
+// starts and its check command judges the VM after it stops; neither
+// reaches the model. A check that floods its output keeps its last 4 KB;
+// a setup that fails ends the task failed, saying why; a task without a
+// check has no result.
+func TestHooks(t *testing.T) {
+	llm := llmtest.New(t)
+	c, _ := start(t, llm, 2)
+	ctx := context.Background()
+	llm.Script("[[hooks]]", append([]llmtest.Turn{llmtest.Tool("run_shell", map[string]any{"command": "cat ~/prepared.txt >> ~/seen.txt"})},
+		llmtest.Done("read it")...)...)
+	task, err := c.CreateTask(ctx, wire.CreateTask{Description: "Read the prepared file [[hooks]]", ToolPolicy: map[string]string{"run_shell": "allow"},
+		SetupCommand: "echo SETUP-SECRET-7f3 > ~/prepared.txt",
+		CheckCommand: "head -c 20000 /dev/zero | tr '\\0' x; echo; grep -q SETUP-SECRET-7f3 ~/seen.txt && echo CHECK-SAW-IT && exit 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := daemontest.WaitTask(t, c, task.ID, "the task's end", 2*time.Minute, func(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() })
+	if done.Status != "completed" {
+		t.Fatalf("the task ended %s: %s", done.Status, reason(done))
+	}
+	res, err := c.CheckResult(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || !strings.HasSuffix(res.Stdout, "CHECK-SAW-IT\n") || len(res.Stdout) > 4096 || !res.Truncated {
+		t.Fatalf("check result: exit %d, %d bytes ending %q, truncated %v; want exit 3 after the agent read the setup's file, 4 KB kept", res.ExitCode, len(res.Stdout), tail(res.Stdout), res.Truncated)
+	}
+	for _, body := range llm.Requests("[[hooks]]") {
+		if strings.Contains(body, "CHECK-SAW-IT") || strings.Contains(body, "echo SETUP-SECRET-7f3") {
+			t.Fatalf("a hook command reached the model:\n%s", body)
+		}
+	}
+	if len(llm.Requests("[[hooks]]")) == 0 {
+		t.Fatal("the model was never asked")
+	}
+
+	failing, err := c.CreateTask(ctx, wire.CreateTask{Description: "Never starts [[setup-fails]]", SetupCommand: "echo missing fixture >&2; exit 2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done = daemontest.WaitTask(t, c, failing.ID, "the task's end", 2*time.Minute, func(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() })
+	if done.Status != "failed" || !strings.Contains(reason(done), "The setup command failed (exited 2): missing fixture") {
+		t.Fatalf("a failing setup: %s: %q", done.Status, reason(done))
+	}
+	if len(llm.Requests("[[setup-fails]]")) != 0 {
+		t.Fatal("the agent of a task whose setup failed was started")
+	}
+	if _, err := c.CheckResult(ctx, failing.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("check result of a task without a check: %v; want not found", err)
+	}
+}
+
+func reason(t wire.Task) string {
+	if t.ErrorMessage != nil {
+		return *t.ErrorMessage
+	}
+	if t.ResultSummary != nil {
+		return *t.ResultSummary
+	}
+	return t.StatusReason
+}
+
+func tail(s string) string {
+	if len(s) > 40 {
+		return s[len(s)-40:]
+	}
+	return s
+}
