@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
@@ -124,22 +125,39 @@ func hookSummary(what string, r wire.CheckResult) string {
 	return fmt.Sprintf("The %s command exited %d", what, r.ExitCode)
 }
 
-// setupVM runs a task's setup command before its agent starts; an error
-// says why the task cannot start.
-func (o *Orchestrator) setupVM(r *run, h hooks, lease *pool.Lease) error {
+// setupVM runs a task's setup command before its agent starts; a
+// non-empty answer says why the task cannot start.
+func (o *Orchestrator) setupVM(r *run, h hooks, lease *pool.Lease) string {
 	if h.Setup == "" {
-		return nil
+		return ""
 	}
 	res := runHook(r.ctx, lease, h.Setup, setupTimeout)
 	o.emitInfo(r, hookSummary("setup", res))
-	if res.Error != "" || res.TimedOut || res.ExitCode != 0 {
-		tail := strings.TrimSpace(res.Stderr)
-		if tail != "" {
-			tail = ": " + tail
-		}
-		return fmt.Errorf("The setup command failed (%s)%s", strings.TrimPrefix(hookSummary("setup", res), "The setup command "), tail)
+	if res.Error == "" && !res.TimedOut && res.ExitCode == 0 {
+		return ""
 	}
-	return nil
+	why := "The setup command failed (" + strings.TrimPrefix(hookSummary("setup", res), "The setup command ") + ")"
+	if last := lastLine(res.Stderr); last != "" {
+		why += ": " + last
+	}
+	return why
+}
+
+// lastLine is the last non-empty line of what a guest printed, at most
+// 200 bytes, control and format characters (escapes, bidi overrides)
+// shown as '?'.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return '?'
+		}
+		return r
+	}, strings.TrimSpace(lines[len(lines)-1]))
+	if len(l) > 200 {
+		l = strings.ToValidUTF8(l[:200], "") + "…"
+	}
+	return l
 }
 
 // checkVM runs a task's check command after its agent stopped, records

@@ -277,11 +277,11 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err != nil {
 		return failed(err.Error())
 	}
-	if err := o.setupVM(r, h, lease); err != nil {
+	if why := o.setupVM(r, h, lease); why != "" {
 		if ctx.Err() != nil {
 			return stopped(ctx, nil)
 		}
-		return failed(err.Error())
+		return failed(why)
 	}
 
 	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)
@@ -363,6 +363,11 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err := o.cfg.Store.EndSession(background(), sess); err != nil {
 		o.cfg.Log.Error("end session", "task", t.ID, "err", err)
 	}
+	if out.status != store.StatusCancelled && runCtx.Err() == nil {
+		// Before the VM stops, and before a stop's short deadlines are
+		// chosen: the kill switch still cancels the check (ctx).
+		o.checkVM(ctx, h, lease, tw.Dir(), &out)
+	}
 	// The outbox is read from a stopped VM: nothing in the guest can swap
 	// a FIFO or a link in under the collection, or hold it up. A stopped
 	// run (cancel, stop-all, helper stop) stops its VM at once and has a
@@ -378,9 +383,6 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		o.collect(cctx, t, tw.Dir(), carriedDir(tw.Dir()), settings, &out)
 		cancel()
 		return out
-	}
-	if out.status != store.StatusCancelled && runCtx.Err() == nil {
-		o.checkVM(ctx, h, lease, tw.Dir(), &out)
 	}
 	shared = lease.Machine().Spec().SharedDir()
 	lease.OnNotify(nil)

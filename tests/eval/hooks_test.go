@@ -17,7 +17,8 @@ import (
 // TestHooks: a task's setup command prepares its VM before the agent
 // starts and its check command judges the VM after it stops; neither
 // reaches the model. A check that floods its output keeps its last 4 KB;
-// a setup that fails ends the task failed, saying why; a task without a
+// a setup that fails ends the task failed, saying why (the last line of
+// its errors, without the guest's escapes); a task without a
 // check has no result.
 func TestHooks(t *testing.T) {
 	llm := llmtest.New(t)
@@ -51,12 +52,12 @@ func TestHooks(t *testing.T) {
 		t.Fatal("the model was never asked")
 	}
 
-	failing, err := c.CreateTask(ctx, wire.CreateTask{Description: "Never starts [[setup-fails]]", SetupCommand: "echo missing fixture >&2; exit 2"})
+	failing, err := c.CreateTask(ctx, wire.CreateTask{Description: "Never starts [[setup-fails]]", SetupCommand: "echo missing fixture >&2; printf 'no \\033[2Jfixture\\n' >&2; exit 2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done = daemontest.WaitTask(t, c, failing.ID, "the task's end", 2*time.Minute, func(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() })
-	if done.Status != "failed" || !strings.Contains(reason(done), "The setup command failed (exited 2): missing fixture") {
+	if done.Status != "failed" || !strings.Contains(reason(done), "The setup command failed (exited 2): no ?[2Jfixture") {
 		t.Fatalf("a failing setup: %s: %q", done.Status, reason(done))
 	}
 	if len(llm.Requests("[[setup-fails]]")) != 0 {
