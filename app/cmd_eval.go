@@ -79,6 +79,9 @@ func evalRun(e *env, args []string) error {
 	if sc, err := c.SystemConfig(e.ctx); err == nil && sc.APIPort > 0 {
 		web = fmt.Sprintf("http://127.0.0.1:%d", sc.APIPort)
 	}
+	if st, err := c.Settings(e.ctx); err == nil && st.LimitGraceMinutes > 0 {
+		fmt.Fprintf(e.stderr, "hivecrew: note: a task at its step or time limit is held %g minutes (Settings: limitGraceMinutes) before it ends and is checked; 0 ends it at once\n", st.LimitGraceMinutes)
+	}
 	width, tty := terminalWidth(e.stderr)
 	// mu keeps progress lines whole.
 	var mu sync.Mutex

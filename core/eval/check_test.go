@@ -12,7 +12,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-func pngOf(t *testing.T, w, h int, fill func(x, y int) uint8) string {
+func pngOf(t testing.TB, w, h int, fill func(x, y int) uint8) string {
 	t.Helper()
 	img := image.NewGray(image.Rect(0, 0, w, h))
 	for y := range h {
@@ -96,6 +96,7 @@ func TestCommandVerdict(t *testing.T) {
 		{wire.CheckResult{ExitCode: 139}, false, true, "crashed (exit 139)"},
 		{wire.CheckResult{ExitCode: -1, TimedOut: true}, false, true, "timed out"},
 		{wire.CheckResult{ExitCode: -1, Error: "guest gone"}, false, true, "did not run: guest gone"},
+		{wire.CheckResult{ExitCode: 2, Stderr: "bad\x1b]0;pwned\x07\n"}, false, false, `exited 2: bad\x1b]0;pwned\x07`},
 	}
 	for _, c := range cases {
 		v := CommandVerdict(c.res)
@@ -103,4 +104,29 @@ func TestCommandVerdict(t *testing.T) {
 			t.Errorf("%+v: %+v", c.res, v)
 		}
 	}
+}
+
+// FuzzHostCheck: whatever a guest leaves as an output (a PNG header
+// that claims 2^31 pixels among the seeds), no check panics or reports a
+// crashed checker: a bad output is a plain failure.
+func FuzzHostCheck(f *testing.F) {
+	dir := writeSuite(f, map[string]string{"want.json": `{"a": [1, 2]}`, "want.csv": "a,b\n1,2\n", "want.png": pngOf(f, 4, 4, func(x, y int) uint8 { return 9 })})
+	checks := []Check{
+		{Type: "json", Output: "o", Expected: "want.json"},
+		{Type: "csv", Output: "o", Expected: "want.csv", IgnoreOrder: true},
+		{Type: "regex", Output: "o", Pattern: `^a+$`},
+		{Type: "image", Output: "o", Expected: "want.png", Threshold: 0.9},
+	}
+	f.Add([]byte(`{"a": [1.0, 2]}`))
+	f.Add([]byte("a,b\n1,2\n"))
+	f.Add([]byte(pngOf(f, 4, 4, func(x, y int) uint8 { return 9 })))
+	f.Add([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x7f\xff\xff\xff\x7f\xff\xff\xff\x08\x02\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, c := range checks {
+			v := HostCheck(dir, c, func(string) ([]byte, error) { return out, nil })
+			if v.Crashed {
+				t.Fatalf("%s crashed on %q: %s", c.Type, out, v.Detail)
+			}
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -354,7 +355,7 @@ func check(ctx context.Context, cfg Config, task Task, id string) []Verdict {
 // that crashed.
 func CommandVerdict(cr wire.CheckResult) Verdict {
 	v := Verdict{Type: "command"}
-	last := lastLine(cr.Stdout + "\n" + cr.Stderr)
+	last := files.LastLine(cr.Stdout+"\n"+cr.Stderr, 300)
 	switch {
 	case cr.Error != "":
 		v.Detail, v.Crashed = "the check command did not run: "+cr.Error, true
@@ -371,16 +372,6 @@ func CommandVerdict(cr wire.CheckResult) Verdict {
 		v.Detail += ": " + last
 	}
 	return v
-}
-
-// lastLine is the last non-empty line of s, at most 300 bytes.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	l := strings.TrimSpace(lines[len(lines)-1])
-	if len(l) > 300 {
-		l = l[:300] + "…"
-	}
-	return strings.ToValidUTF8(l, "?")
 }
 
 // download reads a task's output, bounded.

@@ -14,7 +14,7 @@ const goodTask = `{"id": "good", "instruction": "Sort names.txt into the outbox 
 	"limits": {"timeoutMinutes": 5, "maxIterations": 20},
 	"oracle": [{"tool": "run_shell", "args": {"command": "sort"}}]}`
 
-func writeSuite(t *testing.T, files map[string]string) string {
+func writeSuite(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range files {

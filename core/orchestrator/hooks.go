@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -137,27 +137,10 @@ func (o *Orchestrator) setupVM(r *run, h hooks, lease *pool.Lease) string {
 		return ""
 	}
 	why := "The setup command failed (" + strings.TrimPrefix(hookSummary("setup", res), "The setup command ") + ")"
-	if last := lastLine(res.Stderr); last != "" {
+	if last := files.LastLine(res.Stderr, 200); last != "" {
 		why += ": " + last
 	}
 	return why
-}
-
-// lastLine is the last non-empty line of what a guest printed, at most
-// 200 bytes, control and format characters (escapes, bidi overrides)
-// shown as '?'.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	l := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return '?'
-		}
-		return r
-	}, strings.TrimSpace(lines[len(lines)-1]))
-	if len(l) > 200 {
-		l = strings.ToValidUTF8(l[:200], "") + "…"
-	}
-	return l
 }
 
 // checkVM runs a task's check command after its agent stopped, records

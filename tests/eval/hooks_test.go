@@ -18,7 +18,7 @@ import (
 // starts and its check command judges the VM after it stops; neither
 // reaches the model. A check that floods its output keeps its last 4 KB;
 // a setup that fails ends the task failed, saying why (the last line of
-// its errors, without the guest's escapes); a task without a
+// its errors, the guest's escapes shown, not acted on); a task without a
 // check has no result.
 func TestHooks(t *testing.T) {
 	llm := llmtest.New(t)
@@ -57,7 +57,7 @@ func TestHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	done = daemontest.WaitTask(t, c, failing.ID, "the task's end", 2*time.Minute, func(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() })
-	if done.Status != "failed" || !strings.Contains(reason(done), "The setup command failed (exited 2): no ?[2Jfixture") {
+	if done.Status != "failed" || !strings.Contains(reason(done), "The setup command failed (exited 2): no \\x1b[2Jfixture") {
 		t.Fatalf("a failing setup: %s: %q", done.Status, reason(done))
 	}
 	if len(llm.Requests("[[setup-fails]]")) != 0 {
