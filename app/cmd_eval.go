@@ -16,7 +16,7 @@ var _ eval.Helper = (*client.Client)(nil)
 // cmdEval: hivecrew eval run|report
 func cmdEval(e *env, args []string) error {
 	return runTable(e, "eval", []command{
-		{"run", "SUITE --provider P --model M [--model M2]... [--repeat N] [--parallel K] [--only IDS]", "run a suite's tasks on one or more models", evalRun},
+		{"run", "SUITE --provider P --model M [--model M2]... [--repeat N] [--parallel K] [--only IDS] [--template T]", "run a suite's tasks on one or more models", evalRun},
 		{"report", "[RUN] [-o FILE.html]", "write the HTML report of a run (default: the latest)", evalReport},
 	}, args)
 }
@@ -38,6 +38,7 @@ func evalRun(e *env, args []string) error {
 	fs.Var(&only, "only", "run only these task `IDS` (comma-separated; repeatable)")
 	repeat := fs.Int("repeat", 1, "run each task `N` times per model")
 	parallel := fs.Int("parallel", 1, "run `K` tasks at once (the helper's maxConcurrentVMs still applies)")
+	template := fs.String("template", "", "the `TEMPLATE` of the tasks that name none (default: the helper's default template)")
 	pos, err := e.parseN(fs, args, 1)
 	if err != nil {
 		return err
@@ -87,7 +88,7 @@ func evalRun(e *env, args []string) error {
 	var mu sync.Mutex
 	rec, runDir, err := eval.Run(e.ctx, eval.Config{
 		Helper: c, Suite: suite, Provider: *provider, Models: models, Dir: dir,
-		Repeat: *repeat, Parallel: *parallel, Only: ids, WebBase: web,
+		Repeat: *repeat, Parallel: *parallel, Only: ids, Template: *template, WebBase: web,
 		Progress: func(p eval.Progress) {
 			mu.Lock()
 			defer mu.Unlock()

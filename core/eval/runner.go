@@ -45,6 +45,8 @@ type Config struct {
 	Repeat, Parallel int
 	// Only, if set, are the ids of the tasks to run.
 	Only []string
+	// Template, if set, is the template of the tasks that name none.
+	Template string
 	// WebBase is the web UI's address, for links to replays.
 	WebBase string
 	// Progress, if set, is told after each change.
@@ -188,7 +190,7 @@ func runOne(ctx context.Context, cfg Config, j job, tmp string) Result {
 		return fail(SetupError, err.Error())
 	}
 	in := wire.CreateTask{
-		Description: j.task.Instruction, ProviderName: cfg.Provider, ModelID: j.model, TemplateID: j.task.Template,
+		Description: j.task.Instruction, ProviderName: cfg.Provider, ModelID: j.model, TemplateID: cmp.Or(j.task.Template, cfg.Template),
 		TimeoutMinutes: j.task.Limits.TimeoutMinutes, MaxIterations: j.task.Limits.MaxIterations,
 		NetworkMode: "offline", ToolPolicy: j.task.Policy(), SetupCommand: setup, CheckCommand: j.task.CheckCommand(),
 	}

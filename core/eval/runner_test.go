@@ -248,3 +248,35 @@ func TestWilson(t *testing.T) {
 		}
 	}
 }
+
+// TestInterrupted: a run interrupted while tasks run cancels them in the
+// helper, keeps the results that came in and ends its record.
+func TestInterrupted(t *testing.T) {
+	s := suiteOf(t, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &fakeHelper{decide: func(in wire.CreateTask) (wire.Task, wire.CheckResult, map[string]string) {
+		if in.Description == "Task 0." {
+			return wire.Task{Status: "completed"}, wire.CheckResult{}, map[string]string{"out.txt": "ok"}
+		}
+		return wire.Task{Status: "running"}, wire.CheckResult{}, nil // never ends
+	}}
+	var once sync.Once
+	rec, dir, err := Run(ctx, Config{Helper: h, Suite: s, Provider: "p", Models: []string{"m"}, Dir: t.TempDir(), Poll: 1, Parallel: 4,
+		Progress: func(p Progress) {
+			if p.Done == 1 {
+				once.Do(cancel)
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v; want the interruption", err)
+	}
+	back, rerr := ReadRecord(dir)
+	if rerr != nil || len(back.Results) != 1 || back.Results[0].Task != "task-0" || !back.Results[0].Success || back.EndedAt.IsZero() || len(rec.Results) != 1 {
+		t.Fatalf("record %+v, %v; want task-0's result alone, ended", back, rerr)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.cancelled) != 3 {
+		t.Fatalf("cancelled %v; want the 3 running tasks", h.cancelled)
+	}
+}
