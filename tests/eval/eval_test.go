@@ -29,8 +29,9 @@ const starter = "suites/linux-desktop"
 
 // subset are the starter tasks `make test` runs (make eval-selftest runs
 // them all): a guest check, a JSON output, a guest check with an output,
-// and one solved through the editor's window.
-var subset = []string{"rename-draft", "csv-to-json", "run-script", "editor-append-line"}
+// one solved through the editor's window and one through a GTK
+// preferences dialog.
+var subset = []string{"rename-draft", "csv-to-json", "run-script", "editor-append-line", "gtk-line-numbers"}
 
 // Models of the scripted provider: "oracle" replays each task's oracle,
 // "null" stops at once (it says it is done, and claims success).
