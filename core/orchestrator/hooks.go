@@ -144,17 +144,49 @@ func (o *Orchestrator) setupVM(r *run, h hooks, lease *pool.Lease) string {
 }
 
 // checkVM runs a task's check command after its agent stopped, records
-// the result in its session and says so in the outcome's events.
-func (o *Orchestrator) checkVM(ctx context.Context, h hooks, lease *pool.Lease, sessionDir string, out *outcome) {
-	if h.Check == "" || lease == nil || ctx.Err() != nil || !lease.Guest().Healthy() {
+// the result in its session and says so in the outcome's events. A
+// cancel or the kill switch ends it at once (the task keeps the agent's
+// outcome; the result says the check was stopped).
+func (o *Orchestrator) checkVM(r *run, h hooks, lease *pool.Lease, sessionDir string, out *outcome) {
+	if h.Check == "" || lease == nil || r.ctx.Err() != nil || !lease.Guest().Healthy() {
 		return
 	}
+	ctx, stop := r.hookContext()
+	defer stop()
 	res := runHook(ctx, lease, h.Check, checkTimeout)
+	if ctx.Err() != nil {
+		res.ExitCode, res.Error = -1, "stopped before it ended: the task was cancelled or the kill switch was used"
+	}
 	b, _ := json.Marshal(res)
 	if err := os.WriteFile(filepath.Join(sessionDir, checkFile), b, 0o600); err != nil {
 		res.Error = "could not record the result: " + err.Error()
 	}
 	out.events = append(out.events, store.Event{Type: "status_change", ActivityType: "info", Summary: hookSummary("check", res)})
+}
+
+// hookContext is the context of a hook command: it ends with the run, or
+// when stopHooks is called (before or while it runs).
+func (r *run) hookContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hooksStopped {
+		cancel()
+	}
+	r.hookStop = cancel
+	return ctx, cancel
+}
+
+// stopHooks ends the run's hook command under way, and any it would
+// start: a cancel of a task whose agent has ended.
+func (r *run) stopHooks() {
+	r.mu.Lock()
+	r.hooksStopped = true
+	stop := r.hookStop
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // CheckResult returns the result of a task's check command; a task whose

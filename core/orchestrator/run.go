@@ -56,6 +56,11 @@ type run struct {
 	resuming, fresh bool
 	hello           protocol.HelloResult
 
+	// hookStop ends the task's hook command under way, and hooksStopped
+	// says a cancel came after the agent ended (hooks.go; guarded by mu).
+	hookStop     context.CancelFunc
+	hooksStopped bool
+
 	// live is the model's answer streaming in the current step.
 	live liveAnswer
 }
@@ -366,7 +371,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if out.status != store.StatusCancelled && runCtx.Err() == nil {
 		// Before the VM stops, and before a stop's short deadlines are
 		// chosen: the kill switch still cancels the check (ctx).
-		o.checkVM(ctx, h, lease, tw.Dir(), &out)
+		o.checkVM(r, h, lease, tw.Dir(), &out)
 	}
 	// The outbox is read from a stopped VM: nothing in the guest can swap
 	// a FIFO or a link in under the collection, or hold it up. A stopped

@@ -84,3 +84,76 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// TestKillSwitchWinsOverHooks: a setup or check command that never ends
+// (a guest that holds it up) does not stand between the user and Stop:
+// cancel and stop-all end the task within 5 s, as for any task. (A cancel
+// of a task whose agent had ended used to wait for its check's 2
+// minutes.)
+func TestKillSwitchWinsOverHooks(t *testing.T) {
+	llm := llmtest.New(t)
+	c, _ := start(t, llm, 2)
+	ctx := context.Background()
+	for _, hook := range []string{"setup", "check"} {
+		for _, how := range []string{"cancel", "stop-all"} {
+			marker := "[[" + hook + " " + how + "]]"
+			llm.Script(marker, llmtest.Done("done")...)
+			in := wire.CreateTask{Description: "Hold it " + marker}
+			if hook == "setup" {
+				in.SetupCommand = "echo held > ~/held; sleep 600"
+			} else {
+				in.CheckCommand = "echo held > ~/held; sleep 600"
+			}
+			task, err := c.CreateTask(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The hook announces itself in the activity only when it ends:
+			// wait for the agent's end (check) or its start (setup) and
+			// then for the hook to be well under way.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				cur, err := c.Task(ctx, task.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if hook == "setup" && strings.Contains(activity(c, task.ID), "Preparing a VM") || hook == "check" && len(llm.Requests(marker)) >= 2 {
+					break
+				}
+				if time.Now().After(deadline) || store.TaskStatus(cur.Status).Terminal() {
+					t.Fatalf("%s %s: the task is %s before its hook ran", hook, how, cur.Status)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(2 * time.Second)
+			if cur, _ := c.Task(ctx, task.ID); store.TaskStatus(cur.Status).Terminal() || hook == "setup" && cur.Status == "running" {
+				t.Fatalf("%s %s: the task ended %s while its hook should run", hook, how, cur.Status)
+			}
+			begin := time.Now()
+			if how == "cancel" {
+				_, err = c.TaskAction(ctx, task.ID, wire.TaskAction{Action: wire.ActionCancel})
+			} else {
+				_, err = c.StopAll(ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := daemontest.WaitTask(t, c, task.ID, "the task's end", 5*time.Second, func(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() })
+			t.Logf("%s %s: ended %s after %s", hook, how, done.Status, time.Since(begin).Round(time.Millisecond))
+			if hook == "setup" && done.Status != "cancelled" {
+				t.Errorf("setup %s: the task ended %s: %s; want cancelled", how, done.Status, reason(done))
+			}
+			if hook == "check" {
+				// The agent had finished: the task keeps its outcome, and
+				// its check says it was stopped.
+				res, err := c.CheckResult(ctx, task.ID)
+				if done.Status != "completed" || err != nil || res.ExitCode != -1 || !strings.Contains(res.Error, "stopped before it ended") {
+					t.Errorf("check %s: the task ended %s, check %+v, %v; want completed with a stopped check", how, done.Status, res, err)
+				}
+			}
+			if hook == "setup" && len(llm.Requests(marker)) > 0 {
+				t.Errorf("setup %s: the agent started", how)
+			}
+		}
+	}
+}
