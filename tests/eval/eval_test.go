@@ -85,7 +85,8 @@ func start(t *testing.T, llm *llmtest.Server, vms int) (*client.Client, string) 
 }
 
 // TestStarterSuite runs starter tasks (all of them with
-// HIVECREW_EVAL_ALL=1: make eval-selftest) with their oracle and with a
+// HIVECREW_EVAL_ALL=1: make eval-selftest; those of HIVECREW_EVAL_ONLY,
+// comma-separated, when a task is being written) with their oracle and with a
 // null run in real sandboxes: every oracle passes its checkers and every
 // null run fails them. It compares the two "models" in the report data
 // and renders the report in headless Chromium.
@@ -100,6 +101,8 @@ func TestStarterSuite(t *testing.T) {
 	only := subset
 	if os.Getenv("HIVECREW_EVAL_ALL") == "1" {
 		only = nil
+	} else if ids := os.Getenv("HIVECREW_EVAL_ONLY"); ids != "" {
+		only = strings.Split(ids, ",")
 	}
 	llm := scripted(t, s)
 	c, home := start(t, llm, 2)
@@ -139,7 +142,7 @@ func TestStarterSuite(t *testing.T) {
 	}
 	sum := eval.Summarize(back)
 	if len(sum.Models) != 2 || sum.Models[0].Model != oracle || sum.Models[0].Rate != 1 || sum.Models[1].Rate != 0 ||
-		sum.Models[0].Low <= sum.Models[1].High {
+		want >= 5 && sum.Models[0].Low <= sum.Models[1].High { // 5 of 5 against 0 of 5: 57–100% and 0–43%
 		t.Fatalf("comparison: %+v; want oracle at 100%% above null at 0%%, their intervals apart", sum.Models)
 	}
 	renderReport(t, back, "starter")
