@@ -20,7 +20,7 @@ endif
 # asking again after every rebuild (README, "Verifying on a Mac").
 SIGN_IDENTITY ?= -
 
-.PHONY: build test run deps deps-runtime vet unit e2e browser check-darwin bench app clean help
+.PHONY: build test run deps deps-runtime vet unit e2e browser check-darwin bench eval-selftest app clean help
 
 ## build: host binaries bin/hivecrew, bin/hivecrew-helper, bin/hivecrew-guestagent (default)
 ##        (on macOS the helper is signed ad hoc with entitlements.plist: VMs need it)
@@ -64,6 +64,10 @@ check-darwin:
 ## bench: measure against targets and baselines; prints a table, writes $$BENCH_OUT and $$BENCH_REPORT (BENCH_ONLY=soak: the 1,000-task soak)
 bench: build
 	$(GO) run ./tests/bench
+
+## eval-selftest: every starter eval task's oracle passes and its null run fails, in real sandboxes (tests/eval/README.md)
+eval-selftest: build
+	HIVECREW_EVAL_ALL=1 $(GO) test -count=1 -timeout 15m -run 'TestStarterSuite' -v ./tests/eval/
 
 ## run: build and start the product on this OS (the helper in the foreground)
 run: deps-runtime build

@@ -64,6 +64,7 @@ func commands() []command {
 		{"vms", "ls|stop|rm|rebuild ...", "list, stop and rebuild VMs", cmdVMs},
 		{"schedules", "add|ls|rm|run ...", "manage scheduled tasks", cmdSchedules},
 		{"presets", "add|save|ls|show|rename|rm|run ...", "saved tasks to launch by name", cmdPresets},
+		{"eval", "run|report ...", "measure models on a suite of checked tasks", cmdEval},
 		{"apikey", "create|ls|revoke ...", "manage API keys of the REST API", cmdAPIKey},
 		{"open", "[--print]", "open the web UI in a browser", cmdOpen},
 		{"status", "", "is the helper running, and what is it doing?", cmdStatus},

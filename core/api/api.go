@@ -193,6 +193,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("GET /api/v1/tasks/{id}/stream", a.stream)
 	h("GET /api/v1/tasks/{id}/export", a.export)
 	h("GET /api/v1/tasks/{id}/writeback", a.writeback)
+	h("GET /api/v1/tasks/{id}/check", a.checkResult)
 	h("GET /api/v1/tasks/{id}/writeback/{item}/file", a.writebackFile)
 	// Schedules.
 	h("POST /api/v1/schedules", a.createSchedule)

@@ -380,6 +380,7 @@ func taskFromForm(w http.ResponseWriter, f form, more ...string) (wire.CreateTas
 		"outputDirectory": &in.OutputDirectory, "templateId": &in.TemplateID, "networkMode": &in.NetworkMode,
 		"reasoningEffort": &in.ReasoningEffort, "priority": &in.Priority,
 		"continuationSourceTaskId": &in.ContinuationSourceTaskID, "contextPackId": &in.ContextPackID,
+		"setupCommand": &in.SetupCommand, "checkCommand": &in.CheckCommand,
 	}
 	for name, dst := range strs {
 		v, err := f.one(name)
@@ -745,4 +746,14 @@ func serveFrom(w http.ResponseWriter, r *http.Request, base, rel, mimeType, name
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	http.ServeContent(w, r, "", fi.ModTime(), f)
 	return nil
+}
+
+// checkResult answers how a task's check command ended (extension for
+// the evaluation harness).
+func (a *API) checkResult(w http.ResponseWriter, r *http.Request) error {
+	res, err := a.o.CheckResult(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
 }

@@ -230,6 +230,8 @@ func TestCreateTaskValidation(t *testing.T) {
 		"allowHosts":          {"description": "x", "allowHosts": []string{"not a host"}},
 		"mentionedSkillNames": {"description": "x", "mentionedSkillNames": "one"},
 		"reasoningEnabled":    {"description": "x", "reasoningEnabled": "yes"},
+		"setupCommand":        {"description": "x", "setupCommand": 3},
+		"checkCommand":        {"description": "x", "checkCommand": strings.Repeat("x", 64<<10+1)},
 	} {
 		out := h.expect(400, "POST", "/api/v1/tasks", body)
 		if !strings.Contains(string(out), field) {
@@ -244,6 +246,10 @@ func TestCreateTaskValidation(t *testing.T) {
 	h.expect(400, "POST", "/api/v1/tasks", body, "Content-Type", ct)
 	ct, body = multipartTask(map[string]string{"description": "x", "toolPolicy": "{"}, nil)
 	h.expect(400, "POST", "/api/v1/tasks", body, "Content-Type", ct)
+	ct, body = multipartTask(map[string]string{"description": "x", "setupCommand": "a\x00b"}, nil)
+	if out := h.expect(400, "POST", "/api/v1/tasks", body, "Content-Type", ct); !strings.Contains(string(out), "setupCommand") {
+		t.Errorf("a setup command with NUL: %s", out)
+	}
 	var list wire.TaskList
 	json.Unmarshal(h.expect(200, "GET", "/api/v1/tasks", nil), &list)
 	if list.Total != 0 {

@@ -88,6 +88,7 @@ func taskFields(in wire.CreateTask) []field {
 		{"description", in.Description}, {"providerName", in.ProviderName}, {"modelId", in.ModelID},
 		{"outputDirectory", in.OutputDirectory}, {"templateId", in.TemplateID}, {"networkMode", in.NetworkMode},
 		{"reasoningEffort", in.ReasoningEffort}, {"continuationSourceTaskId", in.ContinuationSourceTaskID},
+		{"setupCommand", in.SetupCommand}, {"checkCommand", in.CheckCommand},
 	}
 	if in.PlanFirst {
 		fields = append(fields, field{"planFirst", "true"})
@@ -373,6 +374,13 @@ func (c *Client) Answer(ctx context.Context, id, questionID, answer string) erro
 // or nil when none waits.
 func (c *Client) Writeback(ctx context.Context, id string) (*wire.WritebackReview, error) {
 	return optional[wire.WritebackReview](ctx, c, "/api/v1/tasks/"+esc(id)+"/writeback")
+}
+
+// CheckResult returns how a task's check command ended (not found
+// when it has not run).
+func (c *Client) CheckResult(ctx context.Context, id string) (wire.CheckResult, error) {
+	var res wire.CheckResult
+	return res, c.call(ctx, http.MethodGet, "/api/v1/tasks/"+esc(id)+"/check", nil, &res)
 }
 
 // DecideWriteback approves (writes to the host) or discards a task's

@@ -261,6 +261,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, id string) error {
 	if r, ok := o.activeRun(id); ok {
 		if runner, _, _ := r.get(); runner != nil {
 			runner.Cancel()
+			r.stopHooks() // an agent that has ended may wait on its check
 			o.intervene(r, store.InterventionCancel, "")
 		} else {
 			r.stop(errUserCancel)

@@ -60,6 +60,11 @@ type run struct {
 	// (a fresh one's files are staged again).
 	plan provision.Plan
 
+	// hookStop ends the task's hook command under way, and hooksStopped
+	// says a cancel came after the agent ended (hooks.go; guarded by mu).
+	hookStop     context.CancelFunc
+	hooksStopped bool
+
 	// live is the model's answer streaming in the current step.
 	live liveAnswer
 }
@@ -284,6 +289,16 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err != nil {
 		return failed("Could not provision the VM: " + err.Error())
 	}
+	h, err := o.readHooks(t.ID)
+	if err != nil {
+		return failed(err.Error())
+	}
+	if why := o.setupVM(r, h, lease); why != "" {
+		if ctx.Err() != nil {
+			return stopped(ctx, nil)
+		}
+		return failed(why)
+	}
 
 	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)
 	maxIter := t.MaxIterations
@@ -364,6 +379,11 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	sess.StepCount, sess.PromptTokens, sess.CompletionTokens, sess.CostUSD = res.Steps, int64(res.Usage.Prompt), int64(res.Usage.Completion), res.CostUSD
 	if err := o.cfg.Store.EndSession(background(), sess); err != nil {
 		o.cfg.Log.Error("end session", "task", t.ID, "err", err)
+	}
+	if out.status != store.StatusCancelled && runCtx.Err() == nil {
+		// Before the VM stops, and before a stop's short deadlines are
+		// chosen: the kill switch still cancels the check (ctx).
+		o.checkVM(r, h, lease, tw.Dir(), &out)
 	}
 	// The outbox is read from a stopped VM: nothing in the guest can swap
 	// a FIFO or a link in under the collection, or hold it up. A stopped

@@ -196,11 +196,18 @@ func (o *Orchestrator) Submit(ctx context.Context, in wire.CreateTask, uploads [
 	if err != nil {
 		return store.Task{}, err
 	}
+	h, err := checkHooks(in)
+	if err != nil {
+		return store.Task{}, err
+	}
 	cont, err := o.continuationOf(ctx, in.ContinuationSourceTaskID)
 	if err != nil {
 		return store.Task{}, err
 	}
 	srcs := continued(&t, uploadSources(uploads), cont)
+	if err := o.writeHooks(t.ID, h); err != nil {
+		return store.Task{}, err
+	}
 	t, err = o.queue(ctx, t, srcs, true)
 	if err == nil {
 		o.titleLater(t)
@@ -345,6 +352,13 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string, with RerunWith) (st
 		ReasoningEffort: old.ReasoningEffort, RerunOfID: &oldID,
 		ContinuationOfID: old.ContinuationOfID, ContextNote: old.ContextNote,
 	}
+	h, err := o.readHooks(oldID)
+	if err != nil {
+		return store.Task{}, err
+	}
+	if err := o.writeHooks(t.ID, h); err != nil {
+		return store.Task{}, err
+	}
 	return o.queue(ctx, t, srcs, false)
 }
 
@@ -420,6 +434,10 @@ func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch,
 	if len(in.Targets) == 0 {
 		return nil, errdefs.Invalidf("targets is required: a list of {providerId, modelId, copyCount}")
 	}
+	h, err := checkHooks(in.CreateTask)
+	if err != nil {
+		return nil, err
+	}
 	var tasks []store.Task
 	batch := uuid.NewString()
 	for i, tg := range in.Targets {
@@ -472,6 +490,10 @@ func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch,
 		}
 	}
 	for i, t := range tasks {
+		if err := o.writeHooks(t.ID, h); err != nil {
+			cleanup()
+			return nil, err
+		}
 		fs, err := o.stageInputs(t.ID, srcs, false)
 		if err != nil {
 			cleanup()

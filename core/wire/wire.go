@@ -235,6 +235,11 @@ type CreateTask struct {
 	// to the configured ones (extension; no secrets: they are kept with
 	// the task).
 	Provisioning *TaskProvisioning `json:"provisioning,omitempty"`
+	// SetupCommand runs in the task's VM before its agent starts, and
+	// CheckCommand after it stops, before the VM is released (extension
+	// for the evaluation harness; neither is shown to the agent).
+	SetupCommand string `json:"setupCommand,omitempty"`
+	CheckCommand string `json:"checkCommand,omitempty"`
 	SwiftTaskFields
 }
 
@@ -244,6 +249,20 @@ type CreateTask struct {
 type TaskProvisioning struct {
 	Environment   map[string]string `json:"environment,omitempty"`
 	SetupCommands []SetupCommand    `json:"setupCommands,omitempty"`
+}
+
+// CheckResult is how a task's check command ended (GET
+// /tasks/:id/check). Stdout and stderr keep their last 4 KB; Error says
+// why the guest did not run it (ExitCode is then -1).
+type CheckResult struct {
+	Command   string    `json:"command"`
+	ExitCode  int       `json:"exitCode"`
+	Stdout    string    `json:"stdout"`
+	Stderr    string    `json:"stderr"`
+	TimedOut  bool      `json:"timedOut,omitempty"`
+	Truncated bool      `json:"truncated,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	RanAt     time.Time `json:"ranAt"`
 }
 
 // SwiftTaskFields are fields the Swift server takes on a new task. Some

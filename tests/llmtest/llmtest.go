@@ -76,6 +76,11 @@ type Server struct {
 	// Models, if set, are the model ids GET /models lists; the default is
 	// "scripted" alone.
 	Models []string
+	// Match, if set, picks the script of a request by name (the marker
+	// given to Script) instead of by the markers it contains; "" or an
+	// unknown name gets the default answers. Set it before the first
+	// request.
+	Match func(body string) string
 
 	// mu guards everything below.
 	mu      sync.Mutex
@@ -203,8 +208,12 @@ func (s *Server) next(body string) Turn {
 		return Text("")
 	}
 	var pick *script
+	picked := ""
+	if s.Match != nil {
+		picked = s.Match(body)
+	}
 	for marker, sc := range s.scripts {
-		if !strings.Contains(body, marker) {
+		if s.Match != nil && marker != picked || s.Match == nil && !strings.Contains(body, marker) {
 			continue
 		}
 		if pick == nil || (pick.next >= len(pick.turns) && sc.next < len(sc.turns)) {

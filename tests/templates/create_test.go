@@ -61,7 +61,7 @@ func TestCreateLinuxDesktop(t *testing.T) {
 		}
 	}
 	if tm == nil || tm.Status != "ready" || tm.Kind != "rootfs" || tm.OS != "linux" || tm.AgentVersion != version || tm.AgentOutdated ||
-		tm.Manifest != "linux-desktop" || tm.ManifestVersion != 1 || tm.CPUCount != 2 || tm.MemoryMB != 2048 {
+		tm.Manifest != "linux-desktop" || tm.ManifestVersion != 2 || tm.CPUCount != 2 || tm.MemoryMB != 2048 {
 		t.Fatalf("templates ls: %+v", l.Templates)
 	}
 	root := filepath.Join(shared.home, "Templates", "linux-desktop", "rootfs")

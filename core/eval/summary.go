@@ -1,0 +1,108 @@
+package eval
+
+import (
+	"maps"
+	"slices"
+)
+
+// ModelSummary compares one model over a run.
+type ModelSummary struct {
+	Model  string
+	Runs   int
+	Passes int
+	// Rate is Passes/Runs; Low and High its Wilson 95% interval.
+	Rate, Low, High float64
+	CostUSD         float64
+	// CostPerSuccess is the whole cost over the successes (nil with none).
+	CostPerSuccess *float64
+	MeanSeconds    float64
+	MeanSteps      float64
+	Tokens         int64
+	// Failures counts the failed runs by category.
+	Failures map[string]int
+}
+
+// TaskRow is one task of the report: a cell per model.
+type TaskRow struct {
+	Task  string
+	Cells []Cell
+}
+
+// Cell is one task's runs by one model.
+type Cell struct {
+	Model        string
+	Passes, Runs int
+	Results      []Result
+}
+
+// Summary is the report's data.
+type Summary struct {
+	Record Record
+	Models []ModelSummary
+	Tasks  []TaskRow
+}
+
+// Summarize compares the models of a run.
+func Summarize(r Record) Summary {
+	s := Summary{Record: r}
+	models := slices.Clone(r.Models)
+	tasks := slices.Clone(r.Tasks)
+	for _, res := range r.Results {
+		if !slices.Contains(models, res.Model) {
+			models = append(models, res.Model)
+		}
+		if !slices.Contains(tasks, res.Task) {
+			tasks = append(tasks, res.Task)
+		}
+	}
+	for _, m := range models {
+		ms := ModelSummary{Model: m, Failures: map[string]int{}}
+		var secs, steps float64
+		for _, res := range r.Results {
+			if res.Model != m {
+				continue
+			}
+			ms.Runs++
+			ms.CostUSD += res.CostUSD
+			ms.Tokens += res.Tokens
+			secs += res.Seconds
+			steps += float64(res.Steps)
+			if res.Success {
+				ms.Passes++
+			} else {
+				ms.Failures[res.Category]++
+			}
+		}
+		if ms.Runs > 0 {
+			ms.Rate = float64(ms.Passes) / float64(ms.Runs)
+			ms.MeanSeconds, ms.MeanSteps = secs/float64(ms.Runs), steps/float64(ms.Runs)
+		}
+		ms.Low, ms.High = Wilson(ms.Passes, ms.Runs)
+		if ms.Passes > 0 {
+			c := ms.CostUSD / float64(ms.Passes)
+			ms.CostPerSuccess = &c
+		}
+		s.Models = append(s.Models, ms)
+	}
+	for _, t := range tasks {
+		row := TaskRow{Task: t}
+		for _, m := range models {
+			c := Cell{Model: m}
+			for _, res := range r.Results {
+				if res.Task == t && res.Model == m {
+					c.Runs++
+					if res.Success {
+						c.Passes++
+					}
+					c.Results = append(c.Results, res)
+				}
+			}
+			row.Cells = append(row.Cells, c)
+		}
+		s.Tasks = append(s.Tasks, row)
+	}
+	return s
+}
+
+// FailureNames lists a summary's failure categories in a stable order.
+func (m ModelSummary) FailureNames() []string { return slices.Sorted(maps.Keys(m.Failures)) }
