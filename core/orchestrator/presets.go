@@ -28,6 +28,9 @@ func (o *Orchestrator) checkPreset(ctx context.Context, in wire.CreateTask) erro
 	if _, err := o.Check(ctx, in); err != nil {
 		return fmt.Errorf("task: %w", err)
 	}
+	if _, err := checkHooks(in); err != nil {
+		return fmt.Errorf("task: %w", err)
+	}
 	return nil
 }
 
@@ -133,6 +136,10 @@ func (o *Orchestrator) LaunchPreset(ctx context.Context, idOrName string, run wi
 		return store.Task{}, fmt.Errorf("preset %q: %w", p.Name, err)
 	}
 	t.Title = p.Name
+	h, err := checkHooks(in)
+	if err != nil {
+		return store.Task{}, fmt.Errorf("preset %q: %w", p.Name, err)
+	}
 	pfiles, err := o.cfg.Store.PresetFiles(ctx, p.ID)
 	if err != nil {
 		return store.Task{}, err
@@ -143,6 +150,10 @@ func (o *Orchestrator) LaunchPreset(ctx context.Context, idOrName string, run wi
 	}
 	inputs, err := o.stageInputs(t.ID, srcs, false)
 	if err != nil {
+		return store.Task{}, err
+	}
+	if err := o.writeHooks(t.ID, h); err != nil {
+		os.RemoveAll(o.taskDir(t.ID))
 		return store.Task{}, err
 	}
 	if err := o.cfg.Store.LaunchPreset(ctx, p.ID, &t, inputs); err != nil {
@@ -170,6 +181,10 @@ func (o *Orchestrator) presetOfTask(ctx context.Context, id string) (wire.Create
 	for i, f := range in {
 		srcs[i] = inputSource{name: f.Name, path: filepath.Join(o.cfg.Paths.Home, f.Path), mime: f.MimeType}
 	}
+	h, err := o.readHooks(id)
+	if err != nil {
+		return wire.CreateTask{}, nil, err
+	}
 	folders := make([]string, len(t.HostFolders))
 	for i, f := range t.HostFolders {
 		folders[i] = f.Path
@@ -179,7 +194,7 @@ func (o *Orchestrator) presetOfTask(ctx context.Context, id string) (wire.Create
 		PlanFirst: t.PlanFirst, ReasoningEnabled: t.ReasoningEnabled, ReasoningEffort: t.ReasoningEffort, TemplateID: t.TemplateID,
 		TimeoutMinutes: t.TimeoutMinutes, MaxIterations: t.MaxIterations, NetworkMode: t.NetworkMode, ToolPolicy: t.ToolPolicy,
 		AllowHosts: t.AllowHosts, BudgetUSD: t.BudgetUSD, BudgetTokens: t.BudgetTokens, HostFolders: folders,
-		Provisioning:    TaskProvisioningJSON(t.Provisioning),
+		Provisioning: TaskProvisioningJSON(t.Provisioning), SetupCommand: h.Setup, CheckCommand: h.Check,
 		SwiftTaskFields: wire.SwiftTaskFields{MentionedSkillNames: t.SkillNames},
 	}, srcs, nil
 }
