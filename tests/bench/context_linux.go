@@ -83,13 +83,14 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		maxImages = max(maxImages, e.images)
 	}
 	kb := Quantity(float64(agentReqs[39].bytes) / 1024)
+	tok := tokenRows(agentReqs, mean)
 	sums := Metric{Name: "context: condensed histories in a 200-step task (32k-token window)", P50: Quantity(float64(summaries)), P95: Quantity(float64(summaries)),
 		Target: Quantity(2), Unit: "count", Samples: 1,
 		Note: fmt.Sprintf("%d provider refusals as too long (each condensed and asked again); the task ended %s after %d agent requests", overflows, done.Status, len(agentReqs))}
 	if done.Status != "completed" {
 		sums.Violation = fmt.Sprintf("the task ended %s (%s)", done.Status, done.StatusReason)
 	}
-	return []Metric{
+	return append([]Metric{
 		{Name: "context: median share of the previous prompt repeated at the start of the next (steps 10-40)", P50: pp50, P95: pp95, Target: Quantity(90), AtLeast: true, Unit: "%", Samples: len(prefix),
 			Note: fmt.Sprintf("the prompt as the model reads it (tools, then messages); mean %.1f%%: screenshots become notes 3 at a time, so 1 step in 3 repeats only the text before the oldest image", mean)},
 		{Name: "context: images per request", P50: ip50, P95: ip95, Target: Quantity(3), TargetOnP95: true, Unit: "count", Samples: len(images),
@@ -97,5 +98,42 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		{Name: "context: prompt bytes at step 40", P50: kb, P95: kb, Target: Quantity(100), Unit: "KB", Samples: 1,
 			Note: "1280x800 xterm screenshots as PNG data URLs, the text history and the tools"},
 		sums,
-	}, nil
+	}, tok...), nil
+}
+
+// Reference prices for the token rows, in dollars per million tokens: a
+// frontier vision model's list price (input, cached input, output).
+const priceIn, priceCached, priceOut = 3.0, 0.30, 15.0
+
+// tokenRows are the scripted workload's tokens and cost: prompt and
+// completion tokens per step (the provider's tokenizer: 8/7 of the
+// agent's estimate), and the whole task's cost at the reference prices,
+// with the share of each prompt that repeats the previous one's start
+// billed as cached input, against the same without a prompt cache.
+func tokenRows(reqs []exchange, cachedShare float64) []Metric {
+	var in, out []time.Duration
+	var sumIn, sumOut, sumCached float64
+	for i, e := range reqs {
+		in = append(in, Quantity(float64(e.promptTokens)))
+		out = append(out, Quantity(float64(e.answerTokens)))
+		sumIn += float64(e.promptTokens)
+		sumOut += float64(e.answerTokens)
+		if i > 0 && e.prevBytes > 0 {
+			sumCached += float64(e.promptTokens) * float64(e.prefix) / float64(e.prevBytes)
+		}
+	}
+	i50, i95 := percentiles(in)
+	o50, o95 := percentiles(out)
+	withCache := ((sumIn-sumCached)*priceIn + sumCached*priceCached + sumOut*priceOut) / 1e6
+	noCache := (sumIn*priceIn + sumOut*priceOut) / 1e6
+	return []Metric{
+		{Name: "tokens: prompt tokens per step (200-step task)", P50: i50, P95: i95, Unit: "tokens", Samples: len(in),
+			Note: fmt.Sprintf("%.0f in all; images counted as the agent estimates them, 8/7 of its estimate as a stricter tokenizer would", sumIn)},
+		{Name: "tokens: completion tokens per step (200-step task)", P50: o50, P95: o95, Unit: "tokens", Samples: len(out),
+			Note: fmt.Sprintf("%.0f in all: a few sentences and one tool call a step", sumOut)},
+		{Name: "tokens: cost of the 200-step task with a prompt cache", P50: Quantity(withCache), P95: Quantity(withCache), Unit: "USD", Samples: 1,
+			Target: Quantity(noCache * 0.6), Baseline: Quantity(noCache), BaselineName: "no prompt cache",
+			Note: fmt.Sprintf("at $%.2f/M input, $%.2f/M cached input, $%.0f/M output; %.0f%% of the prompt tokens repeat the previous prompt's start (cache-eligible; mean share per step %.1f%%); target: at most 60%% of the uncached cost",
+				priceIn, priceCached, priceOut, 100*sumCached/max(sumIn, 1), cachedShare)},
+	}
 }

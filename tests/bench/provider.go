@@ -60,6 +60,9 @@ type exchange struct {
 	// prefix is how many bytes the request shares at its start with the
 	// marker's previous agent request, of prevBytes.
 	prefix, prevBytes int
+	// promptTokens is the request's prompt as this provider's tokenizer
+	// counts it, and answerTokens its answer's (both only with a window).
+	promptTokens, answerTokens int
 }
 
 // script answers a task's n-th request (from 1); check says it is the
@@ -139,13 +142,17 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	marker := findMarker(body)
 	check := bytes.Contains(body, []byte(checkQuestion))
 	summary := bytes.Contains(body, []byte(summaryQuestion))
-	overflow := p.window > 0 && tokens(body) > p.window
+	promptTokens := 0
+	if p.window > 0 {
+		promptTokens = tokens(body)
+	}
+	overflow := p.window > 0 && promptTokens > p.window
 	p.mu.Lock()
 	s := p.scripts[marker]
 	n := len(p.log[marker]) + 1
 	images, imageBytes, last := dataURLs(body)
 	ex := exchange{in: in, bytes: len(body), images: images, imageBytes: imageBytes,
-		lastImage: maphash.Bytes(imageSeed, last), check: check, summary: summary, overflow: overflow}
+		lastImage: maphash.Bytes(imageSeed, last), check: check, summary: summary, overflow: overflow, promptTokens: promptTokens}
 	if p.window > 0 && !check && !summary {
 		prompt := promptOf(body)
 		prev := p.last[marker]
@@ -188,8 +195,12 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Usage:   openai.Usage{PromptTokens: 1000, CompletionTokens: 20, TotalTokens: 1020},
 	})
 	out := time.Now()
+	answer := 0
+	if p.window > 0 {
+		answer = llm.EstimateTokens([]openai.ChatCompletionMessage{msg}) * 8 / 7
+	}
 	p.mu.Lock()
-	p.log[marker][n-1].out = out
+	p.log[marker][n-1].out, p.log[marker][n-1].answerTokens = out, answer
 	p.mu.Unlock()
 }
 
