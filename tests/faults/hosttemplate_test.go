@@ -123,9 +123,11 @@ func TestHostTemplateShowsNoHostData(t *testing.T) {
 	// Nothing of the sandbox's setup is inherited by guest programs (the
 	// offline guest's unused resolv.conf descriptor was, before the agent
 	// sealed what it inherits).
-	// (A program the shell starts is looked at, not the shell: while a
-	// pipeline runs, the shell itself holds the pipe's ends.)
-	if r := guestSh(t, c, "sleep 5 & ls /proc/$!/fd; kill $!"); strings.Join(strings.Fields(r.Stdout), " ") != "0 1 2" {
+	// (A program the shell starts is looked at once it runs: while a
+	// pipeline runs the shell holds the pipe's ends, and between its fork
+	// and its exec a background job opens /dev/null for its stdin.)
+	const started = `sleep 5 & p=$!; s=$(readlink -f /bin/sleep); while [ "$(readlink /proc/$p/exe)" != "$s" ]; do :; done; ls /proc/$p/fd; kill $p`
+	if r := guestSh(t, c, started); strings.Join(strings.Fields(r.Stdout), " ") != "0 1 2" {
 		t.Errorf("a program of a guest shell holds descriptors %q; want only 0 1 2", r.Stdout)
 	}
 	// What programs need is still there, the font cache included (without

@@ -91,7 +91,7 @@ func TestCreateLinuxDesktop(t *testing.T) {
 	}
 	// The manifests this helper can build.
 	ms := h.mustCLI(t, "templates", "manifests")
-	if !regexp.MustCompile(`(?m)^linux-desktop\s+1\s+linux\s+--full --with libreoffice\s+yes`).MatchString(ms) ||
+	if !regexp.MustCompile(`(?m)^linux-desktop\s+2\s+linux\s+--full --with libreoffice\s+yes`).MatchString(ms) ||
 		!regexp.MustCompile(`(?m)^macos-15-base\s+1\s+macos\s+-\s+no`).MatchString(ms) {
 		t.Errorf("templates manifests:\n%s", ms)
 	}
