@@ -29,7 +29,7 @@ func benchHelper(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cold.Name, cold.Target = "helper: cold start (POST /tasks -> first screenshot)", 500*time.Millisecond
+	cold.Name, cold.Target = "helper: cold start (POST /tasks -> first model request, with the first screenshot)", 500*time.Millisecond
 	cold.Note = "no warm VM: the task's sandbox boots"
 	if _, err := h.unix.PatchSettings(ctx, map[string]any{"warmPoolSize": 1}); err != nil {
 		return nil, err
@@ -38,9 +38,9 @@ func benchHelper(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 	if err != nil {
 		return nil, err
 	}
-	warm.Name, warm.Target = "helper: warm dispatch (POST /tasks -> first screenshot)", 50*time.Millisecond
+	warm.Name, warm.Target = "helper: warm dispatch (POST /tasks -> first model request, with the first screenshot)", 50*time.Millisecond
 	warm.Baseline, warm.BaselineName = cold.P50, "cold start"
-	warm.Note = "a warm VM is ready; API accept to the agent's first guest call (screenshot) recorded"
+	warm.Note = "a warm VM is ready; from the POST to the agent's first request to the model, its first screenshot in it"
 	if _, err := h.unix.PatchSettings(ctx, map[string]any{"warmPoolSize": 0}); err != nil {
 		return nil, err
 	}

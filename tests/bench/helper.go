@@ -226,8 +226,8 @@ type dispatchRun struct {
 	waitFor   string
 }
 
-// dispatch times tasks from the API's accept (the task's createdAt) to the
-// agent's first guest call (its first screenshot event), one at a time.
+// dispatch times tasks from the POST to the agent's first request to the
+// model (its first screenshot in it), one at a time.
 func dispatch(ctx context.Context, h *helperProc, p *provider, name string, r dispatchRun) (Metric, error) {
 	var samples []time.Duration
 	for i := range r.n + r.warmup {
@@ -238,6 +238,7 @@ func dispatch(ctx context.Context, h *helperProc, p *provider, name string, r di
 		}
 		marker := fmt.Sprintf("[[%s%d]]", name, i)
 		p.set(marker, finish)
+		t0 := time.Now()
 		task, err := h.create(ctx, "Look at the screen "+marker)
 		if err != nil {
 			return Metric{}, err
@@ -249,12 +250,18 @@ func dispatch(ctx context.Context, h *helperProc, p *provider, name string, r di
 		if done.Status != "completed" {
 			return Metric{}, fmt.Errorf("%s task ended %s", name, done.Status)
 		}
-		shot, err := h.firstEvent(ctx, task.ID, "screenshot")
-		if err != nil {
+		// The API's times are whole seconds: the bench's own clock times
+		// the request, and the provider's the agent's first request,
+		// which carries its first screenshot.
+		if _, err := h.firstEvent(ctx, task.ID, "screenshot"); err != nil {
 			return Metric{}, err
 		}
+		ex := p.exchanges(marker)
+		if len(ex) == 0 {
+			return Metric{}, fmt.Errorf("%s task made no request to the model", name)
+		}
 		if i >= r.warmup {
-			samples = append(samples, shot.Timestamp.Sub(task.CreatedAt))
+			samples = append(samples, ex[0].in.Sub(t0))
 		}
 	}
 	p50, p95 := percentiles(samples)
