@@ -143,7 +143,7 @@ func charts(metrics []Metric) []template.HTML {
 		for _, m := range metrics {
 			if m.Chart == chart && m.Skipped == "" {
 				pts = append(pts, Point{X: m.X, Y: value(m)})
-				target = ms(m.Target)
+				target = max(target, ms(m.Target))
 			}
 		}
 		if len(pts) > 0 {

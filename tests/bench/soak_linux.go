@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -22,6 +25,9 @@ type soakSample struct {
 	rssMB, heapMB         float64
 	fds, goroutines       int
 	dbMB, dataMB, traceMB float64
+	// kinds counts the open descriptors by what they are (socket, pipe,
+	// anon_inode, or the file's name).
+	kinds map[string]int
 }
 
 // benchSoak runs BENCH_SOAK_TASKS (default 1,000) tasks back to back
@@ -30,7 +36,8 @@ type soakSample struct {
 // descriptors and goroutines, the SQLite database and the data folder
 // (with and without the traces). Every task must end completed; after the
 // first 100 tasks (the caches and pools filled), RSS, descriptors and
-// goroutines may grow by at most 10%. The database and the traces grow
+// goroutines may grow by at most 10%. Tasks go in batches of 100 and the
+// helper is sampled between them, settled. The database and the traces grow
 // with the tasks' own rows and sessions: their growth per task is
 // reported. Not part of the default run (BENCH_ONLY=soak).
 func benchSoak(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
@@ -53,11 +60,11 @@ func benchSoak(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 	}
 	p.set("[[soak]]", fiveSteps)
 	var (
-		next, done atomic.Int64
-		mu         sync.Mutex // guards failed and samples
-		failed     []string
-		samples    []soakSample
-		durations  = make([]time.Duration, total)
+		next      atomic.Int64
+		mu        sync.Mutex // guards failed and samples
+		failed    []string
+		samples   []soakSample
+		durations = make([]time.Duration, total)
 	)
 	sample := func(n int) error {
 		s, err := h.soakSample(ctx, n)
@@ -74,47 +81,54 @@ func benchSoak(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		return nil, err
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, parallel)
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= total {
-					return
-				}
-				t0 := time.Now()
-				t, err := h.create(ctx, fmt.Sprintf("Write a note, %d of %d [[soak]]", i+1, total))
-				if err != nil {
-					errs <- err
-					return
-				}
-				end, err := h.waitTask(ctx, t.ID, "the end of a soak task", 2*time.Minute, terminal)
-				if err != nil {
-					errs <- err
-					return
-				}
-				durations[i] = time.Since(t0)
-				if end.Status != "completed" {
-					mu.Lock()
-					failed = append(failed, fmt.Sprintf("task %d %s: %s", i+1, end.Status, end.StatusReason))
-					mu.Unlock()
-				}
-				if n := int(done.Add(1)); n%100 == 0 {
-					if err := sample(n); err != nil {
+	// Tasks go in batches of 100, 4 at a time; between batches the helper
+	// settles (the tasks' VMs gone, the warm pool refilled) and is sampled,
+	// so that a sample shows what the helper keeps, not the 4 tasks in
+	// flight.
+	for batch := 0; batch < total/100; batch++ {
+		var wg sync.WaitGroup
+		errs := make(chan error, parallel)
+		for range parallel {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= (batch+1)*100 {
+						return
+					}
+					t0 := time.Now()
+					t, err := h.create(ctx, fmt.Sprintf("Write a note, %d of %d [[soak]]", i+1, total))
+					if err != nil {
 						errs <- err
 						return
 					}
+					end, err := h.waitTask(ctx, t.ID, "the end of a soak task", 2*time.Minute, terminal)
+					if err != nil {
+						errs <- err
+						return
+					}
+					durations[i] = time.Since(t0)
+					if end.Status != "completed" {
+						mu.Lock()
+						failed = append(failed, fmt.Sprintf("task %d %s: %s", i+1, end.Status, end.StatusReason))
+						mu.Unlock()
+					}
 				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return nil, err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return nil, err
+		}
+		next.Store(int64((batch + 1) * 100))
+		if err := h.waitSettled(ctx, parallel, time.Minute); err != nil {
+			return nil, err
+		}
+		if err := sample((batch + 1) * 100); err != nil {
+			return nil, err
+		}
 	}
 	elapsed := time.Since(start)
 	return soakMetrics(samples, failed, durations, total, elapsed, steps), nil
@@ -148,6 +162,24 @@ func soakMetrics(samples []soakSample, failed []string, durations []time.Duratio
 		}
 		return out
 	}
+	grew := func() string {
+		var out []string
+		for k, n := range last.kinds {
+			if d := n - at100.kinds[k]; d != 0 {
+				out = append(out, fmt.Sprintf("%s %+d", k, d))
+			}
+		}
+		for k, n := range at100.kinds {
+			if _, ok := last.kinds[k]; !ok {
+				out = append(out, fmt.Sprintf("%s %+d", k, -n))
+			}
+		}
+		slices.Sort(out)
+		if len(out) == 0 {
+			return "the same kinds as after 100 tasks"
+		}
+		return "since 100 tasks: " + strings.Join(out, ", ")
+	}
 	growth := func(name, unit string, f func(soakSample) float64) Metric {
 		base, peak := f(at100), f(at100)
 		for _, s := range samples {
@@ -175,12 +207,13 @@ func soakMetrics(samples []soakSample, failed []string, durations []time.Duratio
 		done,
 		{Name: "soak: task time, submit to end", P50: d50, P95: d95, Samples: total, Note: "a fresh sandbox each (4 warm), 5 agent steps, the completion check, outputs"},
 		growth("helper RSS", "MB", func(s soakSample) float64 { return s.rssMB }),
-		growth("open descriptors", "fds", func(s soakSample) float64 { return float64(s.fds) }),
+		withNote(growth("open descriptors but the database's", "fds", func(s soakSample) float64 { return float64(s.fds - s.dbFDs()) }),
+			fmt.Sprintf("the database's %d at the end (its connection pool: up to 8 connections, kept open); %s", last.dbFDs(), grew())),
 		growth("goroutines", "goroutines", func(s soakSample) float64 { return float64(s.goroutines) }),
 		{Name: "soak: SQLite database per task", P50: Quantity(perTask(func(s soakSample) float64 { return s.dbMB })), P95: Quantity(perTask(func(s soakSample) float64 { return s.dbMB })),
 			Unit: "KB", Samples: len(samples), Chart: "soak", Series: series(func(s soakSample) float64 { return s.dbMB }), SeriesUnit: "MB",
 			Note: fmt.Sprintf("the task rows and their events themselves; %.1f MB at the end", last.dbMB)},
-		{Name: "soak: data folder without traces per task", P50: Quantity(perTask(func(s soakSample) float64 { return s.dataMB - s.traceMB - s.dbMB })),
+		{Name: "soak: data folder without traces and VMs per task", P50: Quantity(perTask(func(s soakSample) float64 { return s.dataMB - s.traceMB - s.dbMB })),
 			P95: Quantity(perTask(func(s soakSample) float64 { return s.dataMB - s.traceMB - s.dbMB })), Unit: "KB", Samples: len(samples), Chart: "soak",
 			Series: series(func(s soakSample) float64 { return s.dataMB - s.traceMB - s.dbMB }), SeriesUnit: "MB",
 			Note: fmt.Sprintf("traces (Sessions/) hold %.0f MB at the end, %.0f KB a task; trace retention (traceRetentionDays) bounds them", last.traceMB, perTask(func(s soakSample) float64 { return s.traceMB }))},
@@ -204,27 +237,87 @@ func (h *helperProc) soakSample(ctx context.Context, n int) (soakSample, error) 
 	if err != nil {
 		return soakSample{}, err
 	}
-	s := soakSample{tasks: n, rssMB: float64(kb) / 1024, heapMB: st.Runtime.HeapAllocMB, fds: len(fds), goroutines: st.Runtime.Goroutines}
+	s := soakSample{tasks: n, rssMB: float64(kb) / 1024, heapMB: st.Runtime.HeapAllocMB, fds: len(fds), goroutines: st.Runtime.Goroutines, kinds: map[string]int{}}
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", h.pid, fd.Name()))
+		if err != nil {
+			continue
+		}
+		kind, _, _ := strings.Cut(target, ":")
+		if strings.HasPrefix(target, "/") {
+			kind = filepath.Base(target)
+		}
+		s.kinds[kind]++
+	}
 	for _, f := range []string{"hivecrew.db", "hivecrew.db-wal"} {
 		if fi, err := os.Stat(filepath.Join(h.home, f)); err == nil {
 			s.dbMB += float64(fi.Size()) / (1 << 20)
 		}
 	}
-	s.dataMB = float64(duBytes(h.home)) / (1 << 20)
+	s.dataMB = float64(duBytes(h.home, "VMs")) / (1 << 20)
 	s.traceMB = float64(duBytes(filepath.Join(h.home, "Sessions"))) / (1 << 20)
 	return s, nil
 }
 
-// duBytes sums the sizes of the regular files under dir.
-func duBytes(dir string) int64 {
+// duBytes sums the disk space the regular files under dir take (their
+// allocated blocks: a VM's disk image is sparse), leaving out the folders
+// named in skip (relative to dir).
+func duBytes(dir string, skip ...string) int64 {
 	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && slices.Contains(skip, strings.TrimPrefix(path, dir+"/")) {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					n += st.Blocks * 512
+				}
 			}
 		}
 		return nil
 	})
 	return n
+}
+
+// waitSettled waits until the helper runs no task's VM and its warm pool
+// holds warm ready VMs, then a moment for connections to close.
+func (h *helperProc) waitSettled(ctx context.Context, warm int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		vms, err := h.unix.VMs(ctx)
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, v := range vms {
+			if v.State == "ready" {
+				ready++
+			}
+		}
+		if ready == warm && len(vms) == warm {
+			time.Sleep(time.Second)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the helper did not settle in %s: %d VMs, %d ready", within, len(vms), ready)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// withNote adds to a metric's note.
+func withNote(m Metric, more string) Metric {
+	m.Note += "; " + more
+	return m
+}
+
+// dbFDs counts the descriptors of the SQLite database (its file, journal
+// and shared memory), which grow with the store's connection pool (a
+// fixed bound), not with the tasks.
+func (s soakSample) dbFDs() int {
+	return s.kinds["hivecrew.db"] + s.kinds["hivecrew.db-wal"] + s.kinds["hivecrew.db-shm"]
 }
