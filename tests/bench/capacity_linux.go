@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hivecrew/hivecrew/core/wire"
 )
 
 // Capacity targets: at each level of concurrent agents, with a provider
@@ -217,7 +219,7 @@ func capacityRun(ctx context.Context, h *helperProc, p *provider, n int, think t
 	}
 	end := time.Now()
 	l.cpu = float64(t1-t0) / clockTicks / end.Sub(start).Seconds()
-	l.pssMB = float64(treePSS(h.pid)-selfPSS(h.pid)) / 1024
+	l.pssMB = float64(treePSS(h.pid)-pssKB(h.pid)) / 1024
 	steps := 0
 	for _, m := range markers {
 		ex := p.exchanges(m)
@@ -244,38 +246,9 @@ func capacityRun(ctx context.Context, h *helperProc, p *provider, n int, think t
 	return l, nil
 }
 
-// selfPSS is one process's proportional set size in kB (without its
-// children).
-func selfPSS(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
-			kb, _ := strconv.Atoi(f[1])
-			return kb
-		}
-	}
-	return 0
-}
-
 // waitNoVMs waits until the helper runs no VM.
 func (h *helperProc) waitNoVMs(ctx context.Context, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		vms, err := h.unix.VMs(ctx)
-		if err != nil {
-			return err
-		}
-		if len(vms) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d VMs remain %s after stop-all", len(vms), within)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return h.waitVMs(ctx, "end of every VM after stop-all", within, func(vms []wire.VM) bool { return len(vms) == 0 })
 }
 
 // envLevels reads a comma-separated list of agent counts from name.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -157,25 +158,31 @@ func (h *helperProc) configure(ctx context.Context, p *provider, settings map[st
 	}
 }
 
-// waitVM waits until the warm pool has a VM in state ("ready", or
-// "suspended": saved to disk).
-func (h *helperProc) waitVM(ctx context.Context, state string, within time.Duration) error {
+// waitVMs polls the helper's VMs every 10 ms until ok says so, and says
+// what it waited for when within runs out.
+func (h *helperProc) waitVMs(ctx context.Context, what string, within time.Duration, ok func([]wire.VM) bool) error {
 	deadline := time.Now().Add(within)
 	for {
 		vms, err := h.unix.VMs(ctx)
 		if err != nil {
 			return err
 		}
-		for _, v := range vms {
-			if v.State == state {
-				return nil
-			}
+		if ok(vms) {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no warm VM %s within %s: %+v", state, within, vms)
+			return fmt.Errorf("no %s within %s: %+v", what, within, vms)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// waitVM waits until the warm pool has a VM in state ("ready", or
+// "suspended": saved to disk).
+func (h *helperProc) waitVM(ctx context.Context, state string, within time.Duration) error {
+	return h.waitVMs(ctx, "warm VM "+state, within, func(vms []wire.VM) bool {
+		return slices.ContainsFunc(vms, func(v wire.VM) bool { return v.State == state })
+	})
 }
 
 // create queues a task; it may take up to 10,000 steps.

@@ -185,21 +185,28 @@ func benchConcurrent(ctx context.Context, b *sandbox.Backend, data string, log *
 	return mem, concurrent, nil
 }
 
+// pssKB is one process's proportional set size in kB, without its
+// children (0 if it is gone).
+func pssKB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+			kb, _ := strconv.Atoi(f[1])
+			return kb
+		}
+	}
+	return 0
+}
+
 // treePSS sums the proportional set size (kB) of pid and its descendants.
 func treePSS(pid int) int {
 	if pid <= 0 {
 		return 0
 	}
-	total := 0
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
-				kb, _ := strconv.Atoi(f[1])
-				total += kb
-			}
-		}
-	}
+	total := pssKB(pid)
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, t := range tasks {
 		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/hivecrew/hivecrew/core/wire"
 )
 
 // soakSample is the helper's state after some tasks.
@@ -286,27 +288,13 @@ func duBytes(dir string, skip ...string) int64 {
 // waitSettled waits until the helper runs no task's VM and its warm pool
 // holds warm ready VMs, then a moment for connections to close.
 func (h *helperProc) waitSettled(ctx context.Context, warm int, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		vms, err := h.unix.VMs(ctx)
-		if err != nil {
-			return err
-		}
-		ready := 0
-		for _, v := range vms {
-			if v.State == "ready" {
-				ready++
-			}
-		}
-		if ready == warm && len(vms) == warm {
-			time.Sleep(time.Second)
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the helper did not settle in %s: %d VMs, %d ready", within, len(vms), ready)
-		}
-		time.Sleep(50 * time.Millisecond)
+	err := h.waitVMs(ctx, fmt.Sprintf("settled helper (%d warm VMs ready, no other)", warm), within, func(vms []wire.VM) bool {
+		return len(vms) == warm && !slices.ContainsFunc(vms, func(v wire.VM) bool { return v.State != "ready" })
+	})
+	if err == nil {
+		time.Sleep(time.Second)
 	}
+	return err
 }
 
 // withNote adds to a metric's note.
