@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -23,7 +24,8 @@ import (
 // NAME]" in the trace.
 
 // setupOutputBytes bounds the output of a failed setup command in the
-// task's result.
+// task's result (its control characters shown, not acted on: the guest
+// chose them).
 const setupOutputBytes = 2000
 
 // provision applies the configured plan; ok is false when the task ends
@@ -45,7 +47,7 @@ func (r *Runner) provision(ctx context.Context) (res Result, ok bool) {
 		listed = append(listed, fmt.Sprintf("file %s (%04o)", f.GuestPath, f.Mode))
 	}
 	for _, c := range p.Commands {
-		listed = append(listed, "setup: "+c.Command)
+		listed = append(listed, "setup: "+truncate(c.Command, 1000)) // an eval's setup writes whole files
 	}
 	r.emit(0, Event{Type: "status_change", ActivityType: "info",
 		Summary: fmt.Sprintf("Provisioning the VM: %d variable(s), %d file(s), %d setup command(s)", len(p.Env), len(p.Files), len(p.Commands)),
@@ -122,7 +124,7 @@ func (r *Runner) applyProvision(ctx context.Context, g Caller) error {
 		res, err := shell(c.Command, nil, c.Timeout.Seconds())
 		if err != nil || res.ExitCode != 0 || res.TimedOut {
 			return fail(fmt.Sprintf("Setup command %d of %d failed: %s\n$ %s\n%s", i+1, len(p.Commands), shellProblem(res, err),
-				truncate(c.Command, 500), tail(r.redactor.redact(strings.TrimSpace(res.Stdout+"\n"+res.Stderr)), setupOutputBytes)))
+				truncate(c.Command, 500), files.PrintableText(tail(r.redactor.redact(strings.TrimSpace(res.Stdout+"\n"+res.Stderr)), setupOutputBytes))))
 		}
 	}
 	return nil

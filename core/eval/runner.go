@@ -311,7 +311,10 @@ func endCategory(t wire.Task) string {
 		return ""
 	case strings.HasPrefix(r, "LLM error"):
 		return ProviderError
-	case strings.HasPrefix(r, "The setup command failed"):
+	case strings.HasPrefix(r, "Setup command "), strings.HasPrefix(r, "Provisioning failed"),
+		strings.HasPrefix(r, "Could not provision the VM"):
+		// A task's setupCommand is the last of its provisioning's setup
+		// commands.
 		return SetupError
 	case strings.HasPrefix(r, "The VM failed"), strings.HasPrefix(r, "No VM for this task"),
 		strings.HasPrefix(r, "Could not give the input files"):

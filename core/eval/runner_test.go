@@ -191,7 +191,7 @@ func TestFailureCategories(t *testing.T) {
 		"llm":     {Status: "paused", StatusReason: "LLM error: 500 Internal Server Error"},
 		"llmdead": {Status: "failed", ErrorMessage: ptr("LLM error: 401 Incorrect API key")},
 		"vm":      {Status: "failed", ErrorMessage: ptr("The VM failed: the sandbox exited")},
-		"setup":   {Status: "failed", ErrorMessage: ptr("The setup command failed (exited 2): no such file")},
+		"setup":   {Status: "failed", ErrorMessage: ptr("Setup command 1 of 1 failed: exit status 2\n$ cat fixture\nno such file")},
 		"budget":  {Status: "paused", StatusReason: "cost budget reached: $1.00 of $1.00"},
 	}
 	want := map[string]string{"limits": Timeout, "steps": MaxIterations, "llm": ProviderError, "llmdead": ProviderError,

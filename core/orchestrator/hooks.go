@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
-	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -20,11 +19,12 @@ import (
 )
 
 // A task's hooks (extension for the evaluation harness, core/eval): a
-// setup command run in its VM before the agent starts, and a check
-// command run there after the agent stops and before the VM is released.
-// Neither is part of the agent's prompt. They live in the task's folder
-// (hooks.json beside inputs/), the check's result in its session
-// (check.json), so no store column is needed.
+// check command run in its VM after the agent stops and before the VM is
+// released, out of the agent's view. It lives in the task's folder
+// (hooks.json beside inputs/), its result in the task's session
+// (check.json), so no store column is needed. (The harness's setup
+// command is the last of the task's own provisioning setup commands:
+// taskProvisioning.)
 const (
 	maxHookCommand = 64 << 10
 	// hookOutputCap bounds what of a hook's output is kept: the guest
@@ -36,7 +36,9 @@ const (
 	checkFile     = "check.json"
 )
 
-// hooks are a task's setup and check commands.
+// hooks are a task's hook commands. Setup is only read: the setupCommand
+// of a task queued before it became a provisioning setup command, run as
+// its last one.
 type hooks struct {
 	Setup string `json:"setup,omitempty"`
 	Check string `json:"check,omitempty"`
@@ -44,18 +46,20 @@ type hooks struct {
 
 func (h hooks) empty() bool { return h.Setup == "" && h.Check == "" }
 
-// checkHooks validates the hook commands of a new task.
+// checkHooks validates the check command of a new task.
 func checkHooks(in wire.CreateTask) (hooks, error) {
-	h := hooks{Setup: in.SetupCommand, Check: in.CheckCommand}
-	for name, cmd := range map[string]string{"setupCommand": h.Setup, "checkCommand": h.Check} {
-		switch {
-		case len(cmd) > maxHookCommand:
-			return h, errdefs.Invalidf("%s is %d bytes, over the limit of %d", name, len(cmd), maxHookCommand)
-		case !utf8.ValidString(cmd) || strings.ContainsRune(cmd, 0):
-			return h, errdefs.Invalidf("%s: want UTF-8 text without NUL", name)
-		}
+	return hooks{Check: in.CheckCommand}, checkHook("checkCommand", in.CheckCommand)
+}
+
+// checkHook validates a hook command given as the field name.
+func checkHook(name, cmd string) error {
+	switch {
+	case len(cmd) > maxHookCommand:
+		return errdefs.Invalidf("%s is %d bytes, over the limit of %d", name, len(cmd), maxHookCommand)
+	case !utf8.ValidString(cmd) || strings.ContainsRune(cmd, 0):
+		return errdefs.Invalidf("%s: want UTF-8 text without NUL", name)
 	}
-	return h, nil
+	return nil
 }
 
 // writeHooks stores a queued task's hooks in its folder.
@@ -123,24 +127,6 @@ func hookSummary(what string, r wire.CheckResult) string {
 		return fmt.Sprintf("The %s command timed out", what)
 	}
 	return fmt.Sprintf("The %s command exited %d", what, r.ExitCode)
-}
-
-// setupVM runs a task's setup command before its agent starts; a
-// non-empty answer says why the task cannot start.
-func (o *Orchestrator) setupVM(r *run, h hooks, lease *pool.Lease) string {
-	if h.Setup == "" {
-		return ""
-	}
-	res := runHook(r.ctx, lease, h.Setup, setupTimeout)
-	o.emitInfo(r, hookSummary("setup", res))
-	if res.Error == "" && !res.TimedOut && res.ExitCode == 0 {
-		return ""
-	}
-	why := "The setup command failed (" + strings.TrimPrefix(hookSummary("setup", res), "The setup command ") + ")"
-	if last := files.LastLine(res.Stderr, 200); last != "" {
-		why += ": " + last
-	}
-	return why
 }
 
 // checkVM runs a task's check command after its agent stopped, records

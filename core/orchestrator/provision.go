@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"cmp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/provision"
@@ -10,8 +12,10 @@ import (
 )
 
 // provisionPlan is what a task's VMs are given before its agent works in
-// them: the configured provisioning for its template, then the task's own.
-func (o *Orchestrator) provisionPlan(t store.Task, tmpl store.Template) (provision.Plan, error) {
+// them: the configured provisioning for its template, then the task's own
+// (with its setupCommand, the last of its setup commands; legacy is the
+// setupCommand of a task queued before it was kept there).
+func (o *Orchestrator) provisionPlan(t store.Task, tmpl store.Template, legacy string) (provision.Plan, error) {
 	var p provision.Plan
 	if o.cfg.Provisioning != nil {
 		var err error
@@ -26,12 +30,27 @@ func (o *Orchestrator) provisionPlan(t store.Task, tmpl store.Template) (provisi
 		}
 		p = p.WithTask(tp.Environment, cmds)
 	}
+	if legacy != "" {
+		p = p.WithTask(nil, []provision.Command{{Command: legacy, Timeout: setupTimeout}})
+	}
 	return p, nil
 }
 
 // taskProvisioning checks a new task's own provisioning and returns it as
-// the task keeps it (nil for none).
-func taskProvisioning(in *wire.TaskProvisioning) (*store.TaskProvisioning, error) {
+// the task keeps it (nil for none). A setupCommand (the evaluation
+// harness's) is its last setup command, with 3 minutes to run.
+func taskProvisioning(in *wire.TaskProvisioning, setupCommand string) (*store.TaskProvisioning, error) {
+	if err := checkHook("setupCommand", setupCommand); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(setupCommand) != "" {
+		var with wire.TaskProvisioning
+		if in != nil {
+			with = *in
+		}
+		with.SetupCommands = append(slices.Clone(with.SetupCommands), wire.SetupCommand{Command: setupCommand, TimeoutSeconds: int(setupTimeout.Seconds())})
+		in = &with
+	}
 	if in == nil {
 		return nil, nil
 	}

@@ -282,22 +282,16 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if err := o.stageFolders(ctx, t, shared, tw.Dir()); err != nil {
 		return failed("Could not give the host folders to the VM: " + err.Error())
 	}
-	plan, err := o.provisionPlan(t, tmpl)
+	h, err := o.readHooks(t.ID)
+	if err != nil {
+		return failed(err.Error())
+	}
+	plan, err := o.provisionPlan(t, tmpl, h.Setup)
 	if err == nil {
 		err = provision.Stage(plan, shared)
 	}
 	if err != nil {
 		return failed("Could not provision the VM: " + err.Error())
-	}
-	h, err := o.readHooks(t.ID)
-	if err != nil {
-		return failed(err.Error())
-	}
-	if why := o.setupVM(r, h, lease); why != "" {
-		if ctx.Err() != nil {
-			return stopped(ctx, nil)
-		}
-		return failed(why)
 	}
 
 	timeout := minutes(t.TimeoutMinutes, settings.DefaultTimeoutMinutes)

@@ -111,7 +111,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if err != nil {
 		return t, err
 	}
-	prov, err := taskProvisioning(in.Provisioning)
+	prov, err := taskProvisioning(in.Provisioning, in.SetupCommand)
 	if err != nil {
 		return t, err
 	}

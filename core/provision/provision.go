@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -35,7 +36,7 @@ const (
 	MaxFiles         = 32
 	MaxFileBytes     = 16 << 20
 	MaxCommands      = 32
-	MaxCommandBytes  = 16 << 10
+	MaxCommandBytes  = 64 << 10
 	MaxTimeout       = time.Hour
 	DefaultTimeout   = 5 * time.Minute
 	maxTemplateBytes = 128
@@ -116,8 +117,8 @@ func Validate(c wire.Provisioning) (wire.Provisioning, error) {
 		switch {
 		case s.Command == "":
 			bad("%s: the command is empty", at)
-		case len(s.Command) > MaxCommandBytes || strings.ContainsRune(s.Command, 0):
-			bad("%s: a command of at most %d KiB without NUL bytes", at, MaxCommandBytes>>10)
+		case len(s.Command) > MaxCommandBytes || strings.ContainsRune(s.Command, 0) || !utf8.ValidString(s.Command):
+			bad("%s: UTF-8 text of at most %d KiB without NUL bytes", at, MaxCommandBytes>>10)
 		}
 		if s.TimeoutSeconds < 0 || time.Duration(s.TimeoutSeconds)*time.Second > MaxTimeout {
 			bad("%s: timeoutSeconds from 1 to %d (0: %d)", at, int(MaxTimeout.Seconds()), int(DefaultTimeout.Seconds()))

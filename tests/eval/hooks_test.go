@@ -15,10 +15,11 @@ import (
 )
 
 // TestHooks: a task's setup command prepares its VM before the agent
-// starts and its check command judges the VM after it stops; neither
-// reaches the model. A check that floods its output keeps its last 4 KB;
-// a setup that fails ends the task failed, saying why (the last line of
-// its errors, the guest's escapes shown, not acted on); a task without a
+// starts (it is the last of the task's own provisioning setup commands,
+// and the task says so) and its check command judges the VM after it
+// stops; neither reaches the model. A check that floods its output keeps
+// its last 4 KB; a setup that fails ends the task failed, saying why (its
+// output, the guest's escapes shown, not acted on); a task without a
 // check has no result.
 func TestHooks(t *testing.T) {
 	llm := llmtest.New(t)
@@ -31,6 +32,9 @@ func TestHooks(t *testing.T) {
 		CheckCommand: "head -c 20000 /dev/zero | tr '\\0' x; echo; grep -q SETUP-SECRET-7f3 ~/seen.txt && echo CHECK-SAW-IT && exit 3"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if p := task.Provisioning; p == nil || len(p.SetupCommands) != 1 || p.SetupCommands[0] != (wire.SetupCommand{Command: "echo SETUP-SECRET-7f3 > ~/prepared.txt", TimeoutSeconds: 180}) {
+		t.Fatalf("the task's provisioning: %+v; want its setupCommand as its setup command, with 3 minutes", p)
 	}
 	done := daemontest.WaitTask(t, c, task.ID, "the task's end", 2*time.Minute, func(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() })
 	if done.Status != "completed" {
@@ -57,7 +61,8 @@ func TestHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	done = daemontest.WaitTask(t, c, failing.ID, "the task's end", 2*time.Minute, func(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() })
-	if done.Status != "failed" || !strings.Contains(reason(done), "The setup command failed (exited 2): no \\x1b[2Jfixture") {
+	if done.Status != "failed" || !strings.HasPrefix(reason(done), "Setup command 1 of 1 failed: exit status 2") ||
+		!strings.Contains(reason(done), "missing fixture\nno \\x1b[2Jfixture") {
 		t.Fatalf("a failing setup: %s: %q", done.Status, reason(done))
 	}
 	if len(llm.Requests("[[setup-fails]]")) != 0 {
@@ -108,16 +113,16 @@ func TestKillSwitchWinsOverHooks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The hook announces itself in the activity only when it ends:
-			// wait for the agent's end (check) or its start (setup) and
-			// then for the hook to be well under way.
+			// Wait for the setup command's start (the activity names it)
+			// or the agent's end (the check announces itself only when it
+			// ends), then for the hook to be well under way.
 			deadline := time.Now().Add(time.Minute)
 			for {
 				cur, err := c.Task(ctx, task.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if hook == "setup" && strings.Contains(activity(c, task.ID), "Preparing a VM") || hook == "check" && len(llm.Requests(marker)) >= 2 {
+				if hook == "setup" && strings.Contains(activity(c, task.ID), "Setup command 1 of 1") || hook == "check" && len(llm.Requests(marker)) >= 2 {
 					break
 				}
 				if time.Now().After(deadline) || store.TaskStatus(cur.Status).Terminal() {
@@ -126,8 +131,8 @@ func TestKillSwitchWinsOverHooks(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			time.Sleep(2 * time.Second)
-			if cur, _ := c.Task(ctx, task.ID); store.TaskStatus(cur.Status).Terminal() || hook == "setup" && cur.Status == "running" {
-				t.Fatalf("%s %s: the task ended %s while its hook should run", hook, how, cur.Status)
+			if cur, _ := c.Task(ctx, task.ID); store.TaskStatus(cur.Status).Terminal() || hook == "setup" && len(llm.Requests(marker)) > 0 {
+				t.Fatalf("%s %s: the task is %s (the model asked %d times) while its hook should run", hook, how, cur.Status, len(llm.Requests(marker)))
 			}
 			begin := time.Now()
 			if how == "cancel" {
