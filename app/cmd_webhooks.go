@@ -8,13 +8,15 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// cmdWebhooks: hivecrew webhooks add|ls|test|rm — addresses told when a
+// cmdWebhooks: hivecrew webhooks add|ls|test|on|off|rm — addresses told when a
 // task ends, asks a question or a permission, or has changes to review.
 func cmdWebhooks(e *env, args []string) error {
 	return runTable(e, "webhooks", []command{
 		{"add", "--name N --url URL [--format json|slack|discord] [--event E]... [--secret S|-] [--off]", "add a webhook", webhooksAdd},
 		{"ls", "", "list the webhooks (addresses without their path, never their secrets)", webhooksLs},
 		{"test", "NAME|ID", "send a webhook a test notice and show the answer", webhooksTest},
+		{"on", "NAME|ID", "send a webhook its events again", func(e *env, args []string) error { return webhooksSwitch(e, args, true) }},
+		{"off", "NAME|ID", "stop sending a webhook anything (it is kept)", func(e *env, args []string) error { return webhooksSwitch(e, args, false) }},
 		{"rm", "NAME|ID", "remove a webhook and its secret", webhooksRm},
 	}, args)
 }
@@ -92,6 +94,19 @@ func webhooksTest(e *env, args []string) error {
 		return fmt.Errorf("%s does not work: %s", name, got.Error)
 	}
 	return err
+}
+
+func webhooksSwitch(e *env, args []string, on bool) error {
+	return ask(e, e.flags(), args, 1, func(c *client.Client, pos []string) (wire.Webhook, error) {
+		return c.SetWebhookEnabled(e.ctx, pos[0], on)
+	}, func(w wire.Webhook) error {
+		if on {
+			e.out("Webhook %s is on: it is sent its events.", w.Name)
+		} else {
+			e.out("Webhook %s is off: it is sent nothing until it is turned on.", w.Name)
+		}
+		return nil
+	})
 }
 
 func webhooksRm(e *env, args []string) error {

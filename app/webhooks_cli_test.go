@@ -16,7 +16,7 @@ import (
 
 // TestWebhooksCommands: a webhook added with its secret read from stdin is
 // listed without its path or secret, tested (the receiver gets a signed
-// webhook.test in the Slack shape), and removed; a receiver that answers
+// webhook.test in the Slack shape), turned off and on, and removed; a receiver that answers
 // 400 fails its test in words with a non-zero exit; an address that is not
 // http(s), an unknown format or event, and a missing name are refused
 // before anything is stored.
@@ -73,6 +73,17 @@ func TestWebhooksCommands(t *testing.T) {
 	decodeOne(t, h.cli("webhooks", "test", "refuses", "--json").stdout, &tr)
 	if tr.OK || tr.Status != 400 || tr.Error == "" {
 		t.Fatalf("test --json: %+v", tr)
+	}
+	if r := h.ok("webhooks", "off", "team"); !strings.Contains(r.stdout, "Webhook team is off") ||
+		!regexp.MustCompile(`(?m)^team +off +slack `).MatchString(h.ok("webhooks", "ls").stdout) {
+		t.Fatalf("webhooks off: %s", r)
+	}
+	if r := h.ok("webhooks", "on", "team"); !strings.Contains(r.stdout, "Webhook team is on") ||
+		!regexp.MustCompile(`(?m)^team +on +slack `).MatchString(h.ok("webhooks", "ls").stdout) {
+		t.Fatalf("webhooks on: %s", r)
+	}
+	if r := h.cli("webhooks", "off", "nobody"); r.code == 0 || !strings.Contains(r.stderr, `webhook "nobody" not found`) {
+		t.Fatalf("webhooks off of an unknown one: %s", r)
 	}
 	h.ok("webhooks", "rm", "refuses")
 	h.ok("webhooks", "rm", "team")

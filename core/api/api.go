@@ -228,6 +228,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("POST /api/v1/mcp-servers/{id}/check", a.checkMCPServer)
 	h("GET /api/v1/webhooks", a.listWebhooks)
 	h("POST /api/v1/webhooks", a.createWebhook)
+	h("PATCH /api/v1/webhooks/{id}", a.switchWebhook)
 	h("DELETE /api/v1/webhooks/{id}", a.deleteWebhook)
 	h("POST /api/v1/webhooks/{id}/test", a.testWebhook)
 	// Templates, VMs, system.

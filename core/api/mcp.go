@@ -76,25 +76,36 @@ func (a *API) createMCPServer(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) updateMCPServer(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Enabled *bool `json:"enabled"`
-	}
-	if err := decode(w, r, &in); err != nil {
+	on, err := decodeSwitch(w, r, "an MCP server", "server")
+	if err != nil {
 		return err
 	}
-	if in.Enabled == nil {
-		return errdefs.Invalidf("give enabled: true or false (to change anything else, remove the server and add it again)")
-	}
-	if *in.Enabled {
-		if err := requireStepUp(r, "Turning an MCP server on"); err != nil {
-			return err
-		}
-	}
-	m, err := a.st.SetMCPServerEnabled(r.Context(), r.PathValue("id"), *in.Enabled)
+	m, err := a.st.SetMCPServerEnabled(r.Context(), r.PathValue("id"), on)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, mcpServerJSON(m))
+}
+
+// decodeSwitch reads a PATCH that turns something on or off
+// ({"enabled": bool}, nothing else). Turning it on needs step-up: what is
+// on acts for tasks (a server's tools, a webhook's deliveries).
+func decodeSwitch(w http.ResponseWriter, r *http.Request, what, short string) (bool, error) {
+	var in struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return false, err
+	}
+	if in.Enabled == nil {
+		return false, errdefs.Invalidf("give enabled: true or false (to change anything else, remove the %s and add it again)", short)
+	}
+	if *in.Enabled {
+		if err := requireStepUp(r, "Turning "+what+" on"); err != nil {
+			return false, err
+		}
+	}
+	return *in.Enabled, nil
 }
 
 func (a *API) deleteMCPServer(w http.ResponseWriter, r *http.Request) error {

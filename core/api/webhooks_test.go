@@ -49,6 +49,25 @@ func TestWebhookInput(t *testing.T) {
 		strings.Contains(string(body), "s3cret") || strings.Contains(string(body), "tok") {
 		t.Fatalf("listed as %s", body)
 	}
+	// Turned off and on by name; nothing but enabled is taken.
+	for _, c := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{"enabled":false}`, 200, `"enabled":false`},
+		{`{"enabled":true}`, 200, `"enabled":true`},
+		{`{"enabled":"no"}`, 400, "enabled"},
+		{`{"url":"https://example.com/"}`, 400, "give enabled"},
+		{`{}`, 400, "give enabled"},
+	} {
+		if status, body := h.req("PATCH", "/api/v1/webhooks/ci", c.body); status != c.status || !strings.Contains(string(body), c.want) {
+			t.Errorf("PATCH %s: %d %s; want %d with %s", c.body, status, body, c.status, c.want)
+		}
+	}
+	if status, _ := h.req("PATCH", "/api/v1/webhooks/nobody", `{"enabled":false}`); status != http.StatusNotFound {
+		t.Errorf("PATCH of an unknown webhook: %d; want 404", status)
+	}
 	if status, _ := h.req("DELETE", "/api/v1/webhooks/ci", nil); status != http.StatusNoContent {
 		t.Fatalf("delete: %d", status)
 	}

@@ -689,6 +689,12 @@ func (c *Client) TestWebhook(ctx context.Context, id string) (wire.WebhookTest, 
 	return r, c.call(ctx, http.MethodPost, "/api/v1/webhooks/"+esc(id)+"/test", nil, &r)
 }
 
+// SetWebhookEnabled turns a webhook (by ID or name) on or off.
+func (c *Client) SetWebhookEnabled(ctx context.Context, id string, on bool) (wire.Webhook, error) {
+	var w wire.Webhook
+	return w, c.call(ctx, http.MethodPatch, "/api/v1/webhooks/"+esc(id), map[string]bool{"enabled": on}, &w)
+}
+
 // RemoveWebhook removes a webhook (by ID or name) and its secret.
 func (c *Client) RemoveWebhook(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/api/v1/webhooks/"+esc(id), nil, nil)

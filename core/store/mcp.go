@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 )
 
 // CreateMCPServer stores a new MCP server (its secret values are the
@@ -23,15 +22,7 @@ func (s *Store) FindMCPServer(ctx context.Context, nameOrID string) (MCPServer, 
 
 // SetMCPServerEnabled turns an MCP server on or off for new tasks.
 func (s *Store) SetMCPServerEnabled(ctx context.Context, nameOrID string, on bool) (MCPServer, error) {
-	m, err := s.FindMCPServer(ctx, nameOrID)
-	if err != nil {
-		return m, err
-	}
-	if err := s.db.WithContext(ctx).Model(&m).Update("enabled", on).Error; err != nil {
-		return m, fmt.Errorf("update MCP server %q: %w", nameOrID, classify(err))
-	}
-	m.Enabled = on
-	return m, nil
+	return setNamedEnabled[MCPServer](ctx, s, "MCP server", nameOrID, on)
 }
 
 // DeleteMCPServer deletes an MCP server and returns it (its secrets are

@@ -55,6 +55,19 @@ func findNamed[T any](ctx context.Context, s *Store, kind, nameOrID string) (T, 
 	return row, nil
 }
 
+// setNamedEnabled turns the row of T whose ID or name is nameOrID on or
+// off and returns it.
+func setNamedEnabled[T any](ctx context.Context, s *Store, kind, nameOrID string, on bool) (T, error) {
+	row, err := findNamed[T](ctx, s, kind, nameOrID)
+	if err != nil {
+		return row, err
+	}
+	if err := s.db.WithContext(ctx).Model(&row).Update("enabled", on).Error; err != nil {
+		return row, fmt.Errorf("update %s %q: %w", kind, nameOrID, classify(err))
+	}
+	return findNamed[T](ctx, s, kind, nameOrID)
+}
+
 // deleteNamed deletes the row of T whose ID or name is nameOrID and
 // returns it.
 func deleteNamed[T any](ctx context.Context, s *Store, kind, nameOrID string) (T, error) {

@@ -18,6 +18,11 @@ func (s *Store) FindWebhook(ctx context.Context, nameOrID string) (Webhook, erro
 	return findNamed[Webhook](ctx, s, "webhook", nameOrID)
 }
 
+// SetWebhookEnabled turns a webhook on or off.
+func (s *Store) SetWebhookEnabled(ctx context.Context, nameOrID string, on bool) (Webhook, error) {
+	return setNamedEnabled[Webhook](ctx, s, "webhook", nameOrID, on)
+}
+
 // DeleteWebhook deletes a webhook and returns it (its secret is the
 // caller's to delete).
 func (s *Store) DeleteWebhook(ctx context.Context, nameOrID string) (Webhook, error) {

@@ -1,10 +1,10 @@
 // Webhooks and notifications in the web UI (issue 20): a webhook whose
 // address is not http(s) is refused in words and nothing is stored; one
 // added with a secret is listed without its path, sends a signed test that
-// a local server receives, and is removed; the notification toggles save
-// notifyEvents; and the open dashboard shows a browser notification
-// (Notifications API, permission granted) when a task in a real sandbox
-// completes — but not while "a task completes" is turned off.
+// a local server receives, is turned off and on, and is removed; the
+// notification toggles save notifyEvents; and the open dashboard shows a
+// browser notification (Notifications API, permission granted) when a
+// task in a real sandbox completes — but not while "a task completes" is turned off.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -62,6 +62,14 @@ test('webhooks and notification toggles in Settings', { timeout: 60000 }, async 
   assert.match(JSON.parse(req.body).text, /^Hivecrew test: this webhook works/);
   const [, t, mac] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(req.headers['x-hivecrew-signature']);
   assert.equal(crypto.createHmac('sha256', secret).update(`${t}.${req.body}`).digest('hex'), mac, 'the signature verifies');
+
+  // Off and on again: the card says which, and so does the API.
+  await card.locator('button:has-text("Turn off")').click();
+  await card.locator('.badge', { hasText: /^off$/ }).waitFor();
+  assert.equal((await api('GET', '/webhooks')).webhooks[0].enabled, false, 'turned off');
+  await card.locator('button:has-text("Turn on")').click();
+  await card.locator('.badge', { hasText: /^on$/ }).waitFor();
+  assert.equal((await api('GET', '/webhooks')).webhooks[0].enabled, true, 'turned on again (within the step-up window)');
 
   page.once('dialog', (d) => d.accept());
   await card.locator('button:has-text("Remove")').click();

@@ -605,13 +605,23 @@ const FORMATS = { json: 'JSON', slack: 'Slack', discord: 'Discord' };
 function webhookCard(w) {
   const result = h('div', { class: 'test-result', role: 'status' });
   return h('article', { class: `entry${w.enabled ? '' : ' off'}`, 'data-webhook': w.name, 'aria-labelledby': `webhook-${w.id}` },
-    h('h3', { id: `webhook-${w.id}` }, w.name, h('span', { class: 'badge' }, FORMATS[w.format] || w.format)),
+    h('h3', { id: `webhook-${w.id}` }, w.name, h('span', { class: 'badge' }, FORMATS[w.format] || w.format),
+      h('span', { class: `badge${w.enabled ? ' completed' : ''}` }, w.enabled ? 'on' : 'off')),
     h('p', { class: 'muted' }, h('code', null, w.url), ` · ${w.events.length ? w.events.join(', ') : 'every event'}`,
       w.hasSecret ? ' · signed' : ' · not signed'),
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'small', onclick: () => testWebhook(w, result) }, 'Send a test'),
+      h('button', { type: 'button', class: 'small', 'aria-label': `${w.enabled ? 'Turn off' : 'Turn on'} ${w.name}`, onclick: () => switchWebhook(w) }, w.enabled ? 'Turn off' : 'Turn on'),
       h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${w.name}`, onclick: () => remove(`Remove the webhook ${w.name}?`, `/webhooks/${seg(w.id)}`, w.name, loadWebhooks) }, 'Remove')),
     result);
+}
+
+async function switchWebhook(w) {
+  try {
+    await patch(`/webhooks/${seg(w.id)}`, { enabled: !w.enabled });
+    toast(w.enabled ? `${w.name} is off: it is sent nothing until you turn it on.` : `${w.name} is on: it is sent its events.`);
+    await loadWebhooks();
+  } catch (err) { report(err); }
 }
 
 async function testWebhook(w, out) {
