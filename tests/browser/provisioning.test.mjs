@@ -1,16 +1,44 @@
-// Provisioning in Settings (issue 20): a variable, a secret variable (its
-// value never shown again nor left in the page), a file and a setup
-// command are added and listed; a bad name is refused in words and stores
-// nothing; an entry is removed, the secret's stored value kept through
-// every save. No task runs: the browser suite's VMs are the fake backend,
-// whose shell is this computer's (the real-sandbox tests in tests/faults
-// run provisioned tasks).
+// Provisioning (issue 20). A task's own variables and setup commands are
+// given in the new-task form: a line without a value is refused in words
+// before anything is sent; the task keeps them, and its setup command sees
+// its variable in the real sandbox. In Settings, a variable, a secret
+// variable (its value never shown again nor left in the page), a file and
+// a setup command are added and listed; a bad name is refused in words and
+// stores nothing; an entry is removed, the secret's stored value kept
+// through every save.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { text } from './lib/llm.mjs';
 import { suite } from './lib/suite.mjs';
 
 const env = suite('provisioning');
 const SECRET = 'pr0v-browser-s3cret';
+
+test('a task\'s own variables and setup commands are given in the new-task form', { timeout: 90000 }, async () => {
+  const { helper, llm } = env;
+  const M = '[[own-provisioning]]';
+  llm.script(M, [text('The project is set up.')], { success: true, summary: 'Set up.' });
+  const page = await env.page('/');
+  await page.fill('#task-description', `Check the project ${M}`);
+  await page.click('#advanced summary');
+  await page.fill('#task-env', 'PROJECT=browser-form\nLOOSE');
+  await page.fill('#task-setup', 'test "$PROJECT" = browser-form\n\necho "$PROJECT" > "$HOME/setup-ran"');
+  await page.click('#start-task');
+  await page.locator('#form-status', { hasText: 'Environment variables: "LOOSE" has no value (write NAME=value)' }).waitFor();
+  assert.equal((await helper.api('GET', '/api/v1/tasks')).tasks.length, 0, 'nothing was sent');
+  await page.fill('#task-env', 'PROJECT=browser-form');
+  await page.click('#start-task');
+  await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+  const id = decodeURIComponent(new URL(page.url()).pathname.split('/')[2]);
+  // The first command fails the task unless the variable reached it.
+  const done = await helper.waitTask(id, 'the provisioned task', (t) => ['completed', 'failed'].includes(t.status), 60000);
+  assert.equal(done.status, 'completed', done.errorMessage || done.statusReason);
+  assert.deepEqual(done.provisioning, {
+    environment: { PROJECT: 'browser-form' },
+    setupCommands: [{ command: 'test "$PROJECT" = browser-form' }, { command: 'echo "$PROJECT" > "$HOME/setup-ran"' }],
+  });
+  await env.done(page);
+});
 
 test('variables, files and setup commands are edited in Settings, secrets write-only', { timeout: 60000 }, async () => {
   const { helper } = env;

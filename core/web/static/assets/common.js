@@ -334,3 +334,14 @@ export function fileList(taskId, files, type) {
     h('span', { class: 'muted' }, fmtBytes(f.size)),
     f.savedTo ? h('span', { class: 'muted hint' }, `saved to ${f.savedTo}`) : null)));
 }
+
+/** Lines of "NAME=value" (sep "=") or "Name: value" (sep ":") as an object; throws on a bad line. */
+export function pairs(text, sep, what) {
+  const out = {};
+  for (const line of text.split('\n').map((l) => l.trim()).filter((l) => l)) {
+    const i = line.indexOf(sep);
+    if (i <= 0) throw new Error(`${what}: "${line.split(sep)[0]}" has no value (write NAME${sep === '=' ? '=' : ': '}value)`);
+    out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+  }
+  return out;
+}

@@ -1,7 +1,7 @@
 // Dashboard: the new-task form, active tasks as live cards, the history.
 import {
   ACTIVE, TERMINAL, $, badge, del, elapsed, every, fileList, fill, fmtCost, fmtDuration, fmtTime, get, h, initChrome,
-  patch, post, report, seg, statusLabel, toast,
+  pairs, patch, post, report, seg, statusLabel, toast,
 } from './common.js';
 import { taskNotifier } from './notify.js';
 
@@ -296,6 +296,23 @@ function formTask() {
   if ($('#task-plan-first').checked) task.planFirst = true;
   const folders = $('#task-folders').value.split('\n').map((l) => l.trim()).filter((l) => l);
   if (folders.length) task.hostFolders = folders;
+  // The task's own provisioning (checked again by the helper, which says
+  // what is wrong: a reserved name, a command too long).
+  let environment;
+  try {
+    environment = pairs($('#task-env').value, '=', 'Environment variables');
+  } catch (err) {
+    $('#form-status').textContent = err.message;
+    $('#advanced').open = true;
+    $('#task-env').focus();
+    return null;
+  }
+  const setupCommands = $('#task-setup').value.split('\n').map((l) => l.trim()).filter((l) => l).map((command) => ({ command }));
+  if (Object.keys(environment).length || setupCommands.length) {
+    task.provisioning = {};
+    if (Object.keys(environment).length) task.provisioning.environment = environment;
+    if (setupCommands.length) task.provisioning.setupCommands = setupCommands;
+  }
   const policy = {};
   for (const s of document.querySelectorAll('#tool-policy select')) {
     if (s.value) policy[s.dataset.tool] = s.value;

@@ -3,7 +3,7 @@
 // provisioning (provisioning.js), VM and task defaults,
 // templates, files and network, safety, advanced and API keys. Each section
 // saves only its own settings.
-import { $, del, fill, fmtTime, get, h, initChrome, patch, post, put, report, seg, toast } from './common.js';
+import { $, del, fill, fmtTime, get, h, initChrome, pairs, patch, post, put, report, seg, toast } from './common.js';
 import { initProvisioning } from './provisioning.js';
 import { AGENT_TOOLS, HOST_TOOLS, OPEN_TERMINAL, mcpTools } from './tools.js';
 
@@ -505,17 +505,6 @@ async function switchMCP(m) {
   } catch (err) { report(err); }
 }
 
-
-/** Lines of "NAME=value" (sep "=") or "Name: value" (sep ":") as an object; throws on a bad line. */
-function pairs(text, sep, what) {
-  const out = {};
-  for (const line of text.split('\n').map((l) => l.trim()).filter((l) => l)) {
-    const i = line.indexOf(sep);
-    if (i <= 0) throw new Error(`${what}: "${line.split(sep)[0]}" has no value (write NAME${sep === '=' ? '=' : ': '}value)`);
-    out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
-  }
-  return out;
-}
 
 function showMCPKind() {
   const kind = $('#new-mcp-kind').value;
