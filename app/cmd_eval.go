@@ -27,7 +27,7 @@ func (e *env) evalsDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(p.Home, "Evals"), nil
+	return p.Evals(), nil
 }
 
 func evalRun(e *env, args []string) error {
@@ -125,6 +125,9 @@ func evalRun(e *env, args []string) error {
 		e.out("%s: %d/%d passed (%.0f%%, 95%% interval %.0f–%.0f%%), cost $%.4f", m.Model, m.Passes, m.Runs, 100*m.Rate, 100*m.Low, 100*m.High, m.CostUSD)
 	}
 	e.out("Results: %s\nReport: hivecrew eval report %s -o report.html", filepath.Join(runDir, "results.json"), rec.ID)
+	if web != "" {
+		e.out("In the web UI: %s/evals/%s", web, rec.ID)
+	}
 	return err
 }
 

@@ -1,7 +1,8 @@
 // Package api serves the helper's REST API v1 (core/api/API.md): tasks and
 // their activity (with a server-sent event stream that replays, then
 // follows, and ends after the terminal status), files, interventions, the
-// kill switch, schedules, providers, templates, VMs, settings and API keys.
+// kill switch, schedules, providers, templates, VMs, settings, API keys,
+// and the evaluation runs of `hivecrew eval run` with their reports.
 //
 // Requests over the unix socket are trusted (its file mode admits only this
 // user). Over TCP every /api/v1 request needs a bearer API key or a web
@@ -29,6 +30,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/eval"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/provision"
@@ -110,9 +112,10 @@ type WebhookTester interface {
 
 // API is the REST API.
 type API struct {
-	cfg Config
-	o   *orchestrator.Orchestrator
-	st  *store.Store
+	cfg   Config
+	o     *orchestrator.Orchestrator
+	st    *store.Store
+	evals *eval.Runs
 
 	// mu guards logins and sessions (one-time login tokens and web
 	// sessions, by token).
@@ -139,7 +142,7 @@ func New(cfg Config) (*API, error) {
 	if cfg.StepUpWindow == 0 {
 		cfg.StepUpWindow = stepUpWindow
 	}
-	return &API{cfg: cfg, o: cfg.Orchestrator, st: cfg.Store, logins: map[string]time.Time{}, sessions: map[string]*webSession{}}, nil
+	return &API{cfg: cfg, o: cfg.Orchestrator, st: cfg.Store, evals: eval.NewRuns(cfg.Paths.Evals()), logins: map[string]time.Time{}, sessions: map[string]*webSession{}}, nil
 }
 
 // handlerFunc is a handler that returns its error; errors are written in
@@ -245,6 +248,11 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	h("PATCH /api/v1/skills/{name}", a.patchSkill)
 	h("DELETE /api/v1/skills/{name}", a.deleteSkill)
 	h("GET /api/v1/tasks/{id}/skill-draft", a.skillDraft)
+	// Evaluation runs (extension).
+	h("GET /api/v1/evals", a.listEvals)
+	h("GET /api/v1/evals/{id}", a.getEval)
+	h("GET /api/v1/evals/{id}/report", a.evalReport)
+	h("DELETE /api/v1/evals/{id}", a.deleteEval)
 	h("GET /api/v1/web-search", a.webSearch)
 	h("PUT /api/v1/web-search", a.setWebSearchKey)
 	h("GET /api/v1/provisioning", a.provisioning)

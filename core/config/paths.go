@@ -89,6 +89,10 @@ func (p Paths) Skills() string { return filepath.Join(p.Home, "Skills") }
 // Presets holds the input files of saved task presets, a folder per preset.
 func (p Paths) Presets() string { return filepath.Join(p.Home, "Presets") }
 
+// Evals holds one folder per evaluation run (`hivecrew eval run`), named
+// by its run id, with its results.json.
+func (p Paths) Evals() string { return filepath.Join(p.Home, "Evals") }
+
 // Provisioning is the JSON file of what VMs are given as they start
 // (variables, files, setup commands; secret values are in the secret store).
 func (p Paths) Provisioning() string { return filepath.Join(p.Home, "provisioning.json") }

@@ -90,20 +90,39 @@ func WriteRecord(dir string, r Record) error {
 
 // ReadRecord reads a run: a results.json file, or a run's folder.
 func ReadRecord(p string) (Record, error) {
-	var r Record
 	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 		p = filepath.Join(p, resultsFile)
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return r, fmt.Errorf("read run: %w", err)
+		return Record{}, fmt.Errorf("read run: %w", err)
 	}
 	defer f.Close()
-	dec := json.NewDecoder(io.LimitReader(f, maxResultsFile))
-	if err := dec.Decode(&r); err != nil {
+	r, _, err := decodeRecord(f)
+	if err != nil {
 		return r, fmt.Errorf("read run %s: %w", p, err)
 	}
 	return r, nil
+}
+
+// decodeRecord reads a results.json: a regular file of at most
+// maxResultsFile bytes. It returns the file's modification time too.
+func decodeRecord(f *os.File) (Record, time.Time, error) {
+	var r Record
+	fi, err := f.Stat()
+	if err != nil {
+		return r, time.Time{}, err
+	}
+	switch {
+	case !fi.Mode().IsRegular():
+		return r, fi.ModTime(), errors.New("results.json is not a regular file")
+	case fi.Size() > maxResultsFile:
+		return r, fi.ModTime(), fmt.Errorf("results.json is %d MB, over the limit of %d MB", fi.Size()>>20, maxResultsFile>>20)
+	}
+	if err := json.NewDecoder(io.LimitReader(f, maxResultsFile)).Decode(&r); err != nil {
+		return r, fi.ModTime(), fmt.Errorf("results.json is malformed: %w", err)
+	}
+	return r, fi.ModTime(), nil
 }
 
 // LatestRun returns the folder of the newest run under evals (run ids

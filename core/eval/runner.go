@@ -53,6 +53,9 @@ type Config struct {
 	Progress func(Progress)
 	// Poll is how often a task is read while it runs (default 500 ms).
 	Poll time.Duration
+	// Heartbeat is how often results.json is touched while the run goes
+	// on (default Heartbeat).
+	Heartbeat time.Duration
 }
 
 // Progress is where a run is.
@@ -126,6 +129,15 @@ func Run(ctx context.Context, cfg Config) (Record, string, error) {
 		return rec, dir, fmt.Errorf("eval run: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	// The heartbeat tells readers of the folder (the web UI's Evals page)
+	// that the run is alive while a task takes longer than StaleAfter.
+	beat, stopBeat := context.WithCancel(ctx)
+	beaten := make(chan struct{})
+	go func() {
+		defer close(beaten)
+		heartbeat(beat, filepath.Join(dir, resultsFile), cmp.Or(cfg.Heartbeat, Heartbeat))
+	}()
+	defer func() { stopBeat(); <-beaten }()
 
 	// mu guards rec and progress.
 	var mu sync.Mutex
@@ -171,6 +183,21 @@ func Run(ctx context.Context, cfg Config) (Record, string, error) {
 	g.Wait()
 	rec.EndedAt = time.Now().UTC()
 	return rec, dir, errors.Join(writeErr, WriteRecord(dir, rec), ctx.Err())
+}
+
+// heartbeat touches file every period until ctx ends.
+func heartbeat(ctx context.Context, file string, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			now := time.Now()
+			os.Chtimes(file, now, now) // a missed beat only makes the run look stale sooner
+		}
+	}
 }
 
 // runOne runs a job through the helper and checks what it left.

@@ -7,39 +7,44 @@ import (
 
 // ModelSummary compares one model over a run.
 type ModelSummary struct {
-	Model  string
-	Runs   int
-	Passes int
+	Model  string `json:"model"`
+	Runs   int    `json:"runs"`
+	Passes int    `json:"passes"`
 	// Rate is Passes/Runs; Low and High its Wilson 95% interval.
-	Rate, Low, High float64
-	CostUSD         float64
+	Rate    float64 `json:"rate"`
+	Low     float64 `json:"low"`
+	High    float64 `json:"high"`
+	CostUSD float64 `json:"costUSD"`
 	// CostPerSuccess is the whole cost over the successes (nil with none).
-	CostPerSuccess *float64
-	MeanSeconds    float64
-	MeanSteps      float64
-	Tokens         int64
+	CostPerSuccess *float64 `json:"costPerSuccess,omitempty"`
+	MeanSeconds    float64  `json:"meanSeconds"`
+	MeanSteps      float64  `json:"meanSteps"`
+	Tokens         int64    `json:"tokens"`
 	// Failures counts the failed runs by category.
-	Failures map[string]int
+	Failures map[string]int `json:"failures"`
 }
 
 // TaskRow is one task of the report: a cell per model.
 type TaskRow struct {
-	Task  string
-	Cells []Cell
+	Task  string `json:"task"`
+	Cells []Cell `json:"cells"`
 }
 
-// Cell is one task's runs by one model.
+// Cell is one task's runs by one model. In JSON it leaves its results
+// out: they are the record's results of that task and model.
 type Cell struct {
-	Model        string
-	Passes, Runs int
-	Results      []Result
+	Model   string   `json:"model"`
+	Passes  int      `json:"passes"`
+	Runs    int      `json:"runs"`
+	Results []Result `json:"-"`
 }
 
-// Summary is the report's data.
+// Summary is the report's data. In JSON (the helper's GET /evals/:id)
+// it leaves the record out, which goes beside it.
 type Summary struct {
-	Record Record
-	Models []ModelSummary
-	Tasks  []TaskRow
+	Record Record         `json:"-"`
+	Models []ModelSummary `json:"models"`
+	Tasks  []TaskRow      `json:"tasks"`
 }
 
 // Summarize compares the models of a run.

@@ -5,7 +5,8 @@
 //
 // Pages: the dashboard (/), an agent window per task (/tasks/{id}), its
 // session replay (/tasks/{id}/replay), the environments view
-// (/environments), settings (/settings) and onboarding (/welcome). The pages
+// (/environments), the evaluation runs (/evals) and one run (/evals/{id}),
+// settings (/settings) and onboarding (/welcome). The pages
 // share one frame, static/layout.html (head, top bar, kill switch); each
 // static/NAME.html holds only what differs and is rendered into it once, when
 // the package initialises. Every answer carries a strict Content-Security-Policy (scripts, styles and
@@ -45,6 +46,8 @@ func pages() map[string]string {
 		"GET /tasks/{id}/replay": "replay.html",
 		"GET /batches/{id}":      "compare.html",
 		"GET /environments":      "environments.html",
+		"GET /evals":             "evals.html",
+		"GET /evals/{id}":        "eval.html",
 		"GET /settings":          "settings.html",
 		"GET /welcome":           "welcome.html",
 	}
@@ -85,7 +88,7 @@ const layoutFile = "layout.html"
 var (
 	pageRequired = []string{"title", "script", "main"}
 	pageOptional = []string{"nav", "after-main"}
-	navItems     = []string{"dashboard", "environments", "settings"}
+	navItems     = []string{"dashboard", "environments", "evals", "settings"}
 )
 
 // layoutData is what the layout reads of a page besides its templates.

@@ -66,6 +66,7 @@ func TestPagesAndAssetsCarryThePolicy(t *testing.T) {
 	routes := map[string]string{
 		"/": "index.html", "/tasks/abc123": "task.html", "/tasks/abc123/replay": "replay.html",
 		"/environments": "environments.html", "/settings": "settings.html", "/welcome": "welcome.html",
+		"/evals": "evals.html", "/evals/20260301-100000-ab12": "eval.html",
 	}
 	for target, file := range routes {
 		rec := get(t, h, http.MethodGet, target)
@@ -114,7 +115,7 @@ func TestPagesAndAssetsCarryThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []string{"/nope", "/assets/nope.js", "/tasks/a/b/c", "/index.html"} {
+	for _, target := range []string{"/nope", "/assets/nope.js", "/tasks/a/b/c", "/index.html", "/evals/a/b"} {
 		rec := get(t, h, http.MethodGet, target)
 		if rec.Code != http.StatusNotFound || rec.Body.String() != string(rendered["notfound.html"]) ||
 			!strings.Contains(rec.Body.String(), "Page not found") {
@@ -201,7 +202,7 @@ func TestNoInlineScriptOrStyle(t *testing.T) {
 // module import of the scripts and every url() of the styles names an
 // embedded file.
 func TestEveryReferenceExists(t *testing.T) {
-	routes := []string{"/", "/environments", "/settings", "/welcome"}
+	routes := []string{"/", "/environments", "/evals", "/settings", "/welcome"}
 	for name, page := range htmlFiles(t) {
 		for _, m := range localRef.FindAllStringSubmatch(page, -1) {
 			ref := strings.SplitN(strings.SplitN(m[1], "#", 2)[0], "?", 2)[0]
@@ -313,6 +314,7 @@ func TestPagesShareTheLayout(t *testing.T) {
 		}
 	}
 	current := map[string]string{"index.html": "/", "environments.html": "/environments", "settings.html": "/settings",
+		"evals.html": "/evals", "eval.html": "/evals",
 		"task.html": "", "replay.html": "", "compare.html": "", "welcome.html": "", "notfound.html": ""}
 	navLink := regexp.MustCompile(`<a href="(/[a-z]*)"( aria-current="page")?>`)
 	pages := htmlFiles(t)
@@ -338,7 +340,7 @@ func TestPagesShareTheLayout(t *testing.T) {
 		if current[name] != "" {
 			want = []string{current[name]}
 		}
-		if len(links) != 3 || !slices.Equal(marked, want) {
+		if len(links) != len(navItems) || !slices.Equal(marked, want) {
 			t.Errorf("%s: main nav %d links, current %v, want %v", name, len(links), marked, want)
 		}
 	}

@@ -43,6 +43,7 @@ function pages() {
     { name: 'agent', path: `/tasks/${data.live.id}`, ready: '#question-card:not([hidden])', live: true },
     { name: 'replay', path: `/tasks/${data.done.id}/replay`, ready: '#replay-shot:not([hidden])' },
     { name: 'environments', path: '/environments', ready: '#vm-rows tr[data-state="busy"]' },
+    { name: 'evals', path: '/evals', ready: '#evals-empty:not([hidden])' },
     { name: 'settings', path: '/settings', ready: '[data-provider="Scripted"]' },
     { name: 'welcome', path: '/welcome', ready: '#first-task-step:not([hidden])' },
     { name: 'notfound', path: '/no/such/page', ready: 'h1:has-text("Page not found")' },

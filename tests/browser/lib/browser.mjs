@@ -19,7 +19,13 @@ export function launch() {
  */
 export async function openPage(browser, { viewport = { width: 1280, height: 800 }, colorScheme = 'light', userAgent, permissions = [] } = {}) {
   const context = await browser.newContext({ viewport, colorScheme, acceptDownloads: true, permissions, ...(userAgent ? { userAgent } : {}) });
-  const page = await context.newPage();
+  const page = watch(await context.newPage());
+  page.setDefaultTimeout(20000);
+  return page;
+}
+
+/** Collects a page's problems (a page opened by another one, say) in page.problems. */
+export function watch(page) {
   page.problems = [];
   page.on('pageerror', (err) => page.problems.push(`uncaught: ${err.message}`));
   page.on('console', (msg) => {
@@ -27,7 +33,6 @@ export async function openPage(browser, { viewport = { width: 1280, height: 800 
     if (/Content Security Policy|Refused to/i.test(text)) page.problems.push(`CSP: ${text}`);
     else if (msg.type() === 'error' && !/Failed to load resource/.test(text)) page.problems.push(`console: ${text}`);
   });
-  page.setDefaultTimeout(20000);
   return page;
 }
 
