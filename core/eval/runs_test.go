@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +75,23 @@ func TestRunsListNewestFirst(t *testing.T) {
 	}
 	if _, _, err := rs.Get("20260305-100000-eeee"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("a symbolic link to a run elsewhere: %v; want not found", err)
+	}
+	// A FIFO in results.json's place is an error of that run, at once,
+	// not a request held forever.
+	fifo := filepath.Join(evals, "20260306-100000-ffff")
+	os.MkdirAll(fifo, 0o700)
+	if err := syscall.Mkfifo(filepath.Join(fifo, resultsFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Brief, 1)
+	go func() { b, _, _ := rs.Get("20260306-100000-ffff"); got <- b }()
+	select {
+	case b := <-got:
+		if !strings.Contains(b.Err, "not a regular file") {
+			t.Errorf("a FIFO as results.json: %+v; want its error", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a FIFO as results.json held the read")
 	}
 	if l, n, err := NewRuns(filepath.Join(evals, "none")).List(5); err != nil || n != 0 || l == nil || len(l) != 0 {
 		t.Errorf("no Evals folder: %v of %d, %v; want an empty list", l, n, err)
