@@ -29,9 +29,9 @@ const starter = "suites/linux-desktop"
 
 // subset are the starter tasks `make test` runs (make eval-selftest runs
 // them all): a guest check, a JSON output, a guest check with an output,
-// one solved through the editor's window and one through a GTK
-// preferences dialog.
-var subset = []string{"rename-draft", "csv-to-json", "run-script", "editor-append-line", "gtk-line-numbers"}
+// one solved through the editor's window, one through a GTK preferences
+// dialog and a form filled in and sent in Chromium.
+var subset = []string{"rename-draft", "csv-to-json", "run-script", "editor-append-line", "gtk-line-numbers", "form-register"}
 
 // Models of the scripted provider: "oracle" replays each task's oracle,
 // "null" stops at once (it says it is done, and claims success).

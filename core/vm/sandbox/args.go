@@ -70,13 +70,14 @@ var boundRoot = map[string]bool{"usr": true, "bin": true, "sbin": true, "lib": t
 
 // etcAllow are the entries of the host's /etc a host-template sandbox
 // binds read-only: what the dynamic linker, name service, fonts, TLS, the
-// X11/D-Bus/GTK desktop and shells read. Not in it, so absent: shadow,
+// X11/D-Bus/GTK desktop and shells read, and Chromium's (its launcher
+// sources chromium.d and fails without it). Not in it, so absent: shadow,
 // gshadow, ssh (host keys), machine-id (each VM gets its own), hosts and
 // hostname (generated), resolv.conf (only internet mode gets one, pointing
 // at slirp4netns), subuid/subgid, sudoers, cron, pam, credentials of
 // installed services (postgresql, apache2, ...).
 var etcAllow = []string{
-	"alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "dbus-1", "dconf",
+	"alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "chromium", "chromium.d", "dbus-1", "dconf",
 	"debian_version", "environment", "fonts", "gai.conf", "glvnd", "gtk-2.0", "gtk-3.0", "host.conf",
 	"inputrc", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "locale.alias", "localtime", "magic",
 	"magic.mime", "mime.types", "networks", "nsswitch.conf", "os-release", "profile", "profile.d",
