@@ -77,8 +77,8 @@ func evalRun(e *env, args []string) error {
 		return err
 	}
 	web := ""
-	if sc, err := c.SystemConfig(e.ctx); err == nil && sc.APIPort > 0 {
-		web = fmt.Sprintf("http://127.0.0.1:%d", sc.APIPort)
+	if sc, err := c.SystemConfig(e.ctx); err == nil {
+		web = sc.WebURL
 	}
 	if st, err := c.Settings(e.ctx); err == nil && st.LimitGraceMinutes > 0 {
 		fmt.Fprintf(e.stderr, "hivecrew: note: a task at its step or time limit is held %g minutes (Settings: limitGraceMinutes) before it ends and is checked; 0 ends it at once\n", st.LimitGraceMinutes)

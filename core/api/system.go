@@ -105,7 +105,8 @@ func (a *API) systemConfig(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, wire.SystemConfig{MaxConcurrentVMs: s.MaxConcurrentVMs, DefaultTimeoutMinutes: s.DefaultTimeoutMinutes,
-		DefaultMaxIterations: s.DefaultMaxIterations, DefaultTemplateID: defaultTemplate(ts, s.DefaultTemplateID), APIPort: s.APIPort})
+		DefaultMaxIterations: s.DefaultMaxIterations, DefaultTemplateID: defaultTemplate(ts, s.DefaultTemplateID), APIPort: s.APIPort,
+		WebURL: a.cfg.BaseURL})
 }
 
 func (a *API) stopAll(w http.ResponseWriter, r *http.Request) error {

@@ -171,7 +171,7 @@ func TestProvidersTemplatesVMsSystem(t *testing.T) {
 	}
 	var cfg wire.SystemConfig
 	json.Unmarshal(h.expect(200, "GET", "/api/v1/system/config", nil), &cfg)
-	if cfg.MaxConcurrentVMs != 2 || cfg.DefaultTemplateID != "host" || cfg.DefaultTimeoutMinutes != 30 {
+	if cfg.MaxConcurrentVMs != 2 || cfg.DefaultTemplateID != "host" || cfg.DefaultTimeoutMinutes != 30 || cfg.WebURL != "http://"+h.addr {
 		t.Fatalf("config = %+v", cfg)
 	}
 	var stop wire.StopAll

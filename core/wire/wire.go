@@ -931,6 +931,10 @@ type SystemConfig struct {
 	DefaultMaxIterations  int    `json:"defaultMaxIterations"`
 	DefaultTemplateID     string `json:"defaultTemplateId,omitempty"`
 	APIPort               int    `json:"apiPort"`
+	// WebURL (extension) is where the helper serves the API and the web
+	// UI now (the port of --addr when it was started with one, not the
+	// apiPort setting).
+	WebURL string `json:"webURL,omitempty"`
 }
 
 // SubagentInfo is a subagent of a task, as its parent's page lists it.
