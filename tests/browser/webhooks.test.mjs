@@ -4,7 +4,8 @@
 // a local server receives, is turned off and on, and is removed; the
 // notification toggles save notifyEvents; and the open dashboard shows a
 // browser notification (Notifications API, permission granted) when a
-// task in a real sandbox completes — but not while "a task completes" is turned off.
+// task in a real sandbox completes — but not while "a task completes" is
+// turned off — even a task that started and ended between two of its polls.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -112,6 +113,8 @@ test('the open dashboard shows a browser notification when a task completes', { 
   await page.goto(`${env.helper.base}/settings#notifications`);
   await page.waitForSelector('#browser-notify-status:has-text("This browser shows them")');
   assert.equal(await page.isVisible('#browser-notify'), false);
+  // The page's clock is the test's: it can hold the dashboard's polls.
+  await page.clock.install();
   await page.goto(`${env.helper.base}/`);
 
   // Runs a task held at its first turn until the dashboard lists it, then
@@ -137,5 +140,17 @@ test('the open dashboard shows a browser notification when a task completes', { 
   });
   assert.deepEqual(notes, [{ title: 'Task completed', body: `${shown.title}: Tidied the desk.` }],
     'one notification, of the task that completed while completed tasks were notified');
+
+  // A task that starts and ends between two polls (the page's timers held
+  // meanwhile) is told too: the dashboard never listed it as active.
+  await page.clock.pauseAt(Date.now() + 3000);
+  env.llm.script('[[between polls]]', [text('Done.')], { success: true, summary: 'Tidied in a blink.' });
+  const quick = await api('POST', '/tasks', { description: 'Tidy up [[between polls]]' });
+  await env.helper.waitTask(quick.id, 'its end', (t) => t.status === 'completed', 120000);
+  assert.equal(await page.locator(`.task-card[data-task-id="${quick.id}"]`).count(), 0, 'the dashboard never showed it');
+  await page.clock.resume();
+  await eventually('a notification of the task that ended between polls', async () =>
+    (await page.evaluate(() => window.shownNotes)).length === 2);
+  assert.deepEqual((await page.evaluate(() => window.shownNotes))[1], { title: 'Task completed', body: `${quick.title}: Tidied in a blink.` });
   await env.done(page);
 });

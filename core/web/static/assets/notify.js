@@ -3,7 +3,7 @@
 // question or a permission request — only the events chosen in Settings
 // (notifyEvents), and only once this browser has been allowed to show them
 // (asked on a click in Settings). As the menu bar's notices.
-import { get, seg } from './common.js';
+import { TERMINAL, get, seg } from './common.js';
 
 /** Whether this browser can show notifications and has been allowed to. */
 export function browserNotifies() {
@@ -44,23 +44,38 @@ function summaryOf(t) {
 }
 
 /**
- * A watcher of the active tasks: give it each new list (the dashboard's
- * poll); it shows what changed since the last, of the events the user
- * wants. The first list only sets where it starts.
+ * A watcher of the tasks: give it each new list of the active ones (the
+ * dashboard's poll); it shows what changed since the last, of the events
+ * the user wants. The ended tasks are read apart (the newest ends), so a
+ * task that started and ended between two polls is told too; the first
+ * look only sets where it starts.
  */
 export function taskNotifier() {
   let before = null;
+  // told holds the ended tasks already told of (or ended before the watch
+  // began): each end is told once.
+  let told = null;
   return async function seen(tasks) {
     const after = new Map(tasks.map((t) => [t.id, t]));
     const prev = before;
     before = after;
-    if (!prev || !browserNotifies()) return;
-    const ended = [];
+    if (!browserNotifies()) return;
+    const recent = (await get(`/tasks?status=${[...TERMINAL].join(',')}&limit=50&sort=completedAt&order=desc`)).tasks;
+    if (!prev || !told) {
+      told = new Set(recent.map((t) => t.id));
+      return;
+    }
+    const ended = recent.filter((t) => !told.has(t.id));
+    // More ends than the newest 50 in one poll: the active ones that left
+    // are read one by one.
     for (const id of prev.keys()) {
-      if (after.has(id)) continue;
+      if (after.has(id) || told.has(id) || ended.some((t) => t.id === id)) continue;
       try { ended.push(await get(`/tasks/${seg(id)}`)); } catch { /* deleted meanwhile */ }
     }
-    const all = noticesOf(prev, after, ended);
+    const done = ended.filter((t) => TERMINAL.has(t.status));
+    if (told.size > 2000) told = new Set(recent.map((t) => t.id));
+    for (const t of done) told.add(t.id);
+    const all = noticesOf(prev, after, done);
     if (all.length === 0) return;
     const wanted = new Set((await get('/settings')).notifyEvents || []);
     for (const n of all) {
