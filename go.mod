@@ -9,6 +9,7 @@ require (
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/creachadair/jrpc2 v1.3.6
+	github.com/go-pdf/fpdf v0.9.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/jsonschema-go v0.4.3
 	github.com/google/nftables v0.2.0
@@ -39,7 +40,6 @@ require (
 	github.com/andybalholm/cascadia v1.3.4 // indirect
 	github.com/boombuler/barcode v1.0.1 // indirect
 	github.com/creachadair/mds v0.31.0 // indirect
-	github.com/go-pdf/fpdf v0.9.0 // indirect
 	github.com/go-shiori/dom v0.0.0-20230515143342-73569d674e1c // indirect
 	github.com/gogs/chardet v0.0.0-20211120154057-b7413eaefb8f // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
