@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -93,7 +94,7 @@ func ReadRecord(p string) (Record, error) {
 	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 		p = filepath.Join(p, resultsFile)
 	}
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, openResults, 0)
 	if err != nil {
 		return Record{}, fmt.Errorf("read run: %w", err)
 	}
@@ -104,6 +105,11 @@ func ReadRecord(p string) (Record, error) {
 	}
 	return r, nil
 }
+
+// openResults opens a results.json for decodeRecord. O_NONBLOCK: a FIFO
+// in its place opens at once (and is refused as not a regular file)
+// rather than hold the reader until a writer comes.
+const openResults = os.O_RDONLY | syscall.O_NONBLOCK
 
 // decodeRecord reads a results.json: a regular file of at most
 // maxResultsFile bytes. It returns the file's modification time too.

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
@@ -238,9 +237,7 @@ func (rs *Runs) run(id string) (*os.Root, error) {
 // is the brief's Err.
 func readBrief(root *os.Root, id string) (Brief, Record) {
 	b := Brief{ID: id}
-	// O_NONBLOCK: a FIFO in results.json's place opens at once (and is
-	// refused as not a regular file) rather than hold the request.
-	f, err := root.OpenFile(path.Join(id, resultsFile), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(path.Join(id, resultsFile), openResults, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		b.Err = "the run has no results.json"
 		return b, Record{}

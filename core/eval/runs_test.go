@@ -93,6 +93,16 @@ func TestRunsListNewestFirst(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a FIFO as results.json held the read")
 	}
+	read := make(chan error, 1)
+	go func() { _, err := ReadRecord(fifo); read <- err }()
+	select {
+	case err := <-read:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("ReadRecord of a FIFO: %v; want its error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a FIFO as results.json held ReadRecord (hivecrew eval report)")
+	}
 	if l, n, err := NewRuns(filepath.Join(evals, "none")).List(5); err != nil || n != 0 || l == nil || len(l) != 0 {
 		t.Errorf("no Evals folder: %v of %d, %v; want an empty list", l, n, err)
 	}

@@ -93,13 +93,13 @@ func (o *Orchestrator) readHooks(taskID string) (hooks, error) {
 	return h, nil
 }
 
-// runHook runs a hook command in the lease's guest, bounded in time and
-// in what of its output is kept.
-func runHook(ctx context.Context, lease *pool.Lease, command string, within time.Duration) wire.CheckResult {
+// runCheck runs a check command in the lease's guest, bounded in time
+// and in what of its output is kept.
+func runCheck(ctx context.Context, lease *pool.Lease, command string) wire.CheckResult {
 	res := wire.CheckResult{Command: command, RanAt: time.Now().UTC()}
-	cctx, cancel := context.WithTimeout(ctx, within+10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout+10*time.Second)
 	defer cancel()
-	out, err := lease.Guest().Shell(cctx, protocol.ShellParams{Command: command, TimeoutSeconds: within.Seconds()})
+	out, err := lease.Guest().Shell(cctx, protocol.ShellParams{Command: command, TimeoutSeconds: checkTimeout.Seconds()})
 	if err != nil {
 		res.ExitCode, res.Error = -1, "the guest did not run it: "+err.Error()
 		return res
@@ -118,15 +118,15 @@ func capText(s string, cut *bool) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// hookSummary says in words how a hook ended.
-func hookSummary(what string, r wire.CheckResult) string {
+// checkSummary says in words how a check command ended.
+func checkSummary(r wire.CheckResult) string {
 	switch {
 	case r.Error != "":
-		return fmt.Sprintf("The %s command did not run: %s", what, r.Error)
+		return "The check command did not run: " + r.Error
 	case r.TimedOut:
-		return fmt.Sprintf("The %s command timed out", what)
+		return "The check command timed out"
 	}
-	return fmt.Sprintf("The %s command exited %d", what, r.ExitCode)
+	return fmt.Sprintf("The check command exited %d", r.ExitCode)
 }
 
 // checkVM runs a task's check command after its agent stopped, records
@@ -139,7 +139,7 @@ func (o *Orchestrator) checkVM(r *run, h hooks, lease *pool.Lease, sessionDir st
 	}
 	ctx, stop := r.hookContext()
 	defer stop()
-	res := runHook(ctx, lease, h.Check, checkTimeout)
+	res := runCheck(ctx, lease, h.Check)
 	if ctx.Err() != nil {
 		res.ExitCode, res.Error = -1, "stopped before it ended: the task was cancelled or the kill switch was used"
 	}
@@ -147,7 +147,7 @@ func (o *Orchestrator) checkVM(r *run, h hooks, lease *pool.Lease, sessionDir st
 	if err := os.WriteFile(filepath.Join(sessionDir, checkFile), b, 0o600); err != nil {
 		res.Error = "could not record the result: " + err.Error()
 	}
-	out.events = append(out.events, store.Event{Type: "status_change", ActivityType: "info", Summary: hookSummary("check", res)})
+	out.events = append(out.events, store.Event{Type: "status_change", ActivityType: "info", Summary: checkSummary(res)})
 }
 
 // hookContext is the context of a hook command: it ends with the run, or

@@ -165,8 +165,10 @@ func makePDF(pages [][]pdfLine) ([]byte, error) {
 func TestSuitePDFs(t *testing.T) {
 	write := os.Getenv("HIVECREW_EVAL_WRITE_PDFS") == "1"
 	fresh := t.TempDir()
+	// text is what pdftotext reads of each committed PDF.
+	text := map[string]string{}
 	for name, pages := range suitePDFs {
-		path := suitePDF(name)
+		path := filepath.Join(starter, "files", filepath.FromSlash(name))
 		want, err := makePDF(pages)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -180,7 +182,8 @@ func TestSuitePDFs(t *testing.T) {
 		if err := os.WriteFile(made, want, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := pdftotext(t, path), pdftotext(t, made); got != want {
+		text[name] = pdftotext(t, path)
+		if got, want := text[name], pdftotext(t, made); got != want {
 			t.Errorf("%s does not read as the generator's output: HIVECREW_EVAL_WRITE_PDFS=1 go test -run TestSuitePDFs ./tests/eval/ rewrites it\n%s\nwant\n%s", name, got, want)
 		}
 	}
@@ -189,7 +192,7 @@ func TestSuitePDFs(t *testing.T) {
 		"pdf/minutes.pdf":  {`(?s)^Riverside Garden Club\n.*new lock\.\n\f4\. The membership .*village hall\.\n\f$`},
 		"pdf/letter-3.pdf": {`My plumber will come to repair it on Tuesday 14 May`},
 	} {
-		out := pdftotext(t, suitePDF(name))
+		out := text[name]
 		for _, w := range want {
 			if !regexp.MustCompile(w).MatchString(out) {
 				t.Errorf("pdftotext -layout %s does not match %q:\n%s", name, w, out)
@@ -198,14 +201,11 @@ func TestSuitePDFs(t *testing.T) {
 	}
 	for i := 1; i <= 4; i++ {
 		name := fmt.Sprintf("pdf/letter-%d.pdf", i)
-		if out := pdftotext(t, suitePDF(name)); strings.Contains(out, "plumber") != (i == 3) {
+		if out := text[name]; strings.Contains(out, "plumber") != (i == 3) {
 			t.Errorf("%s: only letter-3 should mention the plumber:\n%s", name, out)
 		}
 	}
 }
-
-// suitePDF is the path of a suite's PDF named by its path under files/.
-func suitePDF(name string) string { return filepath.Join(starter, "files", filepath.FromSlash(name)) }
 
 // pdftotext returns the text of a PDF as pdftotext reads it (with
 // -layout), which must not report errors.
