@@ -28,6 +28,8 @@ import (
 
 // Config configures a Client. BaseURL and Model are required.
 type Config struct {
+	// Type is the provider's protocol (TypeOpenAICompatible when empty).
+	Type    string
 	BaseURL string
 	APIKey  string
 	Model   string
