@@ -10,18 +10,11 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/llm"
@@ -130,6 +123,19 @@ type Config struct {
 	// Provision is what the VM is given before the first step
 	// (provision.go).
 	Provision provision.Plan
+	// Resume, when set, is a conversation the task had before (the
+	// session's, read with LoadConversation): the run goes on from it, in
+	// the same trace, with its steps and usage counted from Resume's.
+	Resume *Resume
+}
+
+// Resume is where a resumed task left off.
+type Resume struct {
+	Conversation []llm.Message
+	Steps        int
+	Usage        llm.Usage
+	// Note tells the model what happened (a restart, a fresh VM).
+	Note string
 }
 
 // Result is how a run ended.
@@ -165,6 +171,19 @@ type Runner struct {
 	// it before the next step (an agent never works unrecorded).
 	traceErr error
 
+	// msgs is the conversation (the loop's); saved how many of its
+	// messages are in the trace (conversation.go).
+	msgs  []llm.Message
+	saved int
+	// system, toolDefs and display are what every request carries (set
+	// before the first step); display is nil unless the model acts through
+	// its provider's computer tool (native.go).
+	system   string
+	toolDefs []llm.Tool
+	display  *llm.Display
+	// shown is the result of the last native action of the step that ran:
+	// the next screen is shown in it (the loop's).
+	shown *llm.ToolResult
 	// offered are the tools offered to the model, set once before the first
 	// step: a call to any other name never reaches the guest.
 	offered map[string]bool
@@ -236,6 +255,13 @@ func New(cfg Config) (*Runner, error) {
 		cfg.Now = time.Now
 	}
 	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, ctl: newControl(cfg.Changed), credOK: map[string]bool{}}
+	if res := cfg.Resume; res != nil {
+		r.msgs, r.saved = res.Conversation, len(res.Conversation)
+		r.steps, r.usage = res.Steps, res.Usage
+		if res.Note != "" {
+			r.ctl.note(res.Note)
+		}
+	}
 	r.stop, r.cancel = context.WithCancelCause(context.Background())
 	return r, nil
 }
@@ -394,315 +420,6 @@ func ended(ctx context.Context) Result {
 	}
 }
 
-func (r *Runner) loop(ctx context.Context) Result {
-	hello := r.cfg.Guest.Hello()
-	var creds []CredentialInfo
-	if r.cfg.Vault != nil && r.task.Policy.For(config.UseCredential) != config.Deny {
-		creds = r.cfg.Vault.Credentials()
-	}
-	system := systemPrompt(promptInfo{
-		GuestOS: hello.OS, OSVersion: hello.OSVersion, SharedPath: hello.SharedPath, Network: string(r.task.Network),
-		Policy: r.task.Policy, Date: r.cfg.Now(), ScreenW: hello.Screen.Width, ScreenH: hello.Screen.Height,
-		MaxSteps: r.task.MaxIterations, TimeoutMins: int(r.task.Timeout.Minutes()), TextOnly: r.task.TextOnly,
-		Credentials: credentialNames(creds), Extra: r.cfg.Prompt,
-	})
-	first := "Task: " + r.task.Description
-	if r.cfg.Context != "" {
-		first = r.cfg.Context + "\n\n" + first
-	}
-	messages := []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: system},
-		{Role: openai.ChatMessageRoleUser, Content: first},
-	}
-	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
-	toolDefs := tools(denied, r.task.TextOnly)
-	hosted, problems := prepareHostTools(r.cfg.HostTools)
-	r.hostTools = hosted
-	for _, p := range problems {
-		r.emit(0, Event{Type: "status_change", ActivityType: "info", Summary: p})
-	}
-	toolDefs = append(toolDefs, r.hostToolDefs()...)
-	if len(creds) == 0 {
-		// Nothing stored, nothing to type: the tool is not offered.
-		toolDefs = slices.DeleteFunc(toolDefs, func(t openai.Tool) bool { return t.Function.Name == config.UseCredential })
-	}
-	r.offered = make(map[string]bool, len(toolDefs))
-	for _, d := range toolDefs {
-		r.offered[d.Function.Name] = true
-	}
-	r.toolTokens = toolsTokens(toolDefs)
-	failedChecks := 0
-	saved := 0 // messages already in the trace's conversation
-	for {
-		if res, ok := r.unrecorded(); ok {
-			return res
-		}
-		if err := r.ctl.waitResumed(ctx); err != nil {
-			return ended(ctx)
-		}
-		if ctx.Err() != nil {
-			return ended(ctx)
-		}
-		if which := r.limit(); which != "" {
-			if r.task.LimitGrace > 0 && r.holdAtLimit(ctx, which) {
-				continue
-			}
-			if ctx.Err() != nil {
-				return ended(ctx)
-			}
-			if which == "time" {
-				return Result{Status: store.StatusTimedOut, Summary: "The task did not finish within its time limit."}
-			}
-			return Result{Status: store.StatusMaxIterations, Summary: fmt.Sprintf("Stopped after %d steps without finishing.", r.Steps())}
-		}
-		r.mu.Lock()
-		r.steps++
-		step := r.steps
-		r.mu.Unlock()
-
-		// Observe.
-		obs, mapping, err := r.observe(ctx, step)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ended(ctx)
-			}
-			if r.guestGone(ctx, err) {
-				// The step is taken again once the user resumes.
-				r.mu.Lock()
-				r.steps--
-				r.mu.Unlock()
-				if err := r.holdForGuest(ctx, err); err != nil {
-					return ended(ctx)
-				}
-				continue
-			}
-			return Result{Status: store.StatusFailed, Summary: "The VM could not be observed: " + err.Error()}
-		}
-		messages = append(messages, obs)
-		// The transcript gets each message once, as text: the screenshots
-		// are in the trace already.
-		if err := r.cfg.Trace.AppendConversation(toAny(llm.Compact(messages[saved:], 0))...); err != nil {
-			r.traceFailed(err)
-		}
-		saved = len(messages)
-
-		// Fit the model's context window.
-		if long, est := r.tooLong(messages); long {
-			why := fmt.Sprintf("the next request, about %d tokens, would pass %.0f%% of the model's %d-token window", est, r.task.ContextShare*100, r.task.ContextTokens)
-			if m, err := r.condense(ctx, step, messages, why); err == nil {
-				messages = m
-			} else if ctx.Err() != nil {
-				return ended(ctx)
-			} else {
-				r.cfg.Log.Warn("history not condensed", "err", err)
-			}
-			saved = len(messages)
-		}
-
-		// Decide.
-		reply, fitted, err := r.decide(ctx, step, messages, toolDefs)
-		if err != nil {
-			return r.failed(ctx, err)
-		}
-		if len(fitted) != len(messages) {
-			saved = len(fitted) // condensed after an overflow: the summary is in the trace
-		}
-		messages = fitted
-		messages = append(messages, reply.Message)
-
-		// A turn without tool calls: is the task done? Not while its
-		// subagents work: their results come first.
-		if len(reply.ToolCalls) == 0 && r.waitForChildren(ctx, step) {
-			if ctx.Err() != nil {
-				return ended(ctx)
-			}
-			continue
-		}
-		if len(reply.ToolCalls) == 0 {
-			verdict, err := r.check(ctx, step, messages)
-			if err != nil {
-				return r.failed(ctx, err)
-			}
-			if verdict.Success {
-				ok := true
-				return Result{Status: store.StatusCompleted, Summary: verdict.Summary, Success: &ok}
-			}
-			failedChecks++
-			if failedChecks >= r.task.MaxFailedChecks {
-				ok := false
-				return Result{Status: store.StatusFailed, Summary: verdict.Summary, Success: &ok}
-			}
-			messages = append(messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
-				Content: "The completion check says the task is not done yet: " + verdict.Summary + "\nContinue, or if it cannot be done, say why without calling a tool."})
-			continue
-		}
-		failedChecks = 0
-
-		// Act, in order.
-		for i, call := range reply.ToolCalls {
-			if r.ctl.isPaused() {
-				// The user paused or took over: the remaining calls are not made.
-				for _, rest := range reply.ToolCalls[i:] {
-					messages = append(messages, toolMessage(rest.ID, "Not done: the user paused the agent before this action."))
-				}
-				break
-			}
-			out := r.act(ctx, step, call, mapping)
-			if ctx.Err() != nil {
-				return ended(ctx)
-			}
-			messages = append(messages, toolMessage(call.ID, out))
-		}
-		if err := r.cfg.Trace.Sync(); err != nil {
-			r.traceFailed(err)
-		}
-	}
-}
-
-func toAny[T any](xs []T) []any {
-	out := make([]any, len(xs))
-	for i, x := range xs {
-		out[i] = x
-	}
-	return out
-}
-
-func toolMessage(id, content string) openai.ChatCompletionMessage {
-	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: id, Content: content}
-}
-
-// observe takes a screenshot and returns the user message for this turn
-// (with any instructions the user added) and the coordinate mapping.
-func (r *Runner) observe(ctx context.Context, step int) (_ openai.ChatCompletionMessage, _ mapping, err error) {
-	notes := r.ctl.takeNotes()
-	if len(notes) > 0 {
-		r.elements = nil // a new VM perhaps: the old ids are gone
-	}
-	defer func() {
-		if err != nil { // the step is taken again: so are its notes
-			for _, n := range notes {
-				r.ctl.note(n)
-			}
-		}
-	}()
-	shot, err := r.cfg.Guest.Screenshot(ctx, protocol.ScreenshotParams{Format: protocol.FormatPNG, MaxWidth: r.task.ShotW, MaxHeight: r.task.ShotH})
-	if err != nil {
-		return openai.ChatCompletionMessage{}, mapping{}, err
-	}
-	scr := r.cfg.Guest.Hello().Screen
-	m := mapping{shotW: shot.Width, shotH: shot.Height, screenW: scr.Width, screenH: scr.Height}
-	rel, err := r.cfg.Trace.Screenshot(shot.Format, shot.Data)
-	if err != nil {
-		r.traceFailed(err)
-	}
-	r.emit(step, Event{Type: "screenshot", ActivityType: "observation", Summary: fmt.Sprintf("Screenshot %dx%d", shot.Width, shot.Height), Screenshot: rel})
-	text := fmt.Sprintf("Step %d. The screen now (%dx%d pixels):", step, shot.Width, shot.Height)
-	var parts []openai.ChatMessagePart
-	if r.task.TextOnly {
-		// The screenshot is for the user and the trace; the model reads.
-		view, err := r.screenText(ctx)
-		if err != nil {
-			return openai.ChatCompletionMessage{}, mapping{}, err
-		}
-		text = fmt.Sprintf("Step %d. The screen now, as text (you get no screenshots: act on elements by their ids, and with the keyboard):\n%s", step, r.redactor.redact(view))
-	} else {
-		part, err := llm.ImagePart(shot.Format, shot.Data, r.task.ShotW, r.task.ShotH)
-		if err != nil {
-			return openai.ChatCompletionMessage{}, mapping{}, err
-		}
-		parts = append(parts, part)
-	}
-	if len(notes) > 0 {
-		text = "Note from Hivecrew: " + strings.Join(notes, "\n") + "\n\n" + text
-	}
-	if reps := r.ctl.takeReports(); len(reps) > 0 {
-		text = strings.Join(reps, "\n\n") + "\n\n" + text
-	}
-	if ins := r.ctl.takeInstructions(); len(ins) > 0 {
-		text = "New instructions from the user: " + strings.Join(ins, "\n") + "\n\n" + text
-		r.emit(step, Event{Type: "status_change", ActivityType: "user_answer", Summary: "Instructions from the user: " + strings.Join(ins, " / ")})
-	}
-	if len(parts) == 0 {
-		return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text}, m, nil
-	}
-	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: append([]openai.ChatMessagePart{
-		{Type: openai.ChatMessagePartTypeText, Text: text}}, parts...)}, m, nil
-}
-
-// screenText is the screen for a model without vision: the application in
-// front, the running ones, and the visible accessibility tree, numbered.
-func (r *Runner) screenText(ctx context.Context) (string, error) {
-	var b strings.Builder
-	var front protocol.FrontmostApp
-	if err := r.cfg.Guest.Call(ctx, protocol.MethodFrontmostApp, struct{}{}, &front); err == nil {
-		fmt.Fprintf(&b, "In front: %q", clean(front.Name, elementTextMax))
-		if front.WindowTitle != "" {
-			fmt.Fprintf(&b, ", window %q", clean(front.WindowTitle, elementTextMax))
-		}
-		b.WriteString("\n")
-	}
-	var apps protocol.RunningApps
-	if err := r.cfg.Guest.Call(ctx, protocol.MethodRunningApps, struct{}{}, &apps); err == nil && len(apps.Apps) > 0 {
-		names := make([]string, 0, len(apps.Apps))
-		for _, a := range apps.Apps[:min(len(apps.Apps), 40)] {
-			names = append(names, strconv.Quote(clean(a.Name, 60)))
-		}
-		fmt.Fprintf(&b, "Running: %s\n", strings.Join(names, ", "))
-	}
-	tree, err := r.readTree(ctx, protocol.AccessibilityParams{OnlyVisible: true}, nil)
-	if err != nil {
-		return "", fmt.Errorf("read the accessibility tree: %w", err)
-	}
-	b.WriteString("Accessibility tree (visible elements):\n")
-	b.WriteString(tree)
-	return b.String(), nil
-}
-
-// decide asks the model and returns its reply with the conversation it
-// was asked with (condensed, if the provider said the prompt was too long:
-// that is done once a step, then the same request is sent again). When
-// the provider keeps failing, the task pauses with the error and the same
-// turn is retried after the user resumes.
-func (r *Runner) decide(ctx context.Context, step int, messages []openai.ChatCompletionMessage, toolDefs []openai.Tool) (llm.Reply, []openai.ChatCompletionMessage, error) {
-	condensed := false
-	for {
-		if err := r.withinBudget(ctx); err != nil {
-			return llm.Reply{}, messages, err
-		}
-		var onDelta func(llm.Delta)
-		if r.cfg.Live != nil {
-			onDelta = func(d llm.Delta) {
-				r.cfg.Live(Live{Step: step, Restart: d.Restart, Text: d.Text, Reasoning: d.Reasoning})
-			}
-		}
-		reply, err := r.cfg.LLM.CompleteStream(ctx, llm.Window(messages, r.task.KeepImages), toolDefs, onDelta)
-		if err != nil && llm.IsContextOverflow(err) && !condensed && ctx.Err() == nil {
-			condensed = true
-			if m, cerr := r.condense(ctx, step, messages, "the provider refused the prompt as too long: "+err.Error()); cerr == nil {
-				messages = m
-				continue
-			}
-		}
-		if err == nil {
-			r.addUsage(reply.Usage)
-			names := make([]string, len(reply.ToolCalls))
-			for i, c := range reply.ToolCalls {
-				names[i] = c.Name
-			}
-			summary := reply.Text
-			if summary == "" {
-				summary = "Calls " + strings.Join(names, ", ")
-			}
-			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: summary, Reasoning: reply.Text,
-				Details: truncate(reply.Reasoning, 8000), Usage: reply.Usage})
-			return reply, messages, nil
-		}
-		if err := r.pauseForLLM(ctx, step, err); err != nil {
-			return llm.Reply{}, messages, err
-		}
-	}
-}
-
 // refused is an LLM error that waiting cannot fix: the provider refused
 // the key, or does not know the model.
 type refused struct{ err error }
@@ -742,209 +459,6 @@ func (r *Runner) addUsage(u llm.Usage) {
 	r.mu.Lock()
 	r.usage = r.usage.Add(u)
 	r.mu.Unlock()
-}
-
-// check runs the structured completion check.
-func (r *Runner) check(ctx context.Context, step int, messages []openai.ChatCompletionMessage) (llm.Verdict, error) {
-	ask := append(llm.Compact(messages, 1), openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
-		Content: "Was the task fully accomplished? Judge by the latest screen and the steps taken. Answer with success and a one-paragraph summary of the result."})
-	for {
-		if err := r.withinBudget(ctx); err != nil {
-			return llm.Verdict{}, err
-		}
-		v, u, err := r.cfg.LLM.Verify(ctx, ask)
-		r.addUsage(u)
-		if err == nil {
-			r.emit(step, Event{Type: "llm_response", ActivityType: "llm_response", Summary: fmt.Sprintf("Completion check: success=%v. %s", v.Success, v.Summary), Usage: u})
-			return v, nil
-		}
-		if err := r.pauseForLLM(ctx, step, err); err != nil {
-			return llm.Verdict{}, err
-		}
-	}
-}
-
-// act runs one tool call and returns what the model is told.
-func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping) string {
-	r.emit(step, Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Arguments)})
-	out, err := r.run(ctx, step, call, m)
-	out = r.redactor.redact(out) // what the guest shows back of a typed secret
-	summary := call.Name + " " + firstLine(out)
-	activity := "tool_result"
-	switch {
-	case err != nil && ctx.Err() != nil:
-		// Stopped from outside (cancel, kill switch, time limit): the
-		// call did not fail, it was cut short.
-		out = "Interrupted: " + interruption(ctx)
-		summary, activity = call.Name+" interrupted: "+interruption(ctx), "info"
-	case err != nil:
-		out = "Error: " + err.Error()
-		summary, activity = call.Name+" failed: "+err.Error(), "error"
-	}
-	r.emit(step, Event{Type: "tool_call_result", ActivityType: activity, Tool: call.Name, Summary: summary, Details: truncate(out, 4000)})
-	return truncate(out, 16000)
-}
-
-// interruption says in words why ctx ended.
-func interruption(ctx context.Context) string {
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errCancelled):
-		return "the task was cancelled"
-	case errors.Is(cause, errTimedOut):
-		return "the task reached its time limit"
-	case cause != nil && !errors.Is(cause, context.Canceled):
-		return cause.Error()
-	}
-	return "the task was stopped"
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return truncate(line, 200)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "… [truncated]"
-}
-
-// run executes a tool call: host tools ask the user; guest tools go to the
-// guest after the policy and coordinate mapping. Only the tools offered to
-// the model run: any other name (a guest method such as shutdown or
-// hello, a tool the policy denies, a made-up one) is refused here and never
-// reaches the guest.
-func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, error) {
-	if !r.offered[call.Name] {
-		if call.Name == config.UseCredential && r.task.Policy.For(config.UseCredential) != config.Deny {
-			return "", fmt.Errorf("no credentials are stored (the user adds them in Settings › Credentials): log in with what the user tells you, or ask")
-		}
-		if r.task.TextOnly && slices.Contains(pointerTools, call.Name) {
-			return "", fmt.Errorf("%s aims at a screenshot, and this model gets none: act on elements by id (click_element, set_element_value) and with the keyboard", call.Name)
-		}
-		if slices.Contains(config.AgentTools, call.Name) {
-			return "", fmt.Errorf("%s is not allowed for this task", call.Name)
-		}
-		return "", fmt.Errorf("there is no tool %q: the tools you can call are %s", truncate(call.Name, 64), strings.Join(slices.Sorted(maps.Keys(r.offered)), ", "))
-	}
-	if t := r.hostTools[call.Name]; t != nil {
-		return r.runHost(ctx, step, t, call.Arguments)
-	}
-	var args map[string]any
-	if err := json.Unmarshal(call.Arguments, &args); err != nil || args == nil {
-		return "", fmt.Errorf("%s: the arguments are not a JSON object: %s", call.Name, truncate(string(call.Arguments), 200))
-	}
-	if err := checkArgs(call.Name, args); err != nil {
-		return "", err
-	}
-	switch call.Name {
-	case "ask_text_question", "ask_multiple_choice":
-		q, _ := args["question"].(string)
-		var options []string
-		if raw, ok := args["options"].([]any); ok {
-			for _, o := range raw {
-				if s, ok := o.(string); ok {
-					options = append(options, s)
-				}
-			}
-		}
-		r.emit(step, Event{Type: "question", ActivityType: "user_question", Summary: q, Details: strings.Join(options, " | ")})
-		answer, _, err := r.ctl.ask(ctx, q, options)
-		if err != nil {
-			return "", err
-		}
-		r.emit(step, Event{Type: "status_change", ActivityType: "user_answer", Summary: "Answer: " + answer})
-		return "The user answered: " + answer, nil
-	case "request_user_intervention":
-		reason, _ := args["reason"].(string)
-		r.ctl.pause("the agent asks for help: "+reason, false)
-		r.setStatus(store.StatusPaused, "the agent asks for help: "+reason)
-		if err := r.ctl.waitResumed(ctx); err != nil {
-			return "", err
-		}
-		return "The user handed control back.", nil
-	case "screenshot":
-		return "A new screenshot comes with the next turn.", nil
-	case config.UseCredential:
-		return r.useCredential(ctx, step, args, string(call.Arguments))
-	}
-	// The permission: the tool's own, or open_terminal's for a call that
-	// opens a terminal, a shell or an interpreter.
-	gate, what := call.Name, call.Name
-	if target, ok := opensTerminal(call.Name, args); ok {
-		gate, what = config.OpenTerminal, fmt.Sprintf("%s (opens a terminal or shell: %q)", call.Name, truncate(target, 200))
-	}
-	if gates := elementGates[call.Name]; gates != nil {
-		// An element tool is what it does: a denied click denies clicking
-		// an element, and a click that asks asks for it too.
-		gate = gates[0]
-		for _, g := range gates {
-			if p := r.task.Policy.For(g); p == config.Deny || (p == config.Ask && r.task.Policy.For(gate) != config.Deny) {
-				gate = g
-			}
-		}
-		what = fmt.Sprintf("%s (%s)", gate, call.Name)
-	}
-	switch r.task.Policy.For(gate) {
-	case config.Deny:
-		if gate == config.OpenTerminal {
-			return "", fmt.Errorf("opening a terminal, a shell or an interpreter is not allowed for this task (%s)", what)
-		}
-		return "", fmt.Errorf("%s is not allowed for this task", call.Name)
-	case config.Ask:
-		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + what + "?", Details: string(call.Arguments)})
-		ok, _, err := r.ctl.requestPermission(ctx, gate, string(call.Arguments))
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			return "", fmt.Errorf("the user denied %s", what)
-		}
-	}
-	if elementGates[call.Name] != nil {
-		return r.runElement(ctx, call.Name, args, m)
-	}
-	if call.Name == protocol.MethodAccessibilityTree {
-		var p protocol.AccessibilityParams
-		p.App, _ = args["app"].(string)
-		if d, ok := args["maxDepth"].(float64); ok {
-			p.MaxDepth = int(d)
-		}
-		p.OnlyVisible, _ = args["onlyVisible"].(bool)
-		var shown *mapping
-		if !r.task.TextOnly {
-			shown = &m
-		}
-		return r.readTree(ctx, p, shown)
-	}
-	for _, pair := range pointArgs[call.Name] {
-		x, xok := args[pair[0]].(float64)
-		y, yok := args[pair[1]].(float64)
-		if !xok || !yok {
-			return "", fmt.Errorf("%s needs numbers %s and %s", call.Name, pair[0], pair[1])
-		}
-		// A point off the screenshot is refused, not moved to the edge
-		// (where close buttons sit).
-		if !m.onShot(x, y) {
-			return "", fmt.Errorf("%s: (%s, %s) = (%g, %g) is off the screen: the screenshot is %dx%d pixels, x from 0 to %d and y from 0 to %d",
-				call.Name, pair[0], pair[1], x, y, m.shotW, m.shotH, m.shotW-1, m.shotH-1)
-		}
-		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
-	}
-	if call.Name == protocol.MethodRunShell {
-		r.withEnv(args)
-		defer r.watchShell(step)()
-	}
-	var result json.RawMessage
-	if err := r.cfg.Guest.Call(ctx, call.Name, args, &result); err != nil {
-		return "", err
-	}
-
-	if string(result) == "{}" || len(result) == 0 {
-		return "Done.", nil
-	}
-	return string(result), nil
 }
 
 // TakenOver reports whether the user drives the VM (after TakeOver, until

@@ -73,9 +73,9 @@ func TestElementActions(t *testing.T) {
 // clicks denied, clicking an element is neither offered nor done; with
 // clicks asked for, clicking an element asks.
 func TestElementToolsFollowThePolicy(t *testing.T) {
-	denied := tools(func(name string) bool { return name == "mouse_click" }, false)
+	denied := tools(func(name string) bool { return name == "mouse_click" }, false, false)
 	for _, d := range denied {
-		if n := d.Function.Name; n == "click_element" || n == "set_element_value" {
+		if n := d.Name; n == "click_element" || n == "set_element_value" {
 			t.Errorf("%s offered with mouse_click denied", n)
 		}
 	}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/llm"
 )
 
 // Host tools (issue 19) run on the host, not in the guest: an MCP server's
@@ -113,16 +113,14 @@ func (r *Runner) permission(t *hostTool) config.Permission {
 }
 
 // hostToolDefs are the function definitions of the host tools not denied.
-func (r *Runner) hostToolDefs() []openai.Tool {
-	var out []openai.Tool
+func (r *Runner) hostToolDefs() []llm.Tool {
+	var out []llm.Tool
 	for _, name := range slices.Sorted(maps.Keys(r.hostTools)) {
 		t := r.hostTools[name]
 		if r.permission(t) == config.Deny {
 			continue
 		}
-		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: t.Name, Description: truncate(t.Description, 1024), Parameters: t.Params,
-		}})
+		out = append(out, llm.Tool{Name: t.Name, Description: truncate(t.Description, 1024), Parameters: t.Params})
 	}
 	return out
 }

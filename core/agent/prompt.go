@@ -23,6 +23,8 @@ type promptInfo struct {
 	MaxSteps    int
 	TimeoutMins int
 	TextOnly    bool
+	// Native: the model acts through its provider's computer tool.
+	Native bool
 	// Credentials names the stored credentials ("" for none).
 	Credentials string
 	// Extra are lines of the host's (the skills on offer, say).
@@ -44,7 +46,9 @@ func systemPrompt(p promptInfo) string {
 	} else {
 		b.WriteString("Network: this machine can reach the internet.\n")
 	}
-	if p.TextOnly {
+	if p.Native {
+		b.WriteString("Screen: you see the screen and act on it with the computer tool: the result of your last computer action in a turn shows the screen after the turn. Other tools open apps, files and URLs, run commands, read and write files, and ask the user. traverse_accessibility_tree numbers the elements it shows (e1, e2, …): click_element and set_element_value act on one by id.\n")
+	} else if p.TextOnly {
 		b.WriteString("Screen: you get no screenshots. Each turn you get the application in front and the accessibility tree of the screen, its elements numbered e1, e2, …; act on them by id with click_element and set_element_value, and with the keyboard. The ids change with each tree.\n")
 	} else {
 		b.WriteString("Screen: each turn you get a screenshot; give coordinates in the pixels of the latest screenshot. traverse_accessibility_tree numbers the elements it shows (e1, e2, …): click_element and set_element_value act on one by id, which is often more precise than a point.\n")

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/hivecrew/hivecrew/core/llm"
 )
 
 // toolSpec is one function tool the model sees (guestagent/protocol/PROTOCOL.md, "Agent
@@ -61,11 +61,15 @@ var elementSpecs = []toolSpec{
 // offered them (it acts on elements instead).
 var pointerTools = []string{"screenshot", "mouse_click", "mouse_move", "mouse_drag", "scroll"}
 
+// nativeTools are what a provider's own computer tool does (native.go):
+// a model that has one is not offered them as functions too.
+var nativeTools = []string{"screenshot", "mouse_click", "mouse_move", "mouse_drag", "scroll", "keyboard_type", "keyboard_key", "wait"}
+
 // tools returns the function tools for the LLM, leaving out those the
-// policy denies outright, and for a model without vision the pointer
-// tools.
-func tools(denied func(string) bool, textOnly bool) []openai.Tool {
-	out := make([]openai.Tool, 0, len(toolSpecs)+len(elementSpecs))
+// policy denies outright, for a model without vision the pointer tools,
+// and for a model with its own computer tool what that tool does.
+func tools(denied func(string) bool, textOnly, native bool) []llm.Tool {
+	out := make([]llm.Tool, 0, len(toolSpecs)+len(elementSpecs))
 	specs := slices.Clone(toolSpecs)
 	for _, s := range elementSpecs {
 		if !slices.ContainsFunc(elementGates[s.name], denied) {
@@ -73,12 +77,11 @@ func tools(denied func(string) bool, textOnly bool) []openai.Tool {
 		}
 	}
 	for _, s := range specs {
-		if (elementGates[s.name] == nil && denied(s.name)) || (textOnly && slices.Contains(pointerTools, s.name)) {
+		if (elementGates[s.name] == nil && denied(s.name)) || (textOnly && slices.Contains(pointerTools, s.name)) ||
+			(native && slices.Contains(nativeTools, s.name)) {
 			continue
 		}
-		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: s.name, Description: s.description, Parameters: json.RawMessage(s.params),
-		}})
+		out = append(out, llm.Tool{Name: s.name, Description: s.description, Parameters: json.RawMessage(s.params)})
 	}
 	return out
 }

@@ -282,6 +282,11 @@ func (s Settings) Notifies(event string) bool { return slices.Contains(s.NotifyE
 type ModelPrice struct {
 	PromptPerMTok     float64 `json:"promptPerMTok"`
 	CompletionPerMTok float64 `json:"completionPerMTok"`
+	// CacheReadPerMTok and CacheWritePerMTok price prompt tokens read from
+	// and written to the provider's prompt cache (extension); unset, a
+	// share of the prompt price by provider type (core/llm/prices.go).
+	CacheReadPerMTok  *float64 `json:"cacheReadPerMTok,omitempty"`
+	CacheWritePerMTok *float64 `json:"cacheWritePerMTok,omitempty"`
 }
 
 // Defaults returns the settings of a fresh install on an OS for a user whose

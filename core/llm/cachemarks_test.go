@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // TestCacheMarks: with CacheMarks, a chat request carries exactly two
@@ -17,16 +15,15 @@ func TestCacheMarks(t *testing.T) {
 	s := newServer(t, reply("ok"))
 	c := client(t, s, func(c *Config) { c.CacheMarks = true })
 	img := "data:image/png;base64," + strings.Repeat("A", 4000)
-	conv := []openai.ChatCompletionMessage{
-		{Role: "system", Content: "You operate a computer."},
-		{Role: "user", Content: "Task: click OK"},
-		{Role: "user", MultiContent: []openai.ChatMessagePart{{Type: "text", Text: "Step 1."}, {Type: "image_url", ImageURL: &openai.ChatMessageImageURL{URL: img}}}},
-	}
-	if _, err := c.Complete(context.Background(), conv, nil); err != nil {
+	conv := Request{System: "You operate a computer.", Messages: []Message{
+		UserText("Task: click OK"),
+		UserMessage(Text("Step 1."), ImageBlock(&Image{MediaType: "image/png", Data: strings.Repeat("A", 4000)})),
+	}}
+	if _, err := c.Complete(context.Background(), conv); err != nil {
 		t.Fatal(err)
 	}
-	conv = append(conv, openai.ChatCompletionMessage{Role: "assistant", Content: "Clicking."}, openai.ChatCompletionMessage{Role: "user", Content: "Step 2."})
-	if _, err := c.Complete(context.Background(), conv, nil); err != nil {
+	conv.Messages = append(conv.Messages, AssistantText("Clicking."), UserText("Step 2."))
+	if _, err := c.Complete(context.Background(), conv); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range [][]int{{0, 2}, {0, 4}} {
@@ -57,7 +54,7 @@ func TestCacheMarks(t *testing.T) {
 
 	// Without CacheMarks, nothing is marked.
 	s = newServer(t, reply("ok"))
-	if _, err := client(t, s, nil).Complete(context.Background(), conv, nil); err != nil || strings.Contains(string(s.bodies[0]), "cache_control") {
+	if _, err := client(t, s, nil).Complete(context.Background(), conv); err != nil || strings.Contains(string(s.bodies[0]), "cache_control") {
 		t.Errorf("unmarked client sent a mark (%v)", err)
 	}
 	for _, tc := range []struct {

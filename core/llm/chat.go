@@ -1,357 +1,221 @@
 package llm
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"slices"
-	"sort"
 	"strings"
-	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/sashabaranov/go-openai/jsonschema"
-
-	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
-// Usage is the tokens a call used.
-type Usage struct {
-	Prompt     int `json:"prompt"`
-	Completion int `json:"completion"`
-	Total      int `json:"total"`
+// The Chat Completions backend: OpenAI's chat protocol, which every
+// OpenAI-compatible endpoint speaks. The neutral conversation maps onto
+// chat messages one for one: a user message's tool results become tool
+// messages (first), the rest of it one user message (text, or text and
+// image parts); an assistant message its content, reasoning_content and
+// function tool calls. Requests are marshaled by chatBody (wire.go), which
+// reuses the JSON of what the previous request sent.
+
+// chatBackend speaks Chat Completions.
+type chatBackend struct {
+	c    *Client
+	wire wireCache
 }
 
-// Add returns u + v.
-func (u Usage) Add(v Usage) Usage {
-	return Usage{u.Prompt + v.Prompt, u.Completion + v.Completion, u.Total + v.Total}
-}
+func newChat(c *Client) *chatBackend { return &chatBackend{c: c} }
 
-func usageOf(u openai.Usage) Usage {
-	total := u.TotalTokens
-	if total == 0 {
-		total = u.PromptTokens + u.CompletionTokens
+func (b *chatBackend) native() string { return "" }
+
+// reasoningChat marks reasoning that came as a chat message's
+// reasoning_content: it goes back the same way, as before types existed.
+const reasoningChat = "chat"
+
+func (b *chatBackend) send(ctx context.Context, req *Request, onDelta func(Delta)) (Reply, error) {
+	cr := openai.ChatCompletionRequest{Model: b.c.cfg.Model, Messages: chatMessages(req), Tools: chatTools(req.Tools), MaxTokens: req.MaxTokens}
+	if !req.NoReasoning {
+		cr.ReasoningEffort = b.c.cfg.ReasoningEffort
 	}
-	return Usage{u.PromptTokens, u.CompletionTokens, total}
-}
-
-// ToolCall is one function call the model asked for.
-type ToolCall struct {
-	ID        string
-	Name      string
-	Arguments json.RawMessage
-}
-
-// Reply is the model's answer to one turn.
-type Reply struct {
-	// Message is the assistant message, to append to the conversation.
-	Message openai.ChatCompletionMessage
-	// Text is what the model said; ToolCalls what it asked to do, in order.
-	Text      string
-	ToolCalls []ToolCall
-	// Reasoning is the model's reasoning (or its summary) when the
-	// provider shows it.
-	Reasoning string
-	Usage     Usage
-}
-
-// Complete sends the conversation with the tools and returns the model's
-// reply.
-func (c *Client) Complete(ctx context.Context, messages []openai.ChatCompletionMessage, tools []openai.Tool) (Reply, error) {
-	return c.CompleteStream(ctx, messages, tools, nil)
-}
-
-// CompleteStream is Complete with the answer streamed: onDelta, when set,
-// hears the text and reasoning as they come (on the calling goroutine).
-func (c *Client) CompleteStream(ctx context.Context, messages []openai.ChatCompletionMessage, tools []openai.Tool, onDelta func(Delta)) (Reply, error) {
-	resp, err := c.create(ctx, openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: messages, Tools: tools, ReasoningEffort: c.cfg.ReasoningEffort}, onDelta)
+	if req.verdict {
+		schema, err := jsonschema.GenerateSchemaForType(Verdict{})
+		if err != nil {
+			return Reply{}, &Error{Message: "verdict schema: " + err.Error()}
+		}
+		cr.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type:       openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: verdictTool, Schema: schema, Strict: true},
+		}
+	}
+	stream := onDelta != nil
+	if stream {
+		cr.Stream, cr.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
+	}
+	body, err := b.chatBody(cr)
+	if err != nil {
+		return Reply{}, &Error{Message: "marshal the request: " + err.Error()}
+	}
+	var resp openai.ChatCompletionResponse
+	if stream {
+		resp, err = b.postStream(ctx, body, onDelta)
+	} else {
+		_, err = b.c.post(ctx, "/chat/completions", body, &resp, nil)
+	}
 	if err != nil {
 		return Reply{}, err
 	}
-	msg := resp.Choices[0].Message
-	if msg.Role == "" {
-		msg.Role = openai.ChatMessageRoleAssistant
+	if len(resp.Choices) == 0 {
+		return Reply{}, errNoChoices // a hiccup: asked again, with backoff
 	}
-	r := Reply{Message: msg, Text: msg.Content, Reasoning: msg.ReasoningContent, Usage: usageOf(resp.Usage)}
-	for _, tc := range msg.ToolCalls {
-		args := json.RawMessage(tc.Function.Arguments)
-		if len(strings.TrimSpace(tc.Function.Arguments)) == 0 {
-			args = json.RawMessage("{}")
-		}
-		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
-	}
-	return r, nil
-}
-
-// create sends one request, with retries, to the provider's backend (Chat
-// Completions, or Responses: see responses.go), streamed when onDelta is
-// set; an answer without choices counts as a broken one.
-func (c *Client) create(ctx context.Context, req openai.ChatCompletionRequest, onDelta func(Delta)) (openai.ChatCompletionResponse, error) {
-	responses := c.cfg.Backend == BackendResponses
-	stream := onDelta != nil
-	path := "/chat/completions"
-	var b body
-	if responses {
-		path = "/responses"
-		rr, err := c.responsesRequest(req, stream)
-		if err != nil {
-			return openai.ChatCompletionResponse{}, fmt.Errorf("the request has no Responses form: %w", err)
-		}
-		data, err := json.Marshal(rr)
-		if err != nil {
-			return openai.ChatCompletionResponse{}, fmt.Errorf("marshal the request: %w", err)
-		}
-		b = body{data}
-	} else {
-		if stream {
-			req.Stream, req.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
-		}
-		var err error
-		if b, err = c.chatBody(req); err != nil {
-			return openai.ChatCompletionResponse{}, fmt.Errorf("marshal the request: %w", err)
-		}
-	}
-	limit := c.cfg.Timeout
-	if stream {
-		limit *= streamSpan
-	}
-	var resp openai.ChatCompletionResponse
-	err := c.doFor(ctx, limit, func(actx context.Context) error {
-		var err error
-		switch {
-		case stream:
-			onDelta(Delta{Restart: true})
-			resp, err = c.postStream(actx, path, b, onDelta)
-		case responses:
-			var a responsesAnswer
-			if _, err = c.post(actx, path, b, &a, nil); err == nil {
-				resp, err = a.chat("")
-			}
-		default:
-			resp = openai.ChatCompletionResponse{}
-			_, err = c.post(actx, path, b, &resp, nil)
-		}
-		if err == nil && len(resp.Choices) == 0 {
-			err = errNoChoices // a hiccup: asked again, with backoff
-		}
-		return err
-	})
-	if err == nil && resp.Choices[0].FinishReason == openai.FinishReasonContentFilter {
+	if resp.Choices[0].FinishReason == openai.FinishReasonContentFilter {
 		// Not a completed answer, whatever text came with it; asking again
 		// the same way gets the same.
-		return resp, &Error{Attempts: 1, Message: "the provider's content filter stopped the model's answer (finish_reason content_filter)"}
+		return Reply{}, &Error{Message: "the provider's content filter stopped the model's answer (finish_reason content_filter)"}
 	}
-	return resp, err
+	return chatReply(resp.Choices[0], resp.Usage), nil
 }
 
 // postStream sends a streamed request and gathers its answer. The stream
 // is broken off when it goes quiet for the client's timeout.
-func (c *Client) postStream(ctx context.Context, path string, b body, onDelta func(Delta)) (openai.ChatCompletionResponse, error) {
-	sctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	wd := newWatchdog(c.cfg.Timeout, cancel)
-	defer wd.stop()
-	var s interface {
-		event([]byte) (bool, error)
-		response() (openai.ChatCompletionResponse, error)
-	}
+func (b *chatBackend) postStream(ctx context.Context, body body, onDelta func(Delta)) (openai.ChatCompletionResponse, error) {
 	var resp openai.ChatCompletionResponse
-	var a responsesAnswer
-	var out any = &resp
-	responses := c.cfg.Backend == BackendResponses
-	if responses {
-		s, out = &responsesStream{onDelta: onDelta}, &a
-	} else {
-		s = &chatStream{onDelta: onDelta}
-	}
-	streamed, err := c.post(sctx, path, b, out, func(r io.Reader) error { return sseEvents(r, wd.alive, s.event) })
-	if errors.Is(context.Cause(sctx), errStalled) && ctx.Err() == nil {
-		return resp, wd.stalled()
-	}
-	switch {
-	case err != nil:
+	s := &chatStream{onDelta: onDelta}
+	streamed, err := b.c.postWatched(ctx, "/chat/completions", body, &resp, s.event)
+	if err != nil || !streamed {
 		return resp, err
-	case streamed:
-		return s.response()
-	case responses:
-		return a.chat("")
 	}
-	return resp, nil
+	return s.response()
 }
 
-// Verdict is the completion check's structured answer.
-type Verdict struct {
-	Success bool   `json:"success" description:"true if the task was fully accomplished"`
-	Summary string `json:"summary" description:"what was done and its result, or why the task cannot be completed"`
+// chatReply is a chat answer in neutral form.
+func chatReply(ch openai.ChatCompletionChoice, u openai.Usage) Reply {
+	msg := ch.Message
+	var blocks []Block
+	if msg.ReasoningContent != "" {
+		blocks = append(blocks, Block{Type: BlockReasoning, Reasoning: &Reasoning{Provider: reasoningChat, Text: msg.ReasoningContent}})
+	}
+	if text := msg.Content + msg.Refusal; text != "" {
+		blocks = append(blocks, Text(text))
+	}
+	for _, tc := range msg.ToolCalls {
+		blocks = append(blocks, Block{Type: BlockToolCall, Call: &ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)}})
+	}
+	stop := ""
+	if ch.FinishReason == openai.FinishReasonLength {
+		stop = StopLength
+	}
+	return newReply(Message{Role: RoleAssistant, Content: blocks}, chatUsage(u), stop)
 }
 
-// errNoChoices is an answer without choices, which providers send now and
-// then under load; do retries it.
-var errNoChoices = errors.New("the answer has no choices")
-
-// verifyAttempts bounds the completion checks asked again when the model
-// answers with something that is not the verdict's JSON.
-const verifyAttempts = 3
-
-// Verify asks the model, with a JSON-schema response format, whether the
-// task is done, and returns its verdict. An answer that is not the
-// verdict is asked again (with backoff) up to verifyAttempts times before
-// it is an error.
-func (c *Client) Verify(ctx context.Context, messages []openai.ChatCompletionMessage) (Verdict, Usage, error) {
-	var total Usage
-	for attempt := 1; ; attempt++ {
-		v, u, err := c.verifyOnce(ctx, messages)
-		total = total.Add(u)
-		if err == nil || !errors.Is(err, errdefs.ErrInvalid) || attempt >= verifyAttempts {
-			return v, total, err
-		}
-		t := time.NewTimer(c.backoff(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Verdict{}, total, ctx.Err()
-		case <-t.C:
-		}
+func chatUsage(u openai.Usage) Usage {
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.PromptTokens + u.CompletionTokens
 	}
+	out := Usage{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Total: total}
+	if u.PromptTokensDetails != nil {
+		out.CacheRead = u.PromptTokensDetails.CachedTokens
+	}
+	return out
 }
 
-// verifyOnce is one completion check.
-func (c *Client) verifyOnce(ctx context.Context, messages []openai.ChatCompletionMessage) (Verdict, Usage, error) {
-	schema, err := jsonschema.GenerateSchemaForType(Verdict{})
-	if err != nil {
-		return Verdict{}, Usage{}, fmt.Errorf("verdict schema: %w", err)
+// chatTools are function tools in chat form.
+func chatTools(tools []Tool) []openai.Tool {
+	if len(tools) == 0 {
+		return nil
 	}
-	req := openai.ChatCompletionRequest{
-		Model:    c.cfg.Model,
-		Messages: messages,
-		ResponseFormat: &openai.ChatCompletionResponseFormat{
-			Type:       openai.ChatCompletionResponseFormatTypeJSONSchema,
-			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: "completion_check", Schema: schema, Strict: true},
-		},
+	out := make([]openai.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
 	}
-	resp, err := c.create(ctx, req, nil)
-	if err != nil {
-		return Verdict{}, Usage{}, err
-	}
-	var v Verdict
-	text := strings.TrimSpace(resp.Choices[0].Message.Content)
-	// Some endpoints wrap JSON in a code fence despite the schema.
-	text = strings.TrimPrefix(strings.TrimSuffix(strings.TrimPrefix(text, "```json"), "```"), "```")
-	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &v); err != nil {
-		return Verdict{}, usageOf(resp.Usage), errdefs.Invalidf("the completion check did not answer with {success, summary}: %q", truncate(text, 200))
-	}
-	return v, usageOf(resp.Usage), nil
+	return out
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// chatMessages is a request's conversation as chat messages.
+func chatMessages(req *Request) []openai.ChatCompletionMessage {
+	out := make([]openai.ChatCompletionMessage, 0, len(req.Messages)+4)
+	if req.System != "" {
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.System})
 	}
-	return s[:n] + "…"
-}
-
-// ModelInfo is a model the provider offers.
-type ModelInfo struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	// ContextLength is the context window in tokens, 0 when the provider
-	// does not say.
-	ContextLength int
-	// Reasoning is how the model's reasoning is controlled.
-	Reasoning Reasoning
-	// Vision says whether the model takes images, when the provider says
-	// (OpenRouter's architecture.input_modalities); nil when it does not.
-	Vision *bool
-}
-
-// Reasoning says how a model's reasoning is controlled: Kind is "none",
-// "toggle" (on or off) or "effort" (one of Efforts).
-type Reasoning struct {
-	Kind    string
-	Efforts []string
-}
-
-// modelEntry is one model of a /models answer. OpenAI sends id only;
-// OpenRouter and others add a name, the context window (under one of
-// several names) and the request parameters the model takes.
-type modelEntry struct {
-	ID                  string   `json:"id"`
-	Name                string   `json:"name"`
-	ContextLength       int      `json:"context_length"`
-	ContextWindow       int      `json:"context_window"`
-	MaxContextLength    int      `json:"max_context_length"`
-	SupportedParameters []string `json:"supported_parameters"`
-	Architecture        *struct {
-		InputModalities []string `json:"input_modalities"`
-	} `json:"architecture"`
-}
-
-// Models lists the provider's models, by id. The request goes through the
-// OpenAI client; the answer is read for the fields it drops (name,
-// context window, supported parameters).
-func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
-	var list struct {
-		Data []modelEntry `json:"data"`
-	}
-	err := c.do(ctx, func(actx context.Context) error {
-		return c.getJSON(actx, "/models", &list)
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ModelInfo, 0, len(list.Data))
-	for _, m := range list.Data {
-		if m.ID == "" {
+	for _, m := range req.Messages {
+		if m.Role == RoleAssistant {
+			out = append(out, chatAssistant(m))
 			continue
 		}
-		info := ModelInfo{ID: m.ID, Name: cmp.Or(m.Name, m.ID),
-			ContextLength: cmp.Or(m.ContextLength, m.ContextWindow, m.MaxContextLength), Reasoning: reasoningOf(m)}
-		if m.Architecture != nil && m.Architecture.InputModalities != nil {
-			v := slices.Contains(m.Architecture.InputModalities, "image")
-			info.Vision = &v
+		var rest []Block
+		for _, b := range m.Content {
+			if b.Type != BlockToolResult {
+				rest = append(rest, b)
+				continue
+			}
+			var text []string
+			for _, c := range b.Result.Content {
+				if c.Type == BlockImage {
+					rest = append(rest, c) // a tool message holds text only
+				} else if c.Text != "" {
+					text = append(text, c.Text)
+				}
+			}
+			out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: b.Result.CallID, Content: strings.Join(text, "\n")})
 		}
-		out = append(out, info)
+		if len(rest) > 0 {
+			out = append(out, chatUser(rest))
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return out
 }
 
-// effortModels are model families known to take reasoning_effort, for
-// providers whose /models does not list supported parameters (OpenAI).
-var effortModels = []string{"o1", "o3", "o4", "gpt-5", "gpt-oss"}
-
-func reasoningOf(m modelEntry) Reasoning {
-	effort := Reasoning{Kind: "effort", Efforts: []string{"low", "medium", "high"}}
-	if m.SupportedParameters != nil {
-		switch {
-		case slices.Contains(m.SupportedParameters, "reasoning_effort") || slices.Contains(m.SupportedParameters, "reasoning"):
-			return effort
-		case slices.Contains(m.SupportedParameters, "include_reasoning"):
-			return Reasoning{Kind: "toggle", Efforts: []string{}}
-		}
-		return Reasoning{Kind: "none", Efforts: []string{}}
+// chatUser is user blocks as one message: text content alone, or parts
+// when it shows (or showed: a note in an image's place) an image.
+func chatUser(blocks []Block) openai.ChatCompletionMessage {
+	pictured := false
+	for _, b := range blocks {
+		pictured = pictured || b.Type == BlockImage || b.wasImage
 	}
-	id := strings.ToLower(m.ID[strings.LastIndex(m.ID, "/")+1:])
-	for _, f := range effortModels {
-		if id == f || strings.HasPrefix(id, f+"-") || strings.HasPrefix(id, f+".") {
-			return effort
+	if !pictured {
+		return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: joinText(blocks)}
+	}
+	parts := make([]openai.ChatMessagePart, 0, len(blocks))
+	for _, b := range blocks {
+		switch b.Type {
+		case BlockImage:
+			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
+				ImageURL: &openai.ChatMessageImageURL{URL: b.Image.DataURL(), Detail: openai.ImageURLDetailHigh}})
+		case BlockText:
+			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: b.Text})
 		}
 	}
-	return Reasoning{Kind: "none", Efforts: []string{}}
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: parts}
 }
 
-// Test checks that the endpoint answers and accepts the key, and that it
-// offers the client's model when it lists models.
-func (c *Client) Test(ctx context.Context) error {
-	models, err := c.Models(ctx)
-	if err != nil {
-		return err
+// chatAssistant is an assistant message in chat form; reasoning of other
+// backends is left out.
+func chatAssistant(m Message) openai.ChatCompletionMessage {
+	out := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
+	var text, reasoning []string
+	for _, b := range m.Content {
+		switch b.Type {
+		case BlockText:
+			text = append(text, b.Text)
+		case BlockReasoning:
+			if b.Reasoning.Provider == reasoningChat {
+				reasoning = append(reasoning, b.Reasoning.Text)
+			}
+		case BlockToolCall:
+			out.ToolCalls = append(out.ToolCalls, openai.ToolCall{ID: b.Call.ID, Type: openai.ToolTypeFunction,
+				Function: openai.FunctionCall{Name: b.Call.Name, Arguments: string(b.Call.Args)}})
+		}
 	}
-	if len(models) > 0 && !slices.ContainsFunc(models, func(m ModelInfo) bool { return m.ID == c.cfg.Model }) {
-		return errdefs.NotFoundf("the provider answers but does not list model %q", c.cfg.Model)
-	}
-	return nil
+	out.Content, out.ReasoningContent = strings.Join(text, ""), strings.Join(reasoning, "")
+	return out
+}
+
+// models lists an OpenAI-compatible provider's models (models.go).
+func (b *chatBackend) models(ctx context.Context) ([]ModelInfo, error) { return b.c.openAIModels(ctx) }
+
+var _ backend = (*chatBackend)(nil)
+
+// errAnswerShape is an answer that is not in the protocol's shape.
+func errAnswerShape(what string, err error) error {
+	return fmt.Errorf("the answer is not a %s: %w", what, err)
 }

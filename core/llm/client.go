@@ -1,12 +1,20 @@
-// Package llm is Hivecrew's client of OpenAI-compatible chat-completion
-// endpoints (OpenAI, OpenRouter, Anthropic's compatible endpoint, Ollama, LM
-// Studio, vLLM) on github.com/sashabaranov/go-openai: function tools, images
-// as data URLs, JSON-schema structured output for the completion check,
-// streamed answers (stream.go) over Chat Completions or the Responses API
-// (responses.go), retries with exponential backoff and jitter on 429, 5xx, timeouts and
-// broken responses (honouring Retry-After), token usage and cost, model
-// listing and a connection test. A Client holds no state that one task could
-// leak into another: every agent has its own.
+// Package llm is Hivecrew's client of language models, in three
+// protocols: OpenAI's chat completions (any OpenAI-compatible endpoint:
+// OpenRouter, Ollama, LM Studio, vLLM, gateways) and its Responses API,
+// both on github.com/sashabaranov/go-openai (chat.go, responses.go), and
+// Anthropic's Messages API on the official
+// github.com/anthropics/anthropic-sdk-go (anthropic.go). The agent talks to
+// it in a provider-neutral conversation (conversation.go): each backend
+// translates it to its wire format and its answers back, carrying what a
+// provider requires returned (thinking signatures, encrypted reasoning,
+// computer-call ids) without the agent seeing it. Claude's computer tool
+// and OpenAI's computer-use model act on a declared display
+// (computer.go). Every backend streams (the user watches text and
+// reasoning as they come), retries with exponential backoff and jitter on
+// 429, 5xx, overloads, timeouts and broken answers (honouring
+// Retry-After), reports usage with prompt-cache reads and writes and its
+// cost, lists models and tests a connection. A Client holds no state that
+// one task could leak into another: every agent has its own.
 package llm
 
 import (
@@ -21,12 +29,11 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
-// Config configures a Client. BaseURL and Model are required.
+// Config configures a Client. BaseURL (but for the vendor types, whose
+// default it has) and Model are required.
 type Config struct {
 	// Type is the provider's protocol (TypeOpenAICompatible when empty).
 	Type    string
@@ -48,29 +55,49 @@ type Config struct {
 	Prices PriceTable
 	// Organization, if set, is sent as the OpenAI-Organization header.
 	Organization string
-	// ReasoningEffort, if set, is the reasoning_effort of every chat
-	// request.
+	// ReasoningEffort, if set, is the reasoning the model is asked for:
+	// reasoning_effort (chat), reasoning.effort (Responses), or a thinking
+	// budget (Anthropic: thinkingBudget).
 	ReasoningEffort string
-	// Backend is the provider's API: BackendChatCompletions (the default)
-	// or BackendResponses.
+	// Backend is an OpenAI provider's API: BackendChatCompletions or
+	// BackendResponses (the default of its type when empty).
 	Backend string
 	// CacheMarks puts prompt-cache breakpoints on the system prompt and
 	// the newest message of chat requests (see AcceptsCacheMarks).
+	// Anthropic's backend always places its own.
 	CacheMarks bool
 }
 
 // Client calls one model of one provider.
 type Client struct {
-	cfg Config
-	api *openai.Client
-	// baseURL and doer send chat completions and responses (see post).
-	baseURL string
-	doer    recordingDoer
-	wire    wireCache
+	cfg  Config
+	be   backend
+	doer recordingDoer
+}
+
+// backend is one protocol.
+type backend interface {
+	// send makes one attempt at req, streaming its text and reasoning to
+	// onDelta when it is set.
+	send(ctx context.Context, req *Request, onDelta func(Delta)) (Reply, error)
+	// models lists the provider's models.
+	models(ctx context.Context) ([]ModelInfo, error)
+	// native is the computer tool the model has of its own, "" for none
+	// (NativeAnthropic, NativeOpenAI).
+	native() string
 }
 
 // New returns a client.
 func New(cfg Config) (*Client, error) {
+	t, err := NormalizeType(cfg.Type)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Type = t
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL(t)
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.BaseURL == "" || cfg.Model == "" {
 		return nil, errdefs.Invalidf("an LLM client needs a base URL and a model")
 	}
@@ -83,25 +110,33 @@ func New(cfg Config) (*Client, error) {
 	if cfg.BackoffBase == 0 {
 		cfg.BackoffBase = time.Second
 	}
+	if cfg.BackoffMax == 0 {
+		cfg.BackoffMax = 30 * time.Second
+	}
 	switch cfg.Backend {
 	case "":
-		cfg.Backend = BackendChatCompletions
+		cfg.Backend = DefaultBackend(t)
 	case BackendChatCompletions, BackendResponses:
 	default:
 		return nil, errdefs.Invalidf("backend %q: want %s or %s", cfg.Backend, BackendChatCompletions, BackendResponses)
-	}
-	if cfg.BackoffMax == 0 {
-		cfg.BackoffMax = 30 * time.Second
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	oc := openai.DefaultConfig(cfg.APIKey)
-	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	oc.HTTPClient = recordingDoer{hc}
-	oc.OrgID = cfg.Organization
-	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), baseURL: oc.BaseURL, doer: recordingDoer{hc}}, nil
+	c := &Client{cfg: cfg, doer: recordingDoer{hc}}
+	switch {
+	case t == TypeAnthropic:
+		c.be, err = newAnthropic(c)
+	case cfg.Backend == BackendResponses:
+		c.be = newResponses(c)
+	default:
+		c.be = newChat(c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // SetOnRetry sets Config.OnRetry; call it before the client's first call.
@@ -113,6 +148,14 @@ func (c *Client) MaxAttempts() int { return c.cfg.MaxAttempts }
 // Model is the model the client calls.
 func (c *Client) Model() string { return c.cfg.Model }
 
+// Type is the provider's protocol.
+func (c *Client) Type() string { return c.cfg.Type }
+
+// Native is the computer tool the model has of its own: NativeAnthropic
+// (Claude's computer tool), NativeOpenAI (computer-use-preview), or ""
+// when it acts through function tools.
+func (c *Client) Native() string { return c.be.native() }
+
 // attemptInfo is what one HTTP attempt answered, recorded by recordingDoer.
 type attemptInfo struct {
 	status     int
@@ -122,7 +165,7 @@ type attemptInfo struct {
 type attemptKey struct{}
 
 // recordingDoer notes the status and Retry-After of each response into the
-// call's attemptInfo (go-openai's errors do not carry headers).
+// call's attemptInfo (neither client's errors carry headers).
 type recordingDoer struct{ hc *http.Client }
 
 func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
@@ -150,15 +193,17 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // Error is a failed call.
 type Error struct {
-	// Status is the HTTP status of the last answer, 0 without one.
+	// Status is the HTTP status of the last answer, 0 without one; an
+	// error the provider sent inside a stream has the status it stands
+	// for (529 for Anthropic's overloaded_error).
 	Status int
 	// Attempts made.
 	Attempts int
 	// Retryable says waiting and retrying may help (and was tried).
 	Retryable bool
 	Message   string
-	// Code is the provider's error code, when it gave one
-	// ("context_length_exceeded").
+	// Code is the provider's error code or type, when it gave one
+	// ("context_length_exceeded", "overloaded_error").
 	Code string
 }
 
@@ -179,12 +224,21 @@ func (e *Error) Is(target error) bool {
 	return target == errdefs.ErrUnavailable
 }
 
+// apiError is what a provider said of a failure, read from either
+// client's error types (apierror.go).
+type apiError struct {
+	// status is the HTTP status the error stands for (that of an error
+	// sent inside a stream, which came with 200, by its type); 0 when
+	// unknown.
+	status        int
+	code, message string
+}
+
 // describe explains a failure for the user.
 func describe(status int, err error) string {
-	var api *openai.APIError
 	msg := err.Error()
-	if errors.As(err, &api) && api.Message != "" {
-		msg = api.Message
+	if a, ok := explain(err); ok && a.message != "" {
+		msg = a.message
 	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -193,6 +247,8 @@ func describe(status int, err error) string {
 		return fmt.Sprintf("the provider does not know this model or endpoint (HTTP 404): %s", msg)
 	case status == http.StatusTooManyRequests:
 		return fmt.Sprintf("the provider is rate limiting (HTTP 429): %s", msg)
+	case status == 529:
+		return fmt.Sprintf("the provider is overloaded (HTTP 529): %s", msg)
 	case status >= 500:
 		return fmt.Sprintf("the provider failed (HTTP %d): %s", status, msg)
 	case status > 0:
@@ -243,14 +299,22 @@ func (c *Client) doFor(ctx context.Context, limit time.Duration, call func(conte
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		var final *Error
+		if errors.As(err, &final) && final.Attempts == 0 {
+			// An answer that is not worth asking again (a refusal, a
+			// content filter): the call's verdict as it is.
+			final.Attempts = attempt
+			return final
+		}
 		status := info.status
 		broke := status == http.StatusOK // the answer broke after its status line
+		a, explained := explain(err)
 		if broke {
 			status = 0
 			// An error the provider sent inside its stream carries the
-			// status it stands for (see streamError).
-			if api := (*openai.APIError)(nil); errors.As(err, &api) && api.HTTPStatusCode != 0 {
-				status, broke = api.HTTPStatusCode, false
+			// status it stands for.
+			if explained && a.status != 0 {
+				status, broke = a.status, false
 			}
 		}
 		if timedOut {
@@ -262,11 +326,7 @@ func (c *Client) doFor(ctx context.Context, limit time.Duration, call func(conte
 			msg = "the provider's answer broke off: " + err.Error()
 		}
 		if !retry || attempt >= c.cfg.MaxAttempts {
-			var code string
-			if api := (*openai.APIError)(nil); errors.As(err, &api) && api.Code != nil {
-				code = fmt.Sprint(api.Code)
-			}
-			return &Error{Status: status, Attempts: attempt, Retryable: retry, Message: msg, Code: code}
+			return &Error{Status: status, Attempts: attempt, Retryable: retry, Message: msg, Code: a.code}
 		}
 		wait := info.retryAfter
 		if wait == 0 {

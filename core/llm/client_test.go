@@ -105,21 +105,22 @@ func client(t *testing.T, s *server, mutate func(*Config)) *Client {
 	return c
 }
 
-var userTurn = []openai.ChatCompletionMessage{{Role: "user", Content: "click the button"}}
+var userTurn = Request{Messages: []Message{UserText("click the button")}}
 
 func TestCompleteReturnsToolCallsInOrder(t *testing.T) {
 	s := newServer(t, reply("clicking", openai.ToolCall{ID: "1", Type: "function", Function: openai.FunctionCall{Name: "mouse_click", Arguments: `{"x":10,"y":20}`}},
 		openai.ToolCall{ID: "2", Type: "function", Function: openai.FunctionCall{Name: "screenshot", Arguments: ``}}))
 	c := client(t, s, nil)
-	tools := []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: "mouse_click", Parameters: json.RawMessage(`{"type":"object"}`)}}}
-	r, err := c.Complete(context.Background(), userTurn, tools)
+	req := userTurn
+	req.Tools = []Tool{{Name: "mouse_click", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	r, err := c.Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Text != "clicking" || len(r.ToolCalls) != 2 || r.ToolCalls[0].Name != "mouse_click" || string(r.ToolCalls[0].Arguments) != `{"x":10,"y":20}` || string(r.ToolCalls[1].Arguments) != "{}" {
+	if r.Text != "clicking" || len(r.ToolCalls) != 2 || r.ToolCalls[0].Name != "mouse_click" || string(r.ToolCalls[0].Args) != `{"x":10,"y":20}` || string(r.ToolCalls[1].Args) != "{}" {
 		t.Fatalf("reply = %+v", r)
 	}
-	if r.Usage != (Usage{100, 20, 120}) {
+	if r.Usage != (Usage{Prompt: 100, Completion: 20, Total: 120}) {
 		t.Fatalf("usage = %+v", r.Usage)
 	}
 	var sent map[string]any
@@ -137,7 +138,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	c := client(t, s, func(c *Config) {
 		c.OnRetry = func(_ int, wait time.Duration, _ error) { retries = append(retries, wait) }
 	})
-	if _, err := c.Complete(context.Background(), userTurn, nil); err != nil {
+	if _, err := c.Complete(context.Background(), userTurn); err != nil {
 		t.Fatal(err)
 	}
 	if s.requests() != 2 || len(retries) != 1 || retries[0] != time.Second {
@@ -151,7 +152,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 func TestServerErrorsExhaustTheAttempts(t *testing.T) {
 	s := newServer(t, status(500, ""))
 	c := client(t, s, nil)
-	_, err := c.Complete(context.Background(), userTurn, nil)
+	_, err := c.Complete(context.Background(), userTurn)
 	var e *Error
 	if !errors.As(err, &e) || e.Status != 500 || e.Attempts != 5 || !e.Retryable || !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Fatalf("error = %#v", err)
@@ -163,7 +164,7 @@ func TestServerErrorsExhaustTheAttempts(t *testing.T) {
 
 func TestRefusedKeyIsNotRetried(t *testing.T) {
 	s := newServer(t, status(401, ""))
-	_, err := client(t, s, nil).Complete(context.Background(), userTurn, nil)
+	_, err := client(t, s, nil).Complete(context.Background(), userTurn)
 	if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "refused the API key") || s.requests() != 1 {
 		t.Fatalf("error = %v after %d requests", err, s.requests())
 	}
@@ -181,7 +182,7 @@ func TestHangingAndBrokenAnswersAreRetried(t *testing.T) {
 	}
 	s := newServer(t, hang, broken, reply("finally"))
 	c := client(t, s, func(c *Config) { c.Timeout = 300 * time.Millisecond })
-	r, err := c.Complete(context.Background(), userTurn, nil)
+	r, err := c.Complete(context.Background(), userTurn)
 	if err != nil || r.Text != "finally" || s.requests() != 3 {
 		t.Fatalf("reply %q, err %v, %d requests", r.Text, err, s.requests())
 	}
@@ -193,7 +194,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()
-	_, err := c.Complete(ctx, userTurn, nil)
+	_, err := c.Complete(ctx, userTurn)
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > time.Second {
 		t.Fatalf("err %v after %s", err, time.Since(t0))
 	}
@@ -238,7 +239,7 @@ func TestHiccupsAreRetried(t *testing.T) {
 		w.Write([]byte(`{"id":"c","object":"chat.completion","choices":[]}`))
 	}
 	s := newServer(t, empty, empty, reply("at last"))
-	r, err := client(t, s, nil).Complete(context.Background(), userTurn, nil)
+	r, err := client(t, s, nil).Complete(context.Background(), userTurn)
 	if err != nil || r.Text != "at last" || s.requests() != 3 {
 		t.Fatalf("reply %q, err %v, %d requests", r.Text, err, s.requests())
 	}
@@ -283,65 +284,73 @@ func pngOf(w, h int) []byte {
 	return b.Bytes()
 }
 
-func TestImagePartDownscalesToTheCap(t *testing.T) {
-	part, err := ImagePart("png", pngOf(2560, 1600), 1280, 800)
+func TestNewImageDownscalesToTheCap(t *testing.T) {
+	img, err := NewImage("png", pngOf(2560, 1600), 1280, 800)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, ok := strings.CutPrefix(part.ImageURL.URL, "data:image/jpeg;base64,")
-	if !ok {
-		t.Fatalf("url %.40s", part.ImageURL.URL)
+	data, ok := strings.CutPrefix(img.DataURL(), "data:image/jpeg;base64,")
+	if !ok || img.Width != 1280 || img.Height != 800 {
+		t.Fatalf("url %.40s, %dx%d", img.DataURL(), img.Width, img.Height)
 	}
 	raw, _ := base64.StdEncoding.DecodeString(data)
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(raw))
 	if err != nil || format != "jpeg" || cfg.Width != 1280 || cfg.Height != 800 {
 		t.Fatalf("%s %dx%d, %v", format, cfg.Width, cfg.Height, err)
 	}
-	small, _ := ImagePart("png", pngOf(640, 400), 1280, 800)
-	if !strings.HasPrefix(small.ImageURL.URL, "data:image/png;base64,") {
+	small, _ := NewImage("png", pngOf(640, 400), 1280, 800)
+	if !strings.HasPrefix(small.DataURL(), "data:image/png;base64,") || small.Width != 640 {
 		t.Fatal("an image within the cap was re-encoded")
 	}
 }
 
+// TestCompactKeepsTheLastImages: the newest images stay, in tool results
+// too, and the older ones become notes; the input is not modified.
 func TestCompactKeepsTheLastImages(t *testing.T) {
-	var msgs []openai.ChatCompletionMessage
+	var msgs []Message
 	for i := range 10 {
-		part, _ := ImagePart("png", pngOf(4, 4), 0, 0)
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: "user", MultiContent: []openai.ChatMessagePart{{Type: "text", Text: "step"}, part}}, openai.ChatCompletionMessage{Role: "assistant", Content: strings.Repeat("x", i)})
+		img, _ := NewImage("png", pngOf(4, 4), 0, 0)
+		user := UserMessage(Text("step"), ImageBlock(img))
+		if i%2 == 1 {
+			// The screen in a native call's result.
+			user = UserMessage(Block{Type: BlockToolResult, Result: &ToolResult{CallID: "c", Content: []Block{Text("done"), ImageBlock(img)}}}, Text("step"))
+		}
+		msgs = append(msgs, user, AssistantText(strings.Repeat("x", i)))
 	}
 	out := Compact(msgs, 3)
 	images := 0
 	for i, m := range out {
-		for _, p := range m.MultiContent {
-			if p.Type == openai.ChatMessagePartTypeImageURL {
-				images++
-				if i < len(out)-6 {
-					t.Fatalf("an old image at message %d survived", i)
-				}
+		if m.HasImage() {
+			images++
+			if i < len(out)-6 {
+				t.Fatalf("an old image at message %d survived", i)
 			}
 		}
 	}
-	if images != 3 {
+	if images != 3 || countImages(out) != 3 {
 		t.Fatalf("%d images kept, want 3", images)
 	}
-	if msgs[0].MultiContent[1].Type != openai.ChatMessagePartTypeImageURL {
+	if countImages(msgs) != 10 || msgs[2].Content[0].Result.Content[1].Type != BlockImage {
 		t.Fatal("Compact modified its input")
+	}
+	if out[0].Content[1].Text != omittedNote || !out[0].Content[1].wasImage {
+		t.Fatalf("an old image became %+v", out[0].Content[1])
 	}
 }
 
 func TestCost(t *testing.T) {
 	prices := PriceTable{"gpt-test": {PromptPerMTok: 2, CompletionPerMTok: 8}, "claude-*": {PromptPerMTok: 3, CompletionPerMTok: 15}}
-	if usd, ok := prices.Cost("gpt-test", Usage{Prompt: 1_000_000, Completion: 500_000}); !ok || usd != 6 {
+	if usd, ok := prices.Cost(TypeOpenAICompatible, "gpt-test", Usage{Prompt: 1_000_000, Completion: 500_000}); !ok || usd != 6 {
 		t.Fatalf("cost = %v, %v", usd, ok)
 	}
-	if usd, ok := prices.Cost("claude-sonnet-4", Usage{Prompt: 1_000_000}); !ok || usd != 3 {
+	if usd, ok := prices.Cost(TypeOpenAICompatible, "claude-sonnet-4", Usage{Prompt: 1_000_000}); !ok || usd != 3 {
 		t.Fatalf("prefix cost = %v, %v", usd, ok)
 	}
-	if _, ok := prices.Cost("unknown", Usage{Prompt: 1}); ok {
+	if _, ok := prices.Cost(TypeOpenAICompatible, "unknown", Usage{Prompt: 1}); ok {
 		t.Fatal("an unknown model has a price")
 	}
 	fromSettings := PricesFrom(map[string]config.ModelPrice{"gpt-test": {PromptPerMTok: 4}})
-	if usd, ok := fromSettings.Cost("gpt-test", Usage{Prompt: 500_000}); !ok || usd != 2 {
+	if usd, ok := fromSettings.Cost(TypeOpenAICompatible, "gpt-test", Usage{Prompt: 500_000}); !ok || usd != 2 {
 		t.Fatalf("settings prices: %v, %v", usd, ok)
 	}
 }
@@ -375,7 +384,7 @@ func TestChatBodyIsWhatJSONMarshalWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := c.chatBody(req)
+		b, err := c.be.(*chatBackend).chatBody(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,9 +400,10 @@ func TestChatBodyIsWhatJSONMarshalWrites(t *testing.T) {
 	if req.Messages[1].MultiContent[1].ImageURL.URL != "data:image/png;base64,iVBORw0KGgo+/=" {
 		t.Error("chatBody changed the caller's messages")
 	}
-	first := c.wire.data[1]
+	wire := &c.be.(*chatBackend).wire
+	first := wire.data[1]
 	check("the same again, from the cache")
-	if &c.wire.data[1][0] != &first[0] {
+	if &wire.data[1][0] != &first[0] {
 		t.Error("an unchanged message was marshaled again")
 	}
 	// The next step: one message more, and the first screenshot replaced

@@ -9,9 +9,9 @@ import (
 	"image/jpeg"
 	_ "image/png" // decode guest screenshots
 	"math"
+	"slices"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
 	"golang.org/x/image/draw"
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -21,79 +21,117 @@ import (
 // (see Window).
 const DefaultKeepImages = 3
 
-// ImagePart returns an image message part holding data as a data URL,
-// downscaled (and then JPEG-encoded) when larger than maxW x maxH.
-func ImagePart(format string, data []byte, maxW, maxH int) (openai.ChatMessagePart, error) {
+// NewImage returns a picture of encoded image data (PNG or JPEG, as
+// format says) for the model: downscaled (and then JPEG-encoded) when it
+// is larger than maxW x maxH (0: no bound).
+func NewImage(format string, data []byte, maxW, maxH int) (*Image, error) {
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
-		return openai.ChatMessagePart{}, fmt.Errorf("screenshot: %w", err)
+		return nil, fmt.Errorf("screenshot: %w", err)
 	}
 	if (maxW > 0 && cfg.Width > maxW) || (maxH > 0 && cfg.Height > maxH) {
-		img, _, err := image.Decode(bytes.NewReader(data))
-		if err != nil {
-			return openai.ChatMessagePart{}, fmt.Errorf("screenshot: %w", err)
-		}
 		w, h := protocol.FitSize(cfg.Width, cfg.Height, maxW, maxH)
-		dst := image.NewRGBA(image.Rect(0, 0, w, h))
-		draw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
-		var buf bytes.Buffer
-		if err := jpeg.Encode(&buf, dst, &jpeg.Options{Quality: 85}); err != nil {
-			return openai.ChatMessagePart{}, err
-		}
-		data, format = buf.Bytes(), "jpeg"
+		return ResizedImage(data, image.Rect(0, 0, cfg.Width, cfg.Height), w, h)
 	}
-	return openai.ChatMessagePart{
-		Type:     openai.ChatMessagePartTypeImageURL,
-		ImageURL: &openai.ChatMessageImageURL{URL: "data:image/" + format + ";base64," + base64.StdEncoding.EncodeToString(data), Detail: openai.ImageURLDetailHigh},
-	}, nil
+	return &Image{MediaType: "image/" + format, Width: cfg.Width, Height: cfg.Height, Data: base64.StdEncoding.EncodeToString(data)}, nil
 }
 
+// ResizedImage returns the part src of encoded image data scaled to
+// exactly w x h pixels, as a JPEG; the image is sent at a size a native
+// computer tool was told of, and the points the model names are in it.
+func ResizedImage(data []byte, src image.Rectangle, w, h int) (*Image, error) {
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	src = src.Intersect(img.Bounds())
+	if src.Empty() || w <= 0 || h <= 0 {
+		return nil, fmt.Errorf("screenshot: nothing of %v to show at %dx%d", src, w, h)
+	}
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	draw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, src, draw.Src, nil)
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, dst, &jpeg.Options{Quality: 85}); err != nil {
+		return nil, err
+	}
+	return &Image{MediaType: "image/jpeg", Width: w, Height: h, Data: base64.StdEncoding.EncodeToString(buf.Bytes())}, nil
+}
+
+// omittedNote stands in for a screenshot a request leaves out.
+const omittedNote = "[an earlier screenshot, omitted to keep the conversation short]"
+
 // Compact returns the conversation with only the last keep images left as
-// images; every older image becomes a one-line note, so the prompt stops
-// growing with the number of steps. messages is not modified.
-func Compact(messages []openai.ChatCompletionMessage, keep int) []openai.ChatCompletionMessage {
+// images (in tool results too); every older image becomes a one-line
+// note, so the prompt stops growing with the number of steps. messages is
+// not modified.
+func Compact(messages []Message, keep int) []Message {
 	seen := 0
-	out := make([]openai.ChatCompletionMessage, len(messages))
+	note := func(b Block) Block {
+		if b.Type != BlockImage {
+			return b
+		}
+		if seen++; seen > keep {
+			return Block{Type: BlockText, Text: omittedNote, wasImage: true}
+		}
+		return b
+	}
+	out := make([]Message, len(messages))
 	for i := len(messages) - 1; i >= 0; i-- {
 		m := messages[i]
-		if len(m.MultiContent) > 0 {
-			parts := make([]openai.ChatMessagePart, 0, len(m.MultiContent))
-			for _, p := range m.MultiContent {
-				if p.Type == openai.ChatMessagePartTypeImageURL {
-					if seen >= keep {
-						p = openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: "[an earlier screenshot, omitted to keep the conversation short]"}
+		if m.HasImage() {
+			blocks := make([]Block, len(m.Content))
+			for j := len(m.Content) - 1; j >= 0; j-- {
+				b := m.Content[j]
+				if b.Type == BlockToolResult && b.Result != nil {
+					r := *b.Result
+					r.Content = slices.Clone(r.Content)
+					for k := len(r.Content) - 1; k >= 0; k-- {
+						r.Content[k] = note(r.Content[k])
 					}
-					seen++
+					b.Result = &r
 				}
-				parts = append(parts, p)
+				blocks[j] = note(b)
 			}
-			m.MultiContent = parts
+			m.Content = blocks
 		}
 		out[i] = m
 	}
 	return out
 }
 
+// countImages counts the images of a conversation, in tool results too.
+func countImages(messages []Message) int {
+	n := 0
+	for _, m := range messages {
+		for _, b := range m.Content {
+			switch {
+			case b.Type == BlockImage:
+				n++
+			case b.Type == BlockToolResult && b.Result != nil:
+				for _, c := range b.Result.Content {
+					if c.Type == BlockImage {
+						n++
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
 // Window returns the conversation as the model is sent it: the latest
 // screenshots stay images and older ones become notes keep at a time, so
 // that between 1 and keep images are sent and the request's prefix stays
 // byte-identical for keep-1 steps out of keep. Providers cache prompts by
-// prefix (OpenAI automatically; Anthropic-style gateways by marks), and a
-// prefix that changed at every step, as dropping one image a step does,
-// never hits. This is the chunked removal of Anthropic's computer-use
-// reference loop. messages is not modified.
-func Window(messages []openai.ChatCompletionMessage, keep int) []openai.ChatCompletionMessage {
+// prefix (OpenAI automatically; Anthropic by breakpoints), and a prefix
+// that changed at every step, as dropping one image a step does, never
+// hits. This is the chunked removal of Anthropic's computer-use reference
+// loop. messages is not modified.
+func Window(messages []Message, keep int) []Message {
 	if keep <= 1 {
 		return Compact(messages, 1)
 	}
-	n := 0
-	for _, m := range messages {
-		for _, p := range m.MultiContent {
-			if p.Type == openai.ChatMessagePartTypeImageURL {
-				n++
-			}
-		}
-	}
+	n := countImages(messages)
 	if n == 0 {
 		return Compact(messages, 0)
 	}
@@ -102,51 +140,62 @@ func Window(messages []openai.ChatCompletionMessage, keep int) []openai.ChatComp
 
 // Token estimates. Text counts 4 bytes a token (English prose and JSON
 // run 3.5 to 4.5); an image counts as OpenAI's vision pricing does (fit in
-// 2048x2048, then the shortest side to 768, 170 a 512-pixel tile plus 85);
-// each message adds its framing.
+// 2048x2048, then the shortest side to 768, 170 a 512-pixel tile plus 85)
+// or, for Anthropic, as its width times height over 750 once fitted in
+// its limits; each message adds its framing.
 const (
-	bytesPerToken     = 4
-	messageOverhead   = 4
-	unknownImageToken = 1105 // a 1280x800 screenshot
+	bytesPerToken   = 4
+	messageOverhead = 4
 )
 
-// EstimateTokens estimates the prompt tokens of messages.
-func EstimateTokens(messages []openai.ChatCompletionMessage) int {
+// EstimateTokens estimates the prompt tokens of messages, images by
+// OpenAI's rule.
+func EstimateTokens(messages []Message) int { return estimate(messages, imageTokens) }
+
+// EstimateTokens estimates the prompt tokens of messages for the client's
+// provider: images by Anthropic's rule for Claude.
+func (c *Client) EstimateTokens(messages []Message) int {
+	if c.cfg.Type == TypeAnthropic {
+		return estimate(messages, claudeImageTokens)
+	}
+	return estimate(messages, imageTokens)
+}
+
+func estimate(messages []Message, imageTokens func(w, h int) int) int {
 	total := 0
-	for _, m := range messages {
-		total += messageOverhead + len(m.Content)/bytesPerToken
-		for _, p := range m.MultiContent {
-			switch {
-			case p.Type == openai.ChatMessagePartTypeImageURL && p.ImageURL != nil:
-				total += imageTokens(p.ImageURL.URL)
-			default:
-				total += len(p.Text) / bytesPerToken
+	var blockTokens func(b Block) int
+	blockTokens = func(b Block) int {
+		switch b.Type {
+		case BlockImage:
+			return imageTokens(b.Image.Width, b.Image.Height)
+		case BlockToolCall:
+			return (len(b.Call.Name) + len(b.Call.Args) + len(b.Call.ID)) / bytesPerToken
+		case BlockToolResult:
+			n := 0
+			for _, c := range b.Result.Content {
+				n += blockTokens(c)
 			}
+			return n
+		case BlockReasoning:
+			return (len(b.Reasoning.Text) + len(b.Reasoning.Signature) + len(b.Reasoning.Redacted) + len(b.Reasoning.Encrypted)) / bytesPerToken
 		}
-		for _, c := range m.ToolCalls {
-			total += (len(c.Function.Name) + len(c.Function.Arguments) + len(c.ID)) / bytesPerToken
+		return len(b.Text) / bytesPerToken
+	}
+	for _, m := range messages {
+		total += messageOverhead
+		for _, b := range m.Content {
+			total += blockTokens(b)
 		}
 	}
 	return total
 }
 
-// imageTokens estimates a data-URL image from its header's size.
-func imageTokens(url string) int {
-	_, data, ok := strings.Cut(url, ";base64,")
-	if !ok {
-		return unknownImageToken
+// imageTokens estimates an image of w x h pixels.
+func imageTokens(width, height int) int {
+	if width <= 0 || height <= 0 {
+		return 1105 // a 1280x800 screenshot
 	}
-	head := data[:min(len(data), 8192)]
-	head = head[:len(head)/4*4]
-	raw, err := base64.StdEncoding.DecodeString(head)
-	if err != nil {
-		return unknownImageToken
-	}
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(raw))
-	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
-		return unknownImageToken
-	}
-	w, h := float64(cfg.Width), float64(cfg.Height)
+	w, h := float64(width), float64(height)
 	if s := 2048 / max(w, h); s < 1 {
 		w, h = w*s, h*s
 	}
@@ -155,6 +204,12 @@ func imageTokens(url string) int {
 	}
 	tiles := int(math.Ceil(w/512)) * int(math.Ceil(h/512))
 	return 170*tiles + 85
+}
+
+// claudeImageTokens estimates an image of w x h pixels sent to Claude.
+func claudeImageTokens(width, height int) int {
+	scale := min(1, float64(maxDisplayEdge)/float64(max(width, height, 1)), math.Sqrt(maxDisplayPixels/float64(max(width*height, 1))))
+	return int(float64(width)*scale) * int(float64(height)*scale) / 750
 }
 
 // knownWindows are context windows, in tokens, of model families whose

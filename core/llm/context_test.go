@@ -7,22 +7,20 @@ import (
 	"image"
 	"image/png"
 	"testing"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
-// shot returns a PNG screenshot part of w x h pixels.
-func shot(t *testing.T, w, h int) openai.ChatMessagePart {
+// shot returns a PNG screenshot of w x h pixels.
+func shot(t *testing.T, w, h int) Block {
 	t.Helper()
 	var b bytes.Buffer
 	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
 		t.Fatal(err)
 	}
-	p, err := ImagePart("png", b.Bytes(), 0, 0)
+	img, err := NewImage("png", b.Bytes(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return ImageBlock(img)
 }
 
 // TestWindowKeepsThePrefix: over 40 steps of an agent's conversation, the
@@ -31,22 +29,17 @@ func shot(t *testing.T, w, h int) openai.ChatMessagePart {
 // cache hits); the dropped images go 3 at a time.
 func TestWindowKeepsThePrefix(t *testing.T) {
 	img := shot(t, 64, 40)
-	messages := []openai.ChatCompletionMessage{{Role: "system", Content: "system"}, {Role: "user", Content: "Task: x"}}
+	messages := []Message{UserText("Task: x")}
 	var prev [][]byte
 	kept := 0
 	for step := 1; step <= 40; step++ {
-		messages = append(messages, openai.ChatCompletionMessage{Role: "user", MultiContent: []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "Step"}, img}})
+		messages = append(messages, UserMessage(Text("Step"), img))
 		w := Window(messages, 3)
-		images := 0
+		images := countImages(w)
 		var cur [][]byte
-		for _, m := range w {
+		for _, m := range chatMessages(&Request{System: "system", Messages: w}) {
 			b, _ := json.Marshal(m)
 			cur = append(cur, b)
-			for _, p := range m.MultiContent {
-				if p.Type == openai.ChatMessagePartTypeImageURL {
-					images++
-				}
-			}
 		}
 		if images < 1 || images > 3 {
 			t.Fatalf("step %d sends %d images", step, images)
@@ -62,7 +55,7 @@ func TestWindowKeepsThePrefix(t *testing.T) {
 			kept++
 		}
 		prev = cur
-		messages = append(messages, openai.ChatCompletionMessage{Role: "assistant", Content: "ok"})
+		messages = append(messages, AssistantText("ok"))
 	}
 	// Steps 2..40: the prefix breaks at steps 4, 7, ..., 40 (13 of 39).
 	if kept != 26 {
@@ -74,12 +67,12 @@ func TestEstimateTokens(t *testing.T) {
 	for _, c := range []struct {
 		w, h, want int
 	}{{1280, 800, 1105}, {640, 400, 425}, {3000, 3000, 765}} {
-		got := EstimateTokens([]openai.ChatCompletionMessage{{Role: "user", MultiContent: []openai.ChatMessagePart{shot(t, c.w, c.h)}}})
+		got := EstimateTokens([]Message{UserMessage(shot(t, c.w, c.h))})
 		if got != c.want+messageOverhead {
 			t.Errorf("%dx%d: %d tokens, want %d", c.w, c.h, got, c.want+messageOverhead)
 		}
 	}
-	if got := EstimateTokens([]openai.ChatCompletionMessage{{Role: "user", Content: string(make([]byte, 4000))}}); got != 1000+messageOverhead {
+	if got := EstimateTokens([]Message{UserText(string(make([]byte, 4000)))}); got != 1000+messageOverhead {
 		t.Errorf("4000 bytes of text: %d tokens", got)
 	}
 }

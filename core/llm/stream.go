@@ -97,6 +97,21 @@ func sseEvents(r io.Reader, alive func(), fn func(data []byte) (done bool, err e
 	return err
 }
 
+// postWatched sends a streamed request to path: an event stream goes to
+// event, an answer that is not streamed is decoded into out. The stream is
+// broken off when it goes quiet for the client's timeout.
+func (c *Client) postWatched(ctx context.Context, path string, b body, out any, event func([]byte) (bool, error)) (streamed bool, err error) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wd := newWatchdog(c.cfg.Timeout, cancel)
+	defer wd.stop()
+	streamed, err = c.post(sctx, path, b, out, func(r io.Reader) error { return sseEvents(r, wd.alive, event) })
+	if errors.Is(context.Cause(sctx), errStalled) && ctx.Err() == nil {
+		return streamed, wd.stalled()
+	}
+	return streamed, err
+}
+
 // watchdog cancels a streamed attempt that goes quiet for idle.
 type watchdog struct {
 	t    *time.Timer

@@ -68,7 +68,7 @@ func TestChatCompletionStreams(t *testing.T) {
 		"[DONE]"))
 	c := client(t, s, nil)
 	var d deltas
-	r, err := c.CompleteStream(context.Background(), userTurn, nil, d.on)
+	r, err := c.CompleteStream(context.Background(), userTurn, d.on)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +78,14 @@ func TestChatCompletionStreams(t *testing.T) {
 	if got := d.reasoning.String(); got != "|The button is blue." {
 		t.Errorf("streamed reasoning %q", got)
 	}
-	if r.Text != "Clicking it now." || r.Reasoning != "The button is blue." || r.Usage != (Usage{900, 40, 940}) {
+	if r.Text != "Clicking it now." || r.Reasoning != "The button is blue." || r.Usage != (Usage{Prompt: 900, Completion: 40, Total: 940}) {
 		t.Errorf("reply %+v", r)
 	}
-	if len(r.ToolCalls) != 2 || r.ToolCalls[0].ID != "call_a" || string(r.ToolCalls[0].Arguments) != `{"x":10,"y":20}` ||
-		r.ToolCalls[1].Name != "keyboard_type" || string(r.ToolCalls[1].Arguments) != `{"text":"hi"}` {
+	if len(r.ToolCalls) != 2 || r.ToolCalls[0].ID != "call_a" || string(r.ToolCalls[0].Args) != `{"x":10,"y":20}` ||
+		r.ToolCalls[1].Name != "keyboard_type" || string(r.ToolCalls[1].Args) != `{"text":"hi"}` {
 		t.Errorf("tool calls %+v", r.ToolCalls)
 	}
-	if len(r.Message.ToolCalls) != 2 || r.Message.Role != "assistant" {
+	if len(r.Message.Calls()) != 2 || r.Message.Role != RoleAssistant {
 		t.Errorf("message %+v", r.Message)
 	}
 	var req map[string]any
@@ -114,7 +114,7 @@ func TestBrokenStreamsAreAskedAgain(t *testing.T) {
 			c := client(t, s, func(c *Config) { c.Timeout = 300 * time.Millisecond })
 			var d deltas
 			start := time.Now()
-			r, err := c.CompleteStream(context.Background(), userTurn, nil, d.on)
+			r, err := c.CompleteStream(context.Background(), userTurn, d.on)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestBrokenStreamsAreAskedAgain(t *testing.T) {
 func TestStreamErrorsAreClassified(t *testing.T) {
 	s := newServer(t, sse(0, `{"error":{"message":"This model's maximum context length is 32768 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`))
 	c := client(t, s, nil)
-	_, err := c.CompleteStream(context.Background(), userTurn, nil, func(Delta) {})
+	_, err := c.CompleteStream(context.Background(), userTurn, func(Delta) {})
 	if !IsContextOverflow(err) || s.requests() != 1 {
 		t.Fatalf("err %v after %d requests: want a context overflow, not retried", err, s.requests())
 	}
@@ -145,7 +145,7 @@ func TestStreamErrorsAreClassified(t *testing.T) {
 	// A content filter's finish reason is reported as such, never a completion.
 	s = newServer(t, sse(0, chunk(`{"content":"I will"}`), `{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`, "[DONE]"))
 	c = client(t, s, nil)
-	if _, err := c.CompleteStream(context.Background(), userTurn, nil, func(Delta) {}); err == nil || !strings.Contains(err.Error(), "content filter") {
+	if _, err := c.CompleteStream(context.Background(), userTurn, func(Delta) {}); err == nil || !strings.Contains(err.Error(), "content filter") {
 		t.Errorf("content filter: %v", err)
 	}
 }
@@ -155,14 +155,14 @@ func TestStreamIsBounded(t *testing.T) {
 	huge := `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("a", maxStreamLine) + `"}}]}`
 	s := newServer(t, sse(0, huge))
 	c := client(t, s, func(c *Config) { c.MaxAttempts = 1 })
-	_, err := c.CompleteStream(context.Background(), userTurn, nil, func(Delta) {})
+	_, err := c.CompleteStream(context.Background(), userTurn, func(Delta) {})
 	if err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Fatalf("err %v", err)
 	}
 	// A tool call index far past the calls so far is refused, not allocated.
 	s = newServer(t, sse(0, chunk(`{"tool_calls":[{"index":100000000,"id":"x","function":{"name":"click","arguments":"{}"}}]}`), "[DONE]"))
 	c = client(t, s, func(c *Config) { c.MaxAttempts = 1 })
-	if _, err := c.CompleteStream(context.Background(), userTurn, nil, func(Delta) {}); err == nil || !strings.Contains(err.Error(), "tool call") {
+	if _, err := c.CompleteStream(context.Background(), userTurn, func(Delta) {}); err == nil || !strings.Contains(err.Error(), "tool call") {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -171,7 +171,7 @@ func TestPlainAnswerToAStreamedRequest(t *testing.T) {
 	// Servers that do not stream answer with one JSON body: read as such.
 	s := newServer(t, reply("Done.", openai.ToolCall{ID: "c1", Type: "function", Function: openai.FunctionCall{Name: "wait", Arguments: `{"seconds":1}`}}))
 	c := client(t, s, nil)
-	r, err := c.CompleteStream(context.Background(), userTurn, nil, func(Delta) {})
+	r, err := c.CompleteStream(context.Background(), userTurn, func(Delta) {})
 	if err != nil || r.Text != "Done." || len(r.ToolCalls) != 1 || r.Usage.Total != 120 {
 		t.Fatalf("reply %+v, %v", r, err)
 	}
@@ -179,15 +179,11 @@ func TestPlainAnswerToAStreamedRequest(t *testing.T) {
 
 // responsesTurn is a conversation with every kind of message the agent
 // sends: instructions, a screenshot, a tool call and its result.
-var responsesTurn = []openai.ChatCompletionMessage{
-	{Role: "system", Content: "You operate a computer."},
-	{Role: "user", MultiContent: []openai.ChatMessagePart{{Type: "text", Text: "Task: click OK"},
-		{Type: "image_url", ImageURL: &openai.ChatMessageImageURL{URL: "data:image/png;base64,AAAA", Detail: "high"}}}},
-	{Role: "assistant", Content: "Clicking.", ToolCalls: []openai.ToolCall{{ID: "call_1", Type: "function", Function: openai.FunctionCall{Name: "click", Arguments: `{"x":1,"y":2}`}}}},
-	{Role: "tool", ToolCallID: "call_1", Content: "Clicked at (1, 2)."},
-}
-
-var clickTool = []openai.Tool{{Type: "function", Function: &openai.FunctionDefinition{Name: "click", Description: "Click a point.",
+var responsesTurn = Request{System: "You operate a computer.", Messages: []Message{
+	UserMessage(Text("Task: click OK"), ImageBlock(&Image{MediaType: "image/png", Data: "AAAA", Width: 1, Height: 1})),
+	{Role: RoleAssistant, Content: []Block{Text("Clicking."), {Type: BlockToolCall, Call: &ToolCall{ID: "call_1", Name: "click", Args: json.RawMessage(`{"x":1,"y":2}`)}}}},
+	UserMessage(Block{Type: BlockToolResult, Result: &ToolResult{CallID: "call_1", Content: []Block{Text("Clicked at (1, 2).")}}}),
+}, Tools: []Tool{{Name: "click", Description: "Click a point.",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}}}`)}}}
 
 func TestResponsesBackendStreams(t *testing.T) {
@@ -208,17 +204,17 @@ func TestResponsesBackendStreams(t *testing.T) {
 			`"usage":{"input_tokens":1500,"output_tokens":60,"total_tokens":1560}}`)))
 	c := client(t, s, func(c *Config) { c.Backend = BackendResponses; c.ReasoningEffort = "high" })
 	var d deltas
-	r, err := c.CompleteStream(context.Background(), responsesTurn, clickTool, d.on)
+	r, err := c.CompleteStream(context.Background(), responsesTurn, d.on)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.text.String() != "|Pressing OK." || d.reasoning.String() != "|The OK button is at the bottom." {
 		t.Errorf("streamed %q / %q", d.text.String(), d.reasoning.String())
 	}
-	if r.Text != "Pressing OK." || r.Reasoning != "The OK button is at the bottom." || r.Usage != (Usage{1500, 60, 1560}) {
+	if r.Text != "Pressing OK." || r.Reasoning != "The OK button is at the bottom." || r.Usage != (Usage{Prompt: 1500, Completion: 60, Total: 1560}) {
 		t.Errorf("reply %+v", r)
 	}
-	if len(r.ToolCalls) != 1 || r.ToolCalls[0].ID != "call_2" || string(r.ToolCalls[0].Arguments) != `{"x":5,"y":6}` {
+	if len(r.ToolCalls) != 1 || r.ToolCalls[0].ID != "call_2" || string(r.ToolCalls[0].Args) != `{"x":5,"y":6}` {
 		t.Errorf("tool calls %+v", r.ToolCalls)
 	}
 
@@ -301,7 +297,7 @@ func TestResponsesBackendCompletionCheckAndFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newServer(t, tc.h)
 			c := client(t, s, func(c *Config) { c.Backend = BackendResponses; c.MaxAttempts = 3 })
-			_, err := c.CompleteStream(context.Background(), responsesTurn, clickTool, func(Delta) {})
+			_, err := c.CompleteStream(context.Background(), responsesTurn, func(Delta) {})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || s.requests() != tc.n {
 				t.Errorf("err %v after %d requests: want %q after %d", err, s.requests(), tc.want, tc.n)
 			}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // TitlePrompt is the system prompt of a title request. Tests' scripted
@@ -25,23 +23,16 @@ const (
 // returns it cleaned (CleanTitle). The answer is bounded (TitleMaxTokens);
 // an answer with no usable line is an error.
 func (c *Client) Title(ctx context.Context, description string) (string, Usage, error) {
-	req := openai.ChatCompletionRequest{
-		Model: c.cfg.Model, MaxTokens: TitleMaxTokens,
-		Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: TitlePrompt},
-			{Role: openai.ChatMessageRoleUser, Content: truncate(strings.TrimSpace(description), titleRequestBytes)},
-		},
-	}
-	resp, err := c.create(ctx, req, nil)
+	r, err := c.Complete(ctx, Request{System: TitlePrompt, MaxTokens: TitleMaxTokens, NoReasoning: true,
+		Messages: []Message{UserText(truncate(strings.TrimSpace(description), titleRequestBytes))}})
 	if err != nil {
 		return "", Usage{}, err
 	}
-	u := usageOf(resp.Usage)
-	title := CleanTitle(resp.Choices[0].Message.Content)
+	title := CleanTitle(r.Text)
 	if title == "" {
-		return "", u, &Error{Attempts: 1, Message: "the model answered the title request without a title"}
+		return "", r.Usage, &Error{Attempts: 1, Message: "the model answered the title request without a title"}
 	}
-	return title, u, nil
+	return title, r.Usage, nil
 }
 
 // CleanTitle makes a model's answer a title: its first line with text,

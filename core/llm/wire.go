@@ -25,10 +25,10 @@ import (
 // messages, reusing the JSON of those the previous request sent in the
 // same places, and the previous request's JSON for the rest when only
 // the messages changed.
-func (c *Client) chatBody(req openai.ChatCompletionRequest) (body, error) {
+func (b *chatBackend) chatBody(req openai.ChatCompletionRequest) (body, error) {
 	msgs := req.Messages
 	req.Messages = nil
-	w := &c.wire
+	w := &b.wire
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.head == nil || !reflect.DeepEqual(w.req, req) {
@@ -53,7 +53,7 @@ func (c *Client) chatBody(req openai.ChatCompletionRequest) (body, error) {
 	for i, m := range msgs {
 		// Cache breakpoints (CacheMarks): the system prompt and the newest
 		// message, so the next request reads all before it from the cache.
-		marks[i] = c.cfg.CacheMarks && (i == len(msgs)-1 || (i == 0 && m.Role == openai.ChatMessageRoleSystem))
+		marks[i] = b.c.cfg.CacheMarks && (i == len(msgs)-1 || (i == 0 && m.Role == openai.ChatMessageRoleSystem))
 		if i < len(w.msgs) && w.marks[i] == marks[i] && sameMessage(w.msgs[i], m) {
 			data[i] = w.data[i]
 		} else {
@@ -266,7 +266,7 @@ func jsonSafe(s string) bool {
 // *openai.APIError when the provider explained, *openai.RequestError
 // otherwise.
 func (c *Client) post(ctx context.Context, path string, b body, out any, stream func(io.Reader) error) (streamed bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, b.reader())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.BaseURL+path, b.reader())
 	if err != nil {
 		return false, err
 	}
@@ -281,7 +281,7 @@ const maxModelsBytes = 32 << 20
 
 // getJSON sends a GET of path under the base URL and decodes the answer.
 func (c *Client) getJSON(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.BaseURL+path, nil)
 	if err != nil {
 		return err
 	}

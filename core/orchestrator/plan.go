@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
@@ -113,10 +112,7 @@ func (o *Orchestrator) writePlan(r *run, t store.Task) (string, outcome) {
 	if err != nil {
 		return planFailed("Could not make a plan: " + err.Error())
 	}
-	reply, err := client.Complete(ctx, []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: planPrompt},
-		{Role: openai.ChatMessageRoleUser, Content: "Task: " + t.Description},
-	}, nil)
+	reply, err := client.Complete(ctx, llm.Request{System: planPrompt, Messages: []llm.Message{llm.UserText("Task: " + t.Description)}})
 	if ctx.Err() != nil {
 		return interrupted()
 	}

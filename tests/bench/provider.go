@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"image"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -197,7 +199,7 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out := time.Now()
 	answer := 0
 	if p.window > 0 {
-		answer = llm.EstimateTokens([]openai.ChatCompletionMessage{msg}) * 8 / 7
+		answer = llm.EstimateTokens(neutral([]openai.ChatCompletionMessage{msg})) * 8 / 7
 	}
 	p.mu.Lock()
 	p.log[marker][n-1].out, p.log[marker][n-1].answerTokens = out, answer
@@ -218,7 +220,7 @@ func tokens(body []byte) int {
 		return 0
 	}
 	b, _ := json.Marshal(req.Tools)
-	return (llm.EstimateTokens(req.Messages) + len(b)/4) * 8 / 7
+	return (llm.EstimateTokens(neutral(req.Messages)) + len(b)/4) * 8 / 7
 }
 
 // promptOf renders a chat request as the model reads it, which is what a
@@ -298,4 +300,42 @@ func writing(n int, _ bool) (openai.ChatCompletionMessage, <-chan struct{}) {
 func toolCall(name, args string) openai.ChatCompletionMessage {
 	return openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{
 		ID: "call-" + name, Type: "function", Function: openai.FunctionCall{Name: name, Arguments: args}}}}
+}
+
+// neutral reads chat messages as the agent's conversation, for its token
+// estimate: their text, tool calls and images (of the size their data
+// URL's header says).
+func neutral(msgs []openai.ChatCompletionMessage) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	for _, m := range msgs {
+		n := llm.Message{Role: llm.RoleUser}
+		if m.Role == openai.ChatMessageRoleAssistant {
+			n.Role = llm.RoleAssistant
+		}
+		if m.Content != "" {
+			n.Content = append(n.Content, llm.Text(m.Content))
+		}
+		for _, p := range m.MultiContent {
+			switch {
+			case p.ImageURL != nil:
+				img := &llm.Image{MediaType: "image/png"}
+				if _, data, ok := strings.Cut(p.ImageURL.URL, ";base64,"); ok {
+					head := data[:min(len(data), 8192)]
+					if raw, err := base64.StdEncoding.DecodeString(head[:len(head)/4*4]); err == nil {
+						if cfg, _, err := image.DecodeConfig(bytes.NewReader(raw)); err == nil {
+							img.Width, img.Height = cfg.Width, cfg.Height
+						}
+					}
+				}
+				n.Content = append(n.Content, llm.ImageBlock(img))
+			default:
+				n.Content = append(n.Content, llm.Text(p.Text))
+			}
+		}
+		for _, c := range m.ToolCalls {
+			n.Content = append(n.Content, llm.Block{Type: llm.BlockToolCall, Call: &llm.ToolCall{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(c.Function.Arguments)}})
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// outcome is what one tool call came to.
+type outcome struct {
+	text    string
+	isError bool
+	// image is the screen a native call shows the model (a screenshot, a
+	// zoom); ran says the call was carried out (a native call's result
+	// then shows the screen after it); acked are the safety checks the
+	// user approved.
+	image *llm.Image
+	ran   bool
+	acked []llm.SafetyCheck
+}
+
+// act runs one tool call and returns what the model is told.
+func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping) outcome {
+	start := Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Args)}
+	var o outcome
+	var err error
+	if call.Native != "" {
+		start.Summary = describeNative(call)
+		r.emit(step, start)
+		o, err = r.runNative(ctx, step, call, m)
+	} else {
+		r.emit(step, start)
+		o.text, err = r.run(ctx, step, call, m)
+		o.ran = err == nil
+	}
+	out := r.redactor.redact(o.text) // what the guest shows back of a typed secret
+	summary := call.Name + " " + firstLine(out)
+	activity := "tool_result"
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopped from outside (cancel, kill switch, time limit): the
+		// call did not fail, it was cut short.
+		out = "Interrupted: " + interruption(ctx)
+		summary, activity = call.Name+" interrupted: "+interruption(ctx), "info"
+		o.isError = true
+	case err != nil:
+		out = "Error: " + err.Error()
+		summary, activity = call.Name+" failed: "+err.Error(), "error"
+		o.isError = true
+	}
+	r.emit(step, Event{Type: "tool_call_result", ActivityType: activity, Tool: call.Name, Summary: summary, Details: truncate(out, 4000)})
+	o.text = truncate(out, 16000)
+	return o
+}
+
+// interruption says in words why ctx ended.
+func interruption(ctx context.Context) string {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCancelled):
+		return "the task was cancelled"
+	case errors.Is(cause, errTimedOut):
+		return "the task reached its time limit"
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		return cause.Error()
+	}
+	return "the task was stopped"
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return truncate(line, 200)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "… [truncated]"
+}
+
+// run executes a tool call: host tools ask the user; guest tools go to the
+// guest after the policy and coordinate mapping. Only the tools offered to
+// the model run: any other name (a guest method such as shutdown or
+// hello, a tool the policy denies, a made-up one) is refused here and never
+// reaches the guest.
+func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, error) {
+	if !r.offered[call.Name] {
+		if call.Name == config.UseCredential && r.task.Policy.For(config.UseCredential) != config.Deny {
+			return "", fmt.Errorf("no credentials are stored (the user adds them in Settings › Credentials): log in with what the user tells you, or ask")
+		}
+		if r.task.TextOnly && slices.Contains(pointerTools, call.Name) {
+			return "", fmt.Errorf("%s aims at a screenshot, and this model gets none: act on elements by id (click_element, set_element_value) and with the keyboard", call.Name)
+		}
+		if slices.Contains(config.AgentTools, call.Name) {
+			return "", fmt.Errorf("%s is not allowed for this task", call.Name)
+		}
+		return "", fmt.Errorf("there is no tool %q: the tools you can call are %s", truncate(call.Name, 64), strings.Join(slices.Sorted(maps.Keys(r.offered)), ", "))
+	}
+	if t := r.hostTools[call.Name]; t != nil {
+		return r.runHost(ctx, step, t, call.Args)
+	}
+	var args map[string]any
+	if err := json.Unmarshal(call.Args, &args); err != nil || args == nil {
+		return "", fmt.Errorf("%s: the arguments are not a JSON object: %s", call.Name, truncate(string(call.Args), 200))
+	}
+	if err := checkArgs(call.Name, args); err != nil {
+		return "", err
+	}
+	switch call.Name {
+	case "ask_text_question", "ask_multiple_choice":
+		q, _ := args["question"].(string)
+		var options []string
+		if raw, ok := args["options"].([]any); ok {
+			for _, o := range raw {
+				if s, ok := o.(string); ok {
+					options = append(options, s)
+				}
+			}
+		}
+		r.emit(step, Event{Type: "question", ActivityType: "user_question", Summary: q, Details: strings.Join(options, " | ")})
+		answer, _, err := r.ctl.ask(ctx, q, options)
+		if err != nil {
+			return "", err
+		}
+		r.emit(step, Event{Type: "status_change", ActivityType: "user_answer", Summary: "Answer: " + answer})
+		return "The user answered: " + answer, nil
+	case "request_user_intervention":
+		reason, _ := args["reason"].(string)
+		r.ctl.pause("the agent asks for help: "+reason, false)
+		r.setStatus(store.StatusPaused, "the agent asks for help: "+reason)
+		if err := r.ctl.waitResumed(ctx); err != nil {
+			return "", err
+		}
+		return "The user handed control back.", nil
+	case "screenshot":
+		return "A new screenshot comes with the next turn.", nil
+	case config.UseCredential:
+		return r.useCredential(ctx, step, args, string(call.Args))
+	}
+	// The permission: the tool's own, or open_terminal's for a call that
+	// opens a terminal, a shell or an interpreter.
+	gate, what := call.Name, call.Name
+	if target, ok := opensTerminal(call.Name, args); ok {
+		gate, what = config.OpenTerminal, fmt.Sprintf("%s (opens a terminal or shell: %q)", call.Name, truncate(target, 200))
+	}
+	if gates := elementGates[call.Name]; gates != nil {
+		// An element tool is what it does: a denied click denies clicking
+		// an element, and a click that asks asks for it too.
+		gate = gates[0]
+		for _, g := range gates {
+			if p := r.task.Policy.For(g); p == config.Deny || (p == config.Ask && r.task.Policy.For(gate) != config.Deny) {
+				gate = g
+			}
+		}
+		what = fmt.Sprintf("%s (%s)", gate, call.Name)
+	}
+	switch r.task.Policy.For(gate) {
+	case config.Deny:
+		if gate == config.OpenTerminal {
+			return "", fmt.Errorf("opening a terminal, a shell or an interpreter is not allowed for this task (%s)", what)
+		}
+		return "", fmt.Errorf("%s is not allowed for this task", call.Name)
+	case config.Ask:
+		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + what + "?", Details: string(call.Args)})
+		ok, _, err := r.ctl.requestPermission(ctx, gate, string(call.Args))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("the user denied %s", what)
+		}
+	}
+	if elementGates[call.Name] != nil {
+		return r.runElement(ctx, call.Name, args, m)
+	}
+	if call.Name == protocol.MethodAccessibilityTree {
+		var p protocol.AccessibilityParams
+		p.App, _ = args["app"].(string)
+		if d, ok := args["maxDepth"].(float64); ok {
+			p.MaxDepth = int(d)
+		}
+		p.OnlyVisible, _ = args["onlyVisible"].(bool)
+		var shown *mapping
+		if !r.task.TextOnly {
+			shown = &m
+		}
+		return r.readTree(ctx, p, shown)
+	}
+	for _, pair := range pointArgs[call.Name] {
+		x, xok := args[pair[0]].(float64)
+		y, yok := args[pair[1]].(float64)
+		if !xok || !yok {
+			return "", fmt.Errorf("%s needs numbers %s and %s", call.Name, pair[0], pair[1])
+		}
+		// A point off the screenshot is refused, not moved to the edge
+		// (where close buttons sit).
+		if !m.onShot(x, y) {
+			return "", fmt.Errorf("%s: (%s, %s) = (%g, %g) is off the screen: the screenshot is %dx%d pixels, x from 0 to %d and y from 0 to %d",
+				call.Name, pair[0], pair[1], x, y, m.shotW, m.shotH, m.shotW-1, m.shotH-1)
+		}
+		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
+	}
+	if call.Name == protocol.MethodRunShell {
+		r.withEnv(args)
+		defer r.watchShell(step)()
+	}
+	var result json.RawMessage
+	if err := r.cfg.Guest.Call(ctx, call.Name, args, &result); err != nil {
+		return "", err
+	}
+
+	if string(result) == "{}" || len(result) == 0 {
+		return "Done.", nil
+	}
+	return string(result), nil
+}
