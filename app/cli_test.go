@@ -573,6 +573,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"nosuchcommand"},
 		{"providers"},
 		{"providers", "add", "--name", "x"},
+		{"providers", "add", "--name", "x", "--type", "gemini"},
+		{"providers", "edit", "x"},
 		{"schedules", "frob"},
 	} {
 		var out, errOut strings.Builder

@@ -2,64 +2,118 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// cmdProviders: hivecrew providers add|ls|rm|test|models
+// cmdProviders: hivecrew providers add|ls|show|edit|rm|test|models
 func cmdProviders(e *env, args []string) error {
 	return runTable(e, "providers", []command{
-		{"add", "--name N --base-url U --api-key K|- [--default] [--model M]", "add an LLM provider", providersAdd},
+		{"add", "--name N [--type openai-compatible|anthropic|openai] [--base-url U] [--api-key K|-] [--default] [--model M]", "add an LLM provider (--base-url is required for openai-compatible, the default type)", providersAdd},
 		{"ls", "", "list providers", providersLs},
+		{"show", "NAME|ID", "show a provider (never its key)", providersShow},
+		{"edit", "NAME|ID [--name N] [--type T] [--base-url U] [--api-key K|-] [--model M] [--backend-mode M] [--reasoning E] [--default]", "change a provider", providersEdit},
 		{"rm", "NAME|ID", "remove a provider", providersRm},
 		{"test", "NAME|ID", "check a provider's endpoint and key", providersTest},
 		{"models", "NAME|ID", "list a provider's models", providersModels},
 	}, args)
 }
 
+// typeHelp says the provider types, for the --type flag.
+func typeHelp() string {
+	return "provider `TYPE`: " + strings.Join(llm.Types, ", ") + " (" + llm.TypeOpenAICompatible + ", the default, is any endpoint of OpenAI's " +
+		"chat-completions protocol: OpenRouter, Ollama, LM Studio, vLLM; " + llm.TypeAnthropic + " and " + llm.TypeOpenAI +
+		" are the vendors' own APIs, at " + llm.AnthropicBaseURL + " and " + llm.OpenAIBaseURL + " unless --base-url says otherwise)"
+}
+
+// providerFlags are the flags of providers add and edit.
+type providerFlags struct {
+	name, typ, baseURL, apiKey, model, backend, reasoning *string
+	isDefault                                             *bool
+}
+
+// newProviderFlags defines the flags on fs, worded for add or for edit.
+func newProviderFlags(fs *flag.FlagSet, adding bool) providerFlags {
+	nameHelp, baseURLHelp := "a new display `NAME`", "endpoint `URL` (\"\": the type's vendor default, for anthropic and openai)"
+	if adding {
+		nameHelp = "display `NAME`, used as --provider in run (required)"
+		baseURLHelp = "endpoint `URL`, e.g. https://openrouter.ai/api/v1 or http://localhost:11434/v1 (required for openai-compatible)"
+	}
+	return providerFlags{
+		name:      fs.String("name", "", nameHelp),
+		typ:       fs.String("type", "", typeHelp()),
+		baseURL:   fs.String("base-url", "", baseURLHelp),
+		apiKey:    fs.String("api-key", "", "API `KEY` (\"-\" reads it from stdin; never printed)"),
+		isDefault: fs.Bool("default", false, "make it the default provider"),
+		model:     fs.String("model", "", "default `MODEL` id"),
+		backend:   fs.String("backend-mode", "", "`MODE` of an openai-compatible or openai provider: chat_completions or responses (default: responses for openai, else chat_completions)"),
+		reasoning: fs.String("reasoning", "", "default reasoning `EFFORT` of its tasks (none, minimal, low, medium, high or xhigh; a task's own wins)"),
+	}
+}
+
+// input returns the fields given on the command line.
+func (pf providerFlags) input(fs *flag.FlagSet) (wire.ProviderInput, error) {
+	var in wire.ProviderInput
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, f := range []struct {
+		flag  string
+		dst   **string
+		value *string
+	}{
+		{"name", &in.DisplayName, pf.name}, {"type", &in.Type, pf.typ}, {"base-url", &in.BaseURL, pf.baseURL},
+		{"model", &in.DefaultModelID, pf.model}, {"backend-mode", &in.BackendMode, pf.backend}, {"reasoning", &in.DefaultReasoningEffort, pf.reasoning},
+	} {
+		if set[f.flag] {
+			*f.dst = f.value
+		}
+	}
+	if *pf.isDefault {
+		in.IsDefault = pf.isDefault
+	}
+	if set["api-key"] {
+		key := *pf.apiKey
+		if key == "-" {
+			line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+			if err != nil && err != io.EOF {
+				return in, fmt.Errorf("read the API key from stdin: %w", err)
+			}
+			key = strings.TrimSpace(line)
+		}
+		in.APIKey = &key
+	}
+	return in, nil
+}
+
 func providersAdd(e *env, args []string) error {
 	fs := e.flags()
-	name := fs.String("name", "", "display `NAME`, used as --provider in run (required)")
-	baseURL := fs.String("base-url", "", "OpenAI-compatible endpoint `URL`, e.g. https://api.openai.com/v1 (required)")
-	apiKey := fs.String("api-key", "", "API `KEY` (\"-\" reads it from stdin; never printed)")
-	isDefault := fs.Bool("default", false, "make it the default provider")
-	model := fs.String("model", "", "default `MODEL` id")
-	backend := fs.String("backend-mode", "", "`MODE`: chat_completions (default) or responses")
-	reasoning := fs.String("reasoning", "", "default reasoning `EFFORT` of its tasks (none, minimal, low, medium, high or xhigh; a task's own wins)")
+	pf := newProviderFlags(fs, true)
 	if _, err := e.parseN(fs, args, 0); err != nil {
 		return err
 	}
-	if strings.TrimSpace(*name) == "" || strings.TrimSpace(*baseURL) == "" {
-		return e.bad(fs, "providers add needs --name and --base-url")
+	typ, err := llm.NormalizeType(*pf.typ)
+	if err != nil {
+		return e.bad(fs, "--type %q: want one of %s", *pf.typ, strings.Join(llm.Types, ", "))
 	}
-	key := *apiKey
-	if key == "-" {
-		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
-		if err != nil && err != io.EOF {
-			return fmt.Errorf("read the API key from stdin: %w", err)
-		}
-		key = strings.TrimSpace(line)
+	if strings.TrimSpace(*pf.name) == "" {
+		return e.bad(fs, "providers add needs --name")
 	}
-	in := wire.ProviderInput{DisplayName: name, BaseURL: baseURL}
-	if key != "" {
-		in.APIKey = &key
+	if strings.TrimSpace(*pf.baseURL) == "" && llm.DefaultBaseURL(typ) == "" {
+		return e.bad(fs, "providers add needs --base-url for an %s provider (--type %s or %s have their vendor's)", typ, llm.TypeAnthropic, llm.TypeOpenAI)
 	}
-	if *isDefault {
-		in.IsDefault = isDefault
+	in, err := pf.input(fs)
+	if err != nil {
+		return err
 	}
-	if *model != "" {
-		in.DefaultModelID = model
-	}
-	if *backend != "" {
-		in.BackendMode = backend
-	}
-	if *reasoning != "" {
-		in.DefaultReasoningEffort = reasoning
+	if in.APIKey != nil && *in.APIKey == "" {
+		in.APIKey = nil
 	}
 	c, err := e.client()
 	if err != nil {
@@ -72,10 +126,39 @@ func providersAdd(e *env, args []string) error {
 	if e.json {
 		return e.printJSON(p)
 	}
-	e.out("Added provider %s (%s).", p.DisplayName, p.ID)
+	e.out("Added provider %s (%s, %s at %s).", p.DisplayName, p.ID, p.Type, p.BaseURL)
 	if !p.HasAPIKey {
-		e.out("It has no API key (fine for a local endpoint; else set one in Settings).")
+		e.out("It has no API key (fine for a local endpoint; else set one with `hivecrew providers edit %s --api-key -`).", p.DisplayName)
 	}
+	return nil
+}
+
+func providersEdit(e *env, args []string) error {
+	fs := e.flags()
+	pf := newProviderFlags(fs, false)
+	pos, err := e.parseN(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	in, err := pf.input(fs)
+	if err != nil {
+		return err
+	}
+	if in == (wire.ProviderInput{}) {
+		return e.bad(fs, "providers edit needs at least one of --name, --type, --base-url, --api-key, --model, --backend-mode, --reasoning, --default")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	p, err := c.UpdateProvider(e.ctx, pos[0], in)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(p)
+	}
+	e.out("Saved provider %s (%s at %s).", p.DisplayName, p.Type, p.BaseURL)
 	return nil
 }
 
@@ -84,17 +167,46 @@ func providersLs(e *env, args []string) error {
 		ps, err := c.Providers(e.ctx)
 		return wire.ProviderList{Providers: nonNil(ps)}, err
 	}, func(l wire.ProviderList) error {
-		return printTable(e, l.Providers, "No providers yet: add one with `hivecrew providers add --name NAME --base-url URL --api-key KEY`.",
-			[]string{"NAME", "ID", "BASE URL", "MODEL", "DEFAULT", "API KEY"}, func(p wire.Provider) []string {
-				def, key := "", "missing"
+		return printTable(e, l.Providers, "No providers yet: add one with `hivecrew providers add --name NAME --base-url URL --api-key KEY` (or --type anthropic|openai without --base-url).",
+			[]string{"NAME", "ID", "TYPE", "BASE URL", "MODEL", "DEFAULT", "API KEY"}, func(p wire.Provider) []string {
+				def := ""
 				if p.IsDefault {
 					def = "yes"
 				}
-				if p.HasAPIKey {
-					key = "set"
-				}
-				return []string{p.DisplayName, shortID(p.ID), p.BaseURL, or(p.DefaultModelID, "-"), def, key}
+				return []string{p.DisplayName, shortID(p.ID), p.Type, p.BaseURL, or(p.DefaultModelID, "-"), def, keyState(p)}
 			})
+	})
+}
+
+// keyState says whether a provider has its key.
+func keyState(p wire.Provider) string {
+	if p.HasAPIKey {
+		return "set"
+	}
+	return "missing"
+}
+
+func providersShow(e *env, args []string) error {
+	return ask(e, e.flags(), args, 1, func(c *client.Client, pos []string) (wire.Provider, error) {
+		return c.Provider(e.ctx, pos[0])
+	}, func(p wire.Provider) error {
+		api := p.BackendMode
+		if p.Type == llm.TypeAnthropic {
+			api = "messages"
+		}
+		def := "no"
+		if p.IsDefault {
+			def = "yes"
+		}
+		timeout := ""
+		if p.TimeoutInterval > 0 {
+			timeout = fmt.Sprintf("%.0f s", p.TimeoutInterval)
+		}
+		e.out("Provider %q (%s)", p.DisplayName, p.ID)
+		fields(e.stdout, field{"Type", p.Type}, field{"Base URL", p.BaseURL}, field{"API", api}, field{"API key", keyState(p)},
+			field{"Model", or(p.DefaultModelID, "-")}, field{"Reasoning", p.DefaultReasoningEffort}, field{"Organization", p.OrganizationID},
+			field{"Timeout", timeout}, field{"Default", def})
+		return nil
 	})
 }
 

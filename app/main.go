@@ -54,7 +54,7 @@ func commands() []command {
 		{"review", "ID [--approve | --discard] [PATH]...", "review a task's changes to its host folders (run --folder)", cmdReview},
 		{"stop-all", "", "kill switch: stop every running and paused task", cmdStopAll},
 		{"export", "ID [--format html|md|json] [-o FILE]", "export a task's session", cmdExport},
-		{"providers", "add|ls|rm|test|models ...", "manage LLM providers", cmdProviders},
+		{"providers", "add|ls|show|edit|rm|test|models ...", "manage LLM providers", cmdProviders},
 		{"credentials", "add|ls|rm ...", "manage logins the agent types without seeing them", cmdCredentials},
 		{"provision", "show|set ...", "manage what VMs are given before their agent starts (variables, files, setup commands)", cmdProvision},
 		{"mcp", "add|ls|check|on|off|rm ...", "manage the MCP servers whose tools the agent is offered", cmdMCP},

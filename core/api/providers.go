@@ -23,7 +23,7 @@ func (a *API) providerJSON(p store.Provider) wire.Provider {
 	return wire.Provider{
 		ID: p.ID, DisplayName: p.DisplayName, BaseURL: p.BaseURL, BackendMode: p.BackendMode, AuthMode: p.AuthMode,
 		IsDefault: p.IsDefault, HasAPIKey: key != "", DefaultModelID: p.DefaultModelID, OrganizationID: p.OrganizationID,
-		TimeoutInterval: float64(p.TimeoutSeconds), DefaultReasoningEffort: p.DefaultReasoningEffort, CreatedAt: ts(p.CreatedAt),
+		TimeoutInterval: float64(p.TimeoutSeconds), DefaultReasoningEffort: p.DefaultReasoningEffort, Type: p.Type, CreatedAt: ts(p.CreatedAt),
 	}
 }
 
@@ -55,17 +55,36 @@ func (a *API) getProvider(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, a.providerJSON(p))
 }
 
-// applyProvider copies the given fields of in onto p.
+// applyProvider copies the given fields of in onto p. The store fills
+// what a provider's type implies (checkProvider): a new type takes what
+// followed the old one, a base URL that was the old type's vendor default
+// and a backend mode, unless in gives them.
 func applyProvider(p *store.Provider, in wire.ProviderInput) error {
 	if in.DisplayName != nil {
 		p.DisplayName = *in.DisplayName
+	}
+	if in.Type != nil {
+		t, err := llm.NormalizeType(*in.Type)
+		if err != nil {
+			return err
+		}
+		if t != p.Type {
+			if in.BaseURL == nil && p.BaseURL == llm.DefaultBaseURL(p.Type) {
+				p.BaseURL = ""
+			}
+			if in.BackendMode == nil {
+				p.BackendMode = ""
+			}
+		}
+		p.Type = t
 	}
 	if in.BaseURL != nil {
 		p.BaseURL = strings.TrimRight(strings.TrimSpace(*in.BaseURL), "/")
 	}
 	if in.ClearBaseURL != nil && *in.ClearBaseURL {
-		// Swift falls back to its built-in address; Hivecrew has none, so
-		// the provider's check below refuses a provider without one.
+		// Swift falls back to its built-in address; so does an anthropic
+		// or openai provider (its vendor's), while the store refuses an
+		// openai-compatible one without an address.
 		p.BaseURL = ""
 	}
 	if in.OrganizationID != nil {
@@ -141,9 +160,9 @@ func (a *API) patchProvider(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// A key, or an address its key would be sent to.
-	if in.APIKey != nil || in.BaseURL != nil {
-		if err := requireStepUp(r, "Changing a provider's API key or address"); err != nil {
+	// A key, or an address or protocol its key would be sent to.
+	if in.APIKey != nil || in.BaseURL != nil || typeChange(old, in) {
+		if err := requireStepUp(r, "Changing a provider's API key, address or type"); err != nil {
 			return err
 		}
 	}
@@ -168,6 +187,16 @@ func (a *API) patchProvider(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return writeJSON(w, http.StatusOK, a.providerJSON(p))
+}
+
+// typeChange says whether in changes p's type (an invalid type is
+// refused by applyProvider).
+func typeChange(p store.Provider, in wire.ProviderInput) bool {
+	if in.Type == nil {
+		return false
+	}
+	t, err := llm.NormalizeType(*in.Type)
+	return err == nil && t != p.Type
 }
 
 func (a *API) deleteProvider(w http.ResponseWriter, r *http.Request) error {
@@ -196,7 +225,7 @@ func (a *API) providerClient(ctx context.Context, id string) (store.Provider, *l
 	if err != nil {
 		return p, nil, err
 	}
-	c, err := llm.New(llm.Config{BaseURL: p.BaseURL, APIKey: key, Model: or(p.DefaultModelID, "test"), Timeout: 20 * time.Second,
+	c, err := llm.New(llm.Config{Type: p.Type, BaseURL: p.BaseURL, APIKey: key, Model: or(p.DefaultModelID, "test"), Timeout: 20 * time.Second,
 		MaxAttempts: 2, BackoffBase: a.cfg.LLMBackoff})
 	return p, c, err
 }

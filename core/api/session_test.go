@@ -68,7 +68,7 @@ func (h *helper) as(cookie *http.Cookie, token, method, path string, body any) (
 // the cookie now gets 403 on every state-changing route the router has
 // (listed from the router, so a route added later is covered); with the
 // token but after the step-up window it can neither mint a key nor
-// change a provider's key or address, nor a safety setting, nor widen a
+// change a provider's key, address or type, nor a safety setting, nor widen a
 // task's egress allowlist, nor add or test a webhook.
 func TestStolenCookieIsNotAKey(t *testing.T) {
 	h := startHelper(t, func(c *daemon.Config) { c.WebStepUp = 2 * time.Second })
@@ -111,6 +111,7 @@ func TestStolenCookieIsNotAKey(t *testing.T) {
 		{"PATCH", "/api/v1/presets/NAS", `{"task":{"description":"Read my photos","hostFolders":["/tmp"]}}`},
 		{"POST", "/api/v1/apikeys", `{"name":"stolen"}`},
 		{"POST", "/api/v1/providers", `{"displayName":"Evil","baseURL":"http://127.0.0.1:9/v1","apiKey":"x"}`},
+		{"PATCH", "/api/v1/providers/Scripted", `{"type":"anthropic"}`},
 		{"PATCH", "/api/v1/settings", `{"toolPolicy":{"run_shell":"allow"}}`},
 		{"PATCH", "/api/v1/settings", `{"allowRemoteAccess":true}`},
 		{"POST", "/api/v1/tasks", `{"description":"Reach my NAS","allowHosts":["192.168.1.10"]}`},
@@ -141,6 +142,9 @@ func TestStolenCookieIsNotAKey(t *testing.T) {
 	// What is not the owner's alone still works with the token.
 	if status, body := h.as(cookie, token, "PATCH", "/api/v1/settings", `{"defaultTimeoutMinutes":45}`); status != 200 {
 		t.Errorf("an ordinary setting: %d %s", status, body)
+	}
+	if status, body := h.as(cookie, token, "PATCH", "/api/v1/providers/Scripted", `{"type":"openai-compatible","defaultModelId":"other"}`); status != 200 {
+		t.Errorf("a provider's model, its type sent unchanged: %d %s", status, body)
 	}
 	// A new login link gives a new step-up.
 	cookie2, token2, _ := signIn(t, h, "")

@@ -455,6 +455,12 @@ func (c *Client) Providers(ctx context.Context) ([]wire.Provider, error) {
 	return l.Providers, c.call(ctx, http.MethodGet, "/api/v1/providers", nil, &l)
 }
 
+// Provider returns one provider (by ID or name).
+func (c *Client) Provider(ctx context.Context, id string) (wire.Provider, error) {
+	var p wire.Provider
+	return p, c.call(ctx, http.MethodGet, "/api/v1/providers/"+esc(id), nil, &p)
+}
+
 // AddProvider adds a provider.
 func (c *Client) AddProvider(ctx context.Context, in wire.ProviderInput) (wire.Provider, error) {
 	var p wire.Provider

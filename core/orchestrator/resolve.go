@@ -52,7 +52,7 @@ func (o *Orchestrator) clientFor(p store.Provider, model string, settings config
 	if err != nil {
 		return nil, fmt.Errorf("API key of provider %s: %w", p.DisplayName, err)
 	}
-	cfg := llm.Config{BaseURL: p.BaseURL, APIKey: key, Model: model, Prices: llm.PricesFrom(settings.ModelPrices), BackoffBase: o.cfg.LLMBackoff,
+	cfg := llm.Config{Type: p.Type, BaseURL: p.BaseURL, APIKey: key, Model: model, Prices: llm.PricesFrom(settings.ModelPrices), BackoffBase: o.cfg.LLMBackoff,
 		Organization: p.OrganizationID, ReasoningEffort: effort, Backend: p.BackendMode,
 		CacheMarks: llm.AcceptsCacheMarks(p.BaseURL, model)}
 	if p.TimeoutSeconds > 0 {

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/llm"
 )
 
 // migration moves the schema from version-1 to version.
@@ -52,6 +53,14 @@ func migrations() []migration {
 		{13, "webhooks", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Webhook{}) }},
 		{14, "task presets", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Preset{}, &PresetFile{}) }},
 		{15, "a task's own provisioning", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
+		// Every provider before types was OpenAI-compatible: the column's
+		// default fills the rows there are; the update says so outright.
+		{16, "provider types", func(tx *gorm.DB) error {
+			if err := tx.Migrator().AutoMigrate(&Provider{}); err != nil {
+				return err
+			}
+			return tx.Model(&Provider{}).Where("type IS NULL OR type = ''").Update("type", llm.TypeOpenAICompatible).Error
+		}},
 	}
 }
 

@@ -336,12 +336,20 @@ const (
 	TemplateFailed = "failed"
 )
 
-// Provider is an OpenAI-compatible LLM endpoint. The API key itself never
-// enters the database: SecretRef names it in the secret store.
+// Provider is an LLM endpoint. The API key itself never enters the
+// database: SecretRef names it in the secret store.
 type Provider struct {
-	ID             string `gorm:"primaryKey"`
-	DisplayName    string `gorm:"not null;uniqueIndex"`
-	BaseURL        string `gorm:"not null"`
+	ID          string `gorm:"primaryKey"`
+	DisplayName string `gorm:"not null;uniqueIndex"`
+	// Type is the protocol it speaks (llm.TypeOpenAICompatible,
+	// llm.TypeAnthropic or llm.TypeOpenAI); providers stored before types
+	// existed are openai-compatible.
+	Type    string `gorm:"not null;default:openai-compatible"`
+	BaseURL string `gorm:"not null"`
+	// BackendMode is the API of an openai-compatible or openai provider
+	// (llm.BackendChatCompletions or llm.BackendResponses); an anthropic
+	// provider has only its Messages API and keeps chat_completions here,
+	// unused.
 	BackendMode    string `gorm:"not null;default:chat_completions"`
 	AuthMode       string `gorm:"not null;default:api_key"`
 	IsDefault      bool

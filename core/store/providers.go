@@ -13,29 +13,45 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/llm"
 )
 
-// Provider backend modes.
-const (
-	BackendChatCompletions = "chat_completions"
-	BackendResponses       = "responses"
-)
-
-// checkProvider validates a provider's fields.
+// checkProvider validates a provider's fields and fills the defaults of
+// its type: openai-compatible when none is given; the vendor's base URL
+// for anthropic and openai (openai-compatible has none: its base URL is
+// required); the Responses API for openai, Chat Completions otherwise.
+// An anthropic provider speaks only Anthropic's Messages API: its
+// backend mode stays chat_completions, unused, and responses is refused
+// rather than stored and ignored.
 func checkProvider(p *Provider) error {
 	p.DisplayName = strings.TrimSpace(p.DisplayName)
 	if p.DisplayName == "" {
 		return errdefs.Invalidf("a provider needs a displayName")
+	}
+	t, err := llm.NormalizeType(p.Type)
+	if err != nil {
+		return err
+	}
+	p.Type = t
+	if p.BaseURL == "" {
+		p.BaseURL = llm.DefaultBaseURL(t)
+	}
+	if p.BaseURL == "" {
+		return errdefs.Invalidf("an %s provider needs a baseURL, such as https://openrouter.ai/api/v1 or http://localhost:11434/v1 (%s and %s providers have their vendor's by default)",
+			t, llm.TypeAnthropic, llm.TypeOpenAI)
 	}
 	u, err := url.Parse(p.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errdefs.Invalidf("baseURL %q: want an http(s) URL such as https://api.openai.com/v1", p.BaseURL)
 	}
 	if p.BackendMode == "" {
-		p.BackendMode = BackendChatCompletions
+		p.BackendMode = llm.DefaultBackend(t)
 	}
-	if p.BackendMode != BackendChatCompletions && p.BackendMode != BackendResponses {
+	if p.BackendMode != llm.BackendChatCompletions && p.BackendMode != llm.BackendResponses {
 		return errdefs.Invalidf("backendMode %q: want chat_completions or responses", p.BackendMode)
+	}
+	if t == llm.TypeAnthropic && p.BackendMode != llm.BackendChatCompletions {
+		return errdefs.Invalidf("backendMode %q: an %s provider speaks Anthropic's Messages API only; leave backendMode out", p.BackendMode, t)
 	}
 	if p.AuthMode == "" {
 		p.AuthMode = "api_key"

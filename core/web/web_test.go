@@ -15,6 +15,7 @@ import (
 	"testing/fstest"
 
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/llm"
 )
 
 func get(t *testing.T, h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {
@@ -292,6 +293,25 @@ func TestToolListMatchesTheHelper(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "'"+config.OpenTerminal+"'") {
 		t.Errorf("tools.js lacks %s", config.OpenTerminal)
+	}
+}
+
+// TestProviderTypesMatchTheHelper: the provider types the pages offer,
+// their order, vendor base URLs and default APIs, are the helper's.
+func TestProviderTypesMatchTheHelper(t *testing.T) {
+	b, err := fs.ReadFile(files(), "assets/providertypes.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, m := range regexp.MustCompile(`\{ type: '([^']+)', label: '[^']+', baseURL: '([^']*)', backend: '([^']+)' \}`).FindAllStringSubmatch(string(b), -1) {
+		types = append(types, m[1])
+		if m[2] != llm.DefaultBaseURL(m[1]) || m[3] != llm.DefaultBackend(m[1]) {
+			t.Errorf("providertypes.js: %s at %q on %s; the helper: %q on %s", m[1], m[2], m[3], llm.DefaultBaseURL(m[1]), llm.DefaultBackend(m[1]))
+		}
+	}
+	if !slices.Equal(types, llm.Types) {
+		t.Errorf("providertypes.js offers %v, the helper %v", types, llm.Types)
 	}
 }
 

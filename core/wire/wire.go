@@ -646,8 +646,11 @@ type Provider struct {
 	TimeoutInterval float64 `json:"timeoutInterval,omitempty"`
 	// DefaultReasoningEffort is the effort of its tasks that ask for none
 	// (extension).
-	DefaultReasoningEffort string    `json:"defaultReasoningEffort,omitempty"`
-	CreatedAt              time.Time `json:"createdAt"`
+	DefaultReasoningEffort string `json:"defaultReasoningEffort,omitempty"`
+	// Type is the protocol it speaks: openai-compatible, anthropic or
+	// openai (extension).
+	Type      string    `json:"type"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // Credential is a stored login (extension): its secrets are never sent.
@@ -778,6 +781,11 @@ type ProviderInput struct {
 	TimeoutInterval     *float64 `json:"timeoutInterval,omitempty"`
 	// DefaultReasoningEffort ("" clears it) is an extension.
 	DefaultReasoningEffort *string `json:"defaultReasoningEffort,omitempty"`
+	// Type (extension) is openai-compatible (the default), anthropic or
+	// openai. Changing it moves a base URL that was the old type's
+	// vendor default to the new type's, and backendMode, unless given, to
+	// the new type's default.
+	Type *string `json:"type,omitempty"`
 }
 
 // ProviderList is the answer of GET /providers.

@@ -1,9 +1,11 @@
 // First launch and settings: a page without a session says how to get one;
 // with no provider the dashboard sends the user to the guided setup, which
-// connects and tests a provider, picks its model and suggests a first task;
-// then a settings round trip (providers added, edited, tested and removed;
-// defaults and tool policy saved and read back; an API key created and
-// revoked). No provider key ever comes back to the page.
+// offers the vendors' APIs and local servers as presets of their provider
+// types, connects and tests a provider, picks its model and suggests a
+// first task; then a settings round trip (providers added, edited, tested
+// and removed, an Anthropic one among them, a type changed; defaults and
+// tool policy saved and read back; an API key created and revoked). No
+// provider key ever comes back to the page.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openPage } from './lib/browser.mjs';
@@ -11,7 +13,7 @@ import { eventually, suite } from './lib/suite.mjs';
 
 const env = suite('settings', { provider: false });
 
-const SECRETS = ['sk-onboard-SECRET-1111', 'sk-edited-SECRET-2222', 'sk-second-SECRET-3333'];
+const SECRETS = ['sk-onboard-SECRET-1111', 'sk-edited-SECRET-2222', 'sk-second-SECRET-3333', 'sk-ant-SECRET-4444'];
 
 /**
  * Passes every API response through the test on its way to the page and
@@ -49,6 +51,21 @@ test('onboarding, then a settings round trip with write-only keys', { timeout: 1
 
   // No provider: the guided setup.
   await page.waitForURL(/\/welcome$/);
+  // The presets: the vendors' APIs as their types, local servers as
+  // OpenAI-compatible endpoints.
+  for (const [preset, url, type] of [
+    ['anthropic', 'https://api.anthropic.com', /Provider type: Anthropic \(Messages API\)/],
+    ['openai', 'https://api.openai.com/v1', /Provider type: OpenAI \(Responses\)/],
+    ['ollama', 'http://localhost:11434/v1', /Provider type: OpenAI-compatible/],
+    ['vllm', 'http://localhost:8000/v1', /Provider type: OpenAI-compatible/],
+  ]) {
+    await page.selectOption('#onboard-preset', preset);
+    assert.equal(await page.inputValue('#onboard-url'), url, `${preset}'s base URL`);
+    assert.match(await page.textContent('#onboard-type'), type);
+  }
+  assert.equal(await page.textContent('#onboard-url-hint'), '', 'a local server\'s address needs no hint');
+  await page.selectOption('#onboard-preset', 'anthropic');
+  assert.match(await page.textContent('#onboard-url-hint'), /Anthropic's own API, filled in for you/);
   await page.selectOption('#onboard-preset', 'custom');
   await page.fill('#onboard-name', 'Onboarded');
   await page.fill('#onboard-url', llm.url);
@@ -76,7 +93,7 @@ test('onboarding, then a settings round trip with write-only keys', { timeout: 1
   await page.waitForFunction((s) => document.getElementById('task-description').value === s, suggestion);
   await page.waitForFunction(() => document.getElementById('task-model').value === 'scripted-small');
   let provs = (await helper.api('GET', '/api/v1/providers')).providers;
-  assert.deepEqual(provs.map((p) => [p.displayName, p.defaultModelId, p.isDefault, p.hasAPIKey]), [['Onboarded', 'scripted-small', true, true]]);
+  assert.deepEqual(provs.map((p) => [p.displayName, p.type, p.defaultModelId, p.isDefault, p.hasAPIKey]), [['Onboarded', 'openai-compatible', 'scripted-small', true, true]]);
 
   // Edit the provider: new name, new key, another model; test it.
   await page.goto(helper.base + '/settings');
@@ -101,8 +118,10 @@ test('onboarding, then a settings round trip with write-only keys', { timeout: 1
   await edited.locator('.test-result.ok').waitFor();
   assert.ok(llm.auths.slice(before).includes(`Bearer ${SECRETS[1]}`), 'the test used the new key');
 
-  // Add a second provider, then remove it.
+  // Add a second provider; make it an Anthropic one behind a gateway of
+  // its own (its address stays).
   await page.click('#add-provider-box summary');
+  assert.equal(await page.inputValue('#new-provider-type'), 'openai-compatible', 'the default type');
   await page.fill('#new-provider-name', 'Second');
   await page.fill('#new-provider-url', llm.url);
   assert.equal(await page.getAttribute('#new-provider-key', 'type'), 'password');
@@ -112,10 +131,49 @@ test('onboarding, then a settings round trip with write-only keys', { timeout: 1
   const second = page.locator('[data-provider="Second"]');
   await second.waitFor();
   assert.match(await second.textContent(), /key stored/);
+  assert.match(await second.textContent(), /OpenAI-compatible · .* · Chat Completions/);
   provs = (await helper.api('GET', '/api/v1/providers')).providers;
-  assert.deepEqual(provs.map((p) => p.displayName).sort(), ['Onboarded Edited', 'Second']);
-  await second.locator('button:has-text("Remove")').click();
-  await second.waitFor({ state: 'detached' });
+  assert.deepEqual(provs.map((p) => [p.displayName, p.type]).sort(), [['Onboarded Edited', 'openai-compatible'], ['Second', 'openai-compatible']]);
+  const secondID = provs.find((p) => p.displayName === 'Second').id;
+  await second.locator('button[data-edit]').click();
+  await page.selectOption(`#edit-${secondID}-type`, 'anthropic');
+  assert.equal(await page.inputValue(`#edit-${secondID}-url`), llm.url, 'an address of its own stays');
+  assert.equal(await page.isVisible(`#edit-${secondID}-mode`), false, 'an anthropic provider has no API to choose');
+  assert.match(await page.textContent(`#edit-${secondID}-url-hint`), /A gateway to Anthropic's API \(empty: Anthropic's own, https:\/\/api\.anthropic\.com\)/);
+  await page.click('[data-provider="Second"] form button[type=submit]');
+  await page.waitForFunction(() => /Anthropic · /.test(document.querySelector('[data-provider="Second"]').textContent));
+  assert.match(await second.textContent(), /Messages API/);
+  const secondNow = await helper.api('GET', `/api/v1/providers/${secondID}`);
+  assert.deepEqual([secondNow.type, secondNow.baseURL, secondNow.backendMode, secondNow.hasAPIKey], ['anthropic', llm.url, 'chat_completions', true]);
+
+  // Add an Anthropic provider: its base URL fills in, and says so.
+  await page.click('#add-provider-box summary');
+  await page.selectOption('#new-provider-type', 'openai');
+  assert.equal(await page.inputValue('#new-provider-url'), 'https://api.openai.com/v1');
+  assert.equal(await page.inputValue('#new-provider-mode'), 'responses', "OpenAI's default API");
+  await page.selectOption('#new-provider-type', 'anthropic');
+  assert.equal(await page.inputValue('#new-provider-url'), 'https://api.anthropic.com', "Anthropic's address replaces OpenAI's");
+  assert.match(await page.textContent('#new-provider-url-hint'), /Anthropic's own API, filled in for you/);
+  assert.equal(await page.isVisible('#new-provider-mode'), false, 'an anthropic provider has no API to choose');
+  await page.fill('#new-provider-name', 'Claude');
+  await page.fill('#new-provider-key', SECRETS[3]);
+  await page.fill('#new-provider-model', 'claude-sonnet-4-5');
+  await page.click('#add-provider button[type=submit]');
+  const claude = page.locator('[data-provider="Claude"]');
+  await claude.waitFor();
+  assert.match(await claude.textContent(), /Anthropic · https:\/\/api\.anthropic\.com · Messages API · default model claude-sonnet-4-5/);
+  assert.match(await claude.textContent(), /key stored/);
+  const added = (await helper.api('GET', '/api/v1/providers')).providers.find((p) => p.displayName === 'Claude');
+  assert.deepEqual([added.type, added.baseURL, added.backendMode, added.hasAPIKey, added.defaultModelId, added.isDefault],
+    ['anthropic', 'https://api.anthropic.com', 'chat_completions', true, 'claude-sonnet-4-5', false]);
+  assert.equal(await page.inputValue('#new-provider-type'), 'openai-compatible', 'the add form starts over');
+  assert.equal(await page.inputValue('#new-provider-url'), '');
+
+  // Remove both.
+  for (const card of [second, claude]) {
+    await card.locator('button:has-text("Remove")').click();
+    await card.waitFor({ state: 'detached' });
+  }
   provs = (await helper.api('GET', '/api/v1/providers')).providers;
   assert.deepEqual(provs.map((p) => p.displayName), ['Onboarded Edited']);
 

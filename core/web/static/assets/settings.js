@@ -4,6 +4,7 @@
 // templates, files and network, safety, advanced and API keys. Each section
 // saves only its own settings.
 import { $, del, fill, fmtTime, get, h, initChrome, pairs, patch, post, put, report, seg, toast } from './common.js';
+import { apiLabel, followType, providerType, typeOptions } from './providertypes.js';
 import { initProvisioning } from './provisioning.js';
 import { AGENT_TOOLS, HOST_TOOLS, OPEN_TERMINAL, mcpTools } from './tools.js';
 
@@ -43,7 +44,7 @@ function providerCard(p) {
     h('h3', { id: `prov-${p.id}` }, p.displayName,
       p.isDefault ? h('span', { class: 'badge completed' }, 'default') : null,
       h('span', { class: 'badge' }, p.hasAPIKey ? 'key stored' : 'no key')),
-    h('p', { class: 'muted' }, h('code', null, p.baseURL), ` · ${p.backendMode === 'responses' ? 'Responses' : 'Chat Completions'}`,
+    h('p', { class: 'muted' }, `${providerType(p.type).label} · `, h('code', null, p.baseURL), ` · ${apiLabel(p)}`,
       p.defaultModelId ? ` · default model ${p.defaultModelId}` : ' · no default model',
       p.defaultReasoningEffort ? ` · reasoning ${p.defaultReasoningEffort}` : ''),
     h('div', { class: 'actions' },
@@ -71,8 +72,11 @@ function editForm(p) {
   const f = (name) => `edit-${p.id}-${name}`;
   const form = h('form', { class: 'card', autocomplete: 'off', 'aria-label': `Edit ${p.displayName}` },
     h('div', { class: 'form-grid' },
+      h('div', { class: 'field' }, h('label', { for: f('type') }, 'Type'), h('select', { id: f('type') }, typeOptions(providerType(p.type).type))),
       h('div', { class: 'field' }, h('label', { for: f('name') }, 'Name'), h('input', { type: 'text', id: f('name'), value: p.displayName, required: true })),
-      h('div', { class: 'field' }, h('label', { for: f('url') }, 'Base URL'), h('input', { type: 'url', id: f('url'), value: p.baseURL, required: true, spellcheck: 'false' })),
+      h('div', { class: 'field' }, h('label', { for: f('url') }, 'Base URL'),
+        h('input', { type: 'url', id: f('url'), value: p.baseURL, required: true, spellcheck: 'false', 'aria-describedby': f('url-hint') }),
+        h('span', { id: f('url-hint'), class: 'hint' })),
       h('div', { class: 'field' }, h('label', { for: f('key') }, 'New API key'),
         h('input', { type: 'password', id: f('key'), autocomplete: 'new-password', spellcheck: 'false', placeholder: p.hasAPIKey ? 'Leave empty to keep the stored key' : 'No key stored' })),
       h('div', { class: 'field' }, h('label', { for: f('model') }, 'Default model'),
@@ -89,9 +93,13 @@ function editForm(p) {
         h('input', { type: 'number', id: f('timeout'), min: '0', max: '3600', value: String(p.timeoutInterval || 0) }))),
     p.hasAPIKey ? h('label', { class: 'check' }, h('input', { type: 'checkbox', id: f('clear') }), 'Remove the stored key') : null,
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save provider')));
+  const field = (name) => form.querySelector(`#${CSS.escape(f(name))}`);
+  followType({ type: field('type'), url: field('url'), hint: field('url-hint'), mode: field('mode') });
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const body = {};
+    const type = byId(f('type')).value;
+    if (type !== p.type) body.type = type;
     const name = byId(f('name')).value.trim();
     const url = byId(f('url')).value.trim();
     const model = byId(f('model')).value.trim();
@@ -101,7 +109,9 @@ function editForm(p) {
     if (name !== p.displayName) body.displayName = name;
     if (url !== p.baseURL) body.baseURL = url;
     if (model !== (p.defaultModelId || '')) body.defaultModelId = model;
-    if (mode !== p.backendMode) body.backendMode = mode;
+    // An anthropic provider has no API to choose; a new type without
+    // one takes its default.
+    if (type !== 'anthropic' && mode !== p.backendMode) body.backendMode = mode;
     const reasoning = byId(f('reasoning')).value;
     if (reasoning !== (p.defaultReasoningEffort || '')) body.defaultReasoningEffort = reasoning;
     if (timeout !== (p.timeoutInterval || 0)) body.timeoutInterval = timeout;
@@ -148,17 +158,21 @@ async function testProvider(p, out) {
 }
 
 
+fill($('#new-provider-type'), typeOptions('openai-compatible'));
+followType({ type: $('#new-provider-type'), url: $('#new-provider-url'), hint: $('#new-provider-url-hint'), mode: $('#new-provider-mode') });
+
 $('#add-provider').addEventListener('submit', async (e) => {
   e.preventDefault();
   const key = $('#new-provider-key');
   const body = {
+    type: $('#new-provider-type').value,
     displayName: $('#new-provider-name').value.trim(),
     baseURL: $('#new-provider-url').value.trim(),
-    backendMode: $('#new-provider-mode').value,
     isDefault: $('#new-provider-default').checked,
   };
-  if (!body.displayName || !body.baseURL) {
-    toast('A provider needs a name and a base URL.', 'error');
+  if (body.type !== 'anthropic') body.backendMode = $('#new-provider-mode').value;
+  if (!body.displayName || (!body.baseURL && !providerType(body.type).baseURL)) {
+    toast('A provider needs a name and, unless Anthropic or OpenAI, a base URL.', 'error');
     return;
   }
   const model = $('#new-provider-model').value.trim();
@@ -169,6 +183,7 @@ $('#add-provider').addEventListener('submit', async (e) => {
     const p = await post('/providers', body);
     toast(`Added ${p.displayName}.`);
     e.target.reset();
+    $('#new-provider-type').dispatchEvent(new Event('change'));
     $('#add-provider-box').open = false;
     await loadProviders();
   } catch (err) { report(err); }

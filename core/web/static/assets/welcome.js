@@ -1,24 +1,39 @@
 // Onboarding: connect a provider (tested at once), choose its default
 // model, then a first task suggestion.
 import { $, fill, get, h, initChrome, patch, post, report, seg } from './common.js';
+import { apiLabel, baseURLHint, providerType } from './providertypes.js';
 
 initChrome();
 
+// The services offered: the vendors' own APIs as their provider types,
+// the rest OpenAI-compatible endpoints.
 const PRESETS = {
-  openai: { name: 'OpenAI', url: 'https://api.openai.com/v1', key: true },
-  openrouter: { name: 'OpenRouter', url: 'https://openrouter.ai/api/v1', key: true },
-  ollama: { name: 'Ollama', url: 'http://localhost:11434/v1', key: false },
-  lmstudio: { name: 'LM Studio', url: 'http://localhost:1234/v1', key: false },
-  custom: { name: '', url: '', key: true },
+  anthropic: { name: 'Anthropic', type: 'anthropic', key: true },
+  openai: { name: 'OpenAI', type: 'openai', key: true },
+  openrouter: { name: 'OpenRouter', type: 'openai-compatible', url: 'https://openrouter.ai/api/v1', key: true },
+  ollama: { name: 'Ollama', type: 'openai-compatible', url: 'http://localhost:11434/v1', key: false },
+  lmstudio: { name: 'LM Studio', type: 'openai-compatible', url: 'http://localhost:1234/v1', key: false },
+  vllm: { name: 'vLLM', type: 'openai-compatible', url: 'http://localhost:8000/v1', key: false },
+  custom: { name: '', type: 'openai-compatible', url: '', key: true },
 };
 
 let provider = null; // the provider this page created
 
 function applyPreset() {
   const p = PRESETS[$('#onboard-preset').value];
+  const t = providerType(p.type);
   $('#onboard-name').value = p.name;
-  $('#onboard-url').value = p.url;
+  $('#onboard-url').value = p.url ?? t.baseURL;
+  showURLHint();
+  $('#onboard-type').textContent = `Provider type: ${t.label} (${apiLabel({ type: t.type, backendMode: t.backend })}).`;
   $('#onboard-key').placeholder = p.key ? 'Paste your API key' : 'Not needed for a local server';
+}
+
+// showURLHint says where a vendor's base URL comes from, and what any
+// OpenAI-compatible address looks like; a local server's needs nothing.
+function showURLHint() {
+  const p = PRESETS[$('#onboard-preset').value];
+  $('#onboard-url-hint').textContent = p.type === 'openai-compatible' && p.url ? '' : baseURLHint(p.type, $('#onboard-url').value);
 }
 
 function step(n) {
@@ -33,7 +48,7 @@ async function connect(e) {
   const status = $('#onboard-status');
   const keyInput = $('#onboard-key');
   const key = keyInput.value.trim();
-  const body = { displayName: $('#onboard-name').value.trim(), baseURL: $('#onboard-url').value.trim() };
+  const body = { type: PRESETS[$('#onboard-preset').value].type, displayName: $('#onboard-name').value.trim(), baseURL: $('#onboard-url').value.trim() };
   if (!body.displayName || !body.baseURL) {
     status.className = 'test-result bad';
     status.textContent = 'A name and a base URL are needed.';
@@ -113,6 +128,7 @@ async function offerIsolation() {
 
 async function start() {
   $('#onboard-preset').addEventListener('change', applyPreset);
+  $('#onboard-url').addEventListener('input', showURLHint);
   $('#onboard-provider').addEventListener('submit', connect);
   $('#onboard-model').addEventListener('submit', chooseModel);
   applyPreset();
