@@ -1,9 +1,11 @@
-// Package llmtest is the one fake of the end-to-end tests: an
-// OpenAI-compatible HTTP server that plays scripts of answers (tool calls,
-// text, completion verdicts, HTTP errors, held answers) and records every
-// request it was sent. A script is chosen by a marker string found in the
-// request (put it in the task's description); requests that match no
-// script get the default: a text answer, then a successful verdict.
+// Package llmtest is the end-to-end tests' fake of an OpenAI-compatible
+// chat-completions provider: an HTTP server that plays scripts of answers
+// (tool calls, text, completion verdicts, HTTP errors, held answers) and
+// records every request it was sent. A script is chosen by a marker string
+// found in the request (put it in the task's description); requests that
+// match no script get the default: a text answer, then a successful
+// verdict. Book, the scripts, is shared with responsestest, the fake of
+// OpenAI's Responses API.
 package llmtest
 
 import (
@@ -61,12 +63,6 @@ func Status(code int) Turn { return Turn{Status: code} }
 // Done is the usual end of a script: a text answer and a successful verdict.
 func Done(summary string) []Turn { return []Turn{Text("I am done."), Verdict(true, summary)} }
 
-type script struct {
-	turns  []Turn
-	next   int
-	bodies []string
-}
-
 // Server is the scripted provider.
 type Server struct {
 	// URL is the base URL to configure (ends in /v1).
@@ -82,56 +78,25 @@ type Server struct {
 	// request.
 	Match func(body string) string
 
-	// mu guards everything below.
-	mu      sync.Mutex
-	scripts map[string]*script
-	all     []string
-	titles  []string
-	title   *Turn
+	// Book holds the scripts: Script, TitleTurn, Titles, Requests.
+	Book[Turn]
+
+	// mu guards all.
+	mu  sync.Mutex
+	all []string
 }
 
 // New starts a server, closed when the test ends.
 func New(t testing.TB) *Server {
-	s := &Server{scripts: map[string]*script{}}
+	s := &Server{}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/v1"
 	return s
 }
 
-// Script sets the answers to requests containing marker.
-func (s *Server) Script(marker string, turns ...Turn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scripts[marker] = &script{turns: turns}
-}
-
 // Title sets the answer to title requests.
 func (s *Server) Title(title string) { s.TitleTurn(Text(title)) }
-
-// TitleTurn sets the answer to title requests as a turn (held, say).
-func (s *Server) TitleTurn(turn Turn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.title = &turn
-}
-
-// Titles returns the bodies of the title requests.
-func (s *Server) Titles() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.titles...)
-}
-
-// Requests returns the bodies of the chat requests that matched marker.
-func (s *Server) Requests(marker string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sc := s.scripts[marker]; sc != nil {
-		return append([]string(nil), sc.bodies...)
-	}
-	return nil
-}
 
 // Count returns how many chat requests the server has answered.
 func (s *Server) Count() int {
@@ -166,8 +131,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body := string(raw)
 	s.mu.Lock()
 	s.all = append(s.all, body)
-	turn := s.next(body)
 	s.mu.Unlock()
+	turn, _ := s.Next(body, s.Match, func(t Turn) bool { return t.Repeat }, func(title bool) Turn {
+		if title {
+			return Text("")
+		}
+		return defaultTurn(body)
+	})
 	if turn.Delay > 0 {
 		select {
 		case <-time.After(turn.Delay):
@@ -196,42 +166,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Choices: []openai.ChatCompletionChoice{{Message: turn.Msg, FinishReason: "stop"}},
 		Usage:   usage,
 	})
-}
-
-// next picks the answer to a request body; s.mu is held.
-func (s *Server) next(body string) Turn {
-	if IsTitleRequest([]byte(body)) {
-		s.titles = append(s.titles, body)
-		if s.title != nil {
-			return *s.title
-		}
-		return Text("")
-	}
-	var pick *script
-	picked := ""
-	if s.Match != nil {
-		picked = s.Match(body)
-	}
-	for marker, sc := range s.scripts {
-		if s.Match != nil && marker != picked || s.Match == nil && !strings.Contains(body, marker) {
-			continue
-		}
-		if pick == nil || (pick.next >= len(pick.turns) && sc.next < len(sc.turns)) {
-			pick = sc
-		}
-	}
-	if pick == nil {
-		return defaultTurn(body)
-	}
-	pick.bodies = append(pick.bodies, body)
-	switch n := len(pick.turns); {
-	case pick.next < n:
-		pick.next++
-		return pick.turns[pick.next-1]
-	case n > 0 && pick.turns[n-1].Repeat:
-		return pick.turns[n-1]
-	}
-	return defaultTurn(body)
 }
 
 // IsTitleRequest reports whether a request asks for a task's title: it
