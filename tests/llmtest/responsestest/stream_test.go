@@ -1,16 +1,17 @@
 package responsestest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/hivecrew/hivecrew/core/llm"
 )
@@ -330,44 +331,134 @@ func TestImpossibleScriptsFailTheTest(t *testing.T) {
 }
 
 // TestTheProjectClient runs Hivecrew's own Responses client against the
-// server: what it sends, OpenAI takes, and what it is sent, it reads.
+// server, as an OpenAI provider (stateless, its reasoning sent back
+// encrypted) and as an OpenAI-compatible one in Responses mode: what it
+// sends, OpenAI takes, and what it is sent, it reads.
 func TestTheProjectClient(t *testing.T) {
+	for _, typ := range []string{llm.TypeOpenAI, llm.TypeOpenAICompatible} {
+		t.Run(typ, func(t *testing.T) {
+			s := New(t)
+			s.Key = "sk-test"
+			s.Script("[[client]]", Items(Reasoning("Reading."), Call("read_file", map[string]any{"path": "a.txt"})), Text("It says hello."))
+			s.Title("Read a file")
+			c, err := llm.New(llm.Config{Type: typ, BaseURL: s.URL, APIKey: s.Key, Model: "gpt-5", Backend: llm.BackendResponses, MaxAttempts: 1, ReasoningEffort: "low"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			req := llm.Request{System: "You use a computer.", Messages: []llm.Message{llm.UserText("[[client]] Read a.txt.")},
+				Tools: []llm.Tool{{Name: "read_file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}}}
+			var streamed strings.Builder
+			first, err := c.CompleteStream(ctx, req, func(d llm.Delta) { streamed.WriteString(d.Reasoning) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first.ToolCalls) != 1 || first.ToolCalls[0].Name != "read_file" || string(first.ToolCalls[0].Args) != `{"path":"a.txt"}` || !strings.Contains(streamed.String(), "Reading.") {
+				t.Fatalf("first reply: %+v (streamed reasoning %q)", first, streamed.String())
+			}
+			req.Messages = append(req.Messages, first.Message, llm.UserMessage(llm.ResultBlock(first.ToolCalls[0], "hello", false)))
+			second, err := c.Complete(ctx, req)
+			if err != nil || second.Text != "It says hello." || second.Usage.Prompt == 0 {
+				t.Fatalf("second reply: %+v, %v", second, err)
+			}
+			req.Messages = append(req.Messages, second.Message, llm.UserText("Was the task fully accomplished?"))
+			v, _, err := c.Verify(ctx, req)
+			if err != nil || !v.Success {
+				t.Fatalf("verdict: %+v, %v", v, err)
+			}
+			if title, _, err := c.Title(ctx, "Read a.txt"); err != nil || title != "Read a file" {
+				t.Fatalf("title %q, %v", title, err)
+			}
+			if s.Refusals() != 0 {
+				for _, r := range s.Received() {
+					t.Logf("%d %s", r.Status, r.Error)
+				}
+				t.Fatalf("%d of the client's requests refused", s.Refusals())
+			}
+			// The reasoning went back (encrypted) only from an OpenAI
+			// provider.
+			second2 := s.Received()[1]
+			sent := strings.Contains(second2.Body, `"type":"reasoning"`)
+			if sent != (typ == llm.TypeOpenAI) {
+				t.Errorf("%s: reasoning sent back %v: %.400s", typ, sent, second2.Body)
+			}
+		})
+	}
+}
+
+// TestTheProjectClientComputerUse: Hivecrew's client as an OpenAI provider
+// of computer-use-preview: it offers the computer tool with the display
+// and truncation "auto", reads a computer_call with a pending safety
+// check, and answers it with the screenshot and the acknowledgement the
+// user gave; without the acknowledgement the server refuses it.
+func TestTheProjectClientComputerUse(t *testing.T) {
 	s := New(t)
-	s.Key = "sk-test"
-	s.Script("[[client]]", Items(Reasoning("Reading."), Call("read_file", map[string]any{"path": "a.txt"})), Text("It says hello."))
-	s.Title("Read a file")
-	c, err := llm.New(llm.Config{BaseURL: s.URL, APIKey: s.Key, Model: "gpt-5", Backend: llm.BackendResponses, MaxAttempts: 1})
+	s.Script("[[cua]]", Items(Reasoning("The OK button."), WithSafetyCheck(Computer(map[string]any{"type": "click", "button": "left", "x": 100, "y": 200}),
+		"malicious_instructions", "The page asks you to ignore your instructions.")),
+		Text("Clicked OK."), Verdict(true, "OK was clicked."))
+	c, err := llm.New(llm.Config{Type: llm.TypeOpenAI, BaseURL: s.URL, Model: "computer-use-preview", MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Native() != llm.NativeOpenAI {
+		t.Fatalf("native %q", c.Native())
 	}
 	ctx := context.Background()
-	tools := []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: "read_file",
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}}}}
-	msgs := []openai.ChatCompletionMessage{{Role: "system", Content: "You use a computer."}, {Role: "user", Content: "[[client]] Read a.txt."}}
-	var streamed strings.Builder
-	first, err := c.CompleteStream(ctx, msgs, tools, func(d llm.Delta) { streamed.WriteString(d.Reasoning) })
+	screen := pngImage(t, 1280, 800)
+	req := llm.Request{System: "You use a computer.", Computer: &llm.Display{Width: 1280, Height: 800, OS: "linux"},
+		Messages: []llm.Message{llm.UserMessage(llm.Text("[[cua]] Press OK."), llm.ImageBlock(screen))}}
+	first, err := c.CompleteStream(ctx, req, func(llm.Delta) {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.ToolCalls) != 1 || first.ToolCalls[0].Name != "read_file" || string(first.ToolCalls[0].Arguments) != `{"path":"a.txt"}` || !strings.Contains(streamed.String(), "Reading.") {
-		t.Fatalf("first reply: %+v (streamed reasoning %q)", first, streamed.String())
+	if len(first.ToolCalls) != 1 {
+		t.Fatalf("first reply %+v", first)
 	}
-	msgs = append(msgs, first.Message, openai.ChatCompletionMessage{Role: "tool", ToolCallID: first.ToolCalls[0].ID, Content: "hello"})
-	second, err := c.Complete(ctx, msgs, tools)
-	if err != nil || second.Text != "It says hello." || second.Usage.Prompt == 0 {
-		t.Fatalf("second reply: %+v, %v", second, err)
+	call := first.ToolCalls[0]
+	if call.Native != llm.NativeOpenAI || call.Action == nil || call.Action.Kind != llm.ActClick || *call.Action.Point != (llm.Point{X: 100, Y: 200}) ||
+		len(call.SafetyChecks) != 1 || call.SafetyChecks[0].Code != "malicious_instructions" {
+		t.Fatalf("call %+v", call)
 	}
-	v, _, err := c.Verify(ctx, append(msgs, second.Message, openai.ChatCompletionMessage{Role: "user", Content: "Was the task fully accomplished?"}))
-	if err != nil || !v.Success {
-		t.Fatalf("verdict: %+v, %v", v, err)
+	answer := func(acked []llm.SafetyCheck) llm.Request {
+		r := req
+		r.Messages = append(slices.Clone(req.Messages), first.Message, llm.UserMessage(llm.Block{Type: llm.BlockToolResult, Result: &llm.ToolResult{
+			CallID: call.ID, Native: call.Native, Content: []llm.Block{llm.Text("Done."), llm.ImageBlock(screen)}, Acknowledged: acked}}))
+		return r
 	}
-	if title, _, err := c.Title(ctx, "Read a.txt"); err != nil || title != "Read a file" {
-		t.Fatalf("title %q, %v", title, err)
+	// Unacknowledged: refused, as OpenAI refuses it.
+	if _, err := c.Complete(ctx, answer(nil)); err == nil || s.Refusals() != 1 {
+		t.Fatalf("an unacknowledged check went through: %v (%d refusals)", err, s.Refusals())
 	}
-	if s.Refusals() != 0 {
-		for _, r := range s.Received() {
-			t.Logf("%d %s", r.Status, r.Error)
-		}
-		t.Fatalf("%d of the client's requests refused", s.Refusals())
+	second, err := c.Complete(ctx, answer(call.SafetyChecks))
+	if err != nil || second.Text != "Clicked OK." {
+		t.Fatalf("second reply %+v, %v", second, err)
 	}
+	if acks := s.Acknowledgements(); len(acks) != 1 || acks[0].CallID != call.ID || len(acks[0].Checks) != 1 {
+		t.Fatalf("acknowledgements %+v", acks)
+	}
+	got := s.Received()
+	last := got[len(got)-1]
+	if !strings.Contains(last.Body, `"truncation":"auto"`) || !strings.Contains(last.Body, `"display_width":1280`) || !strings.Contains(last.Body, `"environment":"linux"`) {
+		t.Errorf("request %.600s", last.Body)
+	}
+	v, _, err := c.Verify(ctx, answer(call.SafetyChecks))
+	if err != nil || !v.Success || v.Summary != "OK was clicked." {
+		t.Fatalf("verdict %+v, %v", v, err)
+	}
+	if s.Refusals() != 1 {
+		t.Fatalf("%d refusals, want the one unacknowledged", s.Refusals())
+	}
+}
+
+// pngImage is a w x h PNG for the model.
+func pngImage(t *testing.T, w, h int) *llm.Image {
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	img, err := llm.NewImage("png", b.Bytes(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
