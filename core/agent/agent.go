@@ -50,6 +50,9 @@ type Event struct {
 	Status     store.TaskStatus
 	Screenshot string // path in the session folder
 	Usage      llm.Usage
+	// Point is where a tool_call_start's action aims on the screenshot
+	// the model saw, if it aims at a point.
+	Point *store.EventPoint
 }
 
 // Live is a piece of the model's answer to a step as it streams.
@@ -766,7 +769,7 @@ func (r *Runner) check(ctx context.Context, step int, messages []openai.ChatComp
 
 // act runs one tool call and returns what the model is told.
 func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping) string {
-	r.emit(step, Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Arguments)})
+	r.emit(step, Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Arguments), Point: actionPoint(call, m)})
 	out, err := r.run(ctx, step, call, m)
 	out = r.redactor.redact(out) // what the guest shows back of a typed secret
 	summary := call.Name + " " + firstLine(out)

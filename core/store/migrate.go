@@ -52,6 +52,7 @@ func migrations() []migration {
 		{13, "webhooks", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Webhook{}) }},
 		{14, "task presets", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Preset{}, &PresetFile{}) }},
 		{15, "a task's own provisioning", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
+		{16, "where an event's action aims on the screen", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Event{}) }},
 	}
 }
 
