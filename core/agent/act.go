@@ -30,7 +30,7 @@ type outcome struct {
 
 // act runs one tool call and returns what the model is told.
 func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping) outcome {
-	start := Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Args)}
+	start := Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Args), Point: actionPoint(call, m)}
 	var o outcome
 	var err error
 	if call.Native != "" {

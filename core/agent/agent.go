@@ -43,6 +43,9 @@ type Event struct {
 	Status     store.TaskStatus
 	Screenshot string // path in the session folder
 	Usage      llm.Usage
+	// Point is where a tool_call_start's action aims on the screenshot
+	// the model saw, if it aims at a point.
+	Point *store.EventPoint
 }
 
 // Live is a piece of the model's answer to a step as it streams.

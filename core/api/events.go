@@ -44,6 +44,10 @@ func eventJSON(e store.Event) wire.Event {
 	if e.ScreenshotPath != "" {
 		w.Data.Screenshot = fmt.Sprintf("/api/v1/tasks/%s/screenshots/%d", e.TaskID, e.Seq)
 	}
+	if e.Point != nil {
+		p := wire.Point(*e.Point)
+		w.Data.Point = &p
+	}
 	return w
 }
 

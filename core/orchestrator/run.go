@@ -621,7 +621,7 @@ func (o *Orchestrator) emitter(r *run, sid string, client *llm.Client) func(agen
 			return
 		}
 		ev := store.Event{Type: e.Type, Summary: e.Summary, ActivityType: e.ActivityType, Details: e.Details,
-			Reasoning: e.Reasoning, Status: string(e.Status)}
+			Reasoning: e.Reasoning, Status: string(e.Status), Point: e.Point}
 		if e.Screenshot != "" {
 			ev.ScreenshotPath = filepath.ToSlash(filepath.Join("Sessions", sid, e.Screenshot))
 		}

@@ -61,6 +61,7 @@ func migrations() []migration {
 			}
 			return tx.Model(&Provider{}).Where("type IS NULL OR type = ''").Update("type", llm.TypeOpenAICompatible).Error
 		}},
+		{17, "where an event's action aims on the screen", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Event{}) }},
 	}
 }
 

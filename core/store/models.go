@@ -513,7 +513,16 @@ type Event struct {
 	Status         string
 	SubagentID     string
 	ScreenshotPath string
+	// Point is where on the screen the event's action aims, if it aims
+	// at one (NULL for the rest, and for events stored before schema 16).
+	Point *EventPoint `gorm:"serializer:json"`
 }
+
+// EventPoint is a point of the screen an action aims at, as the API
+// sends it and stored as its JSON (wire.Point): X, Y (and, for a drag, ToX,
+// ToY where it ends) in the pixels of a Width×Height image of the screen
+// the model saw, the screenshot before the action.
+type EventPoint wire.Point
 
 // Question is a question the agent asked the user.
 type Question struct {

@@ -200,3 +200,66 @@ func TestDeleteTaskWithInterventions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEventPointRoundTrip: an event's point (a click's, a drag's with its
+// end) is stored and read back as it was; an event without one reads nil,
+// as do events stored before schema 16 added the column.
+func TestEventPointRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	task := newTask("click things")
+	if err := s.CreateTask(ctx, task, nil); err != nil {
+		t.Fatal(err)
+	}
+	toX, toY := 700.0, 0.0 // 0 is a coordinate, not "none"
+	click := &EventPoint{X: 412, Y: 310.5, Width: 1280, Height: 800}
+	drag := &EventPoint{X: 10, Y: 20, ToX: &toX, ToY: &toY, Width: 1024, Height: 640}
+	if _, err := s.AppendEvents(ctx, task.ID,
+		Event{Type: "tool_call_start", Summary: "click at (412, 310)", Point: click},
+		Event{Type: "tool_call_start", Summary: "drag", Point: drag},
+		Event{Type: "tool_call_result", Summary: "Done."}); err != nil {
+		t.Fatal(err)
+	}
+	events, err := s.ListEvents(ctx, task.ID, 1, 0) // after the first status_change
+	if err != nil || len(events) != 3 {
+		t.Fatalf("events = %+v, %v", events, err)
+	}
+	if got := events[0].Point; got == nil || *got != *click {
+		t.Errorf("click point = %+v, want %+v", got, click)
+	}
+	if got := events[1].Point; got == nil || got.X != 10 || got.Y != 20 || got.ToX == nil || *got.ToX != 700 || got.ToY == nil || *got.ToY != 0 || got.Width != 1024 || got.Height != 640 {
+		t.Errorf("drag point = %+v, want %+v", got, drag)
+	}
+	if events[2].Point != nil {
+		t.Errorf("an event without a point reads %+v", events[2].Point)
+	}
+	var stored *string
+	if err := s.db.Raw("SELECT point FROM events WHERE task_id = ? AND seq = 4", task.ID).Scan(&stored).Error; err != nil || stored != nil {
+		t.Errorf("an event without a point is stored as %v (%v), want NULL", stored, err)
+	}
+
+	// A database of schema 15: no point column. Opening it adds the column;
+	// its events read without a point.
+	for _, q := range []string{"ALTER TABLE events DROP COLUMN point", "DELETE FROM schema_versions WHERE version >= 16"} {
+		if err := s.db.Exec(q).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s2, err := Open(ctx, path, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	events, err = s2.ListEvents(ctx, task.ID, 1, 0)
+	if err != nil || len(events) != 3 || events[0].Point != nil {
+		t.Fatalf("events of schema 15 = %+v, %v", events, err)
+	}
+	if _, err := s2.AppendEvents(ctx, task.ID, Event{Type: "tool_call_start", Point: click}); err != nil {
+		t.Fatal(err)
+	}
+	events, err = s2.ListEvents(ctx, task.ID, 4, 0)
+	if err != nil || len(events) != 1 || events[0].Point == nil || *events[0].Point != *click {
+		t.Fatalf("a point stored after the migration = %+v, %v", events, err)
+	}
+}

@@ -408,6 +408,20 @@ type EventData struct {
 	SubagentID   string `json:"subagentId,omitempty"`
 	// Screenshot is the URL of the event's screenshot (extension).
 	Screenshot string `json:"screenshot,omitempty"`
+	// Point is where on the screen the event's action aims (extension).
+	Point *Point `json:"point,omitempty"`
+}
+
+// Point is a point of the screen an action aims at: X, Y (ToX, ToY where
+// a drag ends) in the pixels of a Width×Height image of the screen the
+// model saw, the screenshot before the action.
+type Point struct {
+	X      float64  `json:"x"`
+	Y      float64  `json:"y"`
+	ToX    *float64 `json:"toX,omitempty"`
+	ToY    *float64 `json:"toY,omitempty"`
+	Width  int      `json:"width"`
+	Height int      `json:"height"`
 }
 
 // Activity is the answer of GET /tasks/:id/activity.

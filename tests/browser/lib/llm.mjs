@@ -57,7 +57,12 @@ export class ScriptedLLM {
     this.requests = []; // every chat request: {body, auth}
     this.auths = []; // Authorization headers of every request
     this.waiters = [];
+    // What GET /models lists: model ids, or entries as a provider lists
+    // them ({id, supported_parameters, …}); modelsDelayMs holds the answer
+    // back, modelsError ({status, message}) refuses it.
     this.models = ['scripted-large', 'scripted-small'];
+    this.modelsDelayMs = 0;
+    this.modelsError = null;
     this.title = ''; // the answer to title requests
     this.titles = []; // bodies of the title requests
   }
@@ -107,7 +112,9 @@ export class ScriptedLLM {
     this.auths.push(req.headers.authorization || '');
     const url = new URL(req.url, 'http://x');
     if (req.method === 'GET' && url.pathname.endsWith('/models')) {
-      return json(res, 200, { object: 'list', data: this.models.map((id) => ({ id, object: 'model' })) });
+      if (this.modelsDelayMs) await new Promise((r) => setTimeout(r, this.modelsDelayMs));
+      if (this.modelsError) return json(res, this.modelsError.status, { error: { message: this.modelsError.message } });
+      return json(res, 200, { object: 'list', data: this.models.map((m) => (typeof m === 'string' ? { id: m, object: 'model' } : { object: 'model', ...m })) });
     }
     const responses = url.pathname.endsWith('/responses');
     if (req.method !== 'POST' || !(responses || url.pathname.endsWith('/chat/completions'))) return json(res, 404, { error: { message: 'not found' } });

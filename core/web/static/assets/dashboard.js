@@ -3,6 +3,7 @@ import {
   ACTIVE, TERMINAL, $, badge, del, elapsed, every, fileList, fill, fmtCost, fmtDuration, fmtTime, get, h, initChrome,
   pairs, patch, post, report, seg, statusLabel, toast,
 } from './common.js';
+import { modelPicker, reasoningOf } from './modelpicker.js';
 import { taskNotifier } from './notify.js';
 
 initChrome();
@@ -12,6 +13,10 @@ const TASK_TOOLS = ['run_shell', 'open_terminal', 'write_file', 'move_file', 'op
 
 // continueFrom is the finished task the new one continues (?continue=ID).
 const state = { providers: [], settings: null, files: [], skills: [], continueFrom: null };
+const picker = modelPicker({
+  select: $('#task-model'), text: $('#task-model-text'), label: $('#task-model-label'), hint: $('#model-hint'),
+  reasoning: $('#task-reasoning'), reasoningHint: $('#reasoning-hint'),
+});
 
 // ---- New task form -------------------------------------------------------
 
@@ -31,8 +36,8 @@ async function loadForm() {
   fill(sel, state.providers.map((p) => h('option', { value: p.displayName, selected: p.isDefault },
     p.isDefault ? `${p.displayName} (default)` : p.displayName)));
   if (state.providers.length === 0) fill(sel, h('option', { value: '' }, 'No provider yet'));
-  sel.addEventListener('change', loadModels);
-  loadModels();
+  sel.addEventListener('change', () => picker.load(chosenProvider()));
+  picker.load(chosenProvider());
 
   $('#task-output').placeholder = settings.outputDirectory;
   $('#task-timeout').placeholder = String(settings.defaultTimeoutMinutes);
@@ -71,7 +76,7 @@ async function continueFrom(id) {
     $('#continue-notice').hidden = false;
     if ([...$('#task-provider').options].some((o) => o.value === t.providerName)) {
       $('#task-provider').value = t.providerName;
-      $('#task-model').value = t.modelId;
+      picker.load(chosenProvider(), { model: t.modelId, reasoning: reasoningOf(t) });
     }
     $('#task-description').focus();
   } catch (err) { report(err); }
@@ -183,22 +188,9 @@ function mentionHint() {
   });
 }
 
-async function loadModels() {
-  const name = $('#task-provider').value;
-  const p = state.providers.find((x) => x.displayName === name);
-  const input = $('#task-model');
-  const list = $('#task-model-options');
-  fill(list);
-  if (!p) return;
-  input.value = p.defaultModelId || '';
-  input.placeholder = p.defaultModelId ? '' : 'Model id';
-  try {
-    const res = await get(`/providers/${seg(p.id)}/models`);
-    fill(list, res.models.map((m) => h('option', { value: m.id }, m.name !== m.id ? m.name : null)));
-    if (!input.value && res.models.length > 0) input.value = res.models[0].id;
-  } catch {
-    // The provider may not list models; the field stays free text.
-  }
+/** The provider the form has chosen, or undefined. */
+function chosenProvider() {
+  return state.providers.find((p) => p.displayName === $('#task-provider').value);
 }
 
 function renderFiles() {
@@ -264,8 +256,10 @@ function addTarget() {
 
 /** The batch targets of the form: the main provider and model first. */
 function batchTargets(copies) {
-  const main = state.providers.find((p) => p.displayName === $('#task-provider').value);
-  const targets = [{ providerId: main ? main.id : $('#task-provider').value, modelId: $('#task-model').value.trim(), copyCount: copies }];
+  const main = chosenProvider();
+  // The reasoning choice is the chosen model's: the models compared
+  // reason as they do by default.
+  const targets = [{ providerId: main ? main.id : $('#task-provider').value, modelId: picker.model(), copyCount: copies, ...picker.reasoning() }];
   for (const row of document.querySelectorAll('#compare-targets li')) {
     targets.push({ providerId: row.querySelector('[data-role=provider]').value, modelId: row.querySelector('[data-role=model]').value.trim(), copyCount: copies });
   }
@@ -284,11 +278,13 @@ function formTask() {
     return null;
   }
   const task = { description: desc };
-  const text = { providerName: '#task-provider', modelId: '#task-model', outputDirectory: '#task-output', templateId: '#task-template', networkMode: '#task-network' };
+  const text = { providerName: '#task-provider', outputDirectory: '#task-output', templateId: '#task-template', networkMode: '#task-network' };
   for (const [name, sel] of Object.entries(text)) {
     const v = $(sel).value.trim();
     if (v) task[name] = v;
   }
+  if (picker.model()) task.modelId = picker.model();
+  Object.assign(task, picker.reasoning());
   for (const [name, sel] of Object.entries({ timeoutMinutes: '#task-timeout', maxIterations: '#task-max-iterations' })) {
     const v = $(sel).value.trim();
     if (v) task[name] = Number(v);
@@ -345,11 +341,11 @@ async function submitTask(e) {
     const missing = targets.findIndex((t) => !t.modelId);
     if (missing >= 0) {
       status.textContent = 'Choose a model for each provider you compare.';
-      (missing === 0 ? $('#task-model') : document.querySelectorAll('#compare-targets [data-role=model]')[missing - 1]).focus();
+      if (missing === 0) picker.focus();
+      else document.querySelectorAll('#compare-targets [data-role=model]')[missing - 1].focus();
       return;
     }
-    fd.delete('providerName');
-    fd.delete('modelId');
+    for (const name of ['providerName', 'modelId', 'reasoningEffort', 'reasoningEnabled']) fd.delete(name);
     fd.append('targets', JSON.stringify(targets));
   }
   const btn = $('#start-task');

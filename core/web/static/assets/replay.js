@@ -1,10 +1,11 @@
 // Session replay: a timeline scrubber over the session's screenshots, the
-// step list (each step shows the screen it saw), the conversation
-// transcript, and export links.
+// step list (each step shows the screen it saw, marked where its action
+// aimed), the conversation transcript, and export links.
 import {
   $, ApiError, badge, fill, fmtClock, fmtDuration, fmtTime, fmtTokens, get, h, initChrome, report, seg,
   taskIdFromPath,
 } from './common.js';
+import { pointOverlay } from './marks.js';
 
 initChrome();
 
@@ -13,6 +14,7 @@ const path = `/tasks/${seg(id)}`;
 let events = [];
 let shots = []; // indexes into events of screenshot events
 let current = -1;
+const marks = pointOverlay($('#replay-shot').parentElement, 'replay');
 
 async function load() {
   let task;
@@ -54,7 +56,14 @@ function renderSteps() {
   fill($('#steps'), events.map((e, i) => h('li', null,
     h('button', { type: 'button', 'data-index': i, onclick: () => selectEvent(i) },
       h('time', { class: 'muted', datetime: e.timestamp }, fmtClock(e.timestamp)),
-      h('span', null, (e.data && e.data.summary) || e.type)))));
+      h('span', null, (e.data && e.data.summary) || e.type),
+      e.data && e.data.point ? h('span', { class: 'aim', title: 'Marked on the screenshot' }, '◎ marked') : null))));
+}
+
+/** The marks of events from index from up to (not including) to: where their actions aimed. */
+function aimed(from, to) {
+  return events.slice(from, to).filter((e) => e.data && e.data.point)
+    .map((e) => ({ point: e.data.point, summary: e.data.summary || e.type }));
 }
 
 /** Shows the screenshot a given event saw: the latest at or before it. */
@@ -77,6 +86,10 @@ function select(s, eventIndex) {
   $('#scrubber').setAttribute('aria-valuetext', `Screenshot ${s + 1} of ${shots.length}, ${fmtClock(e.timestamp)}`);
   $('#step-pos').textContent = `Screenshot ${s + 1} of ${shots.length}`;
   const mark = eventIndex === undefined ? shots[s] : eventIndex;
+  // An event's own aim; for a screenshot, the aims of the actions taken on it.
+  marks.show(eventIndex !== undefined && events[eventIndex].data && events[eventIndex].data.point
+    ? aimed(eventIndex, eventIndex + 1)
+    : aimed(shots[s], s + 1 < shots.length ? shots[s + 1] : events.length));
   for (const b of document.querySelectorAll('#steps button')) {
     if (Number(b.dataset.index) === mark) {
       b.setAttribute('aria-current', 'step');

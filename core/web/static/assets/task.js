@@ -7,6 +7,7 @@ import {
   ApiError, PLAN_STATES, TERMINAL, $, badge, elapsed, every, fileList, fill, fmtBytes, fmtClock, fmtCost, fmtDuration, fmtTokens, get, h,
   initChrome, isKillShortcut, patch, post, report, seg, statusLabel, taskIdFromPath, toast,
 } from './common.js';
+import { pointOverlay } from './marks.js';
 
 initChrome();
 
@@ -21,6 +22,8 @@ const stepShot = $('#step-shot');
 const screen = $('#screen');
 const placeholder = $('#screen-placeholder');
 const activity = $('#activity');
+// Where the action of the step shown aimed, marked over the screen.
+const marks = pointOverlay(screen, 'screen');
 
 let task = null;
 // Whether the helper can show the VM's own window for takeover: inside the
@@ -98,10 +101,8 @@ function render() {
     $('#replay-link').href = `/tasks/${seg(id)}/replay`;
     $('#btn-continue').href = `/?continue=${seg(id)}`;
     loadReview(t);
-    if (events) {
-      events.close();
-      events = null;
-    }
+    // The activity stream stays open until it has replayed the task's
+    // events: it ends after the terminal status_change (onEvent).
     poll.stop();
   }
 }
@@ -626,7 +627,8 @@ live.addEventListener('error', () => {
   }
 });
 
-function showStep(url, label, li) {
+/** Shows the screenshot of a step, with the marks of where its actions aimed. */
+function showStep(url, label, li, aimed = []) {
   if (task && task.takenOver) return;
   for (const s of activity.querySelectorAll('li.selected')) s.classList.remove('selected');
   if (li) li.classList.add('selected');
@@ -637,6 +639,7 @@ function showStep(url, label, li) {
   placeholder.hidden = true;
   $('#viewing').hidden = false;
   $('#viewing-label').textContent = `Viewing the screen at ${label}`;
+  marks.show(aimed);
 }
 
 function backToLive() {
@@ -646,6 +649,7 @@ function backToLive() {
   $('#viewing').hidden = true;
   live.hidden = mode === 'none' || !live.complete || live.naturalWidth === 0;
   placeholder.hidden = !live.hidden;
+  marks.show(lastAim ? [lastAim] : []);
 }
 $('#back-to-live').addEventListener('click', backToLive);
 
@@ -803,6 +807,9 @@ const seen = new Set();
 let pinned = true;
 let unseen = 0;
 let lastShot = null; // {url, label} of the latest screenshot event
+// Where the latest action on that screenshot aimed ({point, summary}),
+// marked on the live screen until the next screenshot.
+let lastAim = null;
 let events = null;
 
 function atBottom() { return activity.scrollHeight - activity.scrollTop - activity.clientHeight < 30; }
@@ -831,18 +838,26 @@ function addEvent(ev) {
   seen.add(ev.seq);
   const d = ev.data || {};
   const label = `step event ${ev.seq} (${fmtClock(ev.timestamp)})`;
-  if (d.screenshot) lastShot = { url: d.screenshot, label };
+  if (d.screenshot) {
+    lastShot = { url: d.screenshot, label };
+    lastAim = null;
+  }
+  const aim = d.point ? { point: d.point, summary: d.summary || ev.type } : null;
+  if (aim) lastAim = aim;
+  if (stepShot.hidden) marks.show(lastAim ? [lastAim] : []);
   const shot = lastShot;
   const li = h('li', { class: d.activityType || ev.type, 'data-seq': ev.seq, 'data-type': ev.type });
   const line = [
     h('time', { datetime: ev.timestamp }, fmtClock(ev.timestamp)),
     h('span', { class: 'kind' }, KIND_LABELS[d.activityType] || ev.type),
     h('span', { class: 'summary' }, d.summary || ev.type),
+    aim && shot ? h('span', { class: 'aim', title: 'Marked on the screenshot' }, '◎ marked') : null,
   ];
   if (shot) {
     li.append(h('button', {
       type: 'button', class: 'line step-link', 'data-shot': shot.url,
-      title: 'Show the screen at this step', onclick: () => showStep(shot.url, shot.label, li),
+      title: aim ? 'Show the screen at this step, with where it aimed' : 'Show the screen at this step',
+      onclick: () => showStep(shot.url, shot.label, li, aim ? [aim] : []),
     }, line));
   } else {
     li.append(h('div', { class: 'line' }, line));
