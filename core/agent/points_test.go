@@ -32,7 +32,7 @@ func TestActionPoint(t *testing.T) {
 	} {
 		got := actionPoint(c.call, m)
 		if (got == nil) != (c.want == nil) {
-			t.Errorf("%s %s: point %+v, want %+v", c.call.Name, c.call.Arguments, got, c.want)
+			t.Errorf("%s %s: point %+v, want %+v", c.call.Name, c.call.Args, got, c.want)
 			continue
 		}
 		if got == nil {
@@ -40,7 +40,7 @@ func TestActionPoint(t *testing.T) {
 		}
 		if got.X != c.want.X || got.Y != c.want.Y || got.Width != c.want.Width || got.Height != c.want.Height ||
 			(got.ToX == nil) != (c.want.ToX == nil) || (got.ToX != nil && (*got.ToX != *c.want.ToX || *got.ToY != *c.want.ToY)) {
-			t.Errorf("%s %s: point %+v, want %+v", c.call.Name, c.call.Arguments, got, c.want)
+			t.Errorf("%s %s: point %+v, want %+v", c.call.Name, c.call.Args, got, c.want)
 		}
 	}
 	// Without a screenshot there is nothing to aim at.
