@@ -30,8 +30,10 @@ import (
 //   - Claude's `computer` tool (computer_20250124; computer_20251124, with
 //     zoom, for the models that take it) with its beta header, beside the
 //     agent's function tools.
-//   - Extended thinking from the reasoning effort (thinkingBudget): thinking
-//     blocks and their signatures, and redacted thinking, go back
+//   - Extended thinking from the reasoning effort (thinkingBudget), with
+//     interleaved thinking (its beta) on Claude 4 and later, so that the
+//     model thinks at every step of a tool loop, not only its first:
+//     thinking blocks and their signatures, and redacted thinking, go back
 //     unchanged, as the API requires with tool use.
 //   - Prompt caching: breakpoints on the system prompt (which caches the
 //     tools before it) and the last two user turns, three of the four the
@@ -95,7 +97,7 @@ func (b *anthropicBackend) params(req *Request, zoom bool) (anthropic.BetaMessag
 	if req.MaxTokens > 0 {
 		p.MaxTokens = int64(req.MaxTokens)
 	}
-	cache := anthropic.BetaCacheControlEphemeralParam{}
+	cache := anthropic.NewBetaCacheControlEphemeralParam()
 	if req.System != "" {
 		p.System = []anthropic.BetaTextBlockParam{{Text: req.System, CacheControl: cache}}
 	}
@@ -148,6 +150,11 @@ func (b *anthropicBackend) params(req *Request, zoom bool) (anthropic.BetaMessag
 			}
 			p.Thinking = anthropic.BetaThinkingConfigParamUnion{OfEnabled: &anthropic.BetaThinkingConfigEnabledParam{BudgetTokens: budget}}
 			p.MaxTokens = max(p.MaxTokens, budget+answerTokens)
+			if !strings.Contains(id, "claude-3-7") {
+				// Claude 4 on thinks between tool calls too, where an
+				// agent decides each step.
+				p.Betas = append(p.Betas, anthropic.AnthropicBetaInterleavedThinking2025_05_14)
+			}
 		}
 	}
 	msgs, err := claudeMessages(normalize(req.Messages), thinking)
@@ -256,7 +263,7 @@ func claudeMessages(msgs []Message, thinking bool) ([]anthropic.BetaMessageParam
 
 // cacheMark puts a cache breakpoint on a block of a user turn.
 func cacheMark(b *anthropic.BetaContentBlockParamUnion) {
-	c := anthropic.BetaCacheControlEphemeralParam{}
+	c := anthropic.NewBetaCacheControlEphemeralParam()
 	switch {
 	case b.OfText != nil:
 		b.OfText.CacheControl = c
