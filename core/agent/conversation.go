@@ -76,10 +76,13 @@ func (r *Runner) saveCondensed(keep int, summary llm.Message) {
 	r.saved = r.saved - keep + 2
 }
 
-// ErrNoConversation is a session whose conversation cannot be resumed:
-// none was saved, or an older helper saved it in a form before
-// conversationVersion.
-var ErrNoConversation = errors.New("the session has no conversation this helper can resume")
+// Sessions whose conversation cannot be resumed: nothing was saved yet
+// (the agent had not taken its first step), or an older helper saved it
+// in a form before conversationVersion.
+var (
+	ErrNoConversation  = errors.New("the session has no conversation yet")
+	ErrOldConversation = errors.New("the session's conversation was saved by an older helper, in a form this one cannot resume")
+)
 
 // maxConversationLine bounds a record read back (a step's results are cut
 // to 16 KB each; a summary to a few KB).
@@ -112,7 +115,7 @@ func LoadConversation(sessionDir string) ([]llm.Message, error) {
 		}
 		switch {
 		case rec.V != conversationVersion:
-			return nil, ErrNoConversation
+			return nil, ErrOldConversation
 		case rec.Message != nil:
 			msgs = append(msgs, *rec.Message)
 		case rec.Condensed != nil:

@@ -102,6 +102,9 @@ func (o *Orchestrator) Pause(ctx context.Context, id string) error {
 func (o *Orchestrator) Resume(ctx context.Context, id, instructions string, budget Budget) error {
 	r, runner, err := o.agentOf(ctx, id, "resume")
 	if err != nil {
+		if t, gerr := o.cfg.Store.GetTask(ctx, id); gerr == nil && o.restartHeld(t) {
+			return o.resumeHeldAfterRestart(ctx, t, instructions, budget)
+		}
 		return err
 	}
 	if budget.USD != nil || budget.Tokens != nil {
@@ -280,9 +283,13 @@ func (o *Orchestrator) Cancel(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	_, err := o.finishTask(ctx, id, outcome{status: store.StatusCancelled, summary: "Cancelled by the user before it started.",
+	summary := "Cancelled by the user before it started."
+	if t, err := o.cfg.Store.GetTask(ctx, id); err == nil && o.restartHeld(t) {
+		summary = "Cancelled by the user while it was held after a helper restart."
+	}
+	_, err := o.finishTask(ctx, id, outcome{status: store.StatusCancelled, summary: summary,
 		only: func(t *store.Task) error {
-			if t.Status == store.StatusPlanReview {
+			if t.Status == store.StatusPlanReview || o.restartHeld(*t) {
 				return nil
 			}
 			return onlyQueued(t)

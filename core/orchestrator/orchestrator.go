@@ -6,9 +6,9 @@
 //
 // Every state change is written to the store first (task row and activity
 // event in one transaction) and then announced to watchers, so the API's
-// event stream and the database never disagree. After a crash, Recover marks
-// the tasks that were in flight as failed ("helper restarted"); queued tasks
-// stay queued and run.
+// event stream and the database never disagree. After a crash, Recover holds
+// the tasks that were in flight for the user to resume from their saved
+// conversations (restart.go); queued tasks stay queued and run.
 package orchestrator
 
 import (
@@ -109,12 +109,14 @@ func (o *Orchestrator) Kick() {
 	}
 }
 
-// Recover ends what a previous helper left in flight: tasks waiting for a
-// VM, running or paused are marked failed with the reason "helper
-// restarted". A task that was planning is queued to plan again; one whose
-// plan waits for review keeps waiting (the plan is in the store), and so
-// does one an older helper left paused for plan approval. Queued tasks stay
-// queued.
+// Recover settles what a previous helper left active (restart.go): a
+// task running or held with a conversation to go on from is held for the
+// user to resume or cancel; one that waited for its first VM is queued
+// again; any other is marked failed with the reason "helper restarted". A
+// task that was planning is queued to plan again; one whose plan waits
+// for review keeps waiting (the plan is in the store), and so does one an
+// older helper left paused for plan approval. Queued tasks stay queued. It
+// returns how many tasks were active.
 func (o *Orchestrator) Recover(ctx context.Context) (int, error) {
 	tasks, err := o.cfg.Store.TasksInStatus(ctx, store.StatusWaitingForVM, store.StatusRunning, store.StatusPaused)
 	if err != nil {
@@ -127,10 +129,11 @@ func (o *Orchestrator) Recover(ctx context.Context) (int, error) {
 			}
 			continue
 		}
-		if _, err := o.finishTask(ctx, t.ID, outcome{status: store.StatusFailed, summary: "helper restarted"}, nil); err != nil {
+		what, err := o.recoverTask(ctx, t)
+		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return 0, err
 		}
-		o.cfg.Log.Warn("task interrupted by a helper restart", "task", t.ID)
+		o.cfg.Log.Warn("task interrupted by a helper restart", "task", t.ID, "now", what)
 	}
 	planning, err := o.cfg.Store.TasksInStatus(ctx, store.StatusPlanning)
 	if err != nil {

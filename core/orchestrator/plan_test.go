@@ -17,6 +17,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/vm/fake"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -486,6 +487,15 @@ func TestPlanRecover(t *testing.T) {
 		}
 	}
 	st.Close()
+	// The older helper's session holds its conversation as chat messages,
+	// which this helper cannot go on from.
+	sessionDir := config.Paths{Home: home}.Session("s1")
+	if err := os.MkdirAll(sessionDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sessionDir, trace.ConversationFile), []byte(`{"role":"user","content":"Task: x"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	e = newEnv(t, home, llm, true)
 	e.waitStatus(kept.ID, store.StatusPlanReview)

@@ -166,12 +166,14 @@ func (o *Orchestrator) endRun(r *run) {
 func (o *Orchestrator) execute(r *run) {
 	defer o.endRun(r)
 	log := o.cfg.Log.With("task", r.id)
+	var resume *store.TaskResume
 	t, err := o.update(r.id, store.Update{
 		Mutate: func(t *store.Task) error {
 			if t.Status != store.StatusQueued || needsPlan(*t) {
 				return errdefs.Conflictf("task %s is %s, not queued to run", t.ID, t.Status)
 			}
 			t.Status, t.StatusReason = store.StatusWaitingForVM, "preparing a VM"
+			resume, t.Resume = t.Resume, nil
 			return nil
 		},
 		Events: []store.Event{statusEvent(store.StatusWaitingForVM, "Preparing a VM")},
@@ -182,6 +184,7 @@ func (o *Orchestrator) execute(r *run) {
 		}
 		return
 	}
+	t.Resume = resume
 	out := o.work(r, t)
 	if out.status == store.StatusFailed && r.ctx.Err() != nil {
 		// A step that failed because the run was stopped (a cancel just
@@ -265,21 +268,43 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		}
 	}()
 
+	// A resumed task goes on in its session (restart.go); any other
+	// starts one.
 	sid := uuid.NewString()
+	if t.Resume != nil {
+		sid = t.Resume.SessionID
+	}
 	tw, err := trace.Create(o.cfg.Paths.Session(sid))
 	if err != nil {
 		return failed(err.Error())
 	}
 	defer tw.Close()
 	sess := store.AgentSession{ID: sid, TaskID: t.ID, TracePath: filepath.Join("Sessions", sid)}
-	if err := o.cfg.Store.CreateSession(background(), &sess); err != nil {
-		return failed(err.Error())
+	if t.Resume == nil {
+		if err := o.cfg.Store.CreateSession(background(), &sess); err != nil {
+			return failed(err.Error())
+		}
 	}
 	shared := lease.Machine().Spec().SharedDir()
+	var resume *agent.Resume
+	if t.Resume != nil {
+		kept, err := files.CarryIn(filepath.Join(carriedDir(tw.Dir()), files.Outbox), shared)
+		if err == nil {
+			resume, err = o.resumeFrom(t, kept)
+		}
+		if err != nil {
+			return failed("Could not resume the task: " + err.Error())
+		}
+	}
 	if err := o.copyInputs(ctx, t.ID, shared); err != nil {
 		return failed("Could not give the input files to the VM: " + err.Error())
 	}
-	if err := o.stageFolders(ctx, t, shared, tw.Dir()); err != nil {
+	if t.Resume != nil && hasCarriedFolders(tw.Dir()) {
+		err = carryFolders(carriedDir(tw.Dir()), shared)
+	} else {
+		err = o.stageFolders(ctx, t, shared, tw.Dir())
+	}
+	if err != nil {
 		return failed("Could not give the host folders to the VM: " + err.Error())
 	}
 	h, err := o.readHooks(t.ID)
@@ -323,6 +348,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		Live:      func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
 		Changed:   o.changed(r),
 		Provision: plan,
+		Resume:    resume,
 	})
 	if err != nil {
 		return failed(err.Error())

@@ -62,6 +62,7 @@ func migrations() []migration {
 			return tx.Model(&Provider{}).Where("type IS NULL OR type = ''").Update("type", llm.TypeOpenAICompatible).Error
 		}},
 		{17, "where an event's action aims on the screen", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Event{}) }},
+		{18, "a task resumed from its session after a restart", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 	}
 }
 

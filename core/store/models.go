@@ -121,6 +121,10 @@ type Task struct {
 	// task.
 	ContinuationOfID *string `gorm:"index"`
 	ContextNote      string
+	// Resume, on a queued task, says its next run goes on from an agent
+	// session of its own (the helper stopped under it, and the user
+	// resumed it) instead of starting afresh.
+	Resume *TaskResume `gorm:"serializer:json"`
 	// TitleEdited says the user named the task: a generated title never
 	// replaces theirs. TitlePromptTokens, TitleCompletionTokens and
 	// TitleCostUSD are what generating the title cost (in the task's totals
@@ -495,6 +499,16 @@ type PresetFile struct {
 	MimeType  string
 	Path      string    `gorm:"not null"`
 	CreatedAt time.Time `gorm:"not null"`
+}
+
+// TaskResume is where a task's next run goes on from.
+type TaskResume struct {
+	// SessionID is the agent session whose conversation it goes on with.
+	SessionID string `json:"sessionId"`
+	// Instructions are the user's, given with the resume.
+	Instructions string `json:"instructions,omitempty"`
+	// Why says what stopped the session (for the agent's note).
+	Why string `json:"why,omitempty"`
 }
 
 // Event is one entry of a task's activity log; Seq numbers a task's events

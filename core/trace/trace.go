@@ -79,6 +79,13 @@ func Create(dir string) (*Writer, error) {
 	}
 	ents, _ := os.ReadDir(filepath.Join(dir, ScreenshotsDir))
 	w.shots = len(ents)
+	// A trace continued after a crash may end in a line cut short: it is
+	// cut off, so that what is appended starts a line of its own.
+	for _, name := range []string{EventsFile, ConversationFile} {
+		if err := cutTornLine(filepath.Join(dir, name)); err != nil {
+			return nil, fmt.Errorf("open trace: %w", err)
+		}
+	}
 	f, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open trace: %w", err)
@@ -90,6 +97,19 @@ func Create(dir string) (*Writer, error) {
 	}
 	w.f, w.conv = f, conv
 	return w, nil
+}
+
+// cutTornLine truncates a file after its last newline (a missing file is
+// left missing).
+func cutTornLine(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && (len(data) == 0 || data[len(data)-1] == '\n')) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.Truncate(path, int64(bytes.LastIndexByte(data, '\n')+1))
 }
 
 // Dir is the session folder.

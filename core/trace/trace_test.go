@@ -136,3 +136,40 @@ func TestReadsAnOlderTracesConversation(t *testing.T) {
 		t.Fatalf("conversation %s, err %v", s.Conversation, err)
 	}
 }
+
+// TestContinuedTraceCutsATornLine: a trace continued after a crash that
+// cut its last line short starts its next line on a line of its own, and
+// reads back whole.
+func TestContinuedTraceCutsATornLine(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(Event{Type: "status_change", Summary: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	w.AppendConversation(map[string]string{"role": "user"})
+	w.Close()
+	for _, name := range []string{EventsFile, ConversationFile} {
+		f, _ := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, 0)
+		f.WriteString(`{"seq":2,"type":"stat`)
+		f.Close()
+	}
+	w, err = Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(Event{Type: "status_change", Summary: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	w.AppendConversation(map[string]string{"role": "assistant"})
+	w.Close()
+	s, err := Read(dir)
+	if err != nil || s.Truncated || len(s.Events) != 2 || s.Events[1].Summary != "two" || s.Events[1].Seq != 2 {
+		t.Fatalf("events %+v (truncated %v), %v", s.Events, s.Truncated, err)
+	}
+	if string(s.Conversation) != `[{"role":"user"},{"role":"assistant"}]` {
+		t.Fatalf("conversation %s", s.Conversation)
+	}
+}

@@ -90,9 +90,11 @@ func TestSandboxKilledMidStep(t *testing.T) {
 
 // TestHelperKilledMidTask: the helper is SIGKILLed while two agents are
 // inside guest calls and a third task waits in the queue. Their sandboxes
-// die with it; the restarted helper loses no task: the two in flight end
-// failed "helper restarted", the queued one runs to completion, the VMs
-// are cleaned up, and the database and traces are sound.
+// die with it; the restarted helper loses no task: the two in flight are
+// held, with their conversations, and each resumed one goes on in a fresh
+// VM to completion, told what happened; the queued one runs to
+// completion; the VMs are cleaned up, and the database and traces are
+// sound.
 func TestHelperKilledMidTask(t *testing.T) {
 	home, ids := newHome(t)
 	h := startProcess(t, home, ids)
@@ -125,15 +127,36 @@ func TestHelperKilledMidTask(t *testing.T) {
 	}
 
 	h2 := startProcess(t, home, ids)
-	for _, id := range []string{one.ID, two.ID} {
-		got := h2.wait(id, "the interrupted task", 10*time.Second, terminal)
-		if got.Status != "failed" || summary(got) != "helper restarted" {
-			t.Errorf("interrupted task %s: %s %q, want failed \"helper restarted\"", id, got.Status, summary(got))
-		}
-	}
 	got := h2.wait(queued.ID, "the queued task's end", time.Minute, terminal)
 	if got.Status != "completed" || summary(got) != "queued one done" {
 		t.Errorf("queued task: %s %q", got.Status, summary(got))
+	}
+	for i, id := range []string{one.ID, two.ID} {
+		held := h2.wait(id, "the interrupted task held", 10*time.Second, func(t wire.Task) bool { return t.Status != "running" })
+		if held.Status != "paused" || !strings.Contains(held.StatusReason, "helper stopped") {
+			t.Fatalf("interrupted task %s: %s %v, want held", id, held.Status, held.StatusReason)
+		}
+		marker := []string{"[[one]]", "[[two]]"}[i]
+		before := len(llm.Requests(marker))
+		if _, err := h2.unix.TaskAction(context.Background(), id, wire.TaskAction{Action: wire.ActionResume, Instructions: "Finish now."}); err != nil {
+			t.Fatal(err)
+		}
+		done := h2.wait(id, "the resumed task's end", time.Minute, terminal)
+		if done.Status != "completed" || done.VMID == one.VMID || done.VMID == two.VMID {
+			t.Errorf("resumed task %s: %s %q in VM %s", id, done.Status, summary(done), done.VMID)
+		}
+		// It went on from its conversation: its first step is in the
+		// request after the restart, with the note and the instructions.
+		reqs := llm.Requests(marker)
+		if len(reqs) <= before {
+			t.Fatalf("task %s made no request after it was resumed", id)
+		}
+		next := reqs[before]
+		for _, want := range []string{"Step 1.", `\"seconds\":30`, "the Hivecrew helper stopped", "New instructions from the user: Finish now.", "Step 2."} {
+			if !strings.Contains(next, want) {
+				t.Errorf("task %s: the request after the resume lacks %q: %.2000s", id, want, next)
+			}
+		}
 	}
 	all, err := h2.unix.ListTasks(context.Background(), client.TaskQuery{Limit: 10})
 	if err != nil {
