@@ -68,3 +68,17 @@ func (c *Client) Shell(ctx context.Context, p protocol.ShellParams) (protocol.Sh
 func (c *Client) Shutdown(ctx context.Context) error {
 	return c.Call(ctx, protocol.MethodShutdown, nil, nil)
 }
+
+// CursorPosition asks where the guest's pointer is (input.v2), and refuses
+// a position off the screen the guest reported at hello.
+func (c *Client) CursorPosition(ctx context.Context) (protocol.CursorPosition, error) {
+	var p protocol.CursorPosition
+	if err := c.Call(ctx, protocol.MethodCursorPosition, nil, &p); err != nil {
+		return p, err
+	}
+	scr := c.Hello().Screen
+	if !(p.X >= 0 && p.Y >= 0 && p.X <= float64(scr.Width) && p.Y <= float64(scr.Height)) {
+		return protocol.CursorPosition{}, errdefs.Invalidf("guest reported the pointer at (%g, %g), off its %dx%d screen", p.X, p.Y, scr.Width, scr.Height)
+	}
+	return p, nil
+}

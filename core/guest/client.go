@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,12 @@ func (c *Client) Hello() protocol.HelloResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hello
+}
+
+// Has reports whether the guest announced capability in its last hello
+// (protocol.CapInputV2: the methods and params of input version 2).
+func (c *Client) Has(capability string) bool {
+	return slices.Contains(c.Hello().Capabilities, capability)
 }
 
 // current returns the live connection and its channel, or nil while there
@@ -497,6 +504,11 @@ func deadlineFor(method string, params any) time.Duration {
 		if p, ok := params.(protocol.WaitParams); ok {
 			return time.Duration(p.Seconds*float64(time.Second)) + 5*time.Second
 		}
+	case protocol.MethodHoldKey:
+		if p, ok := params.(protocol.HoldKeyParams); ok && p.Seconds > 0 && p.Seconds <= protocol.MaxHoldSeconds {
+			return time.Duration(p.Seconds*float64(time.Second)) + 10*time.Second
+		}
+		return protocol.MaxHoldSeconds*time.Second + 10*time.Second
 	case protocol.MethodAccessibilityTree, protocol.MethodOpenApp, protocol.MethodOpenFile, protocol.MethodOpenURL:
 		return 30 * time.Second
 	}

@@ -214,3 +214,54 @@ func TestUntrustedGuest(t *testing.T) {
 		})
 	}
 }
+
+// TestInputV2: a host knows from hello whether the guest has the input of
+// version 2 (the fake guest, as the real ones, announces it), and gives a
+// hold_key the time it holds the key on top of the usual deadline.
+func TestInputV2(t *testing.T) {
+	m := startFake(t)
+	c, err := Connect(context.Background(), Config{Dial: m.DialGuest, Key: m.GuestKey, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Has(protocol.CapInputV2) || c.Has("teleport") {
+		t.Fatalf("Has(%s) = %v, Has(teleport) = %v; capabilities %v", protocol.CapInputV2, c.Has(protocol.CapInputV2), c.Has("teleport"), c.Hello().Capabilities)
+	}
+	if err := c.Call(context.Background(), protocol.MethodHoldKey, protocol.HoldKeyParams{Key: "KP_Enter", Modifiers: []string{"win"}, Seconds: 0.05}, nil); err != nil {
+		t.Fatalf("hold_key: %v", err)
+	}
+	if err := c.Call(context.Background(), protocol.MethodMouseMove, protocol.PointParams{X: 10, Y: 20}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.CursorPosition(context.Background()); err != nil || p != (protocol.CursorPosition{X: 10, Y: 20}) {
+		t.Errorf("CursorPosition after a move to (10, 20) = %+v, %v", p, err)
+	}
+	for _, p := range []protocol.HoldKeyParams{{Seconds: 25}, {Seconds: 30}} {
+		if d := deadlineFor(protocol.MethodHoldKey, p); d < time.Duration(p.Seconds)*time.Second+5*time.Second {
+			t.Errorf("a hold of %g s has a deadline of %s", p.Seconds, d)
+		}
+	}
+}
+
+// TestCursorPositionOffScreen: a guest cannot hand the host a pointer
+// position off the screen it reported.
+func TestCursorPositionOffScreen(t *testing.T) {
+	for _, at := range []protocol.CursorPosition{{X: 5000, Y: 3}, {X: -1, Y: 3}, {X: 3, Y: 601}} {
+		methods := handler.Map{
+			protocol.MethodHello: func(context.Context, *jrpc2.Request) (any, error) {
+				return protocol.HelloResult{ProtocolVersion: protocol.Version, OS: "linux", Screen: protocol.Screen{Width: 800, Height: 600, Scale: 1},
+					Capabilities: []string{protocol.CapInputV2}}, nil
+			},
+			protocol.MethodCursorPosition: func(context.Context, *jrpc2.Request) (any, error) { return at, nil },
+		}
+		c, err := Connect(context.Background(), Config{Dial: liar(t, methods), Key: FixedKey(testKey, false), Log: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := c.CursorPosition(context.Background()); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("a guest's pointer at %+v = %+v, %v; want refused as invalid", at, p, err)
+		}
+		c.Close()
+	}
+}

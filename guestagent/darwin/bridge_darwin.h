@@ -29,11 +29,24 @@ void hc_request_permissions(void);
 
 hc_image hc_capture(void);
 
+// Input. Buttons are 0 left, 1 right, 2 middle. Flags are CGEventFlags
+// set on the events (0: the events' own). The functions that return int
+// answer 0, or -1 when macOS made no event (CGEventCreate* returned NULL).
 void hc_mouse_move(double x, double y);
-void hc_mouse_click(double x, double y, int button, int count);
+// hc_mouse_move_drag moves the pointer with button held (a dragged
+// event), or plainly when button is -1.
+int hc_mouse_move_drag(double x, double y, int button);
+int hc_mouse_click(double x, double y, int button, int count, uint64_t flags);
+// hc_mouse_button presses (down) or releases button where the pointer is.
+int hc_mouse_button(int button, int down);
+// hc_cursor_position reads where the pointer is, in points, origin top-left.
+int hc_cursor_position(double *x, double *y);
 void hc_mouse_drag(double fx, double fy, double tx, double ty, int steps);
-void hc_scroll(double x, double y, int dx, int dy);
+int hc_scroll(double x, double y, int dx, int dy, uint64_t flags);
 void hc_key(uint16_t code, uint64_t flags);
+// hc_key_event posts one key down or up; a modifier key's is a
+// flags-changed event.
+int hc_key_event(uint16_t code, int down, uint64_t flags);
 void hc_type_utf16(const uint16_t *units, int n);
 
 int hc_open_app(const char *name, char **err);

@@ -188,28 +188,74 @@ void hc_mouse_move(double x, double y) {
 	hc_post(CGEventCreateMouseEvent(NULL, kCGEventMouseMoved, CGPointMake(x, y), kCGMouseButtonLeft));
 }
 
-void hc_mouse_click(double x, double y, int button, int count) {
-	CGEventType down = kCGEventLeftMouseDown, up = kCGEventLeftMouseUp;
-	CGMouseButton which = kCGMouseButtonLeft;
+// hc_button_events gives a button's down, up and dragged event types and
+// its CGMouseButton.
+static CGMouseButton hc_button_events(int button, CGEventType *down, CGEventType *up, CGEventType *dragged) {
 	if (button == 1) {
-		down = kCGEventRightMouseDown;
-		up = kCGEventRightMouseUp;
-		which = kCGMouseButtonRight;
-	} else if (button == 2) {
-		down = kCGEventOtherMouseDown;
-		up = kCGEventOtherMouseUp;
-		which = kCGMouseButtonCenter;
+		*down = kCGEventRightMouseDown;
+		*up = kCGEventRightMouseUp;
+		*dragged = kCGEventRightMouseDragged;
+		return kCGMouseButtonRight;
 	}
+	if (button == 2) {
+		*down = kCGEventOtherMouseDown;
+		*up = kCGEventOtherMouseUp;
+		*dragged = kCGEventOtherMouseDragged;
+		return kCGMouseButtonCenter;
+	}
+	*down = kCGEventLeftMouseDown;
+	*up = kCGEventLeftMouseUp;
+	*dragged = kCGEventLeftMouseDragged;
+	return kCGMouseButtonLeft;
+}
+
+// hc_post_mouse makes and posts a mouse event with a click state and
+// flags (0: the event's own).
+static int hc_post_mouse(CGEventType type, CGPoint at, CGMouseButton which, int click_state, uint64_t flags) {
+	CGEventRef e = CGEventCreateMouseEvent(NULL, type, at, which);
+	if (e == NULL) return -1;
+	if (click_state > 0) CGEventSetIntegerValueField(e, kCGMouseEventClickState, click_state);
+	if (flags != 0) CGEventSetFlags(e, (CGEventFlags)flags);
+	CGEventPost(kCGHIDEventTap, e);
+	CFRelease(e);
+	return 0;
+}
+
+int hc_mouse_move_drag(double x, double y, int button) {
+	if (button < 0) return hc_post_mouse(kCGEventMouseMoved, CGPointMake(x, y), kCGMouseButtonLeft, 0, 0);
+	CGEventType down, up, dragged;
+	CGMouseButton which = hc_button_events(button, &down, &up, &dragged);
+	return hc_post_mouse(dragged, CGPointMake(x, y), which, 0, 0);
+}
+
+int hc_mouse_click(double x, double y, int button, int count, uint64_t flags) {
+	CGEventType down, up, dragged;
+	CGMouseButton which = hc_button_events(button, &down, &up, &dragged);
 	CGPoint at = CGPointMake(x, y);
-	hc_mouse_move(x, y);
+	if (hc_post_mouse(kCGEventMouseMoved, at, kCGMouseButtonLeft, 0, flags) != 0) return -1;
 	for (int i = 1; i <= count; i++) {
-		CGEventRef e = CGEventCreateMouseEvent(NULL, down, at, which);
-		CGEventSetIntegerValueField(e, kCGMouseEventClickState, i);
-		hc_post(e);
-		e = CGEventCreateMouseEvent(NULL, up, at, which);
-		CGEventSetIntegerValueField(e, kCGMouseEventClickState, i);
-		hc_post(e);
+		if (hc_post_mouse(down, at, which, i, flags) != 0) return -1;
+		if (hc_post_mouse(up, at, which, i, flags) != 0) return -1;
 	}
+	return 0;
+}
+
+int hc_cursor_position(double *x, double *y) {
+	CGEventRef e = CGEventCreate(NULL); // an event of now: its location is the pointer's
+	if (e == NULL) return -1;
+	CGPoint at = CGEventGetLocation(e); // global display coordinates, points, origin top-left
+	CFRelease(e);
+	*x = at.x;
+	*y = at.y;
+	return 0;
+}
+
+int hc_mouse_button(int button, int down) {
+	double x, y;
+	if (hc_cursor_position(&x, &y) != 0) return -1;
+	CGEventType down_type, up_type, dragged;
+	CGMouseButton which = hc_button_events(button, &down_type, &up_type, &dragged);
+	return hc_post_mouse(down ? down_type : up_type, CGPointMake(x, y), which, 1, 0);
 }
 
 void hc_mouse_drag(double fx, double fy, double tx, double ty, int steps) {
@@ -224,11 +270,16 @@ void hc_mouse_drag(double fx, double fy, double tx, double ty, int steps) {
 	hc_post(CGEventCreateMouseEvent(NULL, kCGEventLeftMouseUp, CGPointMake(tx, ty), kCGMouseButtonLeft));
 }
 
-void hc_scroll(double x, double y, int dx, int dy) {
+int hc_scroll(double x, double y, int dx, int dy, uint64_t flags) {
 	hc_mouse_move(x, y);
 	// macOS wheel values are positive upwards and leftwards; the protocol's
 	// positive deltas scroll down and right.
-	hc_post(CGEventCreateScrollWheelEvent(NULL, kCGScrollEventUnitLine, 2, -dy, -dx));
+	CGEventRef e = CGEventCreateScrollWheelEvent(NULL, kCGScrollEventUnitLine, 2, -dy, -dx);
+	if (e == NULL) return -1;
+	if (flags != 0) CGEventSetFlags(e, (CGEventFlags)flags);
+	CGEventPost(kCGHIDEventTap, e);
+	CFRelease(e);
+	return 0;
 }
 
 void hc_key(uint16_t code, uint64_t flags) {
@@ -238,6 +289,17 @@ void hc_key(uint16_t code, uint64_t flags) {
 	e = CGEventCreateKeyboardEvent(NULL, (CGKeyCode)code, false);
 	CGEventSetFlags(e, (CGEventFlags)flags);
 	hc_post(e);
+}
+
+int hc_key_event(uint16_t code, int down, uint64_t flags) {
+	// For a modifier's key code CGEventCreateKeyboardEvent makes a
+	// flags-changed event; the flags say which modifiers are down after it.
+	CGEventRef e = CGEventCreateKeyboardEvent(NULL, (CGKeyCode)code, down != 0);
+	if (e == NULL) return -1;
+	CGEventSetFlags(e, (CGEventFlags)flags);
+	CGEventPost(kCGHIDEventTap, e);
+	CFRelease(e);
+	return 0;
 }
 
 void hc_type_utf16(const uint16_t *units, int n) {

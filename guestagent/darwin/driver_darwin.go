@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"log/slog"
 	"os"
@@ -37,6 +38,8 @@ type Config struct {
 type Driver struct {
 	cfg       Config
 	osVersion string
+	// buttons are the mouse buttons MouseButton holds down.
+	buttons buttonsDown
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -92,7 +95,7 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 		OSVersion: d.osVersion,
 		Screen:    d.Screen(),
 		Capabilities: []string{
-			protocol.CapScreenshot, protocol.CapInput, protocol.CapAccessibility, protocol.CapClipboard, protocol.CapApps,
+			protocol.CapScreenshot, protocol.CapInput, protocol.CapInputV2, protocol.CapAccessibility, protocol.CapClipboard, protocol.CapApps,
 		},
 		Permissions: d.permissions(),
 	}
@@ -163,24 +166,104 @@ func (d *Driver) needInput() error {
 	return nil
 }
 
-// MouseMove implements server.Driver.
+// errNoEvent is what a bridge function's -1 means.
+func errNoEvent(what string) error {
+	return protocol.Errorf(protocol.CodeUnavailable, "%s: macOS made no event (CGEventCreate returned NULL)", what)
+}
+
+// MouseMove implements server.Driver: a drag of the button MouseButton
+// holds down, if any.
 func (d *Driver) MouseMove(ctx context.Context, x, y float64) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
-	C.hc_mouse_move(C.double(x), C.double(y))
+	button := C.int(-1)
+	if b := d.buttons.dragging(); b != "" {
+		button = buttonIndex[b]
+	}
+	if C.hc_mouse_move_drag(C.double(x), C.double(y), button) != 0 {
+		return errNoEvent("move the pointer")
+	}
 	return nil
 }
 
 var buttonIndex = map[string]C.int{protocol.ButtonLeft: 0, protocol.ButtonRight: 1, protocol.ButtonMiddle: 2}
 
-// MouseClick implements server.Driver.
-func (d *Driver) MouseClick(ctx context.Context, x, y float64, button string, count int) error {
+// postKeys posts keyboard events in order; one that macOS cannot make
+// does not keep the others (releases, say) from being posted.
+func postKeys(events []keyEvent) error {
+	failed := 0
+	for _, e := range events {
+		down := C.int(0)
+		if e.down {
+			down = 1
+		}
+		if C.hc_key_event(C.uint16_t(e.code), down, C.uint64_t(e.flags)) != 0 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return errNoEvent(fmt.Sprintf("%d of %d key events", failed, len(events)))
+	}
+	return nil
+}
+
+// holding presses the keys of modifiers, runs act with their flags (for
+// its events) and releases the keys, whatever act did.
+func (d *Driver) holding(modifiers []string, act func(flags uint64) error) (err error) {
 	if err := d.needInput(); err != nil {
 		return err
 	}
-	C.hc_mouse_click(C.double(x), C.double(y), buttonIndex[button], C.int(count))
+	press, release, flags, err := modifierEvents(modifiers)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
+	}
+	defer func() {
+		if rerr := postKeys(release); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
+	if err := postKeys(press); err != nil {
+		return err
+	}
+	return act(flags)
+}
+
+// MouseClick implements server.Driver.
+func (d *Driver) MouseClick(ctx context.Context, x, y float64, button string, count int, modifiers []string) error {
+	return d.holding(modifiers, func(flags uint64) error {
+		if C.hc_mouse_click(C.double(x), C.double(y), buttonIndex[button], C.int(count), C.uint64_t(flags)) != 0 {
+			return errNoEvent("click")
+		}
+		return nil
+	})
+}
+
+// MouseButton implements server.Driver: the press or release at the
+// pointer; moves while a button is down are that button's drags.
+func (d *Driver) MouseButton(ctx context.Context, button string, down bool) error {
+	if err := d.needInput(); err != nil {
+		return err
+	}
+	cdown := C.int(0)
+	if down {
+		cdown = 1
+	}
+	if C.hc_mouse_button(buttonIndex[button], cdown) != 0 {
+		return errNoEvent("press or release a mouse button")
+	}
+	d.buttons.set(button, down)
 	return nil
+}
+
+// CursorPosition implements server.Driver: the location of an event of
+// now (CGEventCreate(NULL)), in points from the main display's top left.
+func (d *Driver) CursorPosition(ctx context.Context) (protocol.CursorPosition, error) {
+	var x, y C.double
+	if C.hc_cursor_position(&x, &y) != 0 {
+		return protocol.CursorPosition{}, errNoEvent("read the pointer")
+	}
+	return protocol.CursorPosition{X: float64(x), Y: float64(y)}, nil
 }
 
 // MouseDrag implements server.Driver.
@@ -194,11 +277,12 @@ func (d *Driver) MouseDrag(ctx context.Context, p protocol.DragParams) error {
 
 // Scroll implements server.Driver.
 func (d *Driver) Scroll(ctx context.Context, p protocol.ScrollParams) error {
-	if err := d.needInput(); err != nil {
-		return err
-	}
-	C.hc_scroll(C.double(p.X), C.double(p.Y), C.int(lines(p.DeltaX)), C.int(lines(p.DeltaY)))
-	return nil
+	return d.holding(p.Modifiers, func(flags uint64) error {
+		if C.hc_scroll(C.double(p.X), C.double(p.Y), C.int(lines(p.DeltaX)), C.int(lines(p.DeltaY)), C.uint64_t(flags)) != 0 {
+			return errNoEvent("scroll")
+		}
+		return nil
+	})
 }
 
 // lines rounds a scroll delta to whole lines, at least one when not zero.
@@ -239,23 +323,50 @@ func (d *Driver) TypeText(ctx context.Context, text string) error {
 	return nil
 }
 
-// PressKey implements server.Driver.
+// keyError turns keyStroke's and keyEvents' errors into protocol errors.
+func keyError(err error) error { return protocol.Errorf(keyErrorCode(err), "%v", err) }
+
+// PressKey implements server.Driver. A modifier pressed as a key goes down
+// and up as a modifier's key does (flags-changed events).
 func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	if server.IsModifierKey(key) {
+		press, release, err := keyEvents(key, modifiers)
+		if err != nil {
+			return keyError(err)
+		}
+		return errors.Join(postKeys(press), postKeys(release))
+	}
 	code, flags, ok, err := keyStroke(key, modifiers)
 	if err != nil {
-		return protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
+		return keyError(err)
 	}
 	if !ok {
-		if len(modifiers) > 0 {
+		if len(modifiers) > 0 || len([]rune(key)) != 1 {
 			return protocol.Errorf(protocol.CodeUnsupported, "key %q has no key code on the US layout to combine with modifiers", key)
 		}
 		return d.TypeText(ctx, key)
 	}
 	C.hc_key(C.uint16_t(code), C.uint64_t(flags))
 	return nil
+}
+
+// KeyDown implements server.Driver: the modifiers' keys, then the key, as
+// a hand presses them; release lets go in reverse order.
+func (d *Driver) KeyDown(ctx context.Context, key string, modifiers []string) (func(context.Context) error, error) {
+	if err := d.needInput(); err != nil {
+		return nil, err
+	}
+	press, release, err := keyEvents(key, modifiers)
+	if err != nil {
+		return nil, keyError(err)
+	}
+	if err := postKeys(press); err != nil {
+		return nil, errors.Join(err, postKeys(release))
+	}
+	return func(context.Context) error { return postKeys(release) }, nil
 }
 
 // AccessibilityTree implements server.Driver.

@@ -3,9 +3,11 @@ package linux
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/guestagent/server"
 )
 
 // TypeText implements server.Driver: every character, mapped or not.
@@ -27,11 +29,26 @@ func (d *Driver) TypeText(ctx context.Context, text string) error {
 	return d.posted()
 }
 
-// PressKey implements server.Driver.
-func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) error {
+// keysym returns the keysym of a normalised key name. A modifier key must
+// be in the keymap: on a spare keycode it would not modify.
+func (d *Driver) keysym(key string) (uint32, error) {
 	sym, ok := keyKeysym(key)
 	if !ok {
-		return protocol.Errorf(protocol.CodeInvalidParams, "unknown key %q", key)
+		return 0, protocol.Errorf(protocol.CodeInvalidParams, "unknown key %q", key)
+	}
+	if server.IsModifierKey(key) {
+		if _, err := d.kb.modifierCodes([]string{key}); err != nil {
+			return 0, err
+		}
+	}
+	return sym, nil
+}
+
+// PressKey implements server.Driver.
+func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) error {
+	sym, err := d.keysym(key)
+	if err != nil {
+		return err
 	}
 	mods, err := d.kb.modifierCodes(modifiers)
 	if err != nil {
@@ -41,6 +58,45 @@ func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) e
 		return err
 	}
 	return d.posted()
+}
+
+// KeyDown implements server.Driver: the modifiers' keys, Shift when the
+// key's character sits at the Shift level, then the key, released in
+// reverse order.
+func (d *Driver) KeyDown(ctx context.Context, key string, modifiers []string) (func(context.Context) error, error) {
+	sym, err := d.keysym(key)
+	if err != nil {
+		return nil, err
+	}
+	codes, err := d.kb.modifierCodes(modifiers)
+	if err != nil {
+		return nil, err
+	}
+	st, err := d.kb.hold(sym)
+	if err != nil {
+		return nil, err
+	}
+	if st.shift && !slices.Contains(codes, d.kb.shiftKC) {
+		codes = append(codes, d.kb.shiftKC)
+	}
+	if !slices.Contains(codes, st.code) {
+		codes = append(codes, st.code)
+	}
+	for _, c := range codes {
+		d.kb.key(true, c)
+	}
+	release := func(context.Context) error {
+		for i := len(codes) - 1; i >= 0; i-- {
+			d.kb.key(false, codes[i])
+		}
+		d.kb.unhold(st.code)
+		return d.posted()
+	}
+	if err := d.posted(); err != nil {
+		release(ctx)
+		return nil, err
+	}
+	return release, nil
 }
 
 // ClipboardRead implements server.Driver.

@@ -41,15 +41,55 @@ func (d *Driver) MouseMove(ctx context.Context, x, y float64) error {
 	return d.posted()
 }
 
+// holding presses the keys of modifiers, posts act's input and releases
+// the keys in reverse order, whatever act did.
+func (d *Driver) holding(modifiers []string, act func()) error {
+	codes, err := d.kb.modifierCodes(modifiers)
+	if err != nil {
+		return err
+	}
+	for _, c := range codes {
+		d.kb.key(true, c)
+	}
+	defer func() {
+		for i := len(codes) - 1; i >= 0; i-- {
+			d.kb.key(false, codes[i])
+		}
+	}()
+	act()
+	return nil
+}
+
 // MouseClick implements server.Driver.
-func (d *Driver) MouseClick(ctx context.Context, x, y float64, button string, count int) error {
+func (d *Driver) MouseClick(ctx context.Context, x, y float64, button string, count int, modifiers []string) error {
 	b := buttons[button]
-	d.motion(x, y)
-	for range count {
-		d.button(true, b)
-		d.button(false, b)
+	err := d.holding(modifiers, func() {
+		d.motion(x, y)
+		for range count {
+			d.button(true, b)
+			d.button(false, b)
+		}
+	})
+	if err != nil {
+		return err
 	}
 	return d.posted()
+}
+
+// MouseButton implements server.Driver: the X server keeps the button
+// down, so later motion is motion with it held (a drag).
+func (d *Driver) MouseButton(ctx context.Context, button string, down bool) error {
+	d.button(down, buttons[button])
+	return d.posted()
+}
+
+// CursorPosition implements server.Driver: the pointer on the root window.
+func (d *Driver) CursorPosition(ctx context.Context) (protocol.CursorPosition, error) {
+	r, err := xproto.QueryPointer(d.conn, d.root).Reply()
+	if err != nil {
+		return protocol.CursorPosition{}, protocol.Errorf(protocol.CodeUnavailable, "X server: query the pointer: %v", err)
+	}
+	return protocol.CursorPosition{X: float64(r.RootX), Y: float64(r.RootY)}, nil
 }
 
 // MouseDrag implements server.Driver: press at the start, move in steps,
@@ -82,7 +122,6 @@ func (d *Driver) MouseDrag(ctx context.Context, p protocol.DragParams) error {
 
 // Scroll implements server.Driver: one wheel click per line.
 func (d *Driver) Scroll(ctx context.Context, p protocol.ScrollParams) error {
-	d.motion(p.X, p.Y)
 	clicks := func(delta float64, neg, pos byte) {
 		n := int(math.Round(math.Abs(delta)))
 		if n == 0 && delta != 0 {
@@ -97,7 +136,13 @@ func (d *Driver) Scroll(ctx context.Context, p protocol.ScrollParams) error {
 			d.button(false, b)
 		}
 	}
-	clicks(p.DeltaY, scrollUp, scrollDown)
-	clicks(p.DeltaX, scrollLeft, scrollRight)
+	err := d.holding(p.Modifiers, func() {
+		d.motion(p.X, p.Y)
+		clicks(p.DeltaY, scrollUp, scrollDown)
+		clicks(p.DeltaX, scrollLeft, scrollRight)
+	})
+	if err != nil {
+		return err
+	}
 	return d.posted()
 }

@@ -2,6 +2,7 @@ package linux
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,13 +49,16 @@ type keyboard struct {
 	spares  []xproto.Keycode  // keycodes with no keysym when we started
 	ours    map[xproto.Keycode]uint32
 	used    map[xproto.Keycode]time.Time // when each spare last typed
+	// held counts the holds (KeyDown) of each keycode: a held spare is
+	// never given another character.
+	held    map[xproto.Keycode]int
 	shiftKC xproto.Keycode
 }
 
 func newKeyboard(conn *xgb.Conn, setup *xproto.SetupInfo, root xproto.Window) (*keyboard, error) {
 	k := &keyboard{
 		conn: conn, root: root, min: setup.MinKeycode, max: setup.MaxKeycode,
-		ours: map[xproto.Keycode]uint32{}, used: map[xproto.Keycode]time.Time{},
+		ours: map[xproto.Keycode]uint32{}, used: map[xproto.Keycode]time.Time{}, held: map[xproto.Keycode]int{},
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -86,7 +90,10 @@ func (k *keyboard) loadLocked(first bool) error {
 			if s != 0 {
 				empty = false
 			}
-			if level > 1 || s == 0 {
+			// A keypad keysym at the Shift level is not typed with Shift
+			// (XKB's keypad types take NumLock for it; with Shift alone
+			// KP_Insert comes, not KP_0): a spare keycode types it.
+			if level > 1 || s == 0 || level == 1 && keypadKeysym(uint32(s)) {
 				continue
 			}
 			if _, seen := k.index[uint32(s)]; !seen {
@@ -201,7 +208,7 @@ func (k *keyboard) spareFor(sym uint32, inChunk map[xproto.Keycode]bool) (xproto
 	var oldest time.Time
 	found := false
 	for _, code := range k.spares {
-		if inChunk[code] {
+		if inChunk[code] || k.held[code] > 0 {
 			continue
 		}
 		if _, mapped := k.ours[code]; !mapped {
@@ -230,8 +237,9 @@ func (k *keyboard) spareFor(sym uint32, inChunk map[xproto.Keycode]bool) (xproto
 	return pick, true
 }
 
-// modifierCodes returns the keycodes of normalised modifier names; fn has
-// no X equivalent and is ignored.
+// modifierCodes returns the keycodes of normalised modifier names, each
+// once (command and control are the same key); fn has no X equivalent and
+// is ignored.
 func (k *keyboard) modifierCodes(mods []string) ([]xproto.Keycode, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -245,9 +253,46 @@ func (k *keyboard) modifierCodes(mods []string) ([]xproto.Keycode, error) {
 		if !ok {
 			return nil, protocol.Errorf(protocol.CodeUnsupported, "the X keymap has no key for modifier %s", m)
 		}
-		codes = append(codes, pos.code)
+		if !slices.Contains(codes, pos.code) {
+			codes = append(codes, pos.code)
+		}
 	}
 	return codes, nil
+}
+
+// hold returns the stroke that types sym and marks its keycode held until
+// unhold: a spare keycode is mapped to sym when the keymap lacks it, and
+// is not remapped while held.
+func (k *keyboard) hold(sym uint32) (stroke, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stale {
+		if err := k.loadLocked(false); err != nil {
+			return stroke{}, err
+		}
+	}
+	var st stroke
+	if pos, ok := k.index[sym]; ok {
+		st = stroke{code: pos.code, shift: pos.shift}
+	} else if code, ok := k.spareFor(sym, nil); ok {
+		st = stroke{code: code}
+	} else {
+		return stroke{}, protocol.Errorf(protocol.CodeUnavailable, "no spare keycode to hold %U", rune(sym&0xffffff))
+	}
+	k.held[st.code]++
+	return st, nil
+}
+
+// unhold ends a hold of code.
+func (k *keyboard) unhold(code xproto.Keycode) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.held[code]--; k.held[code] <= 0 {
+		delete(k.held, code)
+	}
+	if _, ok := k.ours[code]; ok {
+		k.used[code] = time.Now()
+	}
 }
 
 // restore gives the spare keycodes back their empty mapping.

@@ -225,7 +225,7 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 	desc := server.Description{
 		OS: "linux", OSVersion: d.osVersion,
 		Screen:       d.Screen(),
-		Capabilities: []string{protocol.CapScreenshot, protocol.CapInput, protocol.CapClipboard, protocol.CapApps},
+		Capabilities: []string{protocol.CapScreenshot, protocol.CapInput, protocol.CapInputV2, protocol.CapClipboard, protocol.CapApps},
 		// Linux has no per-app permission for screen capture or input.
 		Permissions: protocol.Permissions{ScreenRecording: true, Accessibility: true},
 	}

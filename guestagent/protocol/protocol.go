@@ -76,9 +76,13 @@ const (
 	MethodMouseMove         = "mouse_move"
 	MethodMouseClick        = "mouse_click"
 	MethodMouseDrag         = "mouse_drag"
+	MethodMouseDown         = "mouse_down"
+	MethodMouseUp           = "mouse_up"
+	MethodCursorPosition    = "cursor_position"
 	MethodScroll            = "scroll"
 	MethodKeyboardType      = "keyboard_type"
 	MethodKeyboardKey       = "keyboard_key"
+	MethodHoldKey           = "hold_key"
 	MethodOpenApp           = "open_app"
 	MethodOpenFile          = "open_file"
 	MethodOpenURL           = "open_url"
@@ -111,6 +115,13 @@ const (
 	CapApps          = "apps"
 	CapShell         = "shell"
 	CapFiles         = "files"
+	// CapInputV2 says the guest has the input of PROTOCOL.md's "Input,
+	// version 2": modifiers held during mouse_click and scroll,
+	// mouse_down, mouse_up, hold_key, cursor_position, keypad keys, the
+	// modifier keys as keys, printscreen where the OS has the key, and
+	// super as a modifier of its own. A host sends none of these to a
+	// guest that does not announce it.
+	CapInputV2 = "input.v2"
 )
 
 // Shared folder layout: the three folders of every VM's share.

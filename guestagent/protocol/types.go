@@ -155,12 +155,30 @@ const (
 	ClickTriple = "triple"
 )
 
-// ClickParams clicks at a point; Button defaults to left, ClickType to single.
+// ClickParams clicks at a point; Button defaults to left, ClickType to
+// single. Modifiers (input.v2) are held during the click and released
+// after it.
 type ClickParams struct {
-	X         float64 `json:"x"`
-	Y         float64 `json:"y"`
-	Button    string  `json:"button,omitempty"`
-	ClickType string  `json:"clickType,omitempty"`
+	X         float64  `json:"x"`
+	Y         float64  `json:"y"`
+	Button    string   `json:"button,omitempty"`
+	ClickType string   `json:"clickType,omitempty"`
+	Modifiers []string `json:"modifiers,omitempty"`
+}
+
+// ButtonParams presses (mouse_down) or releases (mouse_up) a button at the
+// pointer, moving it to X, Y first when both are given (input.v2). Button
+// defaults to left.
+type ButtonParams struct {
+	Button string   `json:"button,omitempty"`
+	X      *float64 `json:"x,omitempty"`
+	Y      *float64 `json:"y,omitempty"`
+}
+
+// CursorPosition is where the pointer is, in logical points.
+type CursorPosition struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
 }
 
 // DragParams drags with the left button held.
@@ -172,12 +190,14 @@ type DragParams struct {
 }
 
 // ScrollParams scrolls at a point; positive DeltaY scrolls down, positive
-// DeltaX right, in lines (notches).
+// DeltaX right, in lines (notches). Modifiers (input.v2) are held during
+// the scroll and released after it.
 type ScrollParams struct {
-	X      float64 `json:"x"`
-	Y      float64 `json:"y"`
-	DeltaX float64 `json:"deltaX"`
-	DeltaY float64 `json:"deltaY"`
+	X         float64  `json:"x"`
+	Y         float64  `json:"y"`
+	DeltaX    float64  `json:"deltaX"`
+	DeltaY    float64  `json:"deltaY"`
+	Modifiers []string `json:"modifiers,omitempty"`
 }
 
 // TypeParams types text (any Unicode).
@@ -185,13 +205,15 @@ type TypeParams struct {
 	Text string `json:"text"`
 }
 
-// Modifiers.
+// Modifiers. ModSuper (input.v2) is the Super (Windows) key on Linux and
+// the same as ModCommand on macOS; ModCommand is Control on Linux.
 const (
 	ModCommand = "command"
 	ModControl = "control"
 	ModOption  = "option"
 	ModShift   = "shift"
 	ModFn      = "fn"
+	ModSuper   = "super"
 )
 
 // KeyParams presses one key with modifiers held.
@@ -199,6 +221,17 @@ type KeyParams struct {
 	Key       string   `json:"key"`
 	Modifiers []string `json:"modifiers,omitempty"`
 }
+
+// HoldKeyParams holds a key, with Modifiers held around it, for Seconds
+// (more than 0, at most MaxHoldSeconds), then releases it (input.v2).
+type HoldKeyParams struct {
+	Key       string   `json:"key"`
+	Modifiers []string `json:"modifiers,omitempty"`
+	Seconds   float64  `json:"seconds"`
+}
+
+// MaxHoldSeconds bounds hold_key's seconds.
+const MaxHoldSeconds = 30
 
 // OpenAppParams opens an app by name or bundle id (desktop-file id on Linux).
 type OpenAppParams struct {

@@ -9,7 +9,8 @@ import (
 
 // Driver is what a guest OS provides: the screen, input, accessibility, apps
 // and clipboard. Coordinates are logical points of the guest screen. Key names
-// and modifiers arrive normalised (see NormalizeKey, NormalizeModifier).
+// and modifiers arrive normalised (see NormalizeKey, NormalizeModifiers),
+// points and buttons checked.
 // Errors of type *protocol.Error keep their code on the wire.
 type Driver interface {
 	// Describe returns the OS, display, capabilities and permissions.
@@ -25,12 +26,27 @@ type Driver interface {
 	RunningApps(ctx context.Context) (protocol.RunningApps, error)
 
 	MouseMove(ctx context.Context, x, y float64) error
-	// MouseClick clicks count times (1-3) with button.
-	MouseClick(ctx context.Context, x, y float64, button string, count int) error
+	// MouseClick clicks count times (1-3) with button, with modifiers
+	// held during the clicks; it releases them before it returns,
+	// whatever happened.
+	MouseClick(ctx context.Context, x, y float64, button string, count int, modifiers []string) error
 	MouseDrag(ctx context.Context, p protocol.DragParams) error
+	// MouseButton presses (down) or releases button where the pointer
+	// is. A press followed by MouseMove calls and a release is a drag:
+	// the moves are made with the button held.
+	MouseButton(ctx context.Context, button string, down bool) error
+	// CursorPosition returns where the pointer is, in logical points.
+	CursorPosition(ctx context.Context) (protocol.CursorPosition, error)
+	// Scroll scrolls with p.Modifiers held during the scroll, and
+	// releases them before it returns, whatever happened.
 	Scroll(ctx context.Context, p protocol.ScrollParams) error
 	TypeText(ctx context.Context, text string) error
 	PressKey(ctx context.Context, key string, modifiers []string) error
+	// KeyDown presses modifiers, then key, and leaves them down; release
+	// lets go of exactly what it pressed (key, then modifiers in reverse)
+	// and must be called once, with a context that is still live. When
+	// KeyDown fails, nothing is left down.
+	KeyDown(ctx context.Context, key string, modifiers []string) (release func(context.Context) error, err error)
 
 	OpenApp(ctx context.Context, name string) error
 	// OpenFile opens an absolute path, with app when not empty.

@@ -121,41 +121,6 @@ func (s *Server) screenshot(ctx context.Context, p protocol.ScreenshotParams) (p
 	return s.encodeScreenshot(img, p)
 }
 
-func (s *Server) click(ctx context.Context, p protocol.ClickParams) error {
-	if err := s.onScreen(p.X, p.Y); err != nil {
-		return err
-	}
-	button := p.Button
-	switch button {
-	case "":
-		button = protocol.ButtonLeft
-	case protocol.ButtonLeft, protocol.ButtonRight, protocol.ButtonMiddle:
-	default:
-		return protocol.Errorf(protocol.CodeInvalidParams, "button %q: use left, right or middle", p.Button)
-	}
-	count := 0
-	switch p.ClickType {
-	case "", protocol.ClickSingle:
-		count = 1
-	case protocol.ClickDouble:
-		count = 2
-	case protocol.ClickTriple:
-		count = 3
-	default:
-		return protocol.Errorf(protocol.CodeInvalidParams, "clickType %q: use single, double or triple", p.ClickType)
-	}
-	return s.cfg.Driver.MouseClick(ctx, p.X, p.Y, button, count)
-}
-
-// onScreen refuses a point outside the guest screen, naming the screen size.
-func (s *Server) onScreen(x, y float64) error {
-	scr := s.cfg.Driver.Screen()
-	if x < 0 || y < 0 || x >= float64(scr.Width) || y >= float64(scr.Height) {
-		return protocol.Errorf(protocol.CodeInvalidParams, "point (%g, %g) is outside the %dx%d screen", x, y, scr.Width, scr.Height)
-	}
-	return nil
-}
-
 func checkURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {

@@ -155,9 +155,15 @@ func temporaryAcceptError(err error) bool {
 
 // ServeConn serves one connection until the peer hangs up, the connection
 // breaks the protocol (a line over the cap), or ctx ends.
+//
+// Mouse buttons the connection pressed with mouse_down and did not release
+// are released when it ends.
 func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ctx, h := withHeld(ctx)
+	// After the handlers have returned (srv.Wait waits for them).
+	defer s.releaseHeld(h)
 	srv := jrpc2.NewServer(s.handlers, &jrpc2.ServerOptions{
 		AllowPush:   true,
 		Concurrency: 32,
@@ -275,6 +281,11 @@ func (s *Server) methods() handler.Map {
 			return d.MouseMove(ctx, p.X, p.Y)
 		}),
 		protocol.MethodMouseClick: action(s.click),
+		protocol.MethodMouseDown:  action(s.mouseButton(true)),
+		protocol.MethodMouseUp:    action(s.mouseButton(false)),
+		protocol.MethodCursorPosition: method(func(ctx context.Context, _ none) (protocol.CursorPosition, error) {
+			return d.CursorPosition(ctx)
+		}),
 		protocol.MethodMouseDrag: action(func(ctx context.Context, p protocol.DragParams) error {
 			if err := s.onScreen(p.FromX, p.FromY); err != nil {
 				return err
@@ -284,15 +295,7 @@ func (s *Server) methods() handler.Map {
 			}
 			return d.MouseDrag(ctx, p)
 		}),
-		protocol.MethodScroll: action(func(ctx context.Context, p protocol.ScrollParams) error {
-			if err := s.onScreen(p.X, p.Y); err != nil {
-				return err
-			}
-			if abs(p.DeltaX) > 1000 || abs(p.DeltaY) > 1000 {
-				return protocol.Errorf(protocol.CodeInvalidParams, "scroll deltas are limited to 1000 lines")
-			}
-			return d.Scroll(ctx, p)
-		}),
+		protocol.MethodScroll: action(s.scroll),
 		protocol.MethodKeyboardType: action(func(ctx context.Context, p protocol.TypeParams) error {
 			if len(p.Text) > 100_000 {
 				return protocol.Errorf(protocol.CodeTooLarge, "keyboard_type takes at most 100000 bytes; write long text with write_file")
@@ -300,16 +303,13 @@ func (s *Server) methods() handler.Map {
 			return d.TypeText(ctx, p.Text)
 		}),
 		protocol.MethodKeyboardKey: action(func(ctx context.Context, p protocol.KeyParams) error {
-			key, err := NormalizeKey(p.Key)
-			if err != nil {
-				return err
-			}
-			mods, err := NormalizeModifiers(p.Modifiers)
+			key, mods, err := normalizeStroke(p.Key, p.Modifiers)
 			if err != nil {
 				return err
 			}
 			return d.PressKey(ctx, key, mods)
 		}),
+		protocol.MethodHoldKey: action(s.holdKey),
 
 		protocol.MethodOpenApp: action(func(ctx context.Context, p protocol.OpenAppParams) error {
 			if p.Name == "" {
@@ -364,21 +364,7 @@ func (s *Server) methods() handler.Map {
 			if p.Seconds < 0 || p.Seconds > 3600 {
 				return protocol.Errorf(protocol.CodeInvalidParams, "seconds must be between 0 and 3600")
 			}
-			t := time.NewTimer(time.Duration(p.Seconds * float64(time.Second)))
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return sleep(ctx, p.Seconds)
 		}),
 	}
-}
-
-func abs(f float64) float64 {
-	if f < 0 {
-		return -f
-	}
-	return f
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	_ "image/png" // decode the screenshots
@@ -15,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +34,30 @@ type fakeDriver struct {
 	mu     sync.Mutex
 	clicks []string
 	keys   []string
+	// input is every input call, in order, as text ("down left",
+	// "move 3,4", "keydown shift+a", "scroll control+1,2").
+	input []stamped
+	// x, y is where the pointer is.
+	x, y float64
+}
+
+// stamped is an input call and when it was made.
+type stamped struct {
+	what string
+	at   time.Time
+}
+
+func (f *fakeDriver) record(what string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.input = append(f.input, stamped{what, time.Now()})
+}
+
+// inputs returns the input calls recorded so far.
+func (f *fakeDriver) inputs() []stamped {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.input)
 }
 
 func (f *fakeDriver) Describe(context.Context) (Description, error) {
@@ -59,21 +85,50 @@ func (f *fakeDriver) FrontmostApp(context.Context) (protocol.FrontmostApp, error
 func (f *fakeDriver) RunningApps(context.Context) (protocol.RunningApps, error) {
 	return protocol.RunningApps{}, nil
 }
-func (f *fakeDriver) MouseMove(context.Context, float64, float64) error { return nil }
-func (f *fakeDriver) MouseClick(_ context.Context, x, y float64, b string, n int) error {
+func (f *fakeDriver) MouseMove(_ context.Context, x, y float64) error {
+	f.mu.Lock()
+	f.x, f.y = x, y
+	f.mu.Unlock()
+	f.record(fmt.Sprintf("move %g,%g", x, y))
+	return nil
+}
+func (f *fakeDriver) MouseClick(_ context.Context, x, y float64, b string, n int, mods []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.clicks = append(f.clicks, strings.Join([]string{b, string(rune('0' + n))}, ":"))
+	f.clicks = append(f.clicks, strings.Join(append(mods, b+":"+string(rune('0'+n))), "+"))
 	return nil
 }
 func (f *fakeDriver) MouseDrag(context.Context, protocol.DragParams) error { return nil }
-func (f *fakeDriver) Scroll(context.Context, protocol.ScrollParams) error  { return nil }
-func (f *fakeDriver) TypeText(context.Context, string) error               { return nil }
+func (f *fakeDriver) MouseButton(_ context.Context, b string, down bool) error {
+	f.record(map[bool]string{true: "down ", false: "up "}[down] + b)
+	return nil
+}
+func (f *fakeDriver) CursorPosition(context.Context) (protocol.CursorPosition, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return protocol.CursorPosition{X: f.x, Y: f.y}, nil
+}
+func (f *fakeDriver) Scroll(_ context.Context, p protocol.ScrollParams) error {
+	f.record(fmt.Sprintf("scroll %s%g,%g", strings.Join(append(p.Modifiers, ""), "+"), p.DeltaX, p.DeltaY))
+	return nil
+}
+func (f *fakeDriver) TypeText(context.Context, string) error { return nil }
 func (f *fakeDriver) PressKey(_ context.Context, key string, mods []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.keys = append(f.keys, strings.Join(append(mods, key), "+"))
 	return nil
+}
+func (f *fakeDriver) KeyDown(_ context.Context, key string, mods []string) (func(context.Context) error, error) {
+	stroke := strings.Join(append(slices.Clone(mods), key), "+")
+	f.record("keydown " + stroke)
+	return func(ctx context.Context) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("release %s with a dead context: %w", stroke, ctx.Err())
+		}
+		f.record("keyup " + stroke)
+		return nil
+	}, nil
 }
 func (f *fakeDriver) OpenApp(context.Context, string) error          { return nil }
 func (f *fakeDriver) OpenFile(context.Context, string, string) error { return nil }

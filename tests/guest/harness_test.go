@@ -40,6 +40,7 @@ type agent struct {
 	t       *testing.T
 	cmd     *exec.Cmd
 	shared  string
+	sock    string
 	logPath string
 	cli     *jrpc2.Client
 	notes   chan *jrpc2.Request
@@ -66,7 +67,7 @@ func startAgent(t *testing.T, env *xenv.Env) *agent {
 	logf, _ := os.Create(filepath.Join(dir, "agent.log"))
 	cmd.Stderr = logf
 	env.Start(cmd)
-	a := &agent{t: t, cmd: cmd, shared: shared, logPath: filepath.Join(dir, "agent.log"), notes: make(chan *jrpc2.Request, 256)}
+	a := &agent{t: t, cmd: cmd, shared: shared, sock: sock, logPath: filepath.Join(dir, "agent.log"), notes: make(chan *jrpc2.Request, 256)}
 	var conn net.Conn
 	env.WaitFor(5*time.Second, "the guest agent's socket", func() bool {
 		var err error
@@ -134,6 +135,10 @@ type event struct {
 	Kind      string  `json:"kind"`
 	Text      string  `json:"text"`
 	Direction string  `json:"direction"`
+	// State is the X modifier state (Shift 1, Control 4, Mod1 8, Mod4 64).
+	State uint32 `json:"state"`
+	// Time is the X server's time of a key event, in milliseconds.
+	Time int64 `json:"time"`
 }
 
 // app is a running GTK test client.
@@ -226,6 +231,14 @@ func waitNode(t *testing.T, a *agent, what string, ok func(protocol.Node) bool) 
 	}
 	t.Fatalf("no accessible %s (last error: %v)", what, lastErr)
 	return protocol.Node{}
+}
+
+// messageEntry waits for the form's text entry named Message.
+func messageEntry(t *testing.T, a *agent) protocol.Node {
+	t.Helper()
+	return waitNode(t, a, "text entry named Message", func(n protocol.Node) bool {
+		return n.Role == "text" && n.Name == "Message"
+	})
 }
 
 func codeOf(err error) int {

@@ -19,9 +19,7 @@ func TestTypingAndAccessibility(t *testing.T) {
 	a := startAgent(t, env)
 	app := startApp(t, env, "form")
 
-	entry := waitNode(t, a, "text entry named Message", func(n protocol.Node) bool {
-		return n.Role == "text" && n.Name == "Message"
-	})
+	entry := messageEntry(t, a)
 	button := waitNode(t, a, "push button Press me", func(n protocol.Node) bool {
 		return n.Role == "push button" && n.Name == "Press me"
 	})

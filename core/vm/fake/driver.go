@@ -12,7 +12,7 @@ import (
 
 // Action is one input action the fake guest received, in logical points.
 type Action struct {
-	Kind      string // "move", "click", "drag", "scroll", "type", "key", "open_app", "open_file", "open_url"
+	Kind      string // "move", "click", "drag", "down", "up", "scroll", "type", "key", "keydown", "keyup", "open_app", "open_file", "open_url"
 	X, Y      float64
 	Button    string
 	Count     int
@@ -38,6 +38,8 @@ type Driver struct {
 	widgets   []Widget
 	actions   []Action
 	clipboard string
+	// x, y is where the pointer is.
+	x, y float64
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -68,6 +70,14 @@ func (d *Driver) record(a Action) error {
 	return nil
 }
 
+// recordAt records a, which leaves the pointer at its point.
+func (d *Driver) recordAt(a Action) error {
+	d.mu.Lock()
+	d.x, d.y = a.X, a.Y
+	d.mu.Unlock()
+	return d.record(a)
+}
+
 // WidgetAt returns the widget under a point, if any.
 func (d *Driver) WidgetAt(x, y float64) (Widget, bool) {
 	d.mu.Lock()
@@ -86,7 +96,7 @@ func (d *Driver) Screen() protocol.Screen { return d.screen }
 func (d *Driver) Describe(context.Context) (server.Description, error) {
 	return server.Description{
 		OS: "linux", OSVersion: "fake", Screen: d.screen,
-		Capabilities: []string{protocol.CapScreenshot, protocol.CapInput, protocol.CapAccessibility, protocol.CapClipboard, protocol.CapApps},
+		Capabilities: []string{protocol.CapScreenshot, protocol.CapInput, protocol.CapInputV2, protocol.CapAccessibility, protocol.CapClipboard, protocol.CapApps},
 		Permissions:  protocol.Permissions{ScreenRecording: true, Accessibility: true},
 	}, nil
 }
@@ -130,19 +140,36 @@ func (d *Driver) RunningApps(context.Context) (protocol.RunningApps, error) {
 }
 
 func (d *Driver) MouseMove(_ context.Context, x, y float64) error {
-	return d.record(Action{Kind: "move", X: x, Y: y})
+	return d.recordAt(Action{Kind: "move", X: x, Y: y})
 }
 
-func (d *Driver) MouseClick(_ context.Context, x, y float64, button string, count int) error {
-	return d.record(Action{Kind: "click", X: x, Y: y, Button: button, Count: count})
+func (d *Driver) MouseClick(_ context.Context, x, y float64, button string, count int, mods []string) error {
+	return d.recordAt(Action{Kind: "click", X: x, Y: y, Button: button, Count: count, Modifiers: mods})
 }
 
 func (d *Driver) MouseDrag(_ context.Context, p protocol.DragParams) error {
-	return d.record(Action{Kind: "drag", X: p.ToX, Y: p.ToY})
+	return d.recordAt(Action{Kind: "drag", X: p.ToX, Y: p.ToY})
+}
+
+// MouseButton records "down" or "up" at the pointer.
+func (d *Driver) MouseButton(_ context.Context, button string, down bool) error {
+	d.mu.Lock()
+	a := Action{Kind: "up", X: d.x, Y: d.y, Button: button}
+	d.mu.Unlock()
+	if down {
+		a.Kind = "down"
+	}
+	return d.record(a)
+}
+
+func (d *Driver) CursorPosition(context.Context) (protocol.CursorPosition, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return protocol.CursorPosition{X: d.x, Y: d.y}, nil
 }
 
 func (d *Driver) Scroll(_ context.Context, p protocol.ScrollParams) error {
-	return d.record(Action{Kind: "scroll", X: p.X, Y: p.Y})
+	return d.recordAt(Action{Kind: "scroll", X: p.X, Y: p.Y, Modifiers: p.Modifiers})
 }
 
 func (d *Driver) TypeText(_ context.Context, text string) error {
@@ -151,6 +178,12 @@ func (d *Driver) TypeText(_ context.Context, text string) error {
 
 func (d *Driver) PressKey(_ context.Context, key string, mods []string) error {
 	return d.record(Action{Kind: "key", Text: key, Modifiers: mods})
+}
+
+// KeyDown records "keydown", and its release "keyup".
+func (d *Driver) KeyDown(_ context.Context, key string, mods []string) (func(context.Context) error, error) {
+	d.record(Action{Kind: "keydown", Text: key, Modifiers: mods})
+	return func(context.Context) error { return d.record(Action{Kind: "keyup", Text: key, Modifiers: mods}) }, nil
 }
 
 func (d *Driver) OpenApp(_ context.Context, name string) error {
