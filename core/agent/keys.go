@@ -39,7 +39,7 @@ var modifierNames = map[string]string{
 }
 
 // modSuper is the protocol's super modifier (input.v2).
-const modSuper = "super"
+const modSuper = protocol.ModSuper
 
 // namedKeyNames map X keysym names, and OpenAI's, to the protocol's key
 // names, compared without case.
@@ -103,6 +103,8 @@ func parseCombo(s string) (keyCombo, error) {
 		names = append(splitPlus(rest), "+")
 	} else if s == "+" {
 		names = []string{"+"}
+	} else if strings.HasSuffix(s, "+") || strings.HasPrefix(s, "+") {
+		return keyCombo{}, fmt.Errorf("%q has no key on one side of its +: name one, as in ctrl+s", truncate(s, 40))
 	} else {
 		names = splitPlus(s)
 	}

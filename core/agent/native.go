@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/config"
@@ -26,11 +27,26 @@ import (
 
 // Guest methods of input.v2 (guestagent/protocol/PROTOCOL.md).
 const (
-	methodMouseDown      = "mouse_down"
-	methodMouseUp        = "mouse_up"
-	methodHoldKey        = "hold_key"
-	methodCursorPosition = "cursor_position"
+	methodMouseDown      = protocol.MethodMouseDown
+	methodMouseUp        = protocol.MethodMouseUp
+	methodHoldKey        = protocol.MethodHoldKey
+	methodCursorPosition = protocol.MethodCursorPosition
 )
+
+// needsV2 refuses, in words, what a guest without input.v2 (an older
+// guest agent) cannot do.
+func (r *Runner) needsV2(what string) error {
+	if slices.Contains(r.cfg.Guest.Hello().Capabilities, protocol.CapInputV2) {
+		return nil
+	}
+	return fmt.Errorf("%s is not available: this VM's guest agent is older than Hivecrew's native computer actions (rebuild the template to update it)", what)
+}
+
+// v2Key says a combination uses a key or modifier of input.v2.
+func v2Key(c keyCombo) bool {
+	return strings.HasPrefix(c.key, "kp") && len(c.key) > 2 || c.key == "printscreen" || slices.Contains(c.mods, modSuper) ||
+		slices.Contains([]string{"control", "shift", "option", "command", "super"}, c.key)
+}
 
 // nativeGate is the permission that gates an action: the function tool's
 // that does the same.
@@ -181,7 +197,10 @@ func guestPoint(what string, p llm.Point, m mapping) (float64, float64, error) {
 
 // pointer is where the pointer is, in guest points.
 func (r *Runner) pointer(ctx context.Context) (float64, float64, error) {
-	var pos struct{ X, Y float64 }
+	if err := r.needsV2("reading where the pointer is"); err != nil {
+		return 0, 0, err
+	}
+	var pos protocol.CursorPosition
 	if err := r.cfg.Guest.Call(ctx, methodCursorPosition, struct{}{}, &pos); err != nil {
 		return 0, 0, fmt.Errorf("read where the pointer is: %w", err)
 	}
@@ -221,6 +240,11 @@ func (r *Runner) doNative(ctx context.Context, step int, a *llm.Action, m mappin
 	if err != nil {
 		return outcome{}, err
 	}
+	if len(mods) > 0 {
+		if err := r.needsV2("holding keys during a pointer action"); err != nil {
+			return outcome{}, err
+		}
+	}
 	switch a.Kind {
 	case llm.ActKey:
 		for _, text := range a.Keys {
@@ -229,6 +253,11 @@ func (r *Runner) doNative(ctx context.Context, step int, a *llm.Action, m mappin
 				return outcome{}, err
 			}
 			for _, c := range combos {
+				if v2Key(c) {
+					if err := r.needsV2("the key " + comboText(c)); err != nil {
+						return outcome{}, err
+					}
+				}
 				if err := r.cfg.Guest.Call(ctx, protocol.MethodKeyboardKey, protocol.KeyParams{Key: c.key, Modifiers: c.mods}, nil); err != nil {
 					return outcome{}, fmt.Errorf("press %s: %w", comboText(c), err)
 				}
@@ -243,7 +272,13 @@ func (r *Runner) doNative(ctx context.Context, step int, a *llm.Action, m mappin
 		if len(combos) != 1 {
 			return outcome{}, fmt.Errorf("hold_key holds one key combination, not %d", len(combos))
 		}
-		return call(methodHoldKey, map[string]any{"key": combos[0].key, "modifiers": combos[0].mods, "seconds": a.Seconds})
+		if err := r.needsV2("holding a key"); err != nil {
+			return outcome{}, err
+		}
+		if a.Seconds <= 0 {
+			return done, nil // held for no time: nothing to do
+		}
+		return call(methodHoldKey, protocol.HoldKeyParams{Key: combos[0].key, Modifiers: combos[0].mods, Seconds: a.Seconds})
 	case llm.ActType:
 		return call(protocol.MethodKeyboardType, map[string]any{"text": a.Text})
 	case llm.ActCursorPosition:
@@ -275,6 +310,9 @@ func (r *Runner) doNative(ctx context.Context, step int, a *llm.Action, m mappin
 		if a.Kind == llm.ActMouseUp {
 			method = methodMouseUp
 		}
+		if err := r.needsV2("pressing or releasing a mouse button"); err != nil {
+			return outcome{}, err
+		}
 		return call(method, params)
 	case llm.ActClick:
 		x, y, err := r.target(ctx, a, m)
@@ -300,6 +338,9 @@ func (r *Runner) doNative(ctx context.Context, step int, a *llm.Action, m mappin
 		}
 		if len(pts) == 2 {
 			return call(protocol.MethodMouseDrag, protocol.DragParams{FromX: pts[0][0], FromY: pts[0][1], ToX: pts[1][0], ToY: pts[1][1]})
+		}
+		if err := r.needsV2("a drag along several points"); err != nil {
+			return outcome{}, err
 		}
 		return r.dragPath(ctx, pts)
 	case llm.ActScroll:

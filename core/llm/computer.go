@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // Native computer tools. Claude's `computer` tool and OpenAI's
@@ -371,7 +372,16 @@ func ParseOpenAIAction(raw json.RawMessage) (*Action, error) {
 		if len(in.Keys) == 0 {
 			return nil, fmt.Errorf("keypress needs keys")
 		}
-		a.Kind, a.Keys = ActKey, []string{strings.Join(in.Keys, "+")}
+		// OpenAI names keys in capitals ("CTRL", "S"): a letter is the
+		// key, not its shifted form (as xdotool's "S" would be).
+		keys := make([]string, len(in.Keys))
+		for i, k := range in.Keys {
+			if utf8.RuneCountInString(k) == 1 {
+				k = strings.ToLower(k)
+			}
+			keys[i] = k
+		}
+		a.Kind, a.Keys = ActKey, []string{strings.Join(keys, "+")}
 	case "type":
 		if in.Text == nil {
 			return nil, fmt.Errorf("type needs text")

@@ -1,0 +1,280 @@
+package agent
+
+import (
+	"image/color"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/vm/fake"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/tests/llmtest/claudetest"
+	"github.com/hivecrew/hivecrew/tests/llmtest/responsestest"
+)
+
+// Native computer tools against the fake guest (a 1440x900-point screen at
+// scale 2, declared to the model as WXGA, 1280x800) and the strict
+// scripted servers of each protocol.
+
+// withClient is a runner option: the model is this client's.
+func withClient(c *llm.Client) func(*Config) { return func(cfg *Config) { cfg.LLM = c } }
+
+func claudeClient(t *testing.T, s *claudetest.Server, model string) *llm.Client {
+	t.Helper()
+	c, err := llm.New(llm.Config{Type: llm.TypeAnthropic, BaseURL: s.URL, Model: model, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func noRefusals(t *testing.T, s *claudetest.Server) {
+	t.Helper()
+	for _, r := range s.Refusals() {
+		t.Errorf("the API would refuse (%d %s): %s", r.Status, r.Type, r.Message)
+	}
+}
+
+// TestClaudeComputerToolDrivesTheGuest: Claude clicks a point of the
+// declared display, types, and presses keys in xdotool's names; the click
+// lands on the widget in guest points, the keys arrive as the guest's, the
+// screenshots it is sent are exactly the declared display's size, and
+// the task completes with the forced-tool verdict.
+func TestClaudeComputerToolDrivesTheGuest(t *testing.T) {
+	s := claudetest.New(t)
+	s.Script("[[native]]",
+		claudetest.Computer("left_click", map[string]any{"coordinate": []int{844, 462}}),
+		claudetest.Reply(claudetest.Computer("type", map[string]any{"text": "hello"}), claudetest.Computer("key", map[string]any{"text": "ctrl+s"})),
+		claudetest.Computer("key", map[string]any{"text": "KP_0 Return shift+Tab"}),
+		claudetest.Computer("left_click", map[string]any{"coordinate": []int{100, 100}, "text": "shift"}),
+		claudetest.Text("Saved."), claudetest.Verdict(true, "Clicked Save, typed hello, saved."))
+	e := newEnvWith(t, newLLM(t), func(task *Task) { task.Description = "[[native]] Save it" }, nil, withClient(claudeClient(t, s, "claude-sonnet-4-5")))
+	e.m.Driver().SetWidgets([]fake.Widget{{Name: "Save", Frame: protocol.Rect{X: 900, Y: 500, W: 100, H: 40}, Color: color.RGBA{200, 0, 0, 255}}})
+	res := wait(t, e.run())
+	if res.Status != store.StatusCompleted || res.Summary != "Clicked Save, typed hello, saved." {
+		t.Fatalf("result %+v", res)
+	}
+	acts := e.m.Driver().Actions()
+	if len(acts) != 7 {
+		t.Fatalf("actions %+v", acts)
+	}
+	if w, ok := e.m.Driver().WidgetAt(acts[0].X, acts[0].Y); acts[0].Kind != "click" || !ok || w.Name != "Save" {
+		t.Fatalf("the click at (%g, %g) missed the widget", acts[0].X, acts[0].Y)
+	}
+	want := []fake.Action{{Kind: "type", Text: "hello"}, {Kind: "key", Text: "s", Modifiers: []string{"control"}},
+		{Kind: "key", Text: "kp0"}, {Kind: "key", Text: "return"}, {Kind: "key", Text: "tab", Modifiers: []string{"shift"}}}
+	for i, w := range want {
+		a := acts[1+i]
+		if a.Kind != w.Kind || a.Text != w.Text || !slices.Equal(a.Modifiers, w.Modifiers) {
+			t.Errorf("action %d: %+v, want %+v", 1+i, a, w)
+		}
+	}
+	if last := acts[6]; last.Kind != "click" || !slices.Equal(last.Modifiers, []string{"shift"}) || last.X != 113 || last.Y != 113 {
+		t.Errorf("the shift-click: %+v, want at (113, 113) points with shift", last)
+	}
+	noRefusals(t, s)
+	reqs := s.Received("[[native]]")
+	if len(reqs) < 6 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i, r := range reqs {
+		if len(r.Images) == 0 {
+			t.Errorf("request %d shows no screen", i)
+		}
+		for _, img := range r.Images {
+			if img.Width != 1280 || img.Height != 800 {
+				t.Errorf("request %d: a screenshot of %dx%d, not the declared 1280x800", i, img.Width, img.Height)
+			}
+		}
+		if !strings.Contains(r.Body, `"display_width_px":1280`) || strings.Contains(r.Body, `"name":"mouse_click"`) {
+			t.Errorf("request %d: the computer tool is not declared as 1280x800, or the function pointer tools are offered beside it", i)
+		}
+	}
+	// The screen after a step is in its last action's result, as
+	// Claude's computer tool returns it.
+	if !strings.Contains(reqs[1].Body, `"tool_result"`) || len(reqs[1].Images) > 3 {
+		t.Errorf("second request: %d images, tool result %v", len(reqs[1].Images), strings.Contains(reqs[1].Body, `"tool_result"`))
+	}
+}
+
+// TestNativeActionsFollowThePolicy: a native click is a mouse_click to the
+// policy: denied, it is not carried out and the model is told; asked, the
+// user is asked in words.
+func TestNativeActionsFollowThePolicy(t *testing.T) {
+	s := claudetest.New(t)
+	s.Script("[[deny]]", claudetest.Computer("left_click", map[string]any{"coordinate": []int{10, 10}}), claudetest.Text("Cannot."), claudetest.Verdict(false, "Clicking is not allowed."))
+	e := newEnvWith(t, newLLM(t), func(task *Task) {
+		task.Description = "[[deny]] click"
+		task.Policy = config.ToolPolicy{"mouse_click": config.Deny}
+	}, nil, withClient(claudeClient(t, s, "claude-sonnet-4-5")))
+	wait(t, e.run())
+	if acts := e.m.Driver().Actions(); len(acts) != 0 {
+		t.Fatalf("a denied click was carried out: %+v", acts)
+	}
+	if reqs := s.Requests("[[deny]]"); len(reqs) < 2 || !strings.Contains(reqs[1], "is not allowed for this task") {
+		t.Fatalf("the model was not told (%d requests)", len(reqs))
+	}
+	noRefusals(t, s)
+
+	s = claudetest.New(t)
+	s.Script("[[ask]]", claudetest.Computer("double_click", map[string]any{"coordinate": []int{640, 400}}), claudetest.Text("Done."), claudetest.Verdict(true, "Done."))
+	e = newEnvWith(t, newLLM(t), func(task *Task) {
+		task.Description = "[[ask]] click"
+		task.Policy = config.ToolPolicy{"mouse_click": config.Ask}
+	}, nil, withClient(claudeClient(t, s, "claude-sonnet-4-5")))
+	res := e.run()
+	var p *Permission
+	waitFor(t, "the permission request", func() bool { _, p = e.r.Pending(); return p != nil })
+	if p.Tool != "mouse_click" || p.Details != "double-click at (640, 400)" {
+		t.Fatalf("permission %+v", p)
+	}
+	if err := e.r.Respond(p.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, res); r.Status != store.StatusCompleted {
+		t.Fatalf("result %+v", r)
+	}
+	if acts := e.m.Driver().Actions(); len(acts) != 1 || acts[0].Kind != "click" || acts[0].Count != 2 || acts[0].X != 720 || acts[0].Y != 450 {
+		t.Fatalf("actions %+v", acts)
+	}
+	noRefusals(t, s)
+}
+
+// TestBadNativeActionsAreRefusedInWords: an unknown key and a point off
+// the display reach no guest and tell the model why.
+func TestBadNativeActionsAreRefusedInWords(t *testing.T) {
+	s := claudetest.New(t)
+	s.Script("[[bad]]",
+		claudetest.Computer("key", map[string]any{"text": "ctrl+Hyper_Z"}),
+		claudetest.Text("Giving up."), claudetest.Verdict(false, "Could not."))
+	e := newEnvWith(t, newLLM(t), func(task *Task) { task.Description = "[[bad]] x" }, nil, withClient(claudeClient(t, s, "claude-sonnet-4-5")))
+	wait(t, e.run())
+	if acts := e.m.Driver().Actions(); len(acts) != 0 {
+		t.Fatalf("actions reached the guest: %+v", acts)
+	}
+	reqs := s.Requests("[[bad]]")
+	if len(reqs) < 2 || !strings.Contains(reqs[1], `unknown key \"Hyper_Z\"`) {
+		t.Fatalf("the model was not told of the unknown key (%d requests)", len(reqs))
+	}
+	noRefusals(t, s)
+	// A point off the display (Claude keeps to it; a model might not).
+	m := mapping{shotW: 1280, shotH: 800, screenW: 1440, screenH: 900}
+	if _, _, err := guestPoint("click", llm.Point{X: 1280, Y: 10}, m); err == nil || !strings.Contains(err.Error(), "is off the screen: the display is 1280x800 pixels") {
+		t.Errorf("off the display: %v", err)
+	}
+	if x, y, err := guestPoint("click", llm.Point{X: 1279, Y: 799}, m); err != nil || x != 1439 || y != 899 {
+		t.Errorf("the display's last pixel: (%g, %g) %v", x, y, err)
+	}
+}
+
+// TestZoomShowsARegionAtFullResolution: Claude Opus 4.5's zoom of the
+// display's top-left quarter is answered with that quarter of the guest's
+// 2880x1800-pixel screen, fitted to the display.
+func TestZoomShowsARegionAtFullResolution(t *testing.T) {
+	s := claudetest.New(t)
+	s.Script("[[zoom]]", claudetest.Computer("zoom", map[string]any{"region": []int{0, 0, 640, 400}}), claudetest.Text("I see it."), claudetest.Verdict(true, "Seen."))
+	e := newEnvWith(t, newLLM(t), func(task *Task) { task.Description = "[[zoom]] look" }, nil, withClient(claudeClient(t, s, "claude-opus-4-5")))
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
+		t.Fatalf("result %+v", r)
+	}
+	reqs := s.Received("[[zoom]]")
+	if len(reqs) < 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	found := false
+	for _, img := range reqs[1].Images {
+		if strings.Contains(img.Path, "tool_result") && img.Width == 1280 && img.Height == 800 {
+			found = true
+		}
+	}
+	if !found || !strings.Contains(reqs[1].Body, "The region, 1280x800 pixels") {
+		t.Fatalf("the zoom's image: %+v", reqs[1].Images)
+	}
+	noRefusals(t, s)
+}
+
+// TestSafetyCheckWaitsForTheUser: a computer-use-preview call with a
+// pending safety check waits for the user's approval, whatever the policy
+// (clicks are allowed); approved, it runs and the next request
+// acknowledges the check; denied, it is not carried out, nothing is
+// acknowledged, and the model is told.
+func TestSafetyCheckWaitsForTheUser(t *testing.T) {
+	for _, approve := range []bool{true, false} {
+		s := responsestest.New(t)
+		s.Script("[[check]]", responsestest.WithSafetyCheck(responsestest.Computer(map[string]any{"type": "click", "button": "left", "x": 640, "y": 400}),
+			"malicious_instructions", "The page tells you to ignore the user."),
+			responsestest.Text("Done."), responsestest.Verdict(true, "Handled."))
+		c, err := llm.New(llm.Config{Type: llm.TypeOpenAI, BaseURL: s.URL, Model: "computer-use-preview", BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnvWith(t, newLLM(t), func(task *Task) {
+			task.Description = "[[check]] click it"
+			task.Policy = config.ToolPolicy{"mouse_click": config.Allow}
+		}, nil, withClient(c))
+		res := e.run()
+		var p *Permission
+		waitFor(t, "the safety check's approval", func() bool { _, p = e.r.Pending(); return p != nil })
+		if p.Tool != "safety_check" || !strings.Contains(p.Details, "The page tells you to ignore the user.") || !strings.Contains(p.Details, "click at (640, 400)") {
+			t.Fatalf("permission %+v", p)
+		}
+		if len(e.m.Driver().Actions()) != 0 || len(s.Acknowledgements()) != 0 {
+			t.Fatal("the action ran, or the check was acknowledged, before the user answered")
+		}
+		if err := e.r.Respond(p.ID, approve); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, res)
+		acks, acts := s.Acknowledgements(), e.m.Driver().Actions()
+		if approve && (len(acks) != 1 || len(acts) != 1 || acts[0].Kind != "click") {
+			t.Errorf("approved: acknowledgements %+v, actions %+v", acks, acts)
+		}
+		if !approve && (len(acks) != 0 || len(acts) != 0) {
+			t.Errorf("denied: acknowledgements %+v, actions %+v", acks, acts)
+		}
+		if !approve {
+			if got := s.Received(); len(got) < 2 || !strings.Contains(got[1].Body, "did not approve the action") {
+				t.Errorf("the model was not told of the denial")
+			}
+		}
+		if n := s.Refusals(); n != 0 {
+			t.Errorf("%d requests refused", n)
+		}
+	}
+}
+
+// TestKeyNames: xdotool's names and OpenAI's become the guest's.
+func TestKeyNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"ctrl+s": "control+s", "Return": "return", "KP_0": "kp0", "super": "super", "alt+Tab": "option+tab",
+		"ctrl+shift+t": "control+shift+t", "A": "shift+a", "BackSpace": "delete", "Delete": "forwarddelete",
+		"Page_Down": "pagedown", "ctrl+plus": "control++", "ctrl++": "control++", "ENTER": "return",
+		"ARROWLEFT": "left", "cmd+c": "command+c", "super+l": "super+l", "F5": "f5", "KP_Enter": "kpenter", "shift": "shift",
+		"ctrl+minus": "control+-", "Escape": "escape", "ctrl+alt+Delete": "control+option+forwarddelete", "CTRL+S": "control+shift+s",
+	} {
+		c, err := parseCombo(in)
+		if err != nil || comboText(c) != want {
+			t.Errorf("%q: %q, %v; want %q", in, comboText(c), err, want)
+		}
+	}
+	for _, bad := range []string{"XF86AudioMute", "ctrl+", "foo+s", "F99", "KP_10"} {
+		if c, err := parseCombo(bad); err == nil {
+			t.Errorf("%q read as %q", bad, comboText(c))
+		}
+	}
+	if cs, err := parseKeys("ctrl+a Delete"); err != nil || len(cs) != 2 {
+		t.Errorf("two combinations: %+v %v", cs, err)
+	}
+	// OpenAI's keypress names a letter in capitals: the letter's key.
+	a, err := llm.ParseOpenAIAction([]byte(`{"type":"keypress","keys":["CTRL","S"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := parseCombo(a.Keys[0]); err != nil || comboText(c) != "control+s" {
+		t.Errorf("OpenAI's CTRL, S: %q, %v", comboText(c), err)
+	}
+}
