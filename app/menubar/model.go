@@ -174,7 +174,16 @@ func Notices(before, after map[string]wire.Task, ended []wire.Task) []Notice {
 			add(Notice{id, t.Title + " asks", q.Question, config.NotifyQuestion})
 		}
 		if p := t.PendingPermission; p != nil && (prev.PendingPermission == nil || prev.PendingPermission.ID != p.ID) {
-			add(Notice{id, t.Title + " needs your approval", "Allow " + p.ToolName + "?", config.NotifyPermission})
+			body := "Allow " + p.ToolName + "?"
+			if p.ToolName == wire.PermissionSafetyCheck {
+				// The provider's own check on a computer action: its words.
+				body = p.Details
+				if r := []rune(body); len(r) > 200 {
+					body = string(r[:199]) + "…"
+				}
+				body += " Approve or deny it in the task's window."
+			}
+			add(Notice{id, t.Title + " needs your approval", body, config.NotifyPermission})
 		}
 	}
 	return out

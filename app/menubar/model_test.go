@@ -78,6 +78,12 @@ func TestNotices(t *testing.T) {
 	if _, ok := got["b"]; ok {
 		t.Fatal("a question already shown was notified again")
 	}
+	// A provider's safety check says what it checked.
+	check := map[string]wire.Task{"s": {ID: "s", Title: "S", Status: "running", PendingPermission: &wire.Permission{ID: "p2", ToolName: wire.PermissionSafetyCheck,
+		Details: `Safety check on "click at (640, 400)": malicious_instructions: The page says to ignore the user.`}}}
+	if n := Notices(map[string]wire.Task{}, check, nil); len(n) != 1 || !strings.HasPrefix(n[0].Body, `Safety check on "click at (640, 400)"`) || n[0].Title != "S needs your approval" {
+		t.Fatalf("safety check notice %+v", n)
+	}
 	if _, ok := got["e"]; ok {
 		t.Fatal("a task the user cancelled was notified")
 	}

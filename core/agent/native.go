@@ -11,6 +11,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
@@ -149,7 +150,7 @@ func (r *Runner) runNative(ctx context.Context, step int, call llm.ToolCall, m m
 		// policy's, lets it through.
 		what := fmt.Sprintf("Safety check on %q: %s", words, checkText(sc))
 		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve? " + what, Details: string(call.Args)})
-		ok, _, err := r.ctl.requestPermission(ctx, "safety_check", what)
+		ok, _, err := r.ctl.requestPermission(ctx, wire.PermissionSafetyCheck, what)
 		if err != nil {
 			return outcome{}, err
 		}

@@ -50,6 +50,12 @@ type Question struct {
 	CreatedAt        time.Time `json:"createdAt"`
 }
 
+// PermissionSafetyCheck is the toolName of a permission request that a
+// model provider's own safety check raised on a computer action (OpenAI's
+// pending_safety_checks): its details say the check and the action. It
+// waits for the user whatever the task's policy (extension).
+const PermissionSafetyCheck = "safety_check"
+
 // Permission is a tool call waiting for the user's approval.
 type Permission struct {
 	ID        string    `json:"id"`
