@@ -203,7 +203,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	if n, err := orch.Recover(ctx); err != nil {
 		return nil, fmt.Errorf("recover tasks: %w", err)
 	} else if n > 0 {
-		log.Warn("tasks interrupted by the previous helper marked failed", "count", n)
+		log.Warn("tasks the previous helper left active were held, queued again or failed (see each task)", "count", n)
 	}
 	orch.ApplyRetentionNow(ctx) // then daily, below
 	tm, err := templateManager(ctx, cfg, st, p, backend, h, orch)

@@ -171,3 +171,19 @@ func (o *Orchestrator) resumeHeldAfterRestart(ctx context.Context, t store.Task,
 	}
 	return o.resumeRestarted(ctx, t.ID, instructions)
 }
+
+// holdStopped holds a task whose agent the helper's stop interrupted, for
+// the user to resume after the next start.
+func (o *Orchestrator) holdStopped(id, kept string) error {
+	_, err := o.update(id, store.Update{
+		Mutate: func(t *store.Task) error {
+			if t.Status.Terminal() {
+				return errdefs.Conflictf("task %s has ended", id)
+			}
+			t.Status, t.StatusReason, t.VMID = store.StatusPaused, reasonRestartHeld, ""
+			return nil
+		},
+		Events: []store.Event{statusEvent(store.StatusPaused, "Held: the helper stopped ("+kept+"); resume the task after it starts again to go on in a fresh VM")},
+	})
+	return err
+}

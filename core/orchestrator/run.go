@@ -113,6 +113,9 @@ type outcome struct {
 	// only, if set, refuses to end a task it returns an error for (one
 	// that has left the queue, say).
 	only func(*store.Task) error
+	// held: the task does not end; it is held for the user to resume
+	// (the helper stopped under it: restart.go).
+	held bool
 }
 
 // onlyQueued refuses to end a task that has left the queue.
@@ -186,6 +189,13 @@ func (o *Orchestrator) execute(r *run) {
 	}
 	t.Resume = resume
 	out := o.work(r, t)
+	if out.held {
+		if err := o.holdStopped(r.id, out.summary); err != nil {
+			log.Error("hold the task the helper stops under", "err", err)
+		}
+		log.Info("task held: the helper stops", "kept", out.summary)
+		return
+	}
 	if out.status == store.StatusFailed && r.ctx.Err() != nil {
 		// A step that failed because the run was stopped (a cancel just
 		// after the VM was leased fails the input copy with "context
@@ -381,6 +391,16 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	res := runner.Run(runCtx)
 	out := outcome{status: res.Status, summary: res.Summary, success: res.Success, steps: res.Steps, usage: res.Usage, cost: res.CostUSD}
 	endVM()
+	if _, cerr := agent.LoadConversation(tw.Dir()); errors.Is(context.Cause(runCtx), errShutdown) && cerr == nil {
+		// The helper stops under an agent that has a conversation to go
+		// on from: its outbox is kept for the fresh VM of its resume,
+		// and it is held (restart.go), not ended.
+		n, _, err := o.releaseVMWithin(background(), r, t, tw.Dir(), 0, stoppedCollect)
+		if err != nil {
+			o.cfg.Log.Error("keep the outbox of a task held by the helper's stop", "task", t.ID, "err", err)
+		}
+		return outcome{held: true, steps: res.Steps, summary: fmt.Sprintf("%d outbox file(s) kept", n)}
+	}
 	r.vmMu.Lock() // no release or fresh VM from here on
 	defer r.vmMu.Unlock()
 	_, lease, _ = r.get()

@@ -180,6 +180,11 @@ func (o *Orchestrator) releaseWhenHeld(ctx context.Context, r *run, t store.Task
 // (parkable) that long. It returns how many outbox files were kept, and
 // whether it released a VM.
 func (o *Orchestrator) releaseVM(ctx context.Context, r *run, t store.Task, sessionDir string, heldFor time.Duration) (int, bool, error) {
+	return o.releaseVMWithin(ctx, r, t, sessionDir, heldFor, finishedCollect)
+}
+
+// releaseVMWithin is releaseVM with the outbox kept within collectWithin.
+func (o *Orchestrator) releaseVMWithin(ctx context.Context, r *run, t store.Task, sessionDir string, heldFor, collectWithin time.Duration) (int, bool, error) {
 	r.vmMu.Lock()
 	defer r.vmMu.Unlock()
 	if ctx.Err() != nil {
@@ -207,7 +212,7 @@ func (o *Orchestrator) releaseVM(ctx context.Context, r *run, t store.Task, sess
 	err := lease.ReleaseAfter(stoppedStop, func(vm.Machine) error {
 		// The stopped VM's outbox replaces what earlier VMs left: the fresh
 		// VM had that and may have changed it.
-		cctx, cancel := context.WithTimeout(background(), finishedCollect)
+		cctx, cancel := context.WithTimeout(background(), collectWithin)
 		defer cancel()
 		next := carried + ".next"
 		if err := os.RemoveAll(next); err != nil {

@@ -166,8 +166,10 @@ func TestStopAllWithEightAgents(t *testing.T) {
 	}
 }
 
-// TestSIGTERMDrains: SIGTERM stops a running agent, records its task as
-// interrupted, removes its sandbox, and the helper exits cleanly.
+// TestSIGTERMDrains: SIGTERM stops a running agent, holds its task for a
+// resume (what its VM had saved in outbox/ kept), removes its sandbox, and
+// the helper exits cleanly; started again, the task resumed goes on to
+// completion with the file it had saved.
 func TestSIGTERMDrains(t *testing.T) {
 	home := newHome(t)
 	p := startHelper(t, home)
@@ -175,12 +177,18 @@ func TestSIGTERMDrains(t *testing.T) {
 	p.AddProvider(t, "Scripted", llm.URL, "sk-test")
 	block := make(chan struct{})
 	defer close(block)
-	llm.Script("[[term]]", llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: block, Repeat: true})
+	llm.Script("[[term]]", llmtest.Tool("write_file", map[string]any{"path": "outbox/kept.txt", "contents": "saved before the stop"}),
+		llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: block}, llmtest.Text("Done."), llmtest.Verdict(true, "Went on after the stop."))
 	task, err := p.Unix.CreateTask(context.Background(), wire.CreateTask{Description: "Run until stopped [[term]]"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.WaitTask(t, task.ID, "running", time.Minute, func(t wire.Task) bool { return t.Status == "running" })
+	for deadline := time.Now().Add(time.Minute); len(llm.Requests("[[term]]")) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the task never asked for its second answer")
+		}
+	}
 	if err := p.Term(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +200,28 @@ func TestSIGTERMDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != store.StatusFailed || got.ResultSummary == nil || !strings.Contains(*got.ResultSummary, "Interrupted") {
-		t.Fatalf("task after SIGTERM: %s %v", got.Status, got.ResultSummary)
+	if got.Status != store.StatusPaused || !strings.Contains(got.StatusReason, "helper stopped") {
+		t.Fatalf("task after SIGTERM: %s %q", got.Status, got.StatusReason)
 	}
 	if vms, _ := st.ListVMs(context.Background()); len(vms) > 0 {
 		t.Fatalf("VM records left after SIGTERM: %+v", vms)
+	}
+	st.Close()
+
+	p2 := startHelper(t, home)
+	if _, err := p2.Unix.TaskAction(context.Background(), task.ID, wire.TaskAction{Action: wire.ActionResume}); err != nil {
+		t.Fatal(err)
+	}
+	done := p2.WaitTask(t, task.ID, "the resumed task's end", time.Minute, terminal)
+	if done.Status != "completed" || done.ResultSummary == nil || *done.ResultSummary != "Went on after the stop." {
+		t.Fatalf("resumed task: %s %v", done.Status, done.ResultSummary)
+	}
+	kept := false
+	for _, f := range done.OutputFiles {
+		kept = kept || f.Name == "kept.txt"
+	}
+	if !kept {
+		t.Fatalf("the file saved before the stop is not among the outputs: %+v", done.OutputFiles)
 	}
 }
 
