@@ -407,7 +407,8 @@ func (s Settings) Validate() error {
 		errs = append(errs, fmt.Errorf("toolPolicy: %w", err))
 	}
 	for _, model := range slices.Sorted(maps.Keys(s.ModelPrices)) {
-		if p := s.ModelPrices[model]; model == "" || p.PromptPerMTok < 0 || p.CompletionPerMTok < 0 {
+		if p := s.ModelPrices[model]; model == "" || p.PromptPerMTok < 0 || p.CompletionPerMTok < 0 ||
+			(p.CacheReadPerMTok != nil && *p.CacheReadPerMTok < 0) || (p.CacheWritePerMTok != nil && *p.CacheWritePerMTok < 0) {
 			errs = append(errs, fmt.Errorf("modelPrices: %q needs a model id and prices of zero or more", model))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -494,5 +495,27 @@ func TestSameMessageComparesEveryField(t *testing.T) {
 		if sameMessage(base(), m) {
 			t.Errorf("%s: unnoticed", what)
 		}
+	}
+}
+
+// TestCacheAwareCost: tokens read from and written to the prompt cache
+// cost the price given for them, else the provider type's share of the
+// prompt price.
+func TestCacheAwareCost(t *testing.T) {
+	read := 0.3
+	prices := PriceTable{"claude-sonnet-4-5": {PromptPerMTok: 3, CompletionPerMTok: 15}, "gpt-5": {PromptPerMTok: 1.25, CompletionPerMTok: 10, CacheReadPerMTok: &read}}
+	u := Usage{Prompt: 1_000_000, Completion: 100_000, CacheRead: 600_000, CacheWrite: 200_000}
+	// Claude: 200k fresh at 3, 600k read at 0.3, 200k written at 3.75, 100k out at 15.
+	if usd, ok := prices.Cost(TypeAnthropic, "claude-sonnet-4-5", u); !ok || math.Abs(usd-(0.6+0.18+0.75+1.5)) > 1e-9 {
+		t.Fatalf("anthropic cost %v", usd)
+	}
+	// OpenAI with its own cached price: 400k fresh... written tokens cost
+	// the prompt price (OpenAI bills no writes).
+	if usd, ok := prices.Cost(TypeOpenAI, "gpt-5", u); !ok || math.Abs(usd-(0.25+0.18+0.25+1.0)) > 1e-9 {
+		t.Fatalf("openai cost %v", usd)
+	}
+	// Without cache use, the plain price.
+	if usd, _ := prices.Cost(TypeAnthropic, "claude-sonnet-4-5", Usage{Prompt: 1_000_000}); usd != 3 {
+		t.Fatalf("plain cost %v", usd)
 	}
 }
