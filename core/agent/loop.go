@@ -122,6 +122,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 		}
 		r.addObservation(obs)
 		r.save()
+		llm.ForgetOldImages(r.msgs, r.task.KeepImages)
 
 		// Fit the model's context window.
 		if long, est := r.tooLong(); long {

@@ -33,7 +33,11 @@ func (b *chatBackend) native() string { return "" }
 const reasoningChat = "chat"
 
 func (b *chatBackend) send(ctx context.Context, req *Request, onDelta func(Delta)) (Reply, error) {
-	cr := openai.ChatCompletionRequest{Model: b.c.cfg.Model, Messages: chatMessages(req), Tools: chatTools(req.Tools), MaxTokens: req.MaxTokens}
+	cr := openai.ChatCompletionRequest{Model: b.c.cfg.Model, Messages: chatMessages(req), MaxTokens: req.MaxTokens}
+	if !req.verdict {
+		// The completion check answers in its schema, with no tool to call.
+		cr.Tools = chatTools(req.Tools)
+	}
 	if !req.NoReasoning {
 		cr.ReasoningEffort = b.c.cfg.ReasoningEffort
 	}
@@ -137,7 +141,7 @@ func chatMessages(req *Request) []openai.ChatCompletionMessage {
 	if req.System != "" {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.System})
 	}
-	for _, m := range req.Messages {
+	for _, m := range normalize(req.Messages) {
 		if m.Role == RoleAssistant {
 			out = append(out, chatAssistant(m))
 			continue

@@ -261,3 +261,30 @@ func IsContextOverflow(err error) bool {
 	}
 	return false
 }
+
+// ForgetOldImages drops the data of every image but the newest keep (in
+// tool results too): Window and Compact with keep or fewer never send an
+// older one again, and a long task need not hold every screenshot it took
+// in memory. The blocks stay images (so Window's chunks stay where they
+// were); their data goes.
+func ForgetOldImages(messages []Message, keep int) {
+	seen := 0
+	forget := func(b Block) {
+		if b.Type == BlockImage && b.Image != nil {
+			if seen++; seen > keep {
+				b.Image.Data, b.Image.url = "", ""
+			}
+		}
+	}
+	for i := len(messages) - 1; i >= 0; i-- {
+		for j := len(messages[i].Content) - 1; j >= 0; j-- {
+			b := messages[i].Content[j]
+			if b.Type == BlockToolResult && b.Result != nil {
+				for k := len(b.Result.Content) - 1; k >= 0; k-- {
+					forget(b.Result.Content[k])
+				}
+			}
+			forget(b)
+		}
+	}
+}

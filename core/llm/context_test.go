@@ -107,3 +107,80 @@ func TestContextWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetOldImagesKeepsWhatIsSent: after forgetting, the requests the
+// window makes are the same, byte for byte, as before, and the data of
+// the images they no longer send is gone.
+func TestForgetOldImagesKeepsWhatIsSent(t *testing.T) {
+	var msgs []Message
+	for i := range 10 {
+		img := shot(t, 64+i, 40)
+		if i%2 == 0 {
+			msgs = append(msgs, UserMessage(Text("step"), img))
+		} else {
+			msgs = append(msgs, UserMessage(Block{Type: BlockToolResult, Result: &ToolResult{CallID: "c", Content: []Block{img}}}))
+		}
+		msgs = append(msgs, AssistantText("ok"))
+	}
+	before, _ := json.Marshal(chatMessages(&Request{Messages: Window(msgs, 3)}))
+	ForgetOldImages(msgs, 3)
+	after, _ := json.Marshal(chatMessages(&Request{Messages: Window(msgs, 3)}))
+	if !bytes.Equal(before, after) {
+		t.Fatal("forgetting changed what is sent")
+	}
+	kept := 0
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			for _, c := range append([]Block{b}, resultContent(b)...) {
+				if c.Type == BlockImage && c.Image.Data != "" {
+					kept++
+				}
+			}
+		}
+	}
+	if kept != 3 || countImages(msgs) != 10 {
+		t.Fatalf("%d images keep their data, %d are images; want 3 and 10", kept, countImages(msgs))
+	}
+}
+
+func resultContent(b Block) []Block {
+	if b.Type == BlockToolResult {
+		return b.Result.Content
+	}
+	return nil
+}
+
+// TestNormalizeAnswersEveryCall: a call without a result gets one that
+// says so, a result whose call was condensed away becomes words, results
+// lead their message, and a sound conversation is returned as it is.
+func TestNormalizeAnswersEveryCall(t *testing.T) {
+	call := func(id string) Block { return Block{Type: BlockToolCall, Call: &ToolCall{ID: id, Name: "wait", Args: json.RawMessage(`{}`)}} }
+	result := func(id, text string) Block {
+		return Block{Type: BlockToolResult, Result: &ToolResult{CallID: id, Content: []Block{Text(text)}}}
+	}
+	sound := []Message{UserText("task"), {Role: RoleAssistant, Content: []Block{call("a")}}, UserMessage(result("a", "done"), Text("step 2"))}
+	if got := normalize(sound); &got[0] != &sound[0] {
+		t.Fatal("a sound conversation was copied")
+	}
+	broken := []Message{
+		UserText("task"), UserMessage(result("gone", "an old result"), Text("step 5")),
+		{Role: RoleAssistant, Content: []Block{call("b"), call("c")}}, UserMessage(Text("step 6"), result("b", "done")),
+		{Role: RoleAssistant, Content: []Block{call("d")}},
+	}
+	got := normalize(broken)
+	if len(got) != 6 {
+		t.Fatalf("%d messages: %+v", len(got), got)
+	}
+	if b := got[1].Content; b[0].Text != earlierResultNote+" an old result" || b[1].Text != "step 5" {
+		t.Errorf("an orphan result: %+v", b)
+	}
+	if b := got[3].Content; b[0].Result.CallID != "b" || b[1].Result.CallID != "c" || b[1].Result.Text() != noResultNote || b[2].Text != "step 6" {
+		t.Errorf("results: %+v", b)
+	}
+	if b := got[5]; b.Role != RoleUser || b.Content[0].Result.CallID != "d" {
+		t.Errorf("the last call's result: %+v", b)
+	}
+	if broken[1].Content[0].Type != BlockToolResult {
+		t.Error("normalize modified its input")
+	}
+}

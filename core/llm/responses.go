@@ -113,7 +113,11 @@ func (b *responsesBackend) request(req *Request, stream bool) (openai.CreateResp
 		return out, err
 	}
 	out.Input = input
-	for _, t := range req.Tools {
+	tools := req.Tools
+	if req.verdict {
+		tools = nil // the completion check answers in words or its schema
+	}
+	for _, t := range tools {
 		// Function tools are strict by default in the Responses API, which
 		// needs every property required; the agent's tools have optional
 		// ones, so strict is off as it is for Chat Completions.
@@ -180,15 +184,16 @@ func (b *responsesBackend) input(req *Request) ([]any, error) {
 	}
 	// Native calls whose result holds no screenshot (the image window left
 	// it out) go back as words.
+	msgs := normalize(req.Messages)
 	pictured := map[string]bool{}
-	for _, m := range req.Messages {
+	for _, m := range msgs {
 		for _, bl := range m.Content {
 			if bl.Type == BlockToolResult && bl.Result.Native == NativeOpenAI && resultImage(bl.Result) != nil {
 				pictured[bl.Result.CallID] = true
 			}
 		}
 	}
-	for i, m := range req.Messages {
+	for i, m := range msgs {
 		var err error
 		if m.Role == RoleAssistant {
 			items, err = b.assistantItems(items, m, pictured)
