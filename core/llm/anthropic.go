@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -377,10 +378,12 @@ func (b *anthropicBackend) attempt(ctx context.Context, p anthropic.BetaMessageN
 		wd = newWatchdog(b.c.cfg.Timeout, cancel)
 		defer wd.stop()
 	}
+	var body *boundedBody
 	bound := option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		resp, err := next(r)
 		if resp != nil && resp.Body != nil {
-			resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxAnswerBytes, wd: wd}
+			body = &boundedBody{ReadCloser: resp.Body, left: maxAnswerBytes, wd: wd}
+			resp.Body = body
 		}
 		return resp, err
 	})
@@ -389,6 +392,11 @@ func (b *anthropicBackend) attempt(ctx context.Context, p anthropic.BetaMessageN
 		m, err := b.api.Beta.Messages.New(ctx, p, bound)
 		if err != nil {
 			return Reply{}, err
+		}
+		if !m.JSON.Type.Valid() {
+			if err := b.notAMessage(m.RawJSON()); err != nil {
+				return Reply{}, err
+			}
 		}
 		msg = *m
 	} else {
@@ -420,6 +428,12 @@ func (b *anthropicBackend) attempt(ctx context.Context, p anthropic.BetaMessageN
 			return Reply{}, err
 		}
 		if !stopped {
+			if msg.ID == "" && body != nil {
+				// Not one of the Messages API's events came: what did?
+				if err := b.notAMessage(firstData(body.head.String())); err != nil {
+					return Reply{}, err
+				}
+			}
 			return Reply{}, errIncomplete
 		}
 	}
@@ -427,12 +441,17 @@ func (b *anthropicBackend) attempt(ctx context.Context, p anthropic.BetaMessageN
 }
 
 // boundedBody bounds an answer's size and tells the stall watchdog (when
-// there is one) of every read.
+// there is one) of every read; it keeps the answer's first bytes (head),
+// to say what protocol an answer that is not Anthropic's is in.
 type boundedBody struct {
 	io.ReadCloser
 	left int64
 	wd   *watchdog
+	head bytes.Buffer
 }
+
+// headBytes is how much of an answer boundedBody keeps.
+const headBytes = 4096
 
 func (r *boundedBody) Read(p []byte) (int, error) {
 	if r.left <= 0 {
@@ -443,10 +462,38 @@ func (r *boundedBody) Read(p []byte) (int, error) {
 	}
 	n, err := r.ReadCloser.Read(p)
 	r.left -= int64(n)
+	if k := min(n, headBytes-r.head.Len()); k > 0 {
+		r.head.Write(p[:k])
+	}
 	if n > 0 && r.wd != nil {
 		r.wd.alive()
 	}
 	return n, err
+}
+
+// firstData is the data of an event stream's first event, or the text
+// itself when it is not one.
+func firstData(s string) string {
+	for line := range strings.Lines(s) {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(line), "data:"); ok {
+			return strings.TrimSpace(d)
+		}
+	}
+	return s
+}
+
+// notAMessage is the error of an answer that is not one of the Messages
+// API's: another protocol's, named when it can be; nil when it cannot
+// tell.
+func (b *anthropicBackend) notAMessage(raw string) error {
+	var probe answerProbe
+	if json.Unmarshal([]byte(raw), &probe) != nil {
+		return nil
+	}
+	if p := protocolOf(probe); p != "" && p != "Anthropic Messages" {
+		return wrongProtocol(b.c.cfg.Type, p)
+	}
+	return nil
 }
 
 // claudeReply is Claude's message in neutral form.

@@ -1,9 +1,11 @@
 package llm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	openai "github.com/sashabaranov/go-openai"
@@ -53,4 +55,33 @@ var anthropicStatus = map[string]int{
 	"api_error":             http.StatusInternalServerError,
 	"timeout_error":         http.StatusGatewayTimeout,
 	"overloaded_error":      529,
+}
+
+// wrongProtocol is the final error of an answer in another protocol than
+// the provider's type speaks: a provider of one type pointed at another's
+// endpoint (an Anthropic key at an OpenAI-compatible gateway, say). Asking
+// again gets the same; the user fixes the provider and resumes.
+func wrongProtocol(typ, got string) error {
+	return &Error{Message: fmt.Sprintf("the provider answered in another protocol (%s) than its type, %s, speaks: check the provider's type and base URL in Settings › Providers", got, typ)}
+}
+
+// protocolOf names the protocol an answer's JSON object is in, by the
+// fields each protocol's answers and stream events have; "" when none.
+func protocolOf(probe answerProbe) string {
+	switch {
+	case probe.Choices != nil, probe.Object == "chat.completion", probe.Object == "chat.completion.chunk":
+		return "OpenAI chat completions"
+	case probe.Object == "response", strings.HasPrefix(probe.Type, "response."):
+		return "OpenAI Responses"
+	case probe.Type == "message", probe.Type == "message_start", probe.Type == "content_block_start", probe.Type == "ping":
+		return "Anthropic Messages"
+	}
+	return ""
+}
+
+// answerProbe is what protocolOf reads of an answer.
+type answerProbe struct {
+	Type    string          `json:"type"`
+	Object  string          `json:"object"`
+	Choices json.RawMessage `json:"choices"`
 }

@@ -60,15 +60,19 @@ func (b *chatBackend) send(ctx context.Context, req *Request, onDelta func(Delta
 		return Reply{}, &Error{Message: "marshal the request: " + err.Error()}
 	}
 	var resp openai.ChatCompletionResponse
+	answer := &chatAnswer{resp: &resp}
 	if stream {
-		resp, err = b.postStream(ctx, body, onDelta)
+		resp, err = b.postStream(ctx, body, onDelta, answer)
 	} else {
-		_, err = b.c.post(ctx, "/chat/completions", body, &resp, nil)
+		_, err = b.c.post(ctx, "/chat/completions", body, answer, nil)
 	}
 	if err != nil {
 		return Reply{}, err
 	}
 	if len(resp.Choices) == 0 {
+		if p := protocolOf(answer.probe); p != "" && p != "OpenAI chat completions" {
+			return Reply{}, wrongProtocol(b.c.cfg.Type, p)
+		}
 		return Reply{}, errNoChoices // a hiccup: asked again, with backoff
 	}
 	if resp.Choices[0].FinishReason == openai.FinishReasonContentFilter {
@@ -81,14 +85,25 @@ func (b *chatBackend) send(ctx context.Context, req *Request, onDelta func(Delta
 
 // postStream sends a streamed request and gathers its answer. The stream
 // is broken off when it goes quiet for the client's timeout.
-func (b *chatBackend) postStream(ctx context.Context, body body, onDelta func(Delta)) (openai.ChatCompletionResponse, error) {
-	var resp openai.ChatCompletionResponse
-	s := &chatStream{onDelta: onDelta}
-	streamed, err := b.c.postWatched(ctx, "/chat/completions", body, &resp, s.event)
+func (b *chatBackend) postStream(ctx context.Context, body body, onDelta func(Delta), plain *chatAnswer) (openai.ChatCompletionResponse, error) {
+	s := &chatStream{onDelta: onDelta, typ: b.c.cfg.Type}
+	streamed, err := b.c.postWatched(ctx, "/chat/completions", body, plain, s.event)
 	if err != nil || !streamed {
-		return resp, err
+		return *plain.resp, err
 	}
 	return s.response()
+}
+
+// chatAnswer decodes a chat completion, noting what protocol an answer
+// that is not one is in.
+type chatAnswer struct {
+	resp  *openai.ChatCompletionResponse
+	probe answerProbe
+}
+
+func (a *chatAnswer) UnmarshalJSON(data []byte) error {
+	json.Unmarshal(data, &a.probe)
+	return json.Unmarshal(data, a.resp)
 }
 
 // chatReply is a chat answer in neutral form.

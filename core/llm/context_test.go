@@ -154,7 +154,9 @@ func resultContent(b Block) []Block {
 // says so, a result whose call was condensed away becomes words, results
 // lead their message, and a sound conversation is returned as it is.
 func TestNormalizeAnswersEveryCall(t *testing.T) {
-	call := func(id string) Block { return Block{Type: BlockToolCall, Call: &ToolCall{ID: id, Name: "wait", Args: json.RawMessage(`{}`)}} }
+	call := func(id string) Block {
+		return Block{Type: BlockToolCall, Call: &ToolCall{ID: id, Name: "wait", Args: json.RawMessage(`{}`)}}
+	}
 	result := func(id, text string) Block {
 		return Block{Type: BlockToolResult, Result: &ToolResult{CallID: id, Content: []Block{Text(text)}}}
 	}

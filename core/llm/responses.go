@@ -343,19 +343,20 @@ func (b *responsesBackend) send(ctx context.Context, req *Request, onDelta func(
 		return Reply{}, &Error{Message: "marshal the request: " + err.Error()}
 	}
 	var a responsesAnswer
+	plain := &rsPlain{a: &a}
 	if onDelta == nil {
-		if _, err := b.c.post(ctx, "/responses", body{data}, &a, nil); err != nil {
+		if _, err := b.c.post(ctx, "/responses", body{data}, plain, nil); err != nil {
 			return Reply{}, err
 		}
-		return b.reply(a, "")
+		return b.plainReply(plain)
 	}
-	s := &responsesStream{onDelta: onDelta}
-	streamed, err := b.c.postWatched(ctx, "/responses", body{data}, &a, s.event)
+	s := &responsesStream{onDelta: onDelta, typ: b.c.cfg.Type}
+	streamed, err := b.c.postWatched(ctx, "/responses", body{data}, plain, s.event)
 	switch {
 	case err != nil:
 		return Reply{}, err
 	case !streamed:
-		return b.reply(a, "")
+		return b.plainReply(plain)
 	case s.final == nil:
 		return Reply{}, errIncomplete
 	}
@@ -364,6 +365,28 @@ func (b *responsesBackend) send(ctx context.Context, req *Request, onDelta func(
 		a.Output = s.items // the terminal event may leave the output out
 	}
 	return b.reply(a, strings.TrimSpace(s.reasoning.String()))
+}
+
+// rsPlain decodes an answer that is not streamed, noting what protocol an
+// answer that is not a response is in.
+type rsPlain struct {
+	a     *responsesAnswer
+	probe answerProbe
+}
+
+func (p *rsPlain) UnmarshalJSON(data []byte) error {
+	json.Unmarshal(data, &p.probe)
+	return json.Unmarshal(data, p.a)
+}
+
+// plainReply is the reply of an answer that was not streamed.
+func (b *responsesBackend) plainReply(p *rsPlain) (Reply, error) {
+	if len(p.a.Output) == 0 && p.a.Status == "" {
+		if proto := protocolOf(p.probe); proto != "" && proto != "OpenAI Responses" {
+			return Reply{}, wrongProtocol(b.c.cfg.Type, proto)
+		}
+	}
+	return b.reply(*p.a, "")
 }
 
 // rsItem is an output item.
@@ -494,7 +517,10 @@ type rsEvent struct {
 
 // responsesStream gathers a streamed Responses answer.
 type responsesStream struct {
-	onDelta   func(Delta)
+	onDelta func(Delta)
+	// typ is the provider's type, for the error of a stream in another
+	// protocol.
+	typ       string
 	reasoning strings.Builder
 	// items are the output items done so far, in output order; final is
 	// the whole answer of the terminal event.
@@ -513,6 +539,12 @@ func (s *responsesStream) event(data []byte) (bool, error) {
 	}
 	var e rsEvent
 	if err := json.Unmarshal(data, &e); err != nil {
+		var probe answerProbe
+		if json.Unmarshal(data, &probe) == nil {
+			if p := protocolOf(probe); p != "" && p != "OpenAI Responses" {
+				return false, wrongProtocol(s.typ, p)
+			}
+		}
 		return false, errAnswerShape("Responses event", err)
 	}
 	switch e.Type {
@@ -542,6 +574,14 @@ func (s *responsesStream) event(data []byte) (bool, error) {
 			code = nil
 		}
 		return false, streamError(code, "", e.Message)
+	default:
+		if !strings.HasPrefix(e.Type, "response.") {
+			var probe answerProbe
+			json.Unmarshal(data, &probe)
+			if p := protocolOf(probe); p != "" && p != "OpenAI Responses" {
+				return false, wrongProtocol(s.typ, p)
+			}
+		}
 	}
 	return false, nil
 }

@@ -170,7 +170,10 @@ type chatChunk struct {
 // chatStream gathers a streamed chat completion into the response it
 // stands for.
 type chatStream struct {
-	onDelta                     func(Delta)
+	onDelta func(Delta)
+	// typ is the provider's type, for the error of a stream in another
+	// protocol.
+	typ                         string
 	content, reasoning, refusal strings.Builder
 	calls                       []openai.ToolCall
 	finish                      openai.FinishReason
@@ -187,6 +190,13 @@ func (s *chatStream) event(data []byte) (bool, error) {
 	var c chatChunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return false, fmt.Errorf("a stream chunk is not a chat completion chunk: %w", err)
+	}
+	if !s.sawChoice && c.Choices == nil && c.Error == nil {
+		var probe answerProbe
+		json.Unmarshal(data, &probe)
+		if p := protocolOf(probe); p != "" && p != "OpenAI chat completions" {
+			return false, wrongProtocol(s.typ, p)
+		}
 	}
 	if c.Error != nil {
 		return false, streamError(c.Error.Code, c.Error.Type, c.Error.Message)
