@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/llmtest/claudetest"
+	"github.com/hivecrew/hivecrew/tests/llmtest/responsestest"
 )
 
 // TestProviderTypes: a provider's type is given on create and update,
@@ -93,5 +95,36 @@ func TestProviderTypes(t *testing.T) {
 	// type stays.
 	if p := provider(h.expect(200, "PATCH", "/api/v1/providers/OpenAI", map[string]any{"backendMode": "chat_completions"})); p.Type != "openai" || p.BackendMode != "chat_completions" {
 		t.Fatalf("openai on chat completions = %+v", p)
+	}
+}
+
+// TestProviderTypesTestAndListModels: `providers test` and `providers
+// models` speak each type's protocol: Anthropic's GET /v1/models (with
+// the key Anthropic's way), and the Responses provider's /models.
+func TestProviderTypesTestAndListModels(t *testing.T) {
+	h := startHelper(t, nil)
+	claude := claudetest.New(t)
+	claude.Key = "sk-ant-test"
+	h.expect(201, "POST", "/api/v1/providers", map[string]any{"displayName": "Claude", "type": "anthropic", "baseURL": claude.URL, "apiKey": "sk-ant-test", "defaultModelId": "claude-sonnet-4-5"})
+	out := h.expect(200, "GET", "/api/v1/providers/Claude/models", nil)
+	if !strings.Contains(string(out), `"claude-sonnet-4-5"`) || !strings.Contains(string(out), `"claude-opus-4-5"`) {
+		t.Fatalf("Claude's models: %s", out)
+	}
+	if out := h.expect(200, "POST", "/api/v1/providers/Claude/test", nil); !strings.Contains(string(out), `"ok":true`) {
+		t.Fatalf("Claude's test: %s", out)
+	}
+	// A wrong key: the test says so.
+	h.expect(200, "PATCH", "/api/v1/providers/Claude", map[string]any{"apiKey": "sk-ant-wrong"})
+	if out := h.expect(200, "POST", "/api/v1/providers/Claude/test", nil); !strings.Contains(string(out), `"ok":false`) || !strings.Contains(string(out), "refused the API key") {
+		t.Fatalf("Claude's test with a wrong key: %s", out)
+	}
+
+	gpt := responsestest.New(t)
+	h.expect(201, "POST", "/api/v1/providers", map[string]any{"displayName": "OpenAI", "type": "openai", "baseURL": gpt.URL, "apiKey": "sk-test", "defaultModelId": "computer-use-preview"})
+	if out := h.expect(200, "GET", "/api/v1/providers/OpenAI/models", nil); !strings.Contains(string(out), `"computer-use-preview"`) {
+		t.Fatalf("OpenAI's models: %s", out)
+	}
+	if out := h.expect(200, "POST", "/api/v1/providers/OpenAI/test", nil); !strings.Contains(string(out), `"ok":true`) {
+		t.Fatalf("OpenAI's test: %s", out)
 	}
 }
