@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 	"github.com/hivecrew/hivecrew/tests/llmtest/claudetest"
@@ -72,7 +73,8 @@ func protocols(t *testing.T) []protocolServer {
 				bodies: func(marker string) []string {
 					var out []string
 					for _, r := range s.Received() {
-						if strings.Contains(r.Body, marker) {
+						// A title request names the task too: not a step.
+						if strings.Contains(r.Body, marker) && !strings.Contains(r.Body, llm.TitlePrompt) {
 							out = append(out, r.Body)
 						}
 					}
