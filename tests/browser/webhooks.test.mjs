@@ -142,8 +142,19 @@ test('the open dashboard shows a browser notification when a task completes', { 
     'one notification, of the task that completed while completed tasks were notified');
 
   // A task that starts and ends between two polls (the page's timers held
-  // meanwhile) is told too: the dashboard never listed it as active.
+  // meanwhile) is told too: the dashboard never listed it as active. The
+  // poll the clock's jump fires finishes first: a slow one would list it.
+  let inflight = 0;
+  const api1 = (r) => r.url().includes('/api/v1/');
+  page.on('request', (r) => { if (api1(r)) inflight++; });
+  page.on('requestfinished', (r) => { if (api1(r)) inflight--; });
+  page.on('requestfailed', (r) => { if (api1(r)) inflight--; });
   await page.clock.pauseAt(Date.now() + 3000);
+  let quiet = 0;
+  await eventually('the polls in flight to end', async () => {
+    quiet = inflight === 0 ? quiet + 1 : 0;
+    return quiet >= 5;
+  });
   env.llm.script('[[between polls]]', [text('Done.')], { success: true, summary: 'Tidied in a blink.' });
   const quick = await api('POST', '/tasks', { description: 'Tidy up [[between polls]]' });
   await env.helper.waitTask(quick.id, 'its end', (t) => t.status === 'completed', 120000);

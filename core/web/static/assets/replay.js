@@ -128,13 +128,38 @@ async function loadTranscript() {
     fill(list, h('li', { class: 'muted' }, 'No conversation recorded.'));
     return;
   }
-  fill(list, conv.map((m) => {
+  fill(list, conv.map((rec) => {
+    // A session's records (v 1): a message of the provider-neutral
+    // conversation, or a condensation of the history; older traces hold
+    // chat messages.
+    if (rec && rec.v) {
+      if (rec.condensed) {
+        return h('li', null, h('div', { class: 'role' }, 'history condensed'), h('pre', null, blocksText(rec.condensed.summary.content)));
+      }
+      const m = rec.message || {};
+      return h('li', null, h('div', { class: 'role' }, m.role), h('pre', null, blocksText(m.content)));
+    }
+    const m = rec;
     const calls = (m.tool_calls || []).map((c) => `→ ${c.function.name}(${c.function.arguments})`);
     const text = [messageText(m), ...calls].filter(Boolean).join('\n');
     const role = h('div', { class: 'role' }, m.role === 'tool' ? 'tool result' : m.role);
     if (m.role === 'system') return h('li', null, role, h('details', null, h('summary', null, 'The agent\'s instructions'), h('pre', null, text)));
     return h('li', null, role, h('pre', null, text));
   }));
+}
+
+// blocksText is a neutral message's blocks as the transcript shows them.
+function blocksText(blocks) {
+  return (blocks || []).map((b) => {
+    switch (b.type) {
+      case 'text': return b.text;
+      case 'image': return '[screenshot]';
+      case 'tool_call': return `→ ${b.call.name}(${JSON.stringify(b.call.args)})`;
+      case 'tool_result': return `[result] ${blocksText(b.result.content)}`;
+      case 'reasoning': return b.reasoning.text ? `(thinking) ${b.reasoning.text}` : '(thinking)';
+      default: return '';
+    }
+  }).filter(Boolean).join('\n');
 }
 
 load().catch(report);
