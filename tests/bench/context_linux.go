@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/hivecrew/hivecrew/core/llm"
 )
 
 // benchContext measures a long task's prompts (issue 17.2, 17.3): one
@@ -19,9 +22,9 @@ import (
 // reuse), its images and size, and the requests that condensed the
 // history.
 func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
-	const steps, window = 200, 32_768
+	const steps = longSteps
 	p := newProvider()
-	p.window = window
+	p.window = longWindow
 	defer p.close()
 	h, err := startHelper()
 	if err != nil {
@@ -36,13 +39,11 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		if n > steps+5 { // past the work (and its summaries): finish
 			return finish(n, check)
 		}
-		// A real model says what it sees and plans, a few sentences a step.
 		msg, hold := writing(n, check)
-		msg.Content = fmt.Sprintf("Step %d. The terminal shows the numbered lines typed so far, the latest at the bottom and the prompt after it. "+
-			"Nothing else on the screen has changed since the last step, and no dialog is open. I type the next line now, with its number, "+
-			"and then look at the screen again to check that it arrived whole before going on with the one after it.", n)
+		msg.Content = stepText(n)
 		return msg, hold
 	})
+	t0 := time.Now()
 	task, err := h.create(ctx, "Type numbered lines into a terminal for a long while "+marker)
 	if err != nil {
 		return nil, err
@@ -51,6 +52,7 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 	if err != nil {
 		return nil, err
 	}
+	took := time.Since(t0)
 	var agentReqs []exchange
 	summaries, overflows := 0, 0
 	for _, e := range p.exchanges(marker) {
@@ -83,7 +85,13 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		maxImages = max(maxImages, e.images)
 	}
 	kb := Quantity(float64(agentReqs[39].bytes) / 1024)
-	tok := tokenRows(agentReqs, mean)
+	chat := chatTokenRows(chatRun(agentReqs, summaries, took), mean)
+	// The same workload on Claude's and OpenAI's own protocols, as many
+	// agent requests as the chat run made.
+	native, err := nativeTokenRows(ctx, h, len(agentReqs))
+	if err != nil {
+		return nil, err
+	}
 	sums := Metric{Name: "context: condensed histories in a 200-step task (32k-token window)", P50: Quantity(float64(summaries)), P95: Quantity(float64(summaries)),
 		Target: Quantity(2), Unit: "count", Samples: 1,
 		Note: fmt.Sprintf("%d provider refusals as too long (each condensed and asked again); the task ended %s after %d agent requests", overflows, done.Status, len(agentReqs))}
@@ -98,42 +106,43 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		{Name: "context: prompt bytes at step 40", P50: kb, P95: kb, Target: Quantity(100), Unit: "KB", Samples: 1,
 			Note: "1280x800 xterm screenshots as PNG data URLs, the text history and the tools"},
 		sums,
-	}, tok...), nil
+	}, sideBySide(append([][3]Metric{chat}, native...)...)...), nil
 }
 
-// Reference prices for the token rows, in dollars per million tokens: a
-// frontier vision model's list price (input, cached input, output).
-const priceIn, priceCached, priceOut = 3.0, 0.30, 15.0
+// The long task: 200 steps against a model with a 32k-token window.
+const longSteps, longWindow = 200, 32_768
 
-// tokenRows are the scripted workload's tokens and cost: prompt and
-// completion tokens per step (the provider's tokenizer: 8/7 of the
-// agent's estimate), and the whole task's cost at the reference prices,
-// with the share of each prompt that repeats the previous one's start
-// billed as cached input, against the same without a prompt cache.
-func tokenRows(reqs []exchange, cachedShare float64) []Metric {
-	var in, out []time.Duration
-	var sumIn, sumOut, sumCached float64
+// stepText is what the model says at step n of the long task: a real
+// model says what it sees and plans, a few sentences a step.
+func stepText(n int) string {
+	return fmt.Sprintf("Step %d. The terminal shows the numbered lines typed so far, the latest at the bottom and the prompt after it. "+
+		"Nothing else on the screen has changed since the last step, and no dialog is open. I type the next line now, with its number, "+
+		"and then look at the screen again to check that it arrived whole before going on with the one after it.", n)
+}
+
+// chatRun is the chat provider's run of the long task as a backend: its
+// tokenizer's counts (8/7 of the agent's estimate), with the share of each
+// prompt that repeats the previous one's start as what a prompt cache
+// reads.
+func chatRun(reqs []exchange, summaries int, took time.Duration) backendRun {
+	b := backendRun{typ: llm.TypeOpenAICompatible, model: "scripted", summaries: summaries, took: took,
+		counted: "images counted as the agent estimates them, 8/7 of its estimate as a stricter tokenizer would"}
 	for i, e := range reqs {
-		in = append(in, Quantity(float64(e.promptTokens)))
-		out = append(out, Quantity(float64(e.answerTokens)))
-		sumIn += float64(e.promptTokens)
-		sumOut += float64(e.answerTokens)
+		u := llm.Usage{Prompt: e.promptTokens, Completion: e.answerTokens, Total: e.promptTokens + e.answerTokens}
 		if i > 0 && e.prevBytes > 0 {
-			sumCached += float64(e.promptTokens) * float64(e.prefix) / float64(e.prevBytes)
+			u.CacheRead = int(math.Round(float64(e.promptTokens) * float64(e.prefix) / float64(e.prevBytes)))
 		}
+		b.usage = append(b.usage, u)
 	}
-	i50, i95 := percentiles(in)
-	o50, o95 := percentiles(out)
-	withCache := ((sumIn-sumCached)*priceIn + sumCached*priceCached + sumOut*priceOut) / 1e6
-	noCache := (sumIn*priceIn + sumOut*priceOut) / 1e6
-	return []Metric{
-		{Name: "tokens: prompt tokens per step (200-step task)", P50: i50, P95: i95, Unit: "tokens", Samples: len(in),
-			Note: fmt.Sprintf("%.0f in all; images counted as the agent estimates them, 8/7 of its estimate as a stricter tokenizer would", sumIn)},
-		{Name: "tokens: completion tokens per step (200-step task)", P50: o50, P95: o95, Unit: "tokens", Samples: len(out),
-			Note: fmt.Sprintf("%.0f in all: a few sentences and one tool call a step", sumOut)},
-		{Name: "tokens: cost of the 200-step task with a prompt cache", P50: Quantity(withCache), P95: Quantity(withCache), Unit: "USD", Samples: 1,
-			Target: Quantity(noCache * 0.6), Baseline: Quantity(noCache), BaselineName: "no prompt cache",
-			Note: fmt.Sprintf("at $%.2f/M input, $%.2f/M cached input, $%.0f/M output; %.0f%% of the prompt tokens repeat the previous prompt's start (cache-eligible; mean share per step %.1f%%); target: at most 60%% of the uncached cost",
-				priceIn, priceCached, priceOut, 100*sumCached/max(sumIn, 1), cachedShare)},
-	}
+	return b
+}
+
+// chatTokenRows are the chat provider's token rows: the workload's
+// tokens and cost at the reference prices, with the share of each prompt
+// that repeats the previous one's start billed as cached input, against
+// the same without a prompt cache.
+func chatTokenRows(b backendRun, cachedShare float64) [3]Metric {
+	read, _ := cacheShares(b)
+	note := fmt.Sprintf("%.0f%% of the prompt tokens repeat the previous prompt's start (cache-eligible; mean share per step %.1f%%)", read, cachedShare)
+	return backendRows(b, note, 0.6)
 }

@@ -185,9 +185,24 @@ func (h *helperProc) waitVM(ctx context.Context, state string, within time.Durat
 	})
 }
 
-// create queues a task; it may take up to 10,000 steps.
+// addProvider adds a provider of type typ (llm.TypeAnthropic, ...) at
+// url, whose default model is model.
+func (h *helperProc) addProvider(ctx context.Context, name, typ, url, model string) error {
+	key := "sk-bench"
+	_, err := h.unix.AddProvider(ctx, wire.ProviderInput{DisplayName: &name, Type: &typ, BaseURL: &url, APIKey: &key, DefaultModelID: &model})
+	return err
+}
+
+// create queues a task on the bench's provider; it may take up to 10,000
+// steps.
 func (h *helperProc) create(ctx context.Context, description string) (wire.Task, error) {
-	return h.unix.CreateTask(ctx, wire.CreateTask{Description: description, ProviderName: benchProvider, ModelID: "scripted", MaxIterations: 10_000})
+	return h.createOn(ctx, benchProvider, "scripted", description)
+}
+
+// createOn queues a task on a provider and model; it may take up to
+// 10,000 steps.
+func (h *helperProc) createOn(ctx context.Context, provider, model, description string) (wire.Task, error) {
+	return h.unix.CreateTask(ctx, wire.CreateTask{Description: description, ProviderName: provider, ModelID: model, MaxIterations: 10_000})
 }
 
 // waitTask polls a task until ok says so.

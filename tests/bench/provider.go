@@ -179,7 +179,7 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	msg, hold := finish(n, check)
 	switch {
 	case summary:
-		msg, hold = openai.ChatCompletionMessage{Role: "assistant", Content: "The agent opened xterm and typed numbered lines of text into it; it goes on typing."}, nil
+		msg, hold = openai.ChatCompletionMessage{Role: "assistant", Content: summaryAnswer}, nil
 	case s != nil:
 		msg, hold = s(n, check)
 	}
@@ -208,8 +208,12 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 var imageSeed = maphash.MakeSeed()
 
-// summaryQuestion marks the agent's request to condense its history.
-const summaryQuestion = "You condense the history"
+// summaryQuestion marks the agent's request to condense its history, and
+// summaryAnswer is the scripted providers' answer to it.
+const (
+	summaryQuestion = "You condense the history"
+	summaryAnswer   = "The agent opened xterm and typed numbered lines of text into it; it goes on typing."
+)
 
 // tokens counts a chat request's prompt tokens as this provider's
 // tokenizer would: 8/7 of the agent's estimate (3.5 bytes a token where
@@ -294,7 +298,13 @@ func writing(n int, _ bool) (openai.ChatCompletionMessage, <-chan struct{}) {
 	if n == 1 {
 		return toolCall("open_app", `{"name":"xterm"}`), nil
 	}
-	return toolCall("keyboard_type", fmt.Sprintf(`{"text":"Step %d: the quick brown fox jumps over the lazy dog, 0123456789.\n"}`, n)), nil
+	args, _ := json.Marshal(map[string]string{"text": typedLine(n)})
+	return toolCall("keyboard_type", string(args)), nil
+}
+
+// typedLine is the line the agent types into the terminal at step n.
+func typedLine(n int) string {
+	return fmt.Sprintf("Step %d: the quick brown fox jumps over the lazy dog, 0123456789.\n", n)
 }
 
 func toolCall(name, args string) openai.ChatCompletionMessage {

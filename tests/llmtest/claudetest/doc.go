@@ -7,7 +7,9 @@
 // end-to-end test may put in front of a Claude client, so it refuses what
 // the real API refuses: with the status, the error type and a message like
 // Anthropic's, counted in Refusals, so a test can assert that its client
-// sent nothing the real API would have rejected.
+// sent nothing the real API would have rejected. New ties it to a test;
+// Start runs it in a program (the benchmark), with its own errorf for the
+// scripts' mistakes.
 //
 // Scripts read like llmtest's. Script(marker, turns...) answers the requests
 // whose body contains marker (or whose name Server.Match returns), one turn

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,4 +241,35 @@ func TestScreenshotsWithSDK(t *testing.T) {
 		t.Errorf("input tokens %d do not count the screenshot", rec[1].Usage.InputTokens)
 	}
 	noRefusals(t, srv)
+}
+
+// TestStartOutsideATest: a program (the benchmark) starts the server
+// without a test; a scripted turn the model could not give goes to its
+// errorf, the request gets a 500, and stop closes the server.
+func TestStartOutsideATest(t *testing.T) {
+	var mu sync.Mutex
+	var errs []string
+	srv, stop := claudetest.Start(func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, fmt.Sprintf(format, args...))
+	})
+	srv.Script("[[s]]", claudetest.ToolUse("delete_everything", map[string]any{}), claudetest.Text("Hi."))
+	body := req("tools", []any{waitTool})
+	body["messages"] = msgs(user("[[s]] Go."))
+	if a := post(t, srv, "/v1/messages", body, nil); a.status != 500 {
+		t.Fatalf("an impossible turn answered %d", a.status)
+	}
+	if a := post(t, srv, "/v1/messages", body, nil); a.status != 200 {
+		t.Fatalf("a possible turn answered %d: %s", a.status, a.body)
+	}
+	mu.Lock()
+	if len(errs) != 1 || !strings.Contains(errs[0], "does not declare") {
+		t.Errorf("errorf got %q, want one error about the undeclared tool", errs)
+	}
+	mu.Unlock()
+	stop()
+	if _, err := http.Get(srv.URL + "/v1/models"); err == nil {
+		t.Error("the server still answers after stop")
+	}
 }

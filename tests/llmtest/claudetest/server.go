@@ -68,7 +68,8 @@ type Server struct {
 	// unknown name gets the default answers.
 	Match func(body string) string
 
-	t       testing.TB
+	// errorf is told of a script's turn the model could not have given.
+	errorf  func(format string, args ...any)
 	signKey []byte
 
 	// imgMu guards decodedImages.
@@ -142,15 +143,25 @@ type Refused struct {
 	Body    string
 }
 
-// New starts a server, closed when the test ends.
+// New starts a server, closed when the test ends; a scripted turn the
+// model could not have given fails the test.
 func New(t testing.TB) *Server {
+	s, stop := Start(t.Errorf)
+	t.Cleanup(stop)
+	return s
+}
+
+// Start starts a server for a program outside go test (the benchmark):
+// errorf is told of every scripted turn the model could not have given
+// (the request is answered with a 500 api_error, as under New), and stop
+// closes the server.
+func Start(errorf func(format string, args ...any)) (s *Server, stop func()) {
 	key := make([]byte, 32)
 	rand.Read(key)
-	s := &Server{t: t, signKey: key, scripts: map[string]*script{}, decodedImages: map[[32]byte]decoded{}, cache: map[string]map[[32]byte]int{}}
+	s = &Server{errorf: errorf, signKey: key, scripts: map[string]*script{}, decodedImages: map[[32]byte]decoded{}, cache: map[string]map[[32]byte]int{}}
 	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
 	s.URL = srv.URL
-	return s
+	return s, srv.Close
 }
 
 // Requests returns the bodies of the requests that the script of marker
@@ -291,7 +302,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	ans, err := s.answer(req, turn)
 	if err != nil {
-		s.t.Errorf("claudetest: script %q: %v", rec.Script, err)
+		s.errorf("claudetest: script %q: %v", rec.Script, err)
 		writeError(w, &apiError{http.StatusInternalServerError, "api_error", "claudetest script error: " + err.Error()})
 		return
 	}

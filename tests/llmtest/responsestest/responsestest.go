@@ -4,7 +4,9 @@
 // and GET /v1/models), plays scripts of answers (text, reasoning, function
 // and computer calls with pending safety checks, refusals, verdicts, HTTP
 // errors, failed, incomplete and broken responses, held answers), and
-// records every request it was sent.
+// records every request it was sent. New ties it to a test; Start runs it
+// in a program (the benchmark), with its own errorf for the scripts'
+// mistakes.
 //
 // It refuses, with OpenAI's status, error shape and wording, what the
 // real API refuses, so that a client that passes here does not fail
@@ -77,7 +79,8 @@ type Server struct {
 	// bodies of the accepted requests that matched a marker).
 	llmtest.Book[Turn]
 
-	t      testing.TB
+	// errorf is told of a script's turn the model could not have given.
+	errorf func(format string, args ...any)
 	secret []byte // signs encrypted_content
 	images imageCache
 
@@ -131,15 +134,24 @@ type Acknowledgement struct {
 	At              time.Time
 }
 
-// New starts a server, closed when the test ends.
+// New starts a server, closed when the test ends; a scripted turn the
+// model could not have given fails the test.
 func New(t testing.TB) *Server {
-	s := &Server{t: t, secret: []byte(randomHex(32)), images: imageCache{byHash: map[[32]byte]Image{}},
+	s, stop := Start(t.Errorf)
+	t.Cleanup(stop)
+	return s
+}
+
+// Start starts a server for a program outside go test (the benchmark):
+// errorf is told of every scripted turn the model could not have given
+// (the turn is still played, as under New), and stop closes the server.
+func Start(errorf func(format string, args ...any)) (s *Server, stop func()) {
+	s = &Server{errorf: errorf, secret: []byte(randomHex(32)), images: imageCache{byHash: map[[32]byte]Image{}},
 		issued: map[string]*issued{}, calls: map[string]*issued{},
 		responses: map[string]*storedResponse{}, acked: map[string]bool{}, prompts: map[string][][]segment{}}
 	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/v1"
-	return s
+	return s, srv.Close
 }
 
 // Title sets the answer to title requests (those carrying llm.TitlePrompt).
@@ -284,7 +296,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, p := range a.problems {
-		s.t.Errorf("responsestest: %s", p)
+		s.errorf("responsestest: %s", p)
 	}
 	a.serve(w, r)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -327,6 +328,30 @@ func TestImpossibleScriptsFailTheTest(t *testing.T) {
 				t.Errorf("errors %q, want one with %q", rec.errs, c.words)
 			}
 		})
+	}
+}
+
+// TestStartOutsideATest: a program (the benchmark) starts the server
+// without a test; a scripted turn the model could not give goes to its
+// errorf (and is played), and stop closes the server.
+func TestStartOutsideATest(t *testing.T) {
+	var mu sync.Mutex
+	var errs []string
+	s, stop := Start(func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, fmt.Sprintf(format, args...))
+	})
+	s.Script("x", Call("write_file", map[string]any{"path": "a"}))
+	post(t, s, gpt5(user("x"))).ok(t)
+	mu.Lock()
+	if len(errs) != 1 || !strings.Contains(errs[0], `function "write_file"`) {
+		t.Errorf("errorf got %q, want one error about the function not offered", errs)
+	}
+	mu.Unlock()
+	stop()
+	if _, err := http.Get(s.URL + "/models"); err == nil {
+		t.Error("the server still answers after stop")
 	}
 }
 
