@@ -127,15 +127,9 @@ func (o *Orchestrator) Resume(ctx context.Context, id, instructions string, budg
 		runner.SetBudget(usd, tokens)
 	}
 	if budget.ExtraSteps != nil || budget.ExtraMinutes != nil {
-		steps, mins := 0, 0.0
-		if budget.ExtraSteps != nil {
-			steps = *budget.ExtraSteps
-		}
-		if budget.ExtraMinutes != nil {
-			mins = *budget.ExtraMinutes
-		}
-		if steps < 0 || steps > 10000 || mins < 0 || mins > 1440 {
-			return errdefs.Invalidf("extraSteps (0 to 10000) and extraMinutes (0 to 1440): got %d and %g", steps, mins)
+		steps, mins, err := budget.extension()
+		if err != nil {
+			return err
 		}
 		if !runner.IsPaused() {
 			return errdefs.Conflictf("cannot resume task %s: it is not paused", id)
@@ -438,6 +432,21 @@ type Budget struct {
 	// ExtraSteps and ExtraMinutes raise the step and time limits.
 	ExtraSteps   *int
 	ExtraMinutes *float64
+}
+
+// extension reads the extra steps and minutes of a resume: 0 when not
+// given; out of bounds (0-10000 steps, 0-1440 minutes), an invalid request.
+func (b Budget) extension() (steps int, mins float64, err error) {
+	if b.ExtraSteps != nil {
+		steps = *b.ExtraSteps
+	}
+	if b.ExtraMinutes != nil {
+		mins = *b.ExtraMinutes
+	}
+	if steps < 0 || steps > 10000 || mins < 0 || mins > 1440 {
+		return 0, 0, errdefs.Invalidf("extraSteps (0 to 10000) and extraMinutes (0 to 1440): got %d and %g", steps, mins)
+	}
+	return steps, mins, nil
 }
 
 // budgetOf is a task's budget: its own, else Settings' (0: none).

@@ -140,15 +140,9 @@ func (o *Orchestrator) resumeHeldAfterRestart(ctx context.Context, t store.Task,
 			return err
 		}
 	}
-	steps, mins := 0, 0.0
-	if budget.ExtraSteps != nil {
-		steps = *budget.ExtraSteps
-	}
-	if budget.ExtraMinutes != nil {
-		mins = *budget.ExtraMinutes
-	}
-	if steps < 0 || steps > 10000 || mins < 0 || mins > 1440 {
-		return errdefs.Invalidf("extraSteps (0 to 10000) and extraMinutes (0 to 1440): got %d and %g", steps, mins)
+	steps, _, err := budget.extension()
+	if err != nil {
+		return err
 	}
 	settings := o.cfg.Settings()
 	if _, err := o.update(t.ID, store.Update{Mutate: func(t *store.Task) error {

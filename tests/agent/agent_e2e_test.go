@@ -81,6 +81,13 @@ func tool(name string, args any) openai.ChatCompletionMessage {
 // startGuest starts a sandbox of the host template and connects to its guest.
 func startGuest(t *testing.T, id string) (vm.Machine, *guest.Client, string) {
 	t.Helper()
+	return startSizedGuest(t, id, 0, 0)
+}
+
+// startSizedGuest is startGuest with a screen of w x h points (0: the
+// default).
+func startSizedGuest(t *testing.T, id string, w, h int) (vm.Machine, *guest.Client, string) {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	data := t.TempDir()
@@ -88,7 +95,8 @@ func startGuest(t *testing.T, id string) (vm.Machine, *guest.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := b.Create(ctx, vm.Spec{ID: id, Template: vm.Template{Kind: vm.KindHost}, Dir: filepath.Join(data, id), Network: vm.NetworkOffline, MemoryMB: 2048})
+	m, err := b.Create(ctx, vm.Spec{ID: id, Template: vm.Template{Kind: vm.KindHost}, Dir: filepath.Join(data, id), Network: vm.NetworkOffline,
+		MemoryMB: 2048, DisplayWidth: w, DisplayHeight: h})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/vm"
-	"github.com/hivecrew/hivecrew/core/vm/sandbox"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/tests/llmtest/claudetest"
 	"github.com/hivecrew/hivecrew/tests/llmtest/responsestest"
@@ -30,33 +29,6 @@ import (
 // Native computer tools in real sandboxes: Claude's computer tool and
 // OpenAI's computer-use model drive a real desktop through the guest
 // agent, with the strict scripted server of each protocol as the model.
-
-// startSizedGuest is startGuest with a screen of w x h points.
-func startSizedGuest(t *testing.T, id string, w, h int) (vm.Machine, *guest.Client, string) {
-	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	data := t.TempDir()
-	b, err := sandbox.New(sandbox.Config{AgentBinary: agentBin, DataDir: data, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := b.Create(ctx, vm.Spec{ID: id, Template: vm.Template{Kind: vm.KindHost}, Dir: filepath.Join(data, id), Network: vm.NetworkOffline,
-		MemoryMB: 2048, DisplayWidth: w, DisplayHeight: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Delete(context.Background()) })
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	g, err := guest.Connect(ctx, guest.Config{Dial: m.DialGuest, Key: m.GuestKey, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return m, g, data
-}
 
 // clickEvent is what the test app reports of a press.
 type clickEvent struct {
