@@ -147,10 +147,16 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		return r.useCredential(ctx, step, args, string(call.Args))
 	}
 	// The permission: the tool's own, or open_terminal's for a call that
-	// opens a terminal, a shell or an interpreter.
-	gate, what := call.Name, call.Name
-	if target, ok := opensTerminal(call.Name, args); ok {
-		gate, what = config.OpenTerminal, fmt.Sprintf("%s (opens a terminal or shell: %q)", call.Name, truncate(target, 200))
+	// starts a terminal, a shell, an interpreter or a program file
+	// (opengate.go).
+	gate, what, details := call.Name, call.Name, string(call.Args)
+	askAnyway := false
+	if call.Name == protocol.MethodOpenApp || call.Name == protocol.MethodOpenFile {
+		j, err := r.openGate(ctx, step, call.Name, args, string(call.Args))
+		if err != nil {
+			return "", err
+		}
+		gate, what, details, askAnyway = j.gate, j.what, j.details, j.askAnyway
 	}
 	if gates := elementGates[call.Name]; gates != nil {
 		// An element tool is what it does: a denied click denies clicking
@@ -163,15 +169,19 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		}
 		what = fmt.Sprintf("%s (%s)", gate, call.Name)
 	}
-	switch r.task.Policy.For(gate) {
+	perm := r.task.Policy.For(gate)
+	if askAnyway && perm == config.Allow {
+		perm = config.Ask
+	}
+	switch perm {
 	case config.Deny:
 		if gate == config.OpenTerminal {
 			return "", fmt.Errorf("opening a terminal, a shell or an interpreter is not allowed for this task (%s)", what)
 		}
 		return "", fmt.Errorf("%s is not allowed for this task", call.Name)
 	case config.Ask:
-		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + what + "?", Details: string(call.Args)})
-		ok, _, err := r.ctl.requestPermission(ctx, gate, string(call.Args))
+		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + what + "?", Details: details})
+		ok, _, err := r.ctl.requestPermission(ctx, gate, details)
 		if err != nil {
 			return "", err
 		}

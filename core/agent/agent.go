@@ -194,6 +194,9 @@ type Runner struct {
 	toolTokens int
 	// summaries counts condensed histories (guarded by mu).
 	summaries int
+	// namesOnly tells the task once that its guest cannot resolve app
+	// names (opengate.go).
+	namesOnly sync.Once
 	// live gathers the output of the run_shell call in flight.
 	live liveShell
 	// deadline is the time limit, hard the timer that stops the run at the

@@ -132,7 +132,13 @@ func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 // newEnvWith is newEnv with the runner's guest wrapped by wrap.
 func newEnvWith(t *testing.T, l *llmServer, mutate func(*Task), wrap func(Guest) Guest, opts ...func(*Config)) *env {
 	t.Helper()
-	b := fake.New(fake.Options{Width: 1440, Height: 900, Scale: 2})
+	return newEnvOn(t, fake.Options{Width: 1440, Height: 900, Scale: 2}, l, mutate, wrap, opts...)
+}
+
+// newEnvOn is newEnvWith on a fake backend of these options.
+func newEnvOn(t *testing.T, o fake.Options, l *llmServer, mutate func(*Task), wrap func(Guest) Guest, opts ...func(*Config)) *env {
+	t.Helper()
+	b := fake.New(o)
 	ctx := context.Background()
 	dir := t.TempDir()
 	mach, err := b.Create(ctx, vm.Spec{ID: "vm", Dir: filepath.Join(dir, "vm"), Template: vm.Template{Kind: vm.KindHost}})
@@ -581,7 +587,9 @@ func TestClipboardAndAppTools(t *testing.T) {
 // from run_shell (or made to ask), opens a terminal or a shell script
 // instead and would type its commands there: opening a terminal, a shell
 // or a script is gated by open_terminal, which follows run_shell unless
-// the policy names it.
+// the policy names it. The fake guest cannot resolve names (no
+// resolve_app), so this is the check by name that older guests get;
+// terminal_test.go has the guests that say what runs.
 func TestOpeningATerminalFollowsTheShellPolicy(t *testing.T) {
 	l := newLLM(t, append([]turn{
 		{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "xterm"})}},

@@ -25,6 +25,13 @@ import (
 // and a call the provider raised safety checks on waits for the user's
 // approval of each, whatever the policy: nothing acknowledges a check by
 // itself.
+//
+// What no gate here stops: a click or a key goes to whatever is in front.
+// An agent allowed to type types into a terminal, an interpreter or an
+// app's macro editor as readily as into a text field, if one is on the
+// screen. The terminal gate (terminal.go) keeps the tools from starting
+// such a program without the user's say; it does not follow the keys into
+// a program that is already open (README, "What a permission means").
 
 // Guest methods of input.v2 (guestagent/protocol/PROTOCOL.md).
 const (

@@ -77,12 +77,14 @@ const MCPToolPrefix = "mcp__"
 // trailing "*", all of a server's tools: mcp__files__*).
 var mcpToolName = regexp.MustCompile(`^mcp__[A-Za-z0-9-]+__([A-Za-z0-9_-]+|\*)$`)
 
-// OpenTerminal is the pseudo-tool a policy uses for opening a terminal or a
-// shell: open_app of a terminal emulator, shell or interpreter, and
-// open_file of a script or with such a program. A GUI agent can type into
-// any program it can open, so run_shell's policy alone would gate the tool,
-// not the capability; a policy that does not name open_terminal gives it
-// run_shell's permission.
+// OpenTerminal is the pseudo-tool a policy uses for starting what runs
+// code: open_app or open_file of a terminal emulator, a shell, an
+// interpreter, a launcher or an app that runs what is typed into it, and
+// open_file of a program or script with its default application, judged
+// by what the guest says the call would start (core/agent terminal.go). A
+// GUI agent can type into any program it can open, so run_shell's policy
+// alone would gate the tool, not the capability; a policy that does not
+// name open_terminal gives it run_shell's permission.
 const OpenTerminal = "open_terminal"
 
 // legacyPolicyNames were accepted by earlier versions but gate nothing:

@@ -35,6 +35,9 @@ func checkResult(method string, raw json.RawMessage) error {
 	if d := jsonDepth(raw, maxResultDepth); d > maxResultDepth {
 		return errdefs.Invalidf("%s: the guest's result nests deeper than %d levels", method, maxResultDepth)
 	}
+	if method == protocol.MethodResolveApp {
+		return checkResolved(raw)
+	}
 	if method != protocol.MethodAccessibilityTree {
 		return nil
 	}

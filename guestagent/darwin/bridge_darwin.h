@@ -52,6 +52,13 @@ void hc_type_utf16(const uint16_t *units, int n);
 int hc_open_app(const char *name, char **err);
 int hc_open_file(const char *path, const char *app, char **err);
 int hc_open_url(const char *url, char **err);
+// hc_resolve_app_json says, as JSON (protocol.ResolvedApp), what
+// hc_open_app(name) (and hc_open_file with that app) would start: the
+// bundle's id, name, folder and executable, links resolved.
+char *hc_resolve_app_json(const char *name);
+// hc_default_app_json says the same of the application hc_open_file(path,
+// NULL) would open path with.
+char *hc_default_app_json(const char *path);
 char *hc_frontmost_app_json(void);
 char *hc_running_apps_json(void);
 char *hc_ax_tree_json(const char *app, int max_depth, int only_visible, int max_nodes, char **err);

@@ -403,6 +403,39 @@ int hc_open_url(const char *url, char **err) {
 	return hc_open(target, NULL, err);
 }
 
+// hc_bundle_string is an Info.plist string of bundle, or nil.
+static NSString *hc_bundle_string(NSBundle *bundle, NSString *key) {
+	id v = [bundle objectForInfoDictionaryKey:key];
+	return [v isKindOfClass:[NSString class]] && [v length] > 0 ? v : nil;
+}
+
+// hc_resolved is what opening the app at url starts (protocol.ResolvedApp).
+static char *hc_resolved(NSURL *url) {
+	if (url == nil) return hc_json(@{@"found" : @NO});
+	NSURL *real = [url URLByResolvingSymlinksInPath];
+	NSBundle *bundle = [NSBundle bundleWithURL:real];
+	NSString *exe = [[bundle.executableURL URLByResolvingSymlinksInPath] path];
+	if (bundle == nil || exe.length == 0) return hc_json(@{@"found" : @NO});
+	NSString *name = hc_bundle_string(bundle, @"CFBundleDisplayName") ?: hc_bundle_string(bundle, @"CFBundleName")
+	                                                                  ?: [real.lastPathComponent stringByDeletingPathExtension];
+	return hc_json(@{
+		@"found" : @YES,
+		@"kind" : @"bundle",
+		@"id" : bundle.bundleIdentifier ?: @"",
+		@"name" : name ?: @"",
+		@"file" : real.path ?: @"",
+		@"executable" : exe,
+	});
+}
+
+char *hc_resolve_app_json(const char *name) { return hc_resolved(hc_app_url(hc_nsstring(name))); }
+
+char *hc_default_app_json(const char *path) {
+	NSString *p = hc_nsstring(path);
+	if (p.length == 0) return hc_json(@{@"found" : @NO});
+	return hc_resolved([[NSWorkspace sharedWorkspace] URLForApplicationToOpenURL:[NSURL fileURLWithPath:p]]);
+}
+
 // ---- Accessibility
 
 static CFTypeRef hc_ax_copy(AXUIElementRef element, CFStringRef attribute) {

@@ -466,6 +466,27 @@ func (d *Driver) OpenFile(ctx context.Context, path, app string) error {
 	return openResult(C.hc_open_file(cpath, capp, &cerr), cerr, what)
 }
 
+var _ server.AppResolver = (*Driver)(nil)
+
+// ResolveApp implements server.AppResolver with the lookups OpenApp and
+// OpenFile make: a bundle id or an application's name in the usual
+// folders, or the application Launch Services opens a file with.
+func (d *Driver) ResolveApp(ctx context.Context, name, path string) (protocol.ResolvedApp, error) {
+	var raw *C.char
+	if path != "" && name == "" {
+		cpath := C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+		raw = C.hc_default_app_json(cpath)
+	} else {
+		cname := C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+		raw = C.hc_resolve_app_json(cname)
+	}
+	var r protocol.ResolvedApp
+	err := decodeJSON(raw, &r)
+	return r, err
+}
+
 // OpenURL implements server.Driver.
 func (d *Driver) OpenURL(ctx context.Context, url string) error {
 	curl := C.CString(url)

@@ -1,10 +1,9 @@
 package linux
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +16,6 @@ import (
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
-
-// xdgOpenTimeout bounds xdg-open, which returns once it has handed the file
-// or URL to an application.
-const xdgOpenTimeout = 15 * time.Second
 
 // applicationDirs lists the folders holding .desktop files, most specific first.
 func applicationDirs() []string {
@@ -57,12 +52,7 @@ func findApp(name string) (desktopEntry, bool) {
 			if !strings.HasSuffix(ent.Name(), ".desktop") {
 				continue
 			}
-			f, err := os.Open(filepath.Join(dir, ent.Name()))
-			if err != nil {
-				continue
-			}
-			e, ok := parseDesktopEntry(strings.TrimSuffix(ent.Name(), ".desktop"), f)
-			f.Close()
+			e, ok := readDesktopEntry(filepath.Join(dir, ent.Name()), strings.TrimSuffix(ent.Name(), ".desktop"))
 			if !ok {
 				continue
 			}
@@ -86,6 +76,52 @@ func findApp(name string) (desktopEntry, bool) {
 	return desktopEntry{}, false
 }
 
+// readDesktopEntry reads the application entry of a .desktop file.
+func readDesktopEntry(file, id string) (desktopEntry, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return desktopEntry{}, false
+	}
+	defer f.Close()
+	e, ok := parseDesktopEntry(id, io.LimitReader(f, maxDesktopFile))
+	e.File = file
+	return e, ok
+}
+
+// maxDesktopFile bounds what is read of a .desktop file.
+const maxDesktopFile = 1 << 20
+
+// appLaunch finds what OpenApp(name) starts (path empty) or what
+// OpenFile(path, name) starts with a named app: the desktop entry, when
+// the name finds one, and the argument vector. ok is false when neither
+// an entry nor a program has the name.
+func appLaunch(name, path string) (e *desktopEntry, args []string, ok bool) {
+	var files []string
+	if path != "" {
+		files = []string{path}
+	}
+	if found, ok := findApp(name); ok {
+		return &found, execArgs(found.Exec, files), true
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		return nil, nil, false
+	}
+	if path == "" && strings.ContainsAny(name, " /") {
+		return nil, nil, false // open_app takes a program by its name only
+	}
+	return nil, append([]string{name}, files...), true
+}
+
+// programPath finds a program as the shell would (on PATH, or the path
+// it is given), as an absolute path.
+func programPath(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(p)
+}
+
 // windowWait bounds how long open_app and open_file wait for the opened
 // application's window: a cold start of a GTK editor takes seconds, and a
 // screenshot taken before its window is mapped shows the model nothing.
@@ -95,9 +131,10 @@ const windowWait = 10 * time.Second
 // output discarded) and reaps it when it exits. It returns once a window
 // that was not there before is managed (the program's own, or one it handed
 // the request to, as single-instance editors do), once the program fails,
-// or after windowWait, whichever comes first.
-func (d *Driver) launch(ctx context.Context, args []string) error {
-	path, err := exec.LookPath(args[0])
+// or after windowWait, whichever comes first. failed says a failure's
+// exit status in words (nil: "exited with status N").
+func (d *Driver) launch(ctx context.Context, args []string, failed func(status int) error) error {
+	path, err := programPath(args[0])
 	if err != nil {
 		return protocol.Errorf(protocol.CodeNotFound, "program %q not found", args[0])
 	}
@@ -122,6 +159,9 @@ func (d *Driver) launch(ctx context.Context, args []string) error {
 		case err := <-exited:
 			var exit *exec.ExitError
 			if errors.As(err, &exit) && exit.ExitCode() != 0 {
+				if failed != nil {
+					return failed(exit.ExitCode())
+				}
 				return protocol.Errorf(protocol.CodeInternalError, "%s exited with status %d", args[0], exit.ExitCode())
 			}
 			exited = nil // handed off (or a launcher): keep watching for the window
@@ -156,52 +196,40 @@ func (d *Driver) clients() map[xproto.Window]bool {
 
 // OpenApp implements server.Driver.
 func (d *Driver) OpenApp(ctx context.Context, name string) error {
-	if e, ok := findApp(name); ok {
-		return d.launch(ctx, execArgs(e.Exec, nil))
+	_, args, ok := appLaunch(name, "")
+	if !ok || len(args) == 0 {
+		return protocol.Errorf(protocol.CodeNotFound, "no application named %q (give a desktop-file id, an application name or a program)", name)
 	}
-	if _, err := exec.LookPath(name); err == nil && !strings.ContainsAny(name, " /") {
-		return d.launch(ctx, []string{name})
-	}
-	return protocol.Errorf(protocol.CodeNotFound, "no application named %q (give a desktop-file id, an application name or a program)", name)
+	return d.launch(ctx, args, nil)
 }
 
 // OpenFile implements server.Driver: with the named app, or xdg-open.
 func (d *Driver) OpenFile(ctx context.Context, path, app string) error {
-	if app != "" {
-		e, ok := findApp(app)
-		if !ok {
-			if _, err := exec.LookPath(app); err != nil {
-				return protocol.Errorf(protocol.CodeNotFound, "no application named %q", app)
-			}
-			return d.launch(ctx, []string{app, path})
-		}
-		return d.launch(ctx, execArgs(e.Exec, []string{path}))
+	if app == "" {
+		return d.xdgOpen(ctx, path)
 	}
-	return xdgOpen(ctx, path)
+	_, args, ok := appLaunch(app, path)
+	if !ok || len(args) == 0 {
+		return protocol.Errorf(protocol.CodeNotFound, "no application named %q", app)
+	}
+	return d.launch(ctx, args, nil)
 }
 
 // OpenURL implements server.Driver.
-func (d *Driver) OpenURL(ctx context.Context, url string) error { return xdgOpen(ctx, url) }
+func (d *Driver) OpenURL(ctx context.Context, url string) error { return d.xdgOpen(ctx, url) }
 
-func xdgOpen(ctx context.Context, target string) error {
-	ctx, cancel := context.WithTimeout(ctx, xdgOpenTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "xdg-open", target)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = time.Second // the opened app may inherit our pipes
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay):
-		return nil
-	case errors.Is(err, exec.ErrNotFound):
+// xdgOpen opens a file or URL with its default application. Without a
+// desktop environment xdg-open waits for the program it starts (an
+// editor, a browser) to exit, so it is launched as a program is: the call
+// returns once a new window shows, xdg-open fails, or after windowWait.
+func (d *Driver) xdgOpen(ctx context.Context, target string) error {
+	if _, err := exec.LookPath("xdg-open"); err != nil {
 		return protocol.Errorf(protocol.CodeUnsupported, "xdg-open is not installed in this guest")
-	case errors.As(err, &exit) && exit.ExitCode() == 3:
-		return protocol.Errorf(protocol.CodeNotFound, "no application is set up to open %s: %s", target, strings.TrimSpace(stderr.String()))
-	case errors.As(err, &exit):
-		return protocol.Errorf(protocol.CodeInternalError, "xdg-open %s failed (exit %d): %s", target, exit.ExitCode(), strings.TrimSpace(stderr.String()))
 	}
-	return fmt.Errorf("xdg-open %s: %w", target, err)
+	return d.launch(ctx, []string{"xdg-open", target}, func(status int) error {
+		if status == 3 {
+			return protocol.Errorf(protocol.CodeNotFound, "no application is set up to open %s", target)
+		}
+		return protocol.Errorf(protocol.CodeInternalError, "xdg-open %s failed (exit %d)", target, status)
+	})
 }

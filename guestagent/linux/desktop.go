@@ -8,11 +8,13 @@ import (
 
 // desktopEntry is the part of a freedesktop .desktop file open_app needs.
 type desktopEntry struct {
-	ID       string // file name without .desktop
-	Name     string
-	Exec     string
-	NoShow   bool
-	Terminal bool
+	ID         string // file name without .desktop
+	File       string // the .desktop file, when read from one
+	Name       string
+	Exec       string
+	NoShow     bool
+	Terminal   bool
+	Categories []string
 }
 
 // parseDesktopEntry reads the [Desktop Entry] group of a .desktop file.
@@ -48,6 +50,8 @@ func parseDesktopEntry(id string, r io.Reader) (desktopEntry, bool) {
 			e.NoShow = e.NoShow || strings.TrimSpace(v) == "true"
 		case "Terminal":
 			e.Terminal = strings.TrimSpace(v) == "true"
+		case "Categories":
+			e.Categories = strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ' ' })
 		}
 	}
 	return e, typ == "Application" && e.Exec != ""

@@ -94,6 +94,9 @@ const (
 	MethodClipboardRead     = "clipboard_read"
 	MethodClipboardWrite    = "clipboard_write"
 	MethodWait              = "wait"
+	// MethodResolveApp (capability CapResolveApp) says what open_app or
+	// open_file would run, without running it.
+	MethodResolveApp = "resolve_app"
 )
 
 // Notification names.
@@ -122,6 +125,10 @@ const (
 	// super as a modifier of its own. A host sends none of these to a
 	// guest that does not announce it.
 	CapInputV2 = "input.v2"
+	// CapResolveApp says the guest answers resolve_app: what open_app
+	// and open_file would run. A host that gets no such answer can only
+	// judge an app by the name it is given.
+	CapResolveApp = "apps.resolve"
 )
 
 // Shared folder layout: the three folders of every VM's share.

@@ -244,6 +244,62 @@ type OpenFileParams struct {
 	App  string `json:"app,omitempty"`
 }
 
+// ResolveAppParams asks what open_app or open_file would run, without
+// running it (capability CapResolveApp): App alone is open_app's name;
+// Path, with App when open_file names one, is open_file's.
+type ResolveAppParams struct {
+	App  string `json:"app,omitempty"`
+	Path string `json:"path,omitempty"`
+}
+
+// ResolvedApp is what an open_app or open_file call would start: the
+// desktop entry (Linux) or bundle (macOS) the name or the file's default
+// application resolves to, and the program it runs. It is data the host
+// judges; the guest decides nothing with it. Found is false when the call
+// would find nothing to open (open_app's "no application named", a file
+// type with no default application).
+type ResolvedApp struct {
+	Found bool `json:"found"`
+	// Kind is how the name was found: "desktop-entry", "program" (a name
+	// on PATH) or "bundle".
+	Kind string `json:"kind,omitempty"`
+	// ID is the desktop-file id or the bundle id; Name the entry's or
+	// bundle's name; File the .desktop file or the .app bundle.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+	File string `json:"file,omitempty"`
+	// Executable is the real path (symbolic links resolved) of the
+	// program that runs; Args the arguments its entry gives it, file
+	// field codes dropped.
+	Executable string   `json:"executable,omitempty"`
+	Args       []string `json:"args,omitempty"`
+	// Terminal says the entry runs inside a terminal (Terminal=true);
+	// Categories are the entry's (TerminalEmulator, ...).
+	Terminal   bool     `json:"terminal,omitempty"`
+	Categories []string `json:"categories,omitempty"`
+	// MIME is the type a file's default application was chosen for.
+	MIME string `json:"mime,omitempty"`
+	// Target describes open_file's file.
+	Target *FileFacts `json:"target,omitempty"`
+}
+
+// FileFacts are what makes a file a program: its executable bits, its
+// first line when that is a #! line, and whether it is a folder (a macOS
+// .app bundle is one).
+type FileFacts struct {
+	Executable bool   `json:"executable,omitempty"`
+	Shebang    string `json:"shebang,omitempty"`
+	Dir        bool   `json:"dir,omitempty"`
+}
+
+// Bounds of a ResolvedApp: guests cut what they send to these, and the
+// host refuses an answer beyond them.
+const (
+	MaxResolvedString = 4096 // a path, an id, a name, an argument
+	MaxResolvedList   = 64   // Args, Categories
+	MaxShebang        = 256
+)
+
 // OpenURLParams opens a URL in the default browser.
 type OpenURLParams struct {
 	URL string `json:"url"`

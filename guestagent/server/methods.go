@@ -30,6 +30,9 @@ func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.He
 		return protocol.HelloResult{}, err
 	}
 	caps := append([]string{protocol.CapShell, protocol.CapFiles}, desc.Capabilities...)
+	if _, ok := s.cfg.Driver.(AppResolver); ok {
+		caps = append(caps, protocol.CapResolveApp)
+	}
 	return protocol.HelloResult{
 		ProtocolVersion: protocol.Version,
 		AgentVersion:    s.cfg.AgentVersion,

@@ -247,7 +247,7 @@ type none struct{}
 
 func (s *Server) methods() handler.Map {
 	d := s.cfg.Driver
-	return handler.Map{
+	m := handler.Map{
 		protocol.MethodHello:       method(s.hello),
 		protocol.MethodHealthCheck: method(func(ctx context.Context, _ none) (protocol.HealthResult, error) { return s.health(ctx) }),
 		protocol.MethodShutdown:    action(func(ctx context.Context, _ none) error { s.shutdown(); return nil }),
@@ -318,13 +318,9 @@ func (s *Server) methods() handler.Map {
 			return d.OpenApp(ctx, p.Name)
 		}),
 		protocol.MethodOpenFile: action(func(ctx context.Context, p protocol.OpenFileParams) error {
-			rel, err := s.files.rel(p.Path)
+			abs, err := s.sharedFile(p.Path)
 			if err != nil {
 				return err
-			}
-			abs := filepath.Join(s.cfg.SharedDir, rel)
-			if _, err := s.files.root.Stat(rel); err != nil {
-				return fsError(p.Path, err)
 			}
 			return d.OpenFile(ctx, abs, p.App)
 		}),
@@ -367,4 +363,10 @@ func (s *Server) methods() handler.Map {
 			return sleep(ctx, p.Seconds)
 		}),
 	}
+	if r, ok := d.(AppResolver); ok {
+		m[protocol.MethodResolveApp] = method(func(ctx context.Context, p protocol.ResolveAppParams) (protocol.ResolvedApp, error) {
+			return s.resolveApp(ctx, r, p)
+		})
+	}
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"image"
 	"image/color"
+	"path/filepath"
 	"sync"
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -212,3 +213,19 @@ func (d *Driver) ClipboardWrite(_ context.Context, text string) error {
 }
 
 func (d *Driver) PowerOff(context.Context) error { return nil }
+
+// resolving is a Driver that answers resolve_app from a table (Options.Apps).
+type resolving struct {
+	*Driver
+	apps map[string]protocol.ResolvedApp
+}
+
+var _ server.AppResolver = resolving{}
+
+// ResolveApp implements server.AppResolver.
+func (r resolving) ResolveApp(_ context.Context, name, path string) (protocol.ResolvedApp, error) {
+	if path != "" && name == "" {
+		name = "default:" + filepath.Base(path)
+	}
+	return r.apps[name], nil
+}

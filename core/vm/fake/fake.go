@@ -44,6 +44,12 @@ type Options struct {
 	// SharedMemory makes the backend's machines share the host's memory
 	// (as sandboxes do): admission checks available memory, not caps.
 	SharedMemory bool
+	// Apps makes the guest answer resolve_app (protocol.CapResolveApp):
+	// what open_app or open_file with an app would start, by the name
+	// given; a file's default application under "default:" and the
+	// file's base name. A name it lacks opens nothing. Without Apps the
+	// guest is one older than resolve_app.
+	Apps map[string]protocol.ResolvedApp
 }
 
 // Backend is the fake backend.
@@ -207,7 +213,11 @@ func (m *Machine) Start(ctx context.Context) error {
 	}
 	os.Remove(m.socket())
 	key := vm.NewGuestKey()
-	srv, err := server.New(server.Config{SharedDir: m.spec.SharedDir(), Driver: m.driver, Log: m.b.opts.Log, AgentVersion: "fake", Key: key})
+	var driver server.Driver = m.driver
+	if m.b.opts.Apps != nil {
+		driver = resolving{Driver: m.driver, apps: m.b.opts.Apps}
+	}
+	srv, err := server.New(server.Config{SharedDir: m.spec.SharedDir(), Driver: driver, Log: m.b.opts.Log, AgentVersion: "fake", Key: key})
 	if err != nil {
 		m.releaseSlot()
 		return err
