@@ -114,11 +114,17 @@ func (a *API) authenticate(r *http.Request) (*webSession, int, error) {
 // a session should (what), unless its login link was opened in the last
 // stepUpWindow. API keys and the unix socket need no step-up.
 func requireStepUp(r *http.Request, what string) error {
-	sess, _ := r.Context().Value(sessionKey{}).(*webSession)
-	if sess == nil || time.Now().Before(sess.stepUpUntil) {
+	if !stale(r) {
 		return nil
 	}
 	return errdefs.New(errStepUp, what+" needs a fresh sign-in: run `hivecrew open` (or choose Open in the menu bar), use the new link, and try again within a few minutes")
+}
+
+// stale says whether r comes from a web session whose step-up window has
+// passed.
+func stale(r *http.Request) bool {
+	sess, _ := r.Context().Value(sessionKey{}).(*webSession)
+	return sess != nil && !time.Now().Before(sess.stepUpUntil)
 }
 
 // localPath returns next when it is a path on this site (the page a login

@@ -92,25 +92,16 @@ func (a *API) createPreset(w http.ResponseWriter, r *http.Request) error {
 }
 
 // stepUpForPreset asks a web session for a fresh sign-in where the task
-// would: a preset that grants host folders or hosts past the egress policy
-// grants them to every task it launches. A preset made from a task takes
-// that task's grants.
+// would: a preset that grants more than Settings grants it to every task
+// it launches. A preset made from a task takes that task's grants.
 func (a *API) stepUpForPreset(r *http.Request, in wire.SavePreset) error {
 	if in.Task != nil {
-		return stepUpForTask(r, *in.Task)
+		return a.stepUpForTask(r, *in.Task)
 	}
 	if in.FromTaskID == "" {
 		return nil
 	}
-	t, err := a.st.GetTask(r.Context(), in.FromTaskID)
-	if err != nil {
-		return nil // CreatePreset says what is wrong with it
-	}
-	folders := make([]string, len(t.HostFolders))
-	for i, f := range t.HostFolders {
-		folders[i] = f.Path
-	}
-	return stepUpForTask(r, wire.CreateTask{HostFolders: folders, AllowHosts: t.AllowHosts})
+	return a.stepUpForTaskOf(r, in.FromTaskID)
 }
 
 func (a *API) patchPreset(w http.ResponseWriter, r *http.Request) error {
@@ -149,7 +140,7 @@ func (a *API) runPreset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := stepUpForTask(r, p.Task); err != nil {
+	if err := a.stepUpForTask(r, p.Task); err != nil {
 		return err
 	}
 	t, err := a.o.LaunchPreset(r.Context(), p.ID, in)

@@ -160,8 +160,10 @@ func (a *API) patchProvider(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// A key, or an address or protocol its key would be sent to.
-	if in.APIKey != nil || in.BaseURL != nil || typeChange(old, in) {
+	// A key, or an address or protocol its key would be sent to (clearing
+	// the address sends it to the type's vendor).
+	clearsURL := in.ClearBaseURL != nil && *in.ClearBaseURL && old.BaseURL != ""
+	if in.APIKey != nil || in.BaseURL != nil || clearsURL || typeChange(old, in) {
 		if err := requireStepUp(r, "Changing a provider's API key, address or type"); err != nil {
 			return err
 		}

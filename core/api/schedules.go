@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"os"
@@ -190,6 +191,9 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err := a.checkTaskConfig(r, &sc); err != nil {
 		return err
 	}
+	if err := a.stepUpForTask(r, scheduleGrants(sc)); err != nil {
+		return err
+	}
 	if err := a.applyWhen(&sc, in.Schedule); err != nil {
 		return err
 	}
@@ -284,6 +288,9 @@ func (a *API) patchSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err := orchestrator.CheckReasoningEffort(in.ReasoningEffort); err != nil {
 		return err
 	}
+	if err := a.stepUpForSchedulePatch(r, id, in); err != nil {
+		return err
+	}
 	_, err := a.st.UpdateSchedule(r.Context(), id, func(sc *store.Schedule) error {
 		if in.ReasoningEnabled != nil {
 			sc.ReasoningEnabled = in.ReasoningEnabled
@@ -360,7 +367,49 @@ func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// stepUpForSchedulePatch asks a stale web session for a fresh sign-in
+// when a patch gives a schedule grants past Settings, or turns on a
+// schedule that has them: its tasks would have them. Grants sent
+// unchanged need nothing.
+func (a *API) stepUpForSchedulePatch(r *http.Request, id string, in wire.CreateSchedule) error {
+	if !stale(r) {
+		return nil
+	}
+	old, err := a.st.GetSchedule(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	next := old
+	if in.OutputDirectory != "" {
+		if next.OutputDirectory, err = orchestrator.OutputDir(in.OutputDirectory); err != nil {
+			return err
+		}
+	}
+	if in.NetworkMode != "" {
+		next.NetworkMode = in.NetworkMode
+	}
+	if in.ToolPolicy != nil {
+		next.ToolPolicy = in.ToolPolicy
+	}
+	changed := next.OutputDirectory != old.OutputDirectory || next.NetworkMode != old.NetworkMode || !maps.Equal(next.ToolPolicy, old.ToolPolicy)
+	if !changed && !(in.IsEnabled != nil && *in.IsEnabled && !old.IsEnabled) {
+		return nil
+	}
+	return a.stepUpForTask(r, scheduleGrants(next))
+}
+
+// runSchedule starts a schedule's task now; its grants need what a task's
+// do.
 func (a *API) runSchedule(w http.ResponseWriter, r *http.Request) error {
+	if stale(r) {
+		sc, err := a.st.GetSchedule(r.Context(), r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		if err := a.stepUpForTask(r, scheduleGrants(sc)); err != nil {
+			return err
+		}
+	}
 	t, err := a.o.RunSchedule(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err

@@ -133,8 +133,9 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	// A safety setting sent unchanged (a form saves all its fields) needs
 	// no step-up; one that changes does.
 	var fields, current map[string]any
+	settings := a.cfg.Settings()
 	if json.Unmarshal(body, &fields) == nil {
-		now, _ := json.Marshal(a.cfg.Settings())
+		now, _ := json.Marshal(settings)
 		json.Unmarshal(now, &current)
 		for _, f := range safetySettings {
 			if v, ok := fields[f]; ok && !reflect.DeepEqual(v, current[f]) {
@@ -142,6 +143,12 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 					return err
 				}
 			}
+		}
+	}
+	// A patch that is refused is refused below, in its own words.
+	if next, err := settings.Patch(body); err == nil {
+		if err := a.stepUpForSearch(r, settings, next); err != nil {
+			return err
 		}
 	}
 	s, err := a.cfg.SaveSettings(r.Context(), body)
@@ -242,16 +249,7 @@ func (a *API) setProvisioning(w http.ResponseWriter, r *http.Request) error {
 // knownTemplates refuses provisioning scoped to a template that does not
 // exist (by id or name): a typo would provision nothing, silently.
 func (a *API) knownTemplates(ctx context.Context, in wire.Provisioning) error {
-	var scopes []string
-	for _, v := range in.EnvironmentVariables {
-		scopes = append(scopes, v.Template)
-	}
-	for _, f := range in.InjectedFiles {
-		scopes = append(scopes, f.Template)
-	}
-	for _, c := range in.SetupCommands {
-		scopes = append(scopes, c.Template)
-	}
+	scopes := provisioningScopes(in)
 	ts, err := a.st.ListTemplates(ctx)
 	if err != nil {
 		return err
@@ -260,7 +258,7 @@ func (a *API) knownTemplates(ctx context.Context, in wire.Provisioning) error {
 		return slices.ContainsFunc(ts, func(t store.Template) bool { return t.ID == s || t.Name == s })
 	}
 	for _, s := range scopes {
-		if s = strings.TrimSpace(s); s != "" && !known(s) {
+		if !known(s) {
 			names := make([]string, len(ts))
 			for i, t := range ts {
 				names[i] = t.Name

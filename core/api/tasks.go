@@ -218,7 +218,7 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 		}
 		uploads = rec.uploads
 	}
-	if err := stepUpForTask(r, in); err != nil {
+	if err := a.stepUpForTask(r, in); err != nil {
 		return err
 	}
 	t, err := a.o.Submit(r.Context(), in, uploads)
@@ -226,22 +226,6 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.writeCreated(w, r, http.StatusCreated, t)
-}
-
-// stepUpForTask: a task that lets its VM reach hosts past the egress
-// policy widens what a guest can touch, as the egressAllowHosts setting
-// does, so a web session needs a fresh sign-in for it.
-// Host folders likewise: the agent reads what they hold.
-func stepUpForTask(r *http.Request, in wire.CreateTask) error {
-	if len(in.HostFolders) > 0 {
-		if err := requireStepUp(r, "Giving a task folders of this computer"); err != nil {
-			return err
-		}
-	}
-	if len(in.AllowHosts) == 0 {
-		return nil
-	}
-	return requireStepUp(r, "Letting a task reach hosts past the egress policy")
 }
 
 // writeCreated answers with a task just stored, as it was stored
@@ -297,7 +281,7 @@ func (a *API) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		uploads = rec.uploads
 	}
-	if err := stepUpForTask(r, in.CreateTask); err != nil {
+	if err := a.stepUpForTask(r, in.CreateTask); err != nil {
 		return err
 	}
 	ts, err := a.o.SubmitBatch(r.Context(), in, uploads)
@@ -612,6 +596,11 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		}
 		err = a.o.Instruct(ctx, id, body.Instructions)
 	case wire.ActionRerun:
+		// A rerun grants the old task's folders, hosts, policy and
+		// network again.
+		if err := a.stepUpForTaskOf(r, id); err != nil {
+			return err
+		}
 		t, err := a.o.Rerun(ctx, id, orchestrator.RerunWith{ProviderName: body.ProviderName, ModelID: body.ModelID})
 		if err != nil {
 			return err

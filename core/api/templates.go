@@ -156,6 +156,9 @@ func (a *API) createTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &body); err != nil {
 		return err
 	}
+	if err := a.stepUpForTemplate(r, "", ""); err != nil {
+		return err
+	}
 	var t store.Template
 	switch {
 	case body.FromVMID != "" && body.Manifest != "":
@@ -201,6 +204,11 @@ func (a *API) patchTemplate(w http.ResponseWriter, r *http.Request) error {
 	var body wire.TemplatePatch
 	if err := decode(w, r, &body); err != nil {
 		return err
+	}
+	if body.Name != nil {
+		if err := a.stepUpForTemplate(r, r.PathValue("id"), *body.Name); err != nil {
+			return err
+		}
 	}
 	t, err := m.Update(r.Context(), r.PathValue("id"), template.Patch{Name: body.Name, Description: body.Description,
 		CPUCount: body.CPUCount, MemoryMB: body.MemoryMB, DiskGB: body.DiskGB})

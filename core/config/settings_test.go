@@ -170,3 +170,43 @@ func TestNotifyEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestLooser: a task's policy is looser than Settings' where the merged
+// policy asks less about some tool: a tool Settings ask about or deny,
+// open_terminal through run_shell, an MCP server's tools by name or
+// wildcard against the server's own permission. Tighter or equal
+// policies, and a policy that names tools Settings allow anyway, are not.
+func TestLooser(t *testing.T) {
+	settings := ToolPolicy{"run_shell": Ask, "open_url": Deny, "mcp__files__delete": Deny}
+	servers := func(tool string) (Permission, bool) {
+		if tool == "mcp__files__read" || tool == "mcp__files__delete" || tool == "mcp__files__*" {
+			return Ask, true // the server asks
+		}
+		return "", false
+	}
+	for _, c := range []struct {
+		task ToolPolicy
+		want []string
+	}{
+		{nil, nil},
+		{ToolPolicy{"run_shell": Deny, "open_url": Deny, "wait": Allow, "screenshot": Ask}, nil},
+		{ToolPolicy{"run_shell": Allow}, []string{OpenTerminal, "run_shell"}},
+		{ToolPolicy{"run_shell": Allow, OpenTerminal: Ask}, []string{"run_shell"}},
+		{ToolPolicy{OpenTerminal: Allow}, []string{OpenTerminal}},
+		{ToolPolicy{"open_url": Ask}, []string{"open_url"}},
+		{ToolPolicy{UseCredential: Allow}, []string{UseCredential}},
+		{ToolPolicy{UseCredential: Ask}, nil},
+		{ToolPolicy{"mcp__files__*": Allow}, []string{"mcp__files__*"}},
+		{ToolPolicy{"mcp__files__read": Allow}, []string{"mcp__files__read"}},
+		{ToolPolicy{"mcp__files__delete": Ask}, []string{"mcp__files__delete"}},
+		{ToolPolicy{"mcp__files__read": Deny, "mcp__other__x": Allow}, nil},
+	} {
+		if got := settings.Looser(c.task, servers); !slices.Equal(got, c.want) {
+			t.Errorf("Looser(%v) = %v, want %v", c.task, got, c.want)
+		}
+	}
+	// Without a fallback, an MCP tool no policy names is allowed (For).
+	if got := settings.Looser(ToolPolicy{"mcp__files__*": Allow}, nil); got != nil {
+		t.Errorf("without a fallback: %v", got)
+	}
+}

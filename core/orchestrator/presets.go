@@ -169,7 +169,7 @@ func (o *Orchestrator) LaunchPreset(ctx context.Context, idOrName string, run wi
 // presetOfTask is a task's configuration as a preset keeps it, and its
 // input files.
 func (o *Orchestrator) presetOfTask(ctx context.Context, id string) (wire.CreateTask, []inputSource, error) {
-	t, err := o.cfg.Store.GetTask(ctx, id)
+	cfg, err := o.TaskConfig(ctx, id)
 	if err != nil {
 		return wire.CreateTask{}, nil, fmt.Errorf("fromTaskId: %w", err)
 	}
@@ -181,9 +181,20 @@ func (o *Orchestrator) presetOfTask(ctx context.Context, id string) (wire.Create
 	for i, f := range in {
 		srcs[i] = inputSource{name: f.Name, path: filepath.Join(o.cfg.Paths.Home, f.Path), mime: f.MimeType}
 	}
+	return cfg, srcs, nil
+}
+
+// TaskConfig is a task's configuration as POST /tasks takes it (without
+// its files): what a preset made from it keeps, and what a rerun of it
+// grants again.
+func (o *Orchestrator) TaskConfig(ctx context.Context, id string) (wire.CreateTask, error) {
+	t, err := o.cfg.Store.GetTask(ctx, id)
+	if err != nil {
+		return wire.CreateTask{}, err
+	}
 	h, err := o.readHooks(id)
 	if err != nil {
-		return wire.CreateTask{}, nil, err
+		return wire.CreateTask{}, err
 	}
 	folders := make([]string, len(t.HostFolders))
 	for i, f := range t.HostFolders {
@@ -196,7 +207,7 @@ func (o *Orchestrator) presetOfTask(ctx context.Context, id string) (wire.Create
 		AllowHosts: t.AllowHosts, BudgetUSD: t.BudgetUSD, BudgetTokens: t.BudgetTokens, HostFolders: folders,
 		Provisioning: TaskProvisioningJSON(t.Provisioning), SetupCommand: h.Setup, CheckCommand: h.Check,
 		SwiftTaskFields: wire.SwiftTaskFields{MentionedSkillNames: t.SkillNames},
-	}, srcs, nil
+	}, nil
 }
 
 // stagePresetFiles puts a preset's input files into its folder (moving

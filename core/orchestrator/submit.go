@@ -167,6 +167,10 @@ func CheckReasoningEffort(effort string) error {
 	return errdefs.Invalidf("reasoningEffort %q: want one of %s", effort, strings.Join(ReasoningEfforts, ", "))
 }
 
+// OutputDir is the folder a task's outputDirectory names, as a task
+// keeps it: ~/ expanded, cleaned and checked ("" for Settings' folder).
+func OutputDir(dir string) (string, error) { return outputDir(dir) }
+
 // outputDir checks an output directory: absolute, or starting with ~/.
 func outputDir(dir string) (string, error) {
 	if dir == "" {

@@ -62,6 +62,24 @@ type Search struct {
 	APIKey string
 }
 
+// KeyURL is where the search sends its API key: the Brave API's address
+// (URL, else BraveURL), or "" when it sends none (no key, or SearXNG,
+// which is given none).
+func (s Search) KeyURL() string {
+	if s.Backend != "brave" || s.APIKey == "" {
+		return ""
+	}
+	return s.braveURL()
+}
+
+// braveURL is the Brave API's address: URL, else BraveURL.
+func (s Search) braveURL() string {
+	if s.URL == "" {
+		return BraveURL
+	}
+	return s.URL
+}
+
 // Backends are the search backends known.
 var Backends = []string{"searxng", "brave"}
 
@@ -125,11 +143,7 @@ func (s Search) run(ctx context.Context, client *http.Client, query string, coun
 		u := strings.TrimRight(s.URL, "/") + "/search?" + url.Values{"q": {query}, "format": {"json"}}.Encode()
 		req, err = http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	case "brave":
-		base := s.URL
-		if base == "" {
-			base = BraveURL
-		}
-		u := base + "?" + url.Values{"q": {query}, "count": {fmt.Sprint(count)}}.Encode()
+		u := s.braveURL() + "?" + url.Values{"q": {query}, "count": {fmt.Sprint(count)}}.Encode()
 		req, err = http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err == nil {
 			req.Header.Set("X-Subscription-Token", s.APIKey)
