@@ -209,8 +209,10 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		}
 		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
 	}
+	var note string
 	if call.Name == protocol.MethodRunShell {
 		r.withEnv(args)
+		note = clampTimeout(args)
 		defer r.watchShell(step)()
 	}
 	var result json.RawMessage
@@ -220,6 +222,9 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 
 	if string(result) == "{}" || len(result) == 0 {
 		return "Done.", nil
+	}
+	if note != "" {
+		return string(result) + "\n" + note, nil
 	}
 	return string(result), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
@@ -99,7 +100,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	default:
 		return t, errdefs.Invalidf("priority %q: want low, normal or high", in.Priority)
 	}
-	out, err := outputDir(in.OutputDirectory)
+	out, err := o.outputDir(in.OutputDirectory)
 	if err != nil {
 		return t, err
 	}
@@ -167,8 +168,9 @@ func CheckReasoningEffort(effort string) error {
 	return errdefs.Invalidf("reasoningEffort %q: want one of %s", effort, strings.Join(ReasoningEfforts, ", "))
 }
 
-// outputDir checks an output directory: absolute, or starting with ~/.
-func outputDir(dir string) (string, error) {
+// outputDir checks an output directory (absolute, or starting with ~/)
+// and returns its real path (files.CheckOutputFolder).
+func (o *Orchestrator) outputDir(dir string) (string, error) {
 	if dir == "" {
 		return "", nil
 	}
@@ -182,11 +184,11 @@ func outputDir(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		return "", errdefs.Invalidf("outputDirectory %q: want an absolute path", dir)
 	}
-	dir = filepath.Clean(dir)
-	if err := files.CheckOutputDir(dir); err != nil {
+	fence, err := o.dataFence()
+	if err != nil {
 		return "", err
 	}
-	return dir, nil
+	return files.CheckOutputFolder(filepath.Clean(dir), hostpath.Self(), fence)
 }
 
 // Submit checks and queues a new task with its uploaded input files. The
