@@ -219,8 +219,10 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		}
 		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
 	}
+	var note string
 	if call.Name == protocol.MethodRunShell {
 		r.withEnv(args)
+		note = clampTimeout(args)
 		defer r.watchShell(step)()
 	}
 	var result json.RawMessage
@@ -230,6 +232,9 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 
 	if string(result) == "{}" || len(result) == 0 {
 		return "Done.", nil
+	}
+	if note != "" {
+		return string(result) + "\n" + note, nil
 	}
 	return string(result), nil
 }

@@ -164,3 +164,16 @@ func (r *Runner) withEnv(args map[string]any) {
 	}
 	args["env"] = env
 }
+
+// clampTimeout keeps a run_shell call's timeoutSeconds within the guest's
+// limit (the guest clamps it too) and, when it was over, returns a note
+// for the model saying what ran.
+func clampTimeout(args map[string]any) string {
+	secs, ok := args["timeoutSeconds"].(float64)
+	if !ok || secs <= protocol.MaxShellTimeoutSeconds {
+		return ""
+	}
+	args["timeoutSeconds"] = float64(protocol.MaxShellTimeoutSeconds)
+	return fmt.Sprintf("Note: timeoutSeconds %g is over the limit of %d; the command ran with a limit of %d seconds.",
+		secs, protocol.MaxShellTimeoutSeconds, protocol.MaxShellTimeoutSeconds)
+}

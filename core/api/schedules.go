@@ -381,7 +381,7 @@ func (a *API) stepUpForSchedulePatch(r *http.Request, id string, in wire.CreateS
 	}
 	next := old
 	if in.OutputDirectory != "" {
-		if next.OutputDirectory, err = orchestrator.OutputDir(in.OutputDirectory); err != nil {
+		if next.OutputDirectory, err = a.o.OutputDir(in.OutputDirectory); err != nil {
 			return err
 		}
 	}

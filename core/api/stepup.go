@@ -90,7 +90,7 @@ func (a *API) loosening(ctx context.Context, in wire.CreateTask) (string, error)
 	if in.OutputDirectory != "" {
 		// An output folder the task cannot have is refused when it is
 		// submitted; nothing to ask here.
-		if dir, err := orchestrator.OutputDir(in.OutputDirectory); err == nil && !within(realPath(dir), realPath(s.OutputDirectory)) {
+		if dir, err := a.o.OutputDir(in.OutputDirectory); err == nil && !within(realPath(dir), realPath(s.OutputDirectory)) {
 			return fmt.Sprintf("Saving a task's files to %s, outside Settings' output folder (%s),", dir, s.OutputDirectory), nil
 		}
 	}

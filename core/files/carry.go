@@ -6,7 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+
+	"github.com/hivecrew/hivecrew/core/hostpath"
 )
 
 // CarryIn copies the files under from (a folder the host made with
@@ -19,33 +22,16 @@ func CarryIn(from, shared string) (int, error) { return CarryInto(from, shared, 
 // slash-separated, made if missing), keeping their paths, owned like the
 // shared folder, and returns how many it copied. The VM may be running, so
 // everything in it is written through an os.Root of the shared folder
-// (nothing the guest puts there, a link in place of sub say, can lead a
-// write outside it) and no existing entry is replaced.
+// (nothing the guest puts there can lead a write outside it; a link in
+// place of sub, or of a folder of it, is not followed at all) and no
+// existing entry is replaced.
 func CarryInto(from, shared, sub string) (int, error) {
 	if _, err := os.Stat(from); errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
-	owner, err := OwnerOf(shared)
+	root, owner, err := OpenSharedSub(shared, sub, 0o755)
 	if err != nil {
 		return 0, err
-	}
-	top, err := os.OpenRoot(shared)
-	if err != nil {
-		return 0, fmt.Errorf("open the shared folder: %w", err)
-	}
-	defer top.Close()
-	sub = filepath.FromSlash(sub)
-	if err := top.MkdirAll(sub, 0o755); err != nil {
-		return 0, fmt.Errorf("create %s: %w", sub, err)
-	}
-	for p := sub; p != "." && p != string(filepath.Separator); p = filepath.Dir(p) {
-		if err := rootChown(top, p, owner); err != nil {
-			return 0, err
-		}
-	}
-	root, err := top.OpenRoot(sub)
-	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", sub, err)
 	}
 	defer root.Close()
 	n := 0
@@ -62,7 +48,7 @@ func CarryInto(from, shared, sub string) (int, error) {
 			if err := root.Mkdir(rel, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("carry %s: %w", rel, err)
 			}
-			return rootChown(root, rel, owner)
+			return owner.Give(root, rel)
 		case !d.Type().IsRegular():
 			return nil // Collect makes regular files and folders only
 		}
@@ -70,7 +56,7 @@ func CarryInto(from, shared, sub string) (int, error) {
 			return fmt.Errorf("carry %s: %w", rel, err)
 		}
 		n++
-		return rootChown(root, rel, owner)
+		return owner.Give(root, rel)
 	})
 	return n, err
 }
@@ -92,13 +78,59 @@ func carryFile(root *os.Root, src, rel string) error {
 	return err
 }
 
-// rootChown gives name, inside root, to owner without following a link.
-func rootChown(root *os.Root, name string, owner Owner) error {
-	if owner.UID < 0 || owner.UID == os.Geteuid() {
+// OpenSharedSub opens the folder sub (slash-separated) of a VM's shared
+// folder for the host to write in, making what is missing (perm) and
+// giving it to the shared folder's owner, whom it returns. The guest may
+// have made any element of sub a link, to a host folder or to another
+// folder of its own: none is followed (see hostpath.Sub).
+func OpenSharedSub(shared, sub string, perm fs.FileMode) (*os.Root, Owner, error) {
+	owner, err := OwnerOf(shared)
+	if err != nil {
+		return nil, owner, err
+	}
+	top, err := os.OpenRoot(shared)
+	if err != nil {
+		return nil, owner, fmt.Errorf("open the shared folder: %w", err)
+	}
+	defer top.Close()
+	root, err := hostpath.Sub(top, sub, perm, nil)
+	if err != nil {
+		return nil, owner, fmt.Errorf("%s of the shared folder: %w", sub, err)
+	}
+	for p := path.Clean(sub); p != "." && p != "/"; p = path.Dir(p) {
+		if err := owner.Give(top, p); err != nil {
+			root.Close()
+			return nil, owner, err
+		}
+	}
+	return root, owner, nil
+}
+
+// OpenShared opens the folder sub (slash-separated) of a VM's shared folder
+// to read what the guest left there. The guest may have made sub, or a
+// folder of it, a link to a host folder: none is followed (an error of
+// class invalid); a missing one is an error wrapping fs.ErrNotExist.
+func OpenShared(shared, sub string) (*os.Root, error) {
+	top, err := os.OpenRoot(shared)
+	if err != nil {
+		return nil, fmt.Errorf("open the shared folder: %w", err)
+	}
+	defer top.Close()
+	root, err := hostpath.Open(top, sub, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s of the shared folder: %w", sub, err)
+	}
+	return root, nil
+}
+
+// Give gives name, inside root, to o without following a link, when o is
+// someone else than the helper (which only root can do).
+func (o Owner) Give(root *os.Root, name string) error {
+	if o.UID < 0 || o.UID == os.Geteuid() {
 		return nil
 	}
-	if err := root.Lchown(name, owner.UID, owner.GID); err != nil {
-		return fmt.Errorf("give %s to uid %d: %w", name, owner.UID, err)
+	if err := root.Lchown(name, o.UID, o.GID); err != nil {
+		return fmt.Errorf("give %s to uid %d: %w", name, o.UID, err)
 	}
 	return nil
 }

@@ -4,7 +4,12 @@
 // then placed in the output directory under collision-safe names.
 // Collection never follows a symbolic link and never reads outside the
 // outbox: it walks the outbox through an os.Root, skips everything that is
-// not a regular file, and copies at most the size caps allow.
+// not a regular file, and copies at most the size caps allow. The output
+// folder is opened, not named (OpenOutputFolder, with core/hostpath): from
+// / down without following a link, each folder the user's or root's, and
+// checked again when the outputs are placed, so a link or a folder another
+// local user puts in its place gets nothing. Inputs go into the shared
+// folder the same way: a link the guest made there is never followed.
 package files
 
 import (
@@ -22,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 )
 
 // Folder names inside a VM's shared folder.
@@ -91,32 +97,46 @@ type Input struct {
 func CopyIn(shared string, inputs []Input) error { return CopyInto(shared, Inbox, inputs) }
 
 // CopyInto copies inputs into the folder sub of shared (created 0700),
-// owned like the shared folder.
+// owned like the shared folder. The guest (a template's code) may have run
+// before: a link it made in place of sub, or of an input's name, is not
+// followed; an entry of an input's name is replaced, never written
+// through.
 func CopyInto(shared, sub string, inputs []Input) error {
-	owner, err := OwnerOf(shared)
+	dir, owner, err := OpenSharedSub(shared, sub, 0o700)
 	if err != nil {
 		return err
 	}
-	inbox := filepath.Join(shared, sub)
-	if err := os.MkdirAll(inbox, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", sub, err)
-	}
-	if err := chown(inbox, owner); err != nil {
-		return err
-	}
+	defer dir.Close()
 	for _, in := range inputs {
 		if _, err := CheckName(in.Name); err != nil {
 			return err
 		}
-		dst := filepath.Join(inbox, in.Name)
-		if err := copyFile(in.Path, dst, -1); err != nil {
+		if err := copyIn(in.Path, dir, in.Name); err != nil {
 			return fmt.Errorf("copy %s into %s: %w", in.Name, sub, err)
 		}
-		if err := chown(dst, owner); err != nil {
+		if err := owner.Give(dir, in.Name); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// copyIn copies the host file src to a new file name (0600) of dir, in
+// place of whatever the guest left there.
+func copyIn(src string, dir *os.Root, name string) error {
+	if err := dir.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("replace what is there: %w", err)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	return copyAndClose(out, in)
 }
 
 // Limits cap what Collect copies.
@@ -234,7 +254,9 @@ func PrintableText(s string) string {
 }
 
 // Collect copies the regular files under outbox into dest (keeping their
-// relative paths) and reports what it skipped: symbolic links, devices,
+// relative paths) and reports what it skipped: the outbox itself when the
+// guest made it a link (its parent, the shared folder, is the host's),
+// symbolic links, devices,
 // FIFOs, sockets, hidden or unsafely named entries (whole folders of them)
 // and files over the caps, which count only the files collected. A
 // missing outbox collects nothing. Collection stops when ctx ends (what
@@ -245,11 +267,15 @@ func PrintableText(s string) string {
 func Collect(ctx context.Context, outbox, dest string, lim Limits) (Collection, error) {
 	lim = lim.withDefaults()
 	var c Collection
-	root, err := os.OpenRoot(outbox)
-	if errors.Is(err, fs.ErrNotExist) {
+	root, err := OpenShared(filepath.Dir(outbox), filepath.Base(outbox))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return c, nil
-	}
-	if err != nil {
+	case errors.Is(err, errdefs.ErrInvalid):
+		// The guest made the outbox a link (to a host folder, say).
+		c.skip(filepath.Base(outbox), err.Error(), false)
+		return c, nil
+	case err != nil:
 		return c, fmt.Errorf("open outbox: %w", err)
 	}
 	defer root.Close()
@@ -374,12 +400,11 @@ func Put(src, dst string, move bool) error {
 			return nil
 		}
 	}
-	return copyFile(src, dst, -1)
+	return copyFile(src, dst)
 }
 
-// copyFile copies src to a new file dst (mode 0600), at most max bytes when
-// max >= 0.
-func copyFile(src, dst string, max int64) error {
+// copyFile copies src to a new file dst (mode 0600).
+func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -389,79 +414,66 @@ func copyFile(src, dst string, max int64) error {
 	if err != nil {
 		return err
 	}
-	var r io.Reader = in
-	if max >= 0 {
-		r = io.LimitReader(in, max)
-	}
-	_, err = io.Copy(out, r)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return copyAndClose(out, in)
 }
 
-// Place copies collected files into dir (created if needed) and returns
-// the paths it wrote. A name that is taken gets " (1)", " (2)"… before its
-// extension ("notes (1)" without one); nothing existing is overwritten.
-// Files are written 0644 (never executable) and, when the helper runs as
-// root, given to dir's owner, as are the folders made for them.
-func Place(dir string, collected []Collected) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create output directory: %w", err)
-	}
-	owner, err := OwnerOf(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
+// Place copies collected files into out, an output folder opened with
+// hostpath.OpenDir, and returns the paths it wrote. A name that is taken
+// gets " (1)", " (2)"… before its extension ("notes (1)" without one);
+// nothing existing is overwritten. The folders made for the files are
+// made through out without following a link in any element, and one that
+// owners (or root) do not own is refused. Files are written 0644 (never
+// executable) and stay the helper's: nothing is given to another user.
+func Place(out *hostpath.Dir, owners hostpath.Owners, collected []Collected) ([]string, error) {
+	var placed []string
 	for _, c := range collected {
-		want := filepath.Join(dir, filepath.FromSlash(c.Name))
-		if err := mkdirOwned(dir, filepath.Dir(want), owner); err != nil {
-			return out, fmt.Errorf("place %s: %w", c.Name, err)
-		}
-		dst, f, err := CreateUnique(want)
-		if err == nil {
-			err = copyInto(c.Path, f)
-			if err == nil {
-				err = chown(dst, owner)
-			}
-			if err != nil {
-				os.Remove(dst)
-			}
-		}
+		p, err := placeOne(out, owners, c)
 		if err != nil {
-			return out, fmt.Errorf("place %s: %w", c.Name, err)
+			return placed, fmt.Errorf("place %s: %w", c.Name, err)
 		}
-		out = append(out, dst)
+		placed = append(placed, p)
 	}
-	return out, nil
+	return placed, nil
 }
 
-// mkdirOwned creates the folders from base down to dir (0755), giving the
-// new ones to owner.
-func mkdirOwned(base, dir string, owner Owner) error {
-	if dir == base {
-		return nil
+func placeOne(out *hostpath.Dir, owners hostpath.Owners, c Collected) (string, error) {
+	dir, base := path.Split(c.Name)
+	sub, err := hostpath.Sub(out.Root, dir, 0o755, owners)
+	if err != nil {
+		return "", err
 	}
-	if _, err := os.Lstat(dir); err == nil {
-		return nil
+	defer sub.Close()
+	name, f, err := createUnique(base, func(n string) (*os.File, error) {
+		return sub.OpenFile(n, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o644)
+	})
+	if err != nil {
+		return "", err
 	}
-	if err := mkdirOwned(base, filepath.Dir(dir), owner); err != nil {
-		return err
+	in, err := os.Open(c.Path)
+	if err == nil {
+		err = copyAndClose(f, in)
+		in.Close()
+	} else {
+		f.Close()
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	if err != nil {
+		sub.Remove(name)
+		return "", err
 	}
-	return chown(dir, owner)
+	return filepath.Join(out.Path, filepath.FromSlash(dir), name), nil
 }
 
-// createUnique creates a new file at want, or at want with " (n)" added.
 // CreateUnique creates want, or "want (1)"… when that is taken (before its
 // extension), without replacing anything, and returns the path and file.
 func CreateUnique(want string) (string, *os.File, error) {
+	return createUnique(want, func(p string) (*os.File, error) {
+		return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	})
+}
+
+// createUnique creates want with create, or want with " (n)" added when
+// create says it exists.
+func createUnique(want string, create func(string) (*os.File, error)) (string, *os.File, error) {
 	ext := filepath.Ext(want)
 	base := strings.TrimSuffix(want, ext)
 	for n := 0; n < 10000; n++ {
@@ -469,7 +481,7 @@ func CreateUnique(want string) (string, *os.File, error) {
 		if n > 0 {
 			p = fmt.Sprintf("%s (%d)%s", base, n, ext)
 		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := create(p)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -481,14 +493,9 @@ func CreateUnique(want string) (string, *os.File, error) {
 	return "", nil, fmt.Errorf("no free name for %s", want)
 }
 
-func copyInto(src string, out *os.File) error {
-	in, err := os.Open(src)
-	if err != nil {
-		out.Close()
-		return err
-	}
-	defer in.Close()
-	_, err = io.Copy(out, in)
+// copyAndClose copies in to out, syncs and closes out.
+func copyAndClose(out *os.File, in io.Reader) error {
+	_, err := io.Copy(out, in)
 	if err == nil {
 		err = out.Sync()
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 )
 
 func write(t *testing.T, path, data string) {
@@ -75,6 +76,18 @@ func TestCollectNeverFollowsLinks(t *testing.T) {
 	if col, err := Collect(context.Background(), filepath.Join(shared, "missing"), dest, Limits{}); err != nil || len(col.Collected) != 0 {
 		t.Fatalf("missing outbox: %v %v", col, err)
 	}
+	// The guest made the outbox itself a link to a host folder: nothing
+	// of it is read, and the outbox is listed as skipped.
+	os.RemoveAll(outbox)
+	os.Symlink(outside, outbox)
+	dest = t.TempDir()
+	col, err = Collect(context.Background(), outbox, dest, Limits{})
+	if err != nil || len(col.Collected) != 0 || len(col.Skipped) != 1 || !strings.Contains(col.Skipped[0].Reason, "symbolic link") {
+		t.Fatalf("a linked outbox: %+v %v", col, err)
+	}
+	if ents, _ := os.ReadDir(dest); len(ents) != 0 {
+		t.Fatalf("collected through the linked outbox: %v", ents)
+	}
 }
 
 // TestCollectTaskCap: files beyond the per-task cap are skipped.
@@ -97,7 +110,7 @@ func TestPlaceIsCollisionSafe(t *testing.T) {
 	write(t, filepath.Join(out, "report.txt"), "old")
 	write(t, filepath.Join(out, "report (1).txt"), "older")
 	c := []Collected{{Name: "report.txt", Path: filepath.Join(src, "report.txt")}}
-	placed, err := Place(out, c)
+	placed, err := Place(openOut(t, out), hostpath.Self(), c)
 	if err != nil || len(placed) != 1 || filepath.Base(placed[0]) != "report (2).txt" {
 		t.Fatalf("placed %v, %v", placed, err)
 	}
@@ -129,5 +142,43 @@ func TestCopyInAndNames(t *testing.T) {
 	}
 	if _, err := CheckName("Q3 report (final).pdf"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCopyInFollowsNoLink: code in the VM ran before the copy and made
+// inbox a link to a host folder, or made an input's name a link or a FIFO:
+// nothing is written through the link (the copy fails saying so), and the
+// name of an input is replaced, not written through, nor waited on.
+func TestCopyInFollowsNoLink(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "in.txt")
+	write(t, src, "data")
+	victim := t.TempDir()
+	shared := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(shared, Inbox)); err != nil {
+		t.Fatal(err)
+	}
+	err := CopyIn(shared, []Input{{Name: "in.txt", Path: src}})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("CopyIn through a linked inbox: %v", err)
+	}
+	if ents, _ := os.ReadDir(victim); len(ents) != 0 {
+		t.Fatalf("written through the link: %v", ents)
+	}
+	shared = t.TempDir()
+	write(t, filepath.Join(victim, "target"), "host file")
+	os.MkdirAll(filepath.Join(shared, Inbox), 0o755)
+	os.Symlink(filepath.Join(victim, "target"), filepath.Join(shared, Inbox, "in.txt"))
+	mkfifo(filepath.Join(shared, Inbox, "two.txt"))
+	if err := CopyIn(shared, []Input{{Name: "in.txt", Path: src}, {Name: "two.txt", Path: src}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(victim, "target")); string(b) != "host file" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	for _, n := range []string{"in.txt", "two.txt"} {
+		fi, err := os.Lstat(filepath.Join(shared, Inbox, n))
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("inbox/%s: %v %v; want the input, a regular file", n, fi, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package files
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 )
 
 // systemTrees are folders an output folder may be neither at nor below:
@@ -42,10 +44,13 @@ func CheckOutputDir(dir string) error {
 	if parent := filepath.Dir(dir); parent == "/home" || parent == "/Users" || isHome(dir) {
 		return errdefs.Invalidf("outputDirectory %q is a home folder's top level, where shell and login settings live: choose a folder inside it, e.g. %s", dir, filepath.Join(dir, "Downloads", "Hivecrew"))
 	}
-	// Below the user's temporary folder is the user's ($TMPDIR is under
-	// /var/folders on macOS).
-	if tmp := filepath.Clean(os.TempDir()); strings.HasPrefix(dir, tmp+"/") && tmp != "/" {
-		return nil
+	// Below the user's temporary folder or home folder is the user's
+	// ($TMPDIR is under /var/folders on macOS, really /private/var/folders;
+	// homes are in /var/home on some systems).
+	for _, mine := range usersFolders() {
+		if strings.HasPrefix(dir, mine+"/") && mine != "/" {
+			return nil
+		}
 	}
 	for _, t := range systemTrees {
 		if dir == t || strings.HasPrefix(dir, t+"/") {
@@ -58,6 +63,86 @@ func CheckOutputDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// usersFolders are the user's temporary and home folders, as named and as
+// they really are.
+func usersFolders() []string {
+	var out []string
+	dirs := []string{os.TempDir()}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		dirs = append(dirs, h)
+	}
+	for _, d := range dirs {
+		out = append(out, filepath.Clean(d))
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			out = append(out, real)
+		}
+	}
+	return out
+}
+
+// CheckOutputFolder checks an output folder (absolute and clean) when a
+// task is submitted, and returns its real path, where the outputs will go:
+// the real path too must pass CheckOutputDir; the links on the way must be
+// owners' (or root's) and the folders that exist theirs too (see
+// hostpath.Resolve and hostpath.CheckDir); and it may not be, be inside or
+// hold a folder of fence (the helper's data folder). Errors are of class
+// invalid and begin with "outputDirectory".
+func CheckOutputFolder(dir string, owners hostpath.Owners, fence hostpath.Fence) (string, error) {
+	if err := CheckOutputDir(dir); err != nil {
+		return "", err
+	}
+	real, err := realOutputDir(dir, owners)
+	if err != nil {
+		return "", err
+	}
+	chain, whole, err := hostpath.CheckDir(real, owners)
+	if err != nil {
+		return "", fmt.Errorf("outputDirectory: %w", err)
+	}
+	if whole {
+		err = fence.Check("outputDirectory "+real, chain)
+	} else {
+		err = fence.CheckWithin("outputDirectory "+real, chain)
+	}
+	return real, err
+}
+
+// OpenOutputFolder opens an output folder to place a task's outputs in,
+// making what is missing, with CheckOutputFolder's checks made again on
+// what the folder is now: it may have been replaced by a link, or made by
+// another user, since the task was submitted. No component is followed if
+// it is a link (hostpath.OpenDir).
+func OpenOutputFolder(dir string, owners hostpath.Owners, fence hostpath.Fence) (*hostpath.Dir, error) {
+	real, err := CheckOutputFolder(dir, owners, fence) // before anything is made
+	if err != nil {
+		return nil, err
+	}
+	d, err := hostpath.OpenDir(real, owners, true)
+	if err != nil {
+		return nil, fmt.Errorf("outputDirectory: %w", err)
+	}
+	if err := fence.Check("outputDirectory "+real, d.Chain); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// realOutputDir resolves dir's links (owners' only) and checks where it
+// really is.
+func realOutputDir(dir string, owners hostpath.Owners) (string, error) {
+	real, err := hostpath.Resolve(dir, owners)
+	if err != nil {
+		return "", fmt.Errorf("outputDirectory: %w", err)
+	}
+	if real != dir {
+		if err := CheckOutputDir(real); err != nil {
+			return "", fmt.Errorf("%w (%s leads there)", err, dir)
+		}
+	}
+	return real, nil
 }
 
 // isHome reports whether dir is this user's home or one listed in

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 )
 
 // TestHostileOutboxNames answers issue 24.1: a guest wrote dotfiles,
@@ -93,9 +94,20 @@ func TestOutputFolderRules(t *testing.T) {
 
 func errorsIsInvalid(err error) bool { return errors.Is(err, errdefs.ErrInvalid) }
 
-// TestPlaceSafely: placed files are 0644, never executable, owned by the
-// output folder's owner (the helper runs as root in CI), and a taken
-// dot-less name gets " (1)".
+// openOut opens an output folder for Place.
+func openOut(t *testing.T, dir string) *hostpath.Dir {
+	t.Helper()
+	d, err := OpenOutputFolder(dir, hostpath.Self(), hostpath.Fence{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// TestPlaceSafely: placed files are 0644, never executable, and the
+// helper's own (never given to another user), and a taken dot-less name
+// gets " (1)".
 func TestPlaceSafely(t *testing.T) {
 	src := t.TempDir()
 	write(t, filepath.Join(src, "notes"), "new")
@@ -103,11 +115,8 @@ func TestPlaceSafely(t *testing.T) {
 	os.Chmod(filepath.Join(src, "run.sh"), 0o755)
 	out := t.TempDir()
 	write(t, filepath.Join(out, "notes"), "old")
-	if os.Geteuid() == 0 {
-		os.Chown(out, 65534, 65534)
-	}
-	placed, err := Place(out, []Collected{{Name: "notes", Path: filepath.Join(src, "notes")}, {Name: "bin/run.sh", Path: filepath.Join(src, "run.sh")}})
-	if err != nil || len(placed) != 2 || filepath.Base(placed[0]) != "notes (1)" {
+	placed, err := Place(openOut(t, out), hostpath.Self(), []Collected{{Name: "notes", Path: filepath.Join(src, "notes")}, {Name: "bin/run.sh", Path: filepath.Join(src, "run.sh")}})
+	if err != nil || len(placed) != 2 || filepath.Base(placed[0]) != "notes (1)" || placed[1] != filepath.Join(out, "bin", "run.sh") {
 		t.Fatalf("placed %v, %v", placed, err)
 	}
 	for _, p := range append(placed, filepath.Join(out, "bin")) {
@@ -118,9 +127,110 @@ func TestPlaceSafely(t *testing.T) {
 		if !fi.IsDir() && fi.Mode().Perm() != 0o644 {
 			t.Errorf("%s is %v; want 0644", p, fi.Mode().Perm())
 		}
-		if st := fi.Sys().(*syscall.Stat_t); os.Geteuid() == 0 && st.Uid != 65534 {
-			t.Errorf("%s is owned by %d; want the output folder's owner 65534", p, st.Uid)
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+			t.Errorf("%s is owned by %d; want the helper's user %d", p, st.Uid, os.Geteuid())
 		}
+	}
+}
+
+// TestOutputFolderOpenedNotNamed answers issue 34.2 at the package's
+// level (tests/faults makes the moves with another user's processes):
+// another user's link at the output folder's place, or in its path, is
+// refused when the task is submitted and when its outputs are placed,
+// with nothing made in the link's target; a folder another user made is
+// refused and nothing is given to them; a link swapped in after the
+// submission is refused when the outputs are placed; a link inside the
+// output folder, where an output's subfolder goes, is not followed; and
+// the data folder is refused however it is reached.
+func TestOutputFolderOpenedNotNamed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a file another user owns needs root")
+	}
+	const other = 65534
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim") // stands for /etc/cron.d
+	os.Mkdir(victim, 0o755)
+	plant := func(at string) {
+		t.Helper()
+		if err := os.Symlink(victim, at); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(at, other, other)
+	}
+	me, none := hostpath.Self(), hostpath.Fence{}
+	plant(filepath.Join(base, "results"))
+	for _, dir := range []string{filepath.Join(base, "results"), filepath.Join(base, "results", "q3")} {
+		if _, err := CheckOutputFolder(dir, me, none); !errorsIsInvalid(err) || !strings.Contains(err.Error(), "made by another user (uid 65534)") {
+			t.Errorf("submitting %s: %v", dir, err)
+		}
+		if d, err := OpenOutputFolder(dir, me, none); err == nil {
+			d.Close()
+			t.Errorf("placing in %s: opened", dir)
+		}
+	}
+	theirs := filepath.Join(base, "theirs")
+	os.Mkdir(theirs, 0o777)
+	os.Chown(theirs, other, other)
+	if _, err := CheckOutputFolder(theirs, me, none); !errorsIsInvalid(err) || !strings.Contains(err.Error(), "belongs to another user (uid 65534)") {
+		t.Errorf("submitting another user's folder: %v", err)
+	}
+	if d, err := OpenOutputFolder(filepath.Join(theirs, "sub"), me, none); err == nil {
+		d.Close()
+		t.Error("placing below another user's folder: opened")
+	}
+
+	later := filepath.Join(base, "later")
+	if real, err := CheckOutputFolder(later, me, none); err != nil || real != later {
+		t.Fatalf("a folder yet to be made: %q %v", real, err)
+	}
+	plant(later) // between the submission and the collection
+	if d, err := OpenOutputFolder(later, me, none); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a link swapped in: %v", err)
+		if d != nil {
+			d.Close()
+		}
+	}
+
+	mine := filepath.Join(base, "mine")
+	d := openOut(t, mine)
+	os.Symlink(victim, filepath.Join(mine, "charts"))
+	src := filepath.Join(t.TempDir(), "q3.csv")
+	write(t, src, "1,2,3")
+	if _, err := Place(d, me, []Collected{{Name: "charts/q3.csv", Path: src}}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("placing through a link inside the output folder: %v", err)
+	}
+	if ents, _ := os.ReadDir(victim); len(ents) != 0 {
+		t.Fatalf("something landed in the links' target: %v", ents)
+	}
+	filepath.WalkDir(base, func(p string, _ os.DirEntry, err error) error {
+		if fi, err := os.Lstat(p); err == nil && fi.Sys().(*syscall.Stat_t).Uid == other && fi.Mode().IsRegular() {
+			t.Errorf("%s was given to another user", p)
+		}
+		return nil
+	})
+
+	data := filepath.Join(base, "data")
+	os.MkdirAll(filepath.Join(data, "Sessions"), 0o700)
+	os.Symlink(base, filepath.Join(mine, "alias"))
+	fence, err := hostpath.NewFence(hostpath.Folder{Name: "the helper's data folder", Path: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]string{
+		filepath.Join(mine, "alias", "data", "Sessions", "x"): "is inside the helper's data folder",
+		filepath.Join(mine, "alias", "data"):                  "is the helper's data folder",
+		base:                                                  "holds the helper's data folder",
+	} {
+		if _, err := CheckOutputFolder(dir, me, fence); !errorsIsInvalid(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("submitting %s: %v, want %q", dir, err, want)
+		}
+	}
+	if d, err := OpenOutputFolder(filepath.Join(data, "Skills"), me, fence); err == nil {
+		d.Close()
+		t.Error("placing in the data folder: opened")
+	}
+	if _, err := os.Stat(filepath.Join(data, "Skills")); err == nil {
+		t.Error("a folder was made in the data folder")
 	}
 }
 

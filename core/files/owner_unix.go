@@ -3,7 +3,6 @@
 package files
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"syscall"
@@ -25,15 +24,4 @@ func ownerOf(fi fs.FileInfo) Owner {
 		return Owner{int(st.Uid), int(st.Gid)}
 	}
 	return Owner{-1, -1}
-}
-
-// chown gives path to owner when it is someone else (only root can).
-func chown(path string, owner Owner) error {
-	if owner.UID < 0 || owner.UID == os.Geteuid() {
-		return nil
-	}
-	if err := os.Lchown(path, owner.UID, owner.GID); err != nil {
-		return fmt.Errorf("give %s to uid %d: %w", path, owner.UID, err)
-	}
-	return nil
 }

@@ -16,7 +16,12 @@
 // .envrc, .vscode/: a later command on the host could run what it wrote;
 // refused, as hidden outputs are), that marks a file executable (new files
 // are written 0644, changed ones keep the host file's mode), or that fills
-// the copy (the review copies at most Limits).
+// the copy (the review copies at most Limits). A folder is taken at its
+// real path, through links the user or root made only, and may not be, be
+// inside or hold the helper's data folder or the VM's shared folder,
+// compared by device and inode (hostpath.Fence) when it is granted, staged
+// and written to: a symlinked parent cannot hand a task Sessions/, nor make
+// staging copy a folder into itself.
 //
 // The copy is a copy, not a mount: a warm VM is running before its task
 // exists (a bind mount cannot be added to a running sandbox), and the guest
@@ -42,6 +47,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 )
 
 // Sub is where the granted folders are in the VM's shared folder.
@@ -76,26 +82,17 @@ type Grant struct {
 
 // Grants checks the folders a task is given and names them (by their base
 // names, made unique): each must be an absolute path of an existing folder,
-// not a link, and none inside another.
-func Grants(paths []string) ([]Grant, error) {
+// not a link, and none inside another. Each is taken at its real path, the
+// links on the way followed only if owners (or root) made them, and
+// compared with the others and with fence (the helper's data folder) by
+// that path and by device and inode: a folder that is, is inside or holds
+// a fenced one is refused, whatever links led to it.
+func Grants(paths []string, owners hostpath.Owners, fence hostpath.Fence) ([]Grant, error) {
 	var out []Grant
 	for _, p := range paths {
-		if !filepath.IsAbs(p) {
-			return nil, errdefs.Invalidf("host folder %q: want an absolute path", p)
-		}
-		p = filepath.Clean(p)
-		fi, err := os.Lstat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, errdefs.Invalidf("host folder %s does not exist", p)
-		case err != nil:
-			return nil, errdefs.Invalidf("host folder %s: %v", p, err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return nil, errdefs.Invalidf("host folder %s is a symbolic link: give the folder it points to", p)
-		case !fi.IsDir():
-			return nil, errdefs.Invalidf("host folder %s is not a folder", p)
-		case p == "/":
-			return nil, errdefs.Invalidf("the root folder cannot be given to a task")
+		p, err := grantPath(p, owners, fence)
+		if err != nil {
+			return nil, err
 		}
 		for _, g := range out {
 			if within(p, g.Path) || within(g.Path, p) {
@@ -109,6 +106,37 @@ func Grants(paths []string) ([]Grant, error) {
 		out = append(out, Grant{Name: name, Path: p})
 	}
 	return out, nil
+}
+
+// grantPath checks one granted folder and returns its real path.
+func grantPath(p string, owners hostpath.Owners, fence hostpath.Fence) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", errdefs.Invalidf("host folder %q: want an absolute path", p)
+	}
+	p = filepath.Clean(p)
+	fi, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", errdefs.Invalidf("host folder %s does not exist", p)
+	case err != nil:
+		return "", errdefs.Invalidf("host folder %s: %v", p, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "", errdefs.Invalidf("host folder %s is a symbolic link: give the folder it points to", p)
+	case !fi.IsDir():
+		return "", errdefs.Invalidf("host folder %s is not a folder", p)
+	}
+	real, err := hostpath.Resolve(p, owners)
+	if err != nil {
+		return "", fmt.Errorf("host folder: %w", err)
+	}
+	if real == "/" {
+		return "", errdefs.Invalidf("the root folder cannot be given to a task")
+	}
+	chain, err := hostpath.Chain(real)
+	if err != nil {
+		return "", errdefs.Invalidf("host folder %s: %v", p, err)
+	}
+	return real, fence.Check("host folder "+p, chain)
 }
 
 func within(p, dir string) bool {
@@ -150,34 +178,31 @@ type Manifest struct {
 // Stage copies g's regular files and folders into shared/folders/NAME,
 // owned like the shared folder, and returns the manifest. Links and special
 // files are not copied (the manifest says so). A folder over the limits is
-// refused whole: a partial copy would read as deletions.
-func Stage(ctx context.Context, g Grant, shared string, lim Limits) (Manifest, error) {
+// refused whole: a partial copy would read as deletions. The folder is
+// checked again against fence and the shared folder itself, as it is now
+// (a link on its path may have changed since the task was submitted), and
+// every folder below it too: one of them, met by its device and inode (a
+// bind mount, say), stops the copy before anything of it is read.
+func Stage(ctx context.Context, g Grant, shared string, lim Limits, fence hostpath.Fence) (Manifest, error) {
 	lim = lim.withDefaults()
 	m := Manifest{Grant: g, Files: map[string]Entry{}}
+	fence, err := fence.With(hostpath.Folder{Name: "the VM's shared folder", Path: shared})
+	if err != nil {
+		return m, err
+	}
 	src, err := os.OpenRoot(g.Path)
 	if err != nil {
 		return m, fmt.Errorf("open host folder %s: %w", g.Path, err)
 	}
 	defer src.Close()
-	owner, err := files.OwnerOf(shared)
+	chain, err := hostpath.ChainOf(src, g.Path)
+	if err == nil {
+		err = fence.Check("host folder "+g.Path, chain)
+	}
 	if err != nil {
 		return m, err
 	}
-	top, err := os.OpenRoot(shared)
-	if err != nil {
-		return m, fmt.Errorf("open the shared folder: %w", err)
-	}
-	defer top.Close()
-	sub := filepath.Join(Sub, g.Name)
-	if err := top.MkdirAll(sub, 0o755); err != nil {
-		return m, fmt.Errorf("create %s: %w", sub, err)
-	}
-	for _, p := range []string{Sub, sub} {
-		if err := chown(top, p, owner); err != nil {
-			return m, err
-		}
-	}
-	dst, err := top.OpenRoot(sub)
+	dst, owner, err := files.OpenSharedSub(shared, path.Join(Sub, g.Name), 0o755)
 	if err != nil {
 		return m, err
 	}
@@ -194,10 +219,13 @@ func Stage(ctx context.Context, g Grant, shared string, lim Limits) (Manifest, e
 		case name == ".":
 			return nil
 		case d.IsDir():
+			if err := fenced(fence, g, name, d); err != nil {
+				return err
+			}
 			if err := dst.Mkdir(name, 0o755); err != nil {
 				return err
 			}
-			return chown(dst, name, owner)
+			return owner.Give(dst, name)
 		case !d.Type().IsRegular():
 			m.Skipped = append(m.Skipped, files.Printable(name)+" (not a regular file: not copied)")
 			return nil
@@ -213,9 +241,23 @@ func Stage(ctx context.Context, g Grant, shared string, lim Limits) (Manifest, e
 		}
 		total += e.Size
 		m.Files[name] = e
-		return chown(dst, name, owner)
+		return owner.Give(dst, name)
 	})
 	return m, err
+}
+
+// fenced refuses the folder name of g's folder when it is one of fence's.
+func fenced(fence hostpath.Fence, g Grant, name string, d fs.DirEntry) error {
+	fi, err := d.Info()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	if id, ok := hostpath.IDOf(fi); ok {
+		if f, ok := fence.Holds(id); ok {
+			return errdefs.Invalidf("host folder %s holds %s (%s, at %s): it cannot be given to a task", g.Path, f.Name, f.Path, files.Printable(name))
+		}
+	}
+	return nil
 }
 
 // modeX is the executable bits of a file (a script stays runnable in the
@@ -225,13 +267,6 @@ func modeX(d fs.DirEntry) fs.FileMode {
 		return fi.Mode().Perm() & 0o111
 	}
 	return 0
-}
-
-func chown(root *os.Root, name string, owner files.Owner) error {
-	if owner.UID < 0 || owner.UID == os.Geteuid() {
-		return nil
-	}
-	return root.Lchown(name, owner.UID, owner.GID)
 }
 
 // copyFile copies one regular file of from (opened without following a
@@ -325,13 +360,14 @@ type Change struct {
 	Refused string
 }
 
-// Review compares the agent's copy of m's folder (copyDir, with the VM
-// stopped) with m. What changed is copied into keep (created), at most
-// lim; the changes are returned by path.
-func Review(ctx context.Context, m Manifest, copyDir, keep string, lim Limits) ([]Change, error) {
+// Review compares the agent's copy of m's folder (shared/folders/NAME,
+// with the VM stopped) with m. What changed is copied into keep (created),
+// at most lim; the changes are returned by path. A copy the guest made a
+// link, or reached through one, is refused, never followed.
+func Review(ctx context.Context, m Manifest, shared, keep string, lim Limits) ([]Change, error) {
 	lim = lim.withDefaults()
 	var out []Change
-	root, err := os.OpenRoot(copyDir)
+	root, err := files.OpenShared(shared, path.Join(Sub, m.Name))
 	if errors.Is(err, fs.ErrNotExist) {
 		// The agent removed the whole folder: every file is deleted.
 		root = nil
@@ -466,8 +502,9 @@ func unsafePath(name string) string {
 // agent's version replaces or adds the file, or the file is removed. The
 // host file must still be as the task found it (for an added file: absent);
 // otherwise the change is a conflict (errdefs.ErrConflict) and nothing is
-// written.
-func Apply(m Manifest, c Change) error {
+// written. The folder, as its path leads now, must not be, be inside or
+// hold one of fence's.
+func Apply(m Manifest, c Change, fence hostpath.Fence) error {
 	if c.Refused != "" {
 		return errdefs.Invalidf("%s cannot be applied: %s", c.Path, c.Refused)
 	}
@@ -479,6 +516,13 @@ func Apply(m Manifest, c Change) error {
 		return fmt.Errorf("open host folder %s: %w", m.Path, err)
 	}
 	defer root.Close()
+	chain, err := hostpath.ChainOf(root, m.Path)
+	if err == nil {
+		err = fence.Check("host folder "+m.Path, chain)
+	}
+	if err != nil {
+		return err
+	}
 	if err := Check(root, c); err != nil {
 		return err
 	}
@@ -558,12 +602,16 @@ func Check(root *os.Root, c Change) error {
 	return nil
 }
 
-// Keep copies the folders and regular files under from (a stopped VM's
-// copies of the granted folders) into to, for a task that goes on in
-// another VM, at most DefaultMaxBytes in all. Links and special files are
-// left behind, as the review would refuse them.
-func Keep(ctx context.Context, from, to string) error {
-	src, err := os.OpenRoot(from)
+// Keep copies the folders and regular files under shared/folders (a
+// stopped VM's copies of the granted folders) into to, for a task that
+// goes on in another VM, at most DefaultMaxBytes in all. Links and special
+// files are left behind, as the review would refuse them; a folders the
+// guest made a link is refused. Without shared/folders it keeps nothing.
+func Keep(ctx context.Context, shared, to string) error {
+	src, err := files.OpenShared(shared, Sub)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

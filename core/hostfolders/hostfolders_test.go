@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 )
 
 func write(t *testing.T, path, data string, mode os.FileMode) {
@@ -54,17 +55,20 @@ func project(t *testing.T) string {
 
 func stage(t *testing.T, dir string) (Manifest, string) {
 	t.Helper()
-	gs, err := Grants([]string{dir})
+	gs, err := Grants([]string{dir}, hostpath.Self(), hostpath.Fence{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	shared := t.TempDir()
-	m, err := Stage(context.Background(), gs[0], shared, Limits{})
+	m, err := Stage(context.Background(), gs[0], shared, Limits{}, hostpath.Fence{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m, filepath.Join(shared, Sub, gs[0].Name)
 }
+
+// sharedOf is the shared folder of a copy (shared/folders/NAME).
+func sharedOf(cp string) string { return filepath.Dir(filepath.Dir(cp)) }
 
 func byPath(cs []Change) map[string]Change {
 	out := map[string]Change{}
@@ -94,7 +98,7 @@ func TestReviewAndApply(t *testing.T) {
 	}
 	ctx := context.Background()
 	// An untouched copy has no changes.
-	if cs, err := Review(ctx, m, cp, filepath.Join(t.TempDir(), "keep"), Limits{}); err != nil || len(cs) != 0 {
+	if cs, err := Review(ctx, m, sharedOf(cp), filepath.Join(t.TempDir(), "keep"), Limits{}); err != nil || len(cs) != 0 {
 		t.Fatalf("untouched: %v %+v", err, cs)
 	}
 
@@ -111,7 +115,7 @@ func TestReviewAndApply(t *testing.T) {
 	os.Symlink("/root", filepath.Join(cp, "sub"))
 
 	keep := filepath.Join(t.TempDir(), "keep")
-	cs, err := Review(ctx, m, cp, keep, Limits{})
+	cs, err := Review(ctx, m, sharedOf(cp), keep, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +146,12 @@ func TestReviewAndApply(t *testing.T) {
 	}
 	for _, c := range cs {
 		if c.Refused != "" {
-			if err := Apply(m, c); err == nil {
+			if err := Apply(m, c, hostpath.Fence{}); err == nil {
 				t.Errorf("the refused %s was applied", c.Path)
 			}
 			continue
 		}
-		if err := Apply(m, c); err != nil {
+		if err := Apply(m, c, hostpath.Fence{}); err != nil {
 			t.Fatalf("apply %s: %v", c.Path, err)
 		}
 	}
@@ -190,7 +194,7 @@ func TestApplyReportsConflicts(t *testing.T) {
 	write(t, filepath.Join(cp, "b.txt"), "agent's b\n", 0o644)
 	write(t, filepath.Join(cp, "new.txt"), "agent's new\n", 0o644)
 	os.Remove(filepath.Join(cp, "run.sh"))
-	cs, err := Review(context.Background(), m, cp, filepath.Join(t.TempDir(), "keep"), Limits{})
+	cs, err := Review(context.Background(), m, sharedOf(cp), filepath.Join(t.TempDir(), "keep"), Limits{})
 	if err != nil || len(cs) != 4 {
 		t.Fatalf("review: %v %+v", err, cs)
 	}
@@ -204,7 +208,7 @@ func TestApplyReportsConflicts(t *testing.T) {
 		"a.txt": "changed on this computer", "b.txt": "was removed on this computer",
 		"new.txt": "exists on this computer now", "run.sh": "changed on this computer",
 	} {
-		err := Apply(m, got[p])
+		err := Apply(m, got[p], hostpath.Fence{})
 		if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want a conflict %q", p, err, want)
 		}
@@ -227,7 +231,7 @@ func TestGrants(t *testing.T) {
 	write(t, filepath.Join(b, "y"), "y", 0o644)
 	write(t, filepath.Join(base, "file"), "f", 0o644)
 	os.Symlink(a, filepath.Join(base, "link"))
-	gs, err := Grants([]string{a, b + "/"})
+	gs, err := Grants([]string{a, b + "/"}, hostpath.Self(), hostpath.Fence{})
 	if err != nil || len(gs) != 2 || gs[0].Name != "report" || gs[1].Name != "report-2" || gs[1].Path != b {
 		t.Fatalf("grants: %v %+v", err, gs)
 	}
@@ -242,7 +246,7 @@ func TestGrants(t *testing.T) {
 		{[]string{a, filepath.Join(base, "work")}, "overlap"},
 		{[]string{"/"}, "root folder"},
 	} {
-		if _, err := Grants(bad.paths); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), bad.want) {
+		if _, err := Grants(bad.paths, hostpath.Self(), hostpath.Fence{}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: %v, want %q", bad.paths, err, bad.want)
 		}
 	}
@@ -251,11 +255,148 @@ func TestGrants(t *testing.T) {
 // TestStageLimits: a folder over the limits is refused whole.
 func TestStageLimits(t *testing.T) {
 	dir := project(t)
-	gs, _ := Grants([]string{dir})
+	gs, _ := Grants([]string{dir}, hostpath.Self(), hostpath.Fence{})
 	for _, lim := range []Limits{{MaxFiles: 3}, {MaxBytes: 10}} {
-		_, err := Stage(context.Background(), gs[0], t.TempDir(), lim)
+		_, err := Stage(context.Background(), gs[0], t.TempDir(), lim, hostpath.Fence{})
 		if !errors.Is(err, errdefs.ErrTooLarge) || !strings.Contains(err.Error(), "give a smaller folder") {
 			t.Errorf("%+v: %v", lim, err)
+		}
+	}
+}
+
+// TestDataFolderThroughLinks answers issue 34.5 at the package's level:
+// the helper's Sessions/ or its whole data folder, given through a path
+// with a symbolic link for a parent, is refused; so is a folder whose link
+// is pointed at the data folder after it was granted (when it is staged or
+// written to), one that holds the VM's own shared folder (which would copy
+// the folder into itself), and one below which the data folder is mounted.
+// Nothing of the data folder is copied.
+func TestDataFolderThroughLinks(t *testing.T) {
+	base := t.TempDir()
+	data := filepath.Join(base, "outer", "hivecrew")
+	write(t, filepath.Join(data, "Sessions", "other-task", "trace.jsonl"), "secret trace", 0o600)
+	write(t, filepath.Join(data, "VMs", "vm1", "shared", "inbox", "x"), "x", 0o600)
+	os.Symlink(base, filepath.Join(base, "alias"))
+	fence, err := hostpath.NewFence(hostpath.Folder{Name: "the helper's data folder", Path: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := hostpath.Self()
+	for p, want := range map[string]string{
+		filepath.Join(base, "alias", "outer", "hivecrew", "Sessions"): "is inside the helper's data folder",
+		filepath.Join(base, "alias", "outer", "hivecrew"):             "is the helper's data folder",
+		filepath.Join(base, "alias", "outer") + "/":                   "holds the helper's data folder",
+	} {
+		if _, err := Grants([]string{p}, me, fence); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", p, err, want)
+		}
+	}
+
+	// Granted when it led elsewhere, pointed at the data folder since.
+	work := filepath.Join(base, "work")
+	write(t, filepath.Join(work, "project", "a.txt"), "a", 0o644)
+	os.Symlink(work, filepath.Join(base, "current"))
+	gs, err := Grants([]string{filepath.Join(base, "current", "project")}, me, fence)
+	if err != nil || gs[0].Path != filepath.Join(work, "project") {
+		t.Fatalf("grant through the user's link: %+v %v", gs, err)
+	}
+	g := Grant{Name: "project", Path: filepath.Join(base, "current", "project")}
+	os.Remove(filepath.Join(base, "current"))
+	os.Symlink(data, filepath.Join(base, "current"))
+	os.Symlink("Sessions", filepath.Join(data, "project"))
+	shared := filepath.Join(data, "VMs", "vm1", "shared")
+	if _, err := Stage(context.Background(), g, shared, Limits{}, fence); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "the helper's data folder") {
+		t.Errorf("staging a grant now inside the data folder: %v", err)
+	}
+	m := Manifest{Grant: g, Files: map[string]Entry{}}
+	if err := Apply(m, Change{Path: "new.txt", Op: Added, After: &Entry{SHA256: strings.Repeat("0", 64)}}, fence); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("writing to a grant now inside the data folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "Sessions", "new.txt")); err == nil {
+		t.Error("a change was written into the data folder")
+	}
+
+	// A grant that holds the VM's shared folder, fenced or not.
+	g = Grant{Name: "vm1", Path: filepath.Join(data, "VMs", "vm1")}
+	if _, err := Stage(context.Background(), g, shared, Limits{}, hostpath.Fence{}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "holds the VM's shared folder") {
+		t.Errorf("staging a folder that holds the shared folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, Sub, "vm1")); err == nil {
+		t.Error("the folder was copied into itself")
+	}
+}
+
+// TestStageMeetsTheDataFolderMounted: the data folder bind-mounted below
+// a granted folder is met by its identity and not copied.
+func TestStageMeetsTheDataFolderMounted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a bind mount needs root")
+	}
+	base := t.TempDir()
+	data := filepath.Join(base, "hivecrew")
+	write(t, filepath.Join(data, "Sessions", "s1", "trace.jsonl"), "secret trace", 0o600)
+	project := filepath.Join(base, "project")
+	write(t, filepath.Join(project, "a.txt"), "a", 0o644)
+	os.Mkdir(filepath.Join(project, "mnt"), 0o755)
+	if err := syscall.Mount(data, filepath.Join(project, "mnt"), "", syscall.MS_BIND, ""); err != nil {
+		t.Skipf("bind mount: %v", err)
+	}
+	defer syscall.Unmount(filepath.Join(project, "mnt"), syscall.MNT_DETACH)
+	fence, _ := hostpath.NewFence(hostpath.Folder{Name: "the helper's data folder", Path: data})
+	gs, err := Grants([]string{project}, hostpath.Self(), fence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := t.TempDir()
+	if _, err := Stage(context.Background(), gs[0], shared, Limits{}, fence); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "holds the helper's data folder") {
+		t.Fatalf("staging: %v", err)
+	}
+	filepath.WalkDir(shared, func(p string, d os.DirEntry, err error) error {
+		if b, _ := os.ReadFile(p); string(b) == "secret trace" {
+			t.Errorf("%s: the data folder was copied", p)
+		}
+		return nil
+	})
+}
+
+// TestLinkedCopyIsNotRead: the guest replaced its folders/ (or its copy
+// of a folder) with a link to a host folder; the review and the copy kept
+// for a fresh VM read nothing through it (the host's files would otherwise
+// reach the review, or the next VM).
+func TestLinkedCopyIsNotRead(t *testing.T) {
+	dir := project(t)
+	m, cp := stage(t, dir)
+	shared := sharedOf(cp)
+	host := t.TempDir()
+	write(t, filepath.Join(host, "project", "id_rsa"), "host secret", 0o600)
+	write(t, filepath.Join(host, "id_rsa"), "host secret", 0o600)
+	for _, link := range []string{cp, filepath.Join(shared, Sub)} {
+		os.RemoveAll(link)
+		target := host
+		if link == cp {
+			target = filepath.Join(host, "project")
+			os.MkdirAll(filepath.Dir(link), 0o755)
+		}
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		keep := filepath.Join(t.TempDir(), "keep")
+		if cs, err := Review(context.Background(), m, shared, keep, Limits{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("review through %s: %v, %+v", link, err, cs)
+		}
+		// A linked copy is left behind as links are; a linked folders/ is
+		// refused.
+		kept := filepath.Join(t.TempDir(), "kept")
+		if err := Keep(context.Background(), shared, kept); (link == cp) != (err == nil) {
+			t.Errorf("keep with %s a link: %v", link, err)
+		}
+		for _, d := range []string{keep, kept} {
+			filepath.WalkDir(d, func(p string, _ os.DirEntry, _ error) error {
+				if b, _ := os.ReadFile(p); string(b) == "host secret" {
+					t.Errorf("%s: a host file was read through the link", p)
+				}
+				return nil
+			})
 		}
 	}
 }

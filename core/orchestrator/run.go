@@ -16,6 +16,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/provision"
@@ -806,7 +807,7 @@ func (o *Orchestrator) collect(ctx context.Context, t store.Task, sessionDir, sh
 	if dir == "" {
 		dir = filepath.Join(settings.OutputDirectory, files.TaskFolderName(t.Title, time.Now()))
 	}
-	placed, err := files.Place(dir, got)
+	placed, err := o.place(dir, got)
 	first := len(out.files) - len(got)
 	for i, p := range placed {
 		out.files[first+i].SavedPath = p
@@ -822,4 +823,21 @@ func (o *Orchestrator) collect(ctx context.Context, t store.Task, sessionDir, sh
 		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "info",
 			Summary: fmt.Sprintf("%d output file(s) saved to %s", len(placed), dir), Details: strings.Join(placed, "\n")})
 	}
+}
+
+// place puts collected outputs in the output folder dir, opened now with
+// every check made again: since the task was submitted another user may
+// have made it, or put a link in its place.
+func (o *Orchestrator) place(dir string, got []files.Collected) ([]string, error) {
+	fence, err := o.dataFence()
+	if err != nil {
+		return nil, err
+	}
+	me := hostpath.Self()
+	d, err := files.OpenOutputFolder(dir, me, fence)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return files.Place(d, me, got)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
@@ -99,7 +100,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	default:
 		return t, errdefs.Invalidf("priority %q: want low, normal or high", in.Priority)
 	}
-	out, err := outputDir(in.OutputDirectory)
+	out, err := o.outputDir(in.OutputDirectory)
 	if err != nil {
 		return t, err
 	}
@@ -168,11 +169,13 @@ func CheckReasoningEffort(effort string) error {
 }
 
 // OutputDir is the folder a task's outputDirectory names, as a task
-// keeps it: ~/ expanded, cleaned and checked ("" for Settings' folder).
-func OutputDir(dir string) (string, error) { return outputDir(dir) }
+// keeps it: ~/ expanded and checked, as its real path ("" for Settings'
+// folder).
+func (o *Orchestrator) OutputDir(dir string) (string, error) { return o.outputDir(dir) }
 
-// outputDir checks an output directory: absolute, or starting with ~/.
-func outputDir(dir string) (string, error) {
+// outputDir checks an output directory (absolute, or starting with ~/)
+// and returns its real path (files.CheckOutputFolder).
+func (o *Orchestrator) outputDir(dir string) (string, error) {
 	if dir == "" {
 		return "", nil
 	}
@@ -186,11 +189,11 @@ func outputDir(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		return "", errdefs.Invalidf("outputDirectory %q: want an absolute path", dir)
 	}
-	dir = filepath.Clean(dir)
-	if err := files.CheckOutputDir(dir); err != nil {
+	fence, err := o.dataFence()
+	if err != nil {
 		return "", err
 	}
-	return dir, nil
+	return files.CheckOutputFolder(filepath.Clean(dir), hostpath.Self(), fence)
 }
 
 // Submit checks and queues a new task with its uploaded input files. The

@@ -17,6 +17,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/hostfolders"
+	"github.com/hivecrew/hivecrew/core/hostpath"
 	"github.com/hivecrew/hivecrew/core/store"
 )
 
@@ -29,24 +30,26 @@ import (
 // hostFolders checks the folders a new task is given. The helper's own
 // data folder (its database and secrets) is never one of them.
 func (o *Orchestrator) hostFolders(paths []string) ([]store.HostFolder, error) {
-	gs, err := hostfolders.Grants(paths)
+	fence, err := o.dataFence()
 	if err != nil {
 		return nil, err
 	}
-	home, _ := filepath.Abs(o.cfg.Paths.Home)
+	gs, err := hostfolders.Grants(paths, hostpath.Self(), fence)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]store.HostFolder, len(gs))
 	for i, g := range gs {
-		if overlaps(g.Path, home) {
-			return nil, errdefs.Invalidf("host folder %s holds the helper's own data (%s): it cannot be given to a task", g.Path, home)
-		}
 		out[i] = store.HostFolder{Name: g.Name, Path: g.Path}
 	}
 	return out, nil
 }
 
-func overlaps(a, b string) bool {
-	sep := string(filepath.Separator)
-	return a == b || strings.HasPrefix(a, b+sep) || strings.HasPrefix(b, a+sep)
+// dataFence fences off the helper's data folder (its sessions, tasks,
+// VMs and their shared folders, templates, secrets): no host folder or
+// output folder may be it, be inside it or hold it.
+func (o *Orchestrator) dataFence() (hostpath.Fence, error) {
+	return hostpath.NewFence(hostpath.Folder{Name: "the helper's data folder", Path: o.cfg.Paths.Home})
 }
 
 // manifestsFile keeps what the granted folders held when the task started.
@@ -60,9 +63,13 @@ func (o *Orchestrator) stageFolders(ctx context.Context, t store.Task, shared, s
 	if len(t.HostFolders) == 0 {
 		return nil
 	}
+	fence, err := o.dataFence()
+	if err != nil {
+		return err
+	}
 	var ms []hostfolders.Manifest
 	for _, f := range t.HostFolders {
-		m, err := hostfolders.Stage(ctx, hostfolders.Grant{Name: f.Name, Path: f.Path}, shared, hostfolders.Limits{})
+		m, err := hostfolders.Stage(ctx, hostfolders.Grant{Name: f.Name, Path: f.Path}, shared, hostfolders.Limits{}, fence)
 		if err != nil {
 			return fmt.Errorf("host folder %s: %w", f.Path, err)
 		}
@@ -114,7 +121,7 @@ func (o *Orchestrator) reviewFolders(ctx context.Context, t store.Task, sessionD
 	now := time.Now().UTC()
 	for _, m := range ms {
 		keep := filepath.Join(sessionDir, "writeback", m.Name)
-		cs, err := hostfolders.Review(ctx, m, filepath.Join(shared, hostfolders.Sub, m.Name), keep, hostfolders.Limits{})
+		cs, err := hostfolders.Review(ctx, m, shared, keep, hostfolders.Limits{})
 		if err != nil {
 			out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
 				Summary: fmt.Sprintf("Could not review the changes to %s: %v", m.Path, err)})
@@ -225,6 +232,10 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 			return t, errdefs.NotFoundf("task %s has no change %q", id, want)
 		}
 	}
+	fence, err := o.dataFence()
+	if err != nil {
+		return t, err
+	}
 	now := time.Now().UTC()
 	var changed []store.WritebackItem
 	var applied, failures []string
@@ -238,7 +249,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 			it.State = store.WritebackDiscarded
 		} else {
 			m, c := o.itemChange(it)
-			switch err := hostfolders.Apply(m, c); {
+			switch err := hostfolders.Apply(m, c, fence); {
 			case err == nil:
 				it.State = store.WritebackApplied
 				applied = append(applied, filepath.Join(it.HostRoot, filepath.FromSlash(it.Path)))
@@ -344,11 +355,7 @@ func writebackSummary(final map[string]string) string {
 // keepFolders copies a held task's copies of its host folders out of the
 // VM it gives back (stopped), to be put in the next one.
 func keepFolders(ctx context.Context, shared, carried string) error {
-	from := filepath.Join(shared, hostfolders.Sub)
-	if _, err := os.Lstat(from); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return hostfolders.Keep(ctx, from, filepath.Join(carried, hostfolders.Sub))
+	return hostfolders.Keep(ctx, shared, filepath.Join(carried, hostfolders.Sub))
 }
 
 // carryFolders puts a held task's kept folders into its fresh VM.

@@ -322,6 +322,10 @@ const (
 	MaxShellEnvBytes = 256 << 10
 )
 
+// MaxShellTimeoutSeconds bounds run_shell's timeoutSeconds: a longer one
+// runs with this limit.
+const MaxShellTimeoutSeconds = 3600
+
 // ValidEnvName reports whether name may name an environment variable:
 // [A-Za-z_][A-Za-z0-9_]*, at most 128 bytes.
 func ValidEnvName(name string) bool {

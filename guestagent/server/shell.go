@@ -21,7 +21,7 @@ import (
 // Shell limits.
 const (
 	DefaultShellTimeout = 5 * time.Minute
-	MaxShellTimeout     = time.Hour
+	MaxShellTimeout     = protocol.MaxShellTimeoutSeconds * time.Second
 	// DefaultShellOutputCap bounds what run_shell keeps of each stream; the
 	// rest is still streamed as $/shellOutput and drained, then dropped.
 	DefaultShellOutputCap = 1 << 20
@@ -110,7 +110,9 @@ func (r *shellRunner) run(ctx context.Context, requestID any, p protocol.ShellPa
 		return protocol.ShellResult{}, protocol.Errorf(protocol.CodeInvalidParams, "timeoutSeconds must not be negative")
 	}
 	if p.TimeoutSeconds > 0 {
-		timeout = min(time.Duration(p.TimeoutSeconds*float64(time.Second)), MaxShellTimeout)
+		// Clamped before it becomes a Duration: 1e12 seconds in
+		// nanoseconds overflows an int64 (to a negative timeout).
+		timeout = time.Duration(min(p.TimeoutSeconds, MaxShellTimeout.Seconds()) * float64(time.Second))
 	}
 	env, err := shellEnv(p.Env)
 	if err != nil {

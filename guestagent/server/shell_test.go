@@ -35,6 +35,14 @@ func TestRunShellBasics(t *testing.T) {
 	if err != nil || !res.TimedOut || res.ExitCode != -1 {
 		t.Fatalf("timeout: %+v, %v", res, err)
 	}
+	// Issue 34.12: a timeout whose nanoseconds overflow an int64 is the
+	// longest one, not a negative one that ends the command at once.
+	for _, secs := range []float64{1e12, 1e300, 9.3e9} {
+		res, err = call[protocol.ShellResult](t, h.cli, protocol.MethodRunShell, protocol.ShellParams{Command: "sleep 0.3; echo ran", TimeoutSeconds: secs})
+		if err != nil || res.TimedOut || res.ExitCode != 0 || res.Stdout != "ran\n" {
+			t.Fatalf("timeoutSeconds %g: %+v, %v", secs, res, err)
+		}
+	}
 }
 
 func TestRunShellTruncatesOverTheCap(t *testing.T) {

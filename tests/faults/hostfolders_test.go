@@ -167,7 +167,7 @@ func TestHostFolderChangesAreReviewed(t *testing.T) {
 	for _, bad := range []struct{ path, want string }{
 		{filepath.Join(t.TempDir(), "missing"), "does not exist"},
 		{filepath.Join(dir, "a.txt"), "is not a folder"},
-		{home, "holds the helper's own data"},
+		{home, "is the helper's data folder"},
 		{"relative/path", "want an absolute path"},
 	} {
 		_, err := h.unix.CreateTask(ctx, wire.CreateTask{Description: "x", HostFolders: []string{bad.path}})
