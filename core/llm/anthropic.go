@@ -298,7 +298,9 @@ func claudeBlock(bl Block, thinking bool) (*anthropic.BetaContentBlockParamUnion
 		return nil, false, nil
 	case BlockToolCall:
 		args := bl.Call.Args
-		if len(strings.TrimSpace(string(args))) == 0 {
+		if !json.Valid(args) {
+			// Empty, or cut short by max_tokens: the call went back to the
+			// model as an error; its input goes back as an empty object.
 			args = json.RawMessage("{}")
 		}
 		return &anthropic.BetaContentBlockParamUnion{OfToolUse: &anthropic.BetaToolUseBlockParam{ID: bl.Call.ID, Name: bl.Call.Name, Input: args}}, false, nil
