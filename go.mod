@@ -23,6 +23,7 @@ require (
 	github.com/pquerna/otp v1.5.0
 	github.com/progrium/darwinkit v0.5.0
 	github.com/sashabaranov/go-openai v1.43.0
+	github.com/yuin/goldmark v1.8.2
 	go.uber.org/goleak v1.3.0
 	golang.design/x/hotkey v0.4.1
 	golang.org/x/image v0.33.0

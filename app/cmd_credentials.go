@@ -27,7 +27,7 @@ func credentialsAdd(e *env, args []string) error {
 	password := fs.String("password", "", "the password (\"-\" reads it from stdin; `P` on the command line ends up in your shell history)")
 	seed := fs.String("totp-seed", "", "the base32 TOTP `SEED` of an authenticator (\"-\" reads it from stdin)")
 	var apps listFlag
-	fs.Var(&apps, "app", "only type it while `APP` is in front (repeatable)")
+	fs.Var(&apps, "app", "only type it while `APP` is in front, as the VM reports it (repeatable): a convenience against typing it into the wrong window, not a safety control")
 	if _, err := e.parseN(fs, args, 0); err != nil {
 		return err
 	}
@@ -78,7 +78,9 @@ func credentialsLs(e *env, args []string) error {
 		e.out("No credentials yet: hivecrew credentials add --name NAME --username U --password -")
 		return nil
 	}
-	tw := table(e.stdout, "NAME", "USERNAME", "PASSWORD", "TOTP", "ONLY IN")
+	// The application limit is a convenience (the VM reports what is in
+	// front), and its column says so.
+	tw := table(e.stdout, "NAME", "USERNAME", "PASSWORD", "TOTP", "IN FRONT (CONVENIENCE)")
 	for _, cr := range cs {
 		row(tw, cr.Name, or(cr.Username, "-"), yesNo(cr.HasPassword), yesNo(cr.HasTOTP), or(strings.Join(cr.AllowedApps, ", "), "any application"))
 	}

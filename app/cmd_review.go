@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hivecrew/hivecrew/core/redact"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -75,7 +76,7 @@ func cmdReview(e *env, args []string) error {
 	if err == nil && after != nil {
 		for _, it := range after.Items {
 			if it.State == "conflict" && it.ConflictReason != nil {
-				fmt.Fprintf(e.stderr, "hivecrew: not written: %s\n", *it.ConflictReason)
+				fmt.Fprintf(e.stderr, "hivecrew: not written: %s\n", oneLine(*it.ConflictReason))
 			}
 		}
 	}
@@ -116,7 +117,11 @@ func printReview(e *env, rev wire.WritebackReview, diffs bool) error {
 	if diffs {
 		for _, it := range rev.Items {
 			if it.DiffPreview != nil && it.State == "pending" {
-				fmt.Fprintf(e.stdout, "\n%s", *it.DiffPreview)
+				// The guest wrote these lines: an escape sequence in them
+				// could hide a line from the user who approves it, a
+				// bidirectional override reorder one. They are shown as
+				// escapes (\x1b, \u202e), never acted on.
+				fmt.Fprintf(e.stdout, "\n%s", redact.PrintableText(*it.DiffPreview))
 			}
 		}
 	}

@@ -22,6 +22,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/hivecrew/hivecrew/core/redact"
 )
 
 // command is one entry of a dispatch table.
@@ -99,7 +101,13 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	args = dropProcessSerialNumber(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, in: stdin}
+	// What the helper sends back (a guest's file names, a model's words, a
+	// diff of a guest's file) reaches the terminal through the printable
+	// filter: no escape sequence acts on it, no bidirectional override
+	// reorders it. --json output means the same after it.
+	out := redact.NewWriter(stdout)
+	defer out.Flush()
+	e := &env{ctx: ctx, stdout: out, stderr: stderr, in: stdin}
 	err := e.dispatch(args)
 	var (
 		u    usageError
@@ -112,7 +120,7 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case ctx.Err() != nil:
 		// Interrupted: say what goes on unless it is only the interruption.
 		if !errors.Is(err, context.Canceled) {
-			fmt.Fprintln(stderr, "hivecrew:", err)
+			fmt.Fprintln(stderr, "hivecrew:", redact.PrintableText(err.Error()))
 		}
 		return 130
 	case errors.As(err, &h):
@@ -130,7 +138,7 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	fmt.Fprintln(stderr, "hivecrew:", humanize(err.Error()))
+	fmt.Fprintln(stderr, "hivecrew:", redact.PrintableText(humanize(err.Error())))
 	return 1
 }
 

@@ -42,25 +42,36 @@ func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping
 		o.text, err = r.run(ctx, step, call, m)
 		o.ran = err == nil
 	}
-	out := r.redactor.redact(o.text) // what the guest shows back of a typed secret
-	summary := call.Name + " " + firstLine(out)
-	activity := "tool_result"
+	out, activity := o.text, "tool_result"
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Stopped from outside (cancel, kill switch, time limit): the
 		// call did not fail, it was cut short.
-		out = "Interrupted: " + interruption(ctx)
-		summary, activity = call.Name+" interrupted: "+interruption(ctx), "info"
+		out, activity = "Interrupted: "+interruption(ctx), "info"
 		o.isError = true
 	case err != nil:
-		out = "Error: " + err.Error()
-		summary, activity = call.Name+" failed: "+err.Error(), "error"
+		// An error may quote what the guest reported (a window's name,
+		// its answer): it is filtered like the guest's output.
+		out, activity = "Error: "+err.Error(), "error"
 		o.isError = true
 	}
+	// Cut before the filter (a guest's answer may be megabytes) but not
+	// so short that a secret at the cut escapes it, and again after.
+	out = r.filter(out[:min(len(out), resultBytes+16<<10)])
+	summary := call.Name + " " + firstLine(out)
+	switch activity {
+	case "info":
+		summary = call.Name + " interrupted: " + interruption(ctx)
+	case "error":
+		summary = call.Name + " failed: " + strings.TrimPrefix(out, "Error: ")
+	}
 	r.emit(step, Event{Type: "tool_call_result", ActivityType: activity, Tool: call.Name, Summary: summary, Details: truncate(out, 4000)})
-	o.text = truncate(out, 16000)
+	o.text = truncate(out, resultBytes)
 	return o
 }
+
+// resultBytes is the most of a tool's result the model is shown.
+const resultBytes = 16000
 
 // interruption says in words why ctx ended.
 func interruption(ctx context.Context) string {

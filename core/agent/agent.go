@@ -19,6 +19,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/provision"
+	"github.com/hivecrew/hivecrew/core/redact"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -206,9 +207,11 @@ type Runner struct {
 	hard        *time.Timer
 	baseSteps   int
 	baseTimeout time.Duration
-	// redactor keeps the secrets typed in this task out of what the guest
-	// shows back; credOK are the credentials the user approved (the loop's).
-	redactor redactor
+	// redactor holds the task's secrets (its credentials' passwords, the
+	// codes typed, its secret variables), which filter keeps out of
+	// everything the runner lets out; credOK are the credentials the user
+	// approved (the loop's).
+	redactor redact.Redactor
 	credOK   map[string]bool
 	// env are the provisioned variables every run_shell gets (set before
 	// the first step).
@@ -260,7 +263,8 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, ctl: newControl(cfg.Changed), credOK: map[string]bool{}}
+	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, credOK: map[string]bool{}}
+	r.ctl = newControl(cfg.Changed, r.filter)
 	if res := cfg.Resume; res != nil {
 		r.msgs, r.saved = res.Conversation, len(res.Conversation)
 		r.steps, r.usage = res.Steps, res.Usage
@@ -272,8 +276,18 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-// emit records an event in the trace and passes it on.
+// filter is what the runner lets out of a text, wherever it goes: to the
+// model, an event (and so the trace, the database, the activity feed, a
+// webhook, hivecrew logs and exports), the task's status and result, a
+// question or a permission request. The task's secrets are redacted in
+// every spelling the redactor knows, and control and formatting
+// characters (terminal escapes, bidirectional overrides) are shown as
+// escapes. Error text passes it like any other.
+func (r *Runner) filter(s string) string { return redact.PrintableText(r.redactor.Redact(s)) }
+
+// emit records an event in the trace and passes it on, filtered.
 func (r *Runner) emit(step int, e Event) {
+	e.Summary, e.Details, e.Reasoning = r.filter(e.Summary), r.filter(e.Details), r.filter(e.Reasoning)
 	te := trace.Event{Type: e.Type, Step: step, Tool: e.Tool, Summary: e.Summary, Details: e.Details, Reasoning: e.Reasoning,
 		Status: string(e.Status), Screenshot: e.Screenshot, PromptTokens: e.Usage.Prompt, CompletionTokens: e.Usage.Completion}
 	if _, err := r.cfg.Trace.Append(te); err != nil {
@@ -304,6 +318,7 @@ func (r *Runner) unrecorded() (Result, bool) {
 }
 
 func (r *Runner) setStatus(s store.TaskStatus, reason string) {
+	reason = r.filter(reason)
 	r.mu.Lock()
 	changed := r.status != s || r.reason != reason
 	r.status, r.reason = s, reason
@@ -405,6 +420,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 	res.Summaries = r.summaries
 	r.mu.Unlock()
 	res.CostUSD, _ = r.cfg.LLM.Cost(res.Usage)
+	res.Summary = r.filter(res.Summary)
 	r.setStatus(res.Status, "")
 	if err := r.cfg.Trace.Sync(); err != nil {
 		r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)

@@ -58,10 +58,13 @@ type control struct {
 	question   *Question
 	permission *Permission
 	changed    func() // told of every change, outside the lock
+	// shown is what a question or a permission request shows of its text
+	// (the runner's filter: secrets redacted, control characters escaped).
+	shown func(string) string
 }
 
-func newControl(changed func()) *control {
-	c := &control{resumed: make(chan struct{}), changed: changed}
+func newControl(changed func(), shown func(string) string) *control {
+	c := &control{resumed: make(chan struct{}), changed: changed, shown: shown}
 	close(c.resumed)
 	return c
 }
@@ -218,7 +221,10 @@ func (c *control) waitResumed(ctx context.Context) error {
 
 // ask poses a question and waits for its answer.
 func (c *control) ask(ctx context.Context, text string, options []string) (string, *Question, error) {
-	q := &Question{ID: newID(), Text: text, Options: options, Created: time.Now().UTC(), answered: make(chan string, 1)}
+	for i, o := range options {
+		options[i] = c.shown(o)
+	}
+	q := &Question{ID: newID(), Text: c.shown(text), Options: options, Created: time.Now().UTC(), answered: make(chan string, 1)}
 	c.mu.Lock()
 	c.question = q
 	c.mu.Unlock()
@@ -267,7 +273,7 @@ func (c *control) answer(id, text string) error {
 
 // requestPermission asks the user to approve a tool call and waits.
 func (c *control) requestPermission(ctx context.Context, tool, details string) (bool, *Permission, error) {
-	p := &Permission{ID: newID(), Tool: tool, Details: details, Created: time.Now().UTC(), answered: make(chan bool, 1)}
+	p := &Permission{ID: newID(), Tool: tool, Details: c.shown(details), Created: time.Now().UTC(), answered: make(chan bool, 1)}
 	c.mu.Lock()
 	c.permission = p
 	c.mu.Unlock()

@@ -44,13 +44,17 @@ type condensation struct {
 
 // save writes the messages not yet in the trace. A message is final when
 // it is saved: the user message of a step once its screen joins it, the
-// model's answer once it came.
+// model's answer once it came. Every request to the model comes after the
+// messages it carries are saved, so a user message is filtered here, the
+// one way to the model and to the trace (tool results and errors,
+// observations, notes, instructions).
 func (r *Runner) save() {
 	if r.saved > len(r.msgs) {
 		r.saved = len(r.msgs)
 	}
 	recs := make([]any, 0, len(r.msgs)-r.saved)
 	for i := r.saved; i < len(r.msgs); i++ {
+		r.filterMessage(&r.msgs[i])
 		recs = append(recs, record{V: conversationVersion, Message: &r.msgs[i]})
 	}
 	if len(recs) == 0 {
@@ -60,6 +64,27 @@ func (r *Runner) save() {
 		r.traceFailed(err)
 	}
 	r.saved = len(r.msgs)
+}
+
+// filterMessage filters the text of a user message, its tool results'
+// included. The model's own messages are left as they came: they are what
+// it was sent back, and a provider may refuse a changed one.
+func (r *Runner) filterMessage(m *llm.Message) {
+	if m.Role != llm.RoleUser {
+		return
+	}
+	for i := range m.Content {
+		switch b := &m.Content[i]; b.Type {
+		case llm.BlockText:
+			b.Text = r.filter(b.Text)
+		case llm.BlockToolResult:
+			for j := range b.Result.Content {
+				if rb := &b.Result.Content[j]; rb.Type == llm.BlockText {
+					rb.Text = r.filter(rb.Text)
+				}
+			}
+		}
+	}
 }
 
 // saveCondensed records a condensation (after which the summary and the

@@ -2,11 +2,9 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -17,11 +15,18 @@ import (
 // password or a current TOTP code into the focused field of the guest. The
 // secret goes to the guest agent's keyboard and nowhere else: not into a
 // prompt, an event, the trace or an export. Anything the guest shows back
-// (a tool's output, shell output, the accessibility tree, the clipboard)
-// has every secret typed in this task replaced by "[secret: NAME FIELD]"
-// before the model, the feed or the trace sees it. The policy asks the
-// first time a task uses each credential (use_credential defaults to ask);
-// a credential may be limited to applications that must be in front.
+// (a tool's output, shell output, the accessibility tree, the clipboard,
+// an error that quotes it) has the task's secrets replaced by
+// "[secret: NAME FIELD]", in the spellings core/redact knows, before the
+// model, the feed or the trace sees it (Runner.filter). The policy asks the
+// first time a task uses each credential (use_credential defaults to ask).
+//
+// A credential may be limited to applications that must be in front. The
+// application in front is what the guest reports, and any program in the
+// guest can call its window "firefox"; it also sees every key typed in the
+// guest whatever is in front. So the limit is a convenience against the
+// agent typing a password into the wrong window by mistake, not a safety
+// control against a hostile guest, and the UI says so.
 
 // Vault is what a task may know of the credential store.
 type Vault interface {
@@ -39,7 +44,8 @@ type CredentialInfo struct {
 	HasPassword bool
 	HasTOTP     bool
 	// AllowedApps, when set, are the applications one of which must be in
-	// front for it to be typed.
+	// front, as the guest reports it, for it to be typed: a convenience,
+	// not a safety control (see above).
 	AllowedApps []string
 }
 
@@ -63,82 +69,19 @@ var credentialSpec = toolSpec{"use_credential",
 	"Type a stored credential's username, password or current one-time code (totp) into the focused field. You never see the secret; the user may have to approve.",
 	objOpen + `"name":{"type":"string"},"field":{"type":"string","enum":["username","password","totp"]}},"required":["name","field"]}`}
 
-// redactor replaces the secrets typed in a task wherever the guest shows
-// them back.
-type redactor struct {
-	mu      sync.Mutex
-	secrets map[string]string // secret -> its placeholder
-}
-
-func (d *redactor) add(secret, label string) {
-	if len(secret) < 4 { // too short to find without finding everything
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.secrets == nil {
-		d.secrets = map[string]string{}
-	}
-	d.secrets[secret] = "[secret: " + label + "]"
-}
-
-// longest is the length of the longest secret (0 without any).
-func (d *redactor) longest() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for secret := range d.secrets {
-		n = max(n, len(secret))
-	}
-	return n
-}
-
-// redact replaces the secrets in s. A JSON answer of the guest is decoded
-// first, so a secret hidden by escaping ("&" as "\u0026", or any other
-// way a guest may spell it) is found in its strings, and encoded again.
-func (d *redactor) redact(s string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.secrets) == 0 {
-		return s
-	}
-	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") || strings.HasPrefix(t, `"`) {
-		var v any
-		dec := json.NewDecoder(strings.NewReader(t))
-		dec.UseNumber()
-		if dec.Decode(&v) == nil && !dec.More() {
-			if b, err := json.Marshal(d.redactValue(v)); err == nil {
-				s = string(b)
-			}
+// knowCredentials gives the redactor the password of every credential
+// the task may type, before the first step: a guest that got one some
+// other way (an earlier task's files carried into a resumed one) cannot
+// show it back either. A one-time code is known once typed.
+func (r *Runner) knowCredentials(creds []CredentialInfo) {
+	for _, c := range creds {
+		if !c.HasPassword {
+			continue
+		}
+		if pw, err := r.cfg.Vault.Secret(c.Name, "password"); err == nil {
+			r.redactor.Add(pw, c.Name+" password")
 		}
 	}
-	return d.redactString(s)
-}
-
-func (d *redactor) redactString(s string) string {
-	for secret, label := range d.secrets {
-		s = strings.ReplaceAll(s, secret, label)
-	}
-	return s
-}
-
-// redactValue redacts the strings of a decoded JSON value (keys too).
-func (d *redactor) redactValue(v any) any {
-	switch x := v.(type) {
-	case string:
-		return d.redactString(x)
-	case []any:
-		for i := range x {
-			x[i] = d.redactValue(x[i])
-		}
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[d.redactString(k)] = d.redactValue(e)
-		}
-		return out
-	}
-	return v
 }
 
 // credentialNames is the prompt's line about the stored credentials.
@@ -195,7 +138,10 @@ func (r *Runner) useCredential(ctx context.Context, step int, args map[string]an
 			return strings.EqualFold(app, front.Name) || strings.EqualFold(app, front.BundleID)
 		})
 		if !allowed {
-			return "", fmt.Errorf("credential %q may be typed only into %s; %q is in front", name, strings.Join(cred.AllowedApps, ", "), clean(front.Name, 64))
+			// The name the guest reported is not quoted: a guest may name
+			// its window after anything, a secret included.
+			return "", fmt.Errorf("credential %q may be typed only while %s is in front, and the application in front is another: bring one of them to the front first",
+				name, strings.Join(cred.AllowedApps, " or "))
 		}
 	}
 	secret, err := r.cfg.Vault.Secret(name, field)
@@ -214,7 +160,7 @@ func (r *Runner) useCredential(ctx context.Context, step int, args map[string]an
 			}
 		}
 		if f != "username" {
-			r.redactor.add(v, name+" "+f)
+			r.redactor.Add(v, name+" "+f)
 		}
 	}
 	if err := r.cfg.Guest.Call(ctx, protocol.MethodKeyboardType, protocol.TypeParams{Text: secret}, nil); err != nil {

@@ -5,14 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/hivecrew/hivecrew/core/redact/redacttest"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
@@ -168,8 +172,9 @@ func TestCredentialOnlyIntoItsApps(t *testing.T) {
 			t.Fatalf("typed %q with the wrong application in front", a.Text)
 		}
 	}
-	if !strings.Contains(l.requests()[1], `credential \"github\" may be typed only into Firefox; \"Fake\" is in front`) {
-		t.Errorf("the refusal does not say why")
+	if req := l.requests()[1]; !strings.Contains(req, `credential \"github\" may be typed only while Firefox is in front, and the application in front is another`) ||
+		strings.Contains(req, "Fake") {
+		t.Errorf("the refusal does not say why, or quotes what the guest reported: %.400s", req[strings.Index(req, "may be typed"):])
 	}
 }
 
@@ -189,4 +194,83 @@ func TestNoCredentialsStored(t *testing.T) {
 	if !strings.Contains(l.requests()[1], "no credentials are stored") {
 		t.Error("the model was not told why")
 	}
+}
+
+// quoting is a guest whose every shell command fails with an error that
+// quotes, as a window's name would, the next spelling of what was typed.
+type quoting struct {
+	echoing
+	next []string
+}
+
+func (g *quoting) Call(ctx context.Context, method string, params, result any) error {
+	if method == "run_shell" {
+		s := g.next[0]
+		g.next = g.next[1:]
+		return fmt.Errorf("no window named %q", s)
+	}
+	return g.echoing.Call(ctx, method, params, result)
+}
+
+// TestGuestErrorsAreFiltered (issue 34, items 3 and 7): an error that
+// quotes what the guest reported (the secret, in each spelling the
+// redactor promises) reaches the model, the events and the trace with the
+// secret replaced; the task's result and status are filtered too.
+func TestGuestErrorsAreFiltered(t *testing.T) {
+	spellings := redacttest.Spellings(secret)
+	names := slices.Sorted(maps.Keys(spellings))
+	turns := []turn{{calls: []openai.ToolCall{call("use_credential", map[string]any{"name": "github", "field": "password"})}}}
+	for range names {
+		turns = append(turns, turn{calls: []openai.ToolCall{call("run_shell", map[string]any{"command": "wmctrl -l"})}})
+	}
+	l := newLLM(t, append(turns, done(true, "Gave up.")...)...)
+	g := &quoting{}
+	for _, n := range names {
+		g.next = append(g.next, spellings[n])
+	}
+	e := newEnvWith(t, l, func(t *Task) { t.Policy["run_shell"] = "allow"; t.Policy["use_credential"] = "allow" },
+		func(real Guest) Guest { g.Guest = real; return g })
+	e.r.cfg.Vault = testVault{}
+	var events []Event
+	e.r.cfg.Emit = func(ev Event) { events = append(events, ev) }
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
+		t.Fatalf("result %+v", r)
+	}
+	if g.typed != secret {
+		t.Fatalf("typed %q", g.typed)
+	}
+	reqs := l.requests()
+	for i, n := range names {
+		// Request i+2 answers the call that quoted spelling i.
+		var body struct{ Messages []struct{ Content any } }
+		json.Unmarshal([]byte(reqs[i+2]), &body)
+		last, _ := json.Marshal(body.Messages[len(body.Messages)-2].Content)
+		var text string
+		json.Unmarshal(last, &text)
+		// Nothing of the secret is left around its label; what %q added
+		// to the spelling (a backslash before one, a line break's \n) may be.
+		rest, ok := strings.CutPrefix(text, `Error: no window named "`)
+		rest, found := strings.CutSuffix(strings.Replace(rest, "[secret: github password]", "", 1), `"`)
+		if !ok || !found || strings.Trim(strings.ReplaceAll(rest, `\n`, ""), `\`) != "" || !strings.Contains(text, "[secret: github password]") {
+			t.Errorf("%s: the model was told %q", n, text)
+		}
+	}
+	for _, ev := range events {
+		for n, f := range spellings {
+			if strings.Contains(ev.Summary+ev.Details+ev.Reasoning, strings.TrimSpace(f)) {
+				t.Fatalf("event %+v carries the secret %s", ev, n)
+			}
+		}
+	}
+	filepath.WalkDir(e.trace, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			for n, f := range spellings {
+				if bytes.Contains(b, []byte(strings.TrimSpace(f))) {
+					t.Errorf("%s holds the secret %s", path, n)
+				}
+			}
+		}
+		return nil
+	})
 }

@@ -130,7 +130,7 @@ func (r *Runner) readTree(ctx context.Context, p protocol.AccessibilityParams, m
 	if err := r.cfg.Guest.Call(ctx, protocol.MethodAccessibilityTree, p, &res); err != nil {
 		return "", err
 	}
-	v := viewTree(res.Nodes, m, r.redactor.redact)
+	v := viewTree(res.Nodes, m, r.redactor.Redact)
 	r.elements = v.elements
 	return v.text, nil
 }

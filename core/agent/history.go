@@ -65,6 +65,7 @@ func (r *Runner) condense(ctx context.Context, step int, why string) error {
 		return errors.New("condense the history: the model wrote no summary")
 	}
 	summary := llm.UserText(summaryLead + text)
+	r.filterMessage(&summary)
 	out := make([]llm.Message, 0, 2+len(r.msgs)-cut)
 	out = append(out, r.msgs[0], summary)
 	r.msgs = append(out, r.msgs[cut:]...)

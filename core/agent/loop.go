@@ -30,8 +30,12 @@ import (
 func (r *Runner) setup() {
 	hello := r.cfg.Guest.Hello()
 	var creds []CredentialInfo
-	if r.cfg.Vault != nil && r.task.Policy.For(config.UseCredential) != config.Deny {
-		creds = r.cfg.Vault.Credentials()
+	if r.cfg.Vault != nil {
+		all := r.cfg.Vault.Credentials()
+		r.knowCredentials(all)
+		if r.task.Policy.For(config.UseCredential) != config.Deny {
+			creds = all
+		}
 	}
 	native := r.cfg.LLM.Native() != "" && !r.task.TextOnly
 	if native {
@@ -262,7 +266,7 @@ func (r *Runner) observe(ctx context.Context, step int) (_ observation, _ mappin
 		if err != nil {
 			return observation{}, mapping{}, err
 		}
-		o.text = fmt.Sprintf("Step %d. The screen now, as text (you get no screenshots: act on elements by their ids, and with the keyboard):\n%s", step, r.redactor.redact(view))
+		o.text = fmt.Sprintf("Step %d. The screen now, as text (you get no screenshots: act on elements by their ids, and with the keyboard):\n%s", step, r.redactor.Redact(view))
 	} else {
 		o.image = img
 	}

@@ -38,7 +38,7 @@ func (r *Runner) provision(ctx context.Context) (res Result, ok bool) {
 	var listed []string
 	for _, v := range p.Env {
 		if v.Secret {
-			r.redactor.add(v.Value, "provisioned "+v.Name)
+			r.redactor.Add(v.Value, "provisioned "+v.Name)
 		}
 		listed = append(listed, v.Name+"="+v.Value)
 	}
@@ -51,7 +51,7 @@ func (r *Runner) provision(ctx context.Context) (res Result, ok bool) {
 	}
 	r.emit(0, Event{Type: "status_change", ActivityType: "info",
 		Summary: fmt.Sprintf("Provisioning the VM: %d variable(s), %d file(s), %d setup command(s)", len(p.Env), len(p.Files), len(p.Commands)),
-		Details: r.redactor.redact(strings.Join(listed, "\n"))})
+		Details: r.redactor.Redact(strings.Join(listed, "\n"))})
 	if err := r.applyProvision(ctx, r.cfg.Guest); err != nil {
 		if ctx.Err() != nil {
 			return ended(ctx), false
@@ -86,7 +86,7 @@ func (r *Runner) applyProvision(ctx context.Context, g Caller) error {
 	p := r.cfg.Provision
 	step := r.Steps()
 	fail := func(summary string) error {
-		summary = r.redactor.redact(summary)
+		summary = r.redactor.Redact(summary)
 		if ctx.Err() == nil {
 			r.emit(step, Event{Type: "status_change", ActivityType: "error", Summary: firstLine(summary), Details: summary})
 		}
@@ -120,11 +120,11 @@ func (r *Runner) applyProvision(ctx context.Context, g Caller) error {
 	}
 	for i, c := range p.Commands {
 		r.emit(step, Event{Type: "status_change", ActivityType: "info",
-			Summary: fmt.Sprintf("Setup command %d of %d: %s", i+1, len(p.Commands), firstLine(r.redactor.redact(c.Command)))})
+			Summary: fmt.Sprintf("Setup command %d of %d: %s", i+1, len(p.Commands), firstLine(r.redactor.Redact(c.Command)))})
 		res, err := shell(c.Command, nil, c.Timeout.Seconds())
 		if err != nil || res.ExitCode != 0 || res.TimedOut {
 			return fail(fmt.Sprintf("Setup command %d of %d failed: %s\n$ %s\n%s", i+1, len(p.Commands), shellProblem(res, err),
-				truncate(c.Command, 500), files.PrintableText(tail(r.redactor.redact(strings.TrimSpace(res.Stdout+"\n"+res.Stderr)), setupOutputBytes))))
+				truncate(c.Command, 500), files.PrintableText(tail(r.redactor.Redact(strings.TrimSpace(res.Stdout+"\n"+res.Stderr)), setupOutputBytes))))
 		}
 	}
 	return nil

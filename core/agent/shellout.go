@@ -93,14 +93,14 @@ func (r *Runner) flushShell(step int, last bool) {
 	s.buf.Reset()
 	if last {
 		s.active = false
-	} else if keep := min(r.redactor.longest()-1, len(out)); keep > 0 {
-		// A secret typed in this task may be cut by this flush: its start
-		// waits for the rest, so that it is found whole.
-		s.buf.WriteString(out[len(out)-keep:])
-		out = out[:len(out)-keep]
+	} else if shown := r.redactor.Hold(out); shown < len(out) {
+		// What may be the start of a secret (or of a run of base64 that
+		// may carry one) waits for the rest, so that it is found whole.
+		s.buf.WriteString(out[shown:])
+		out = out[:shown]
 	}
 	s.mu.Unlock()
-	out = r.redactor.redact(out)
+	out = r.redactor.Redact(out) // whole, before it is cut in events
 	for len(out) > 0 {
 		chunk := out[:min(len(out), liveChunk)]
 		out = out[len(chunk):]

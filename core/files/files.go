@@ -28,6 +28,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/hostpath"
+	"github.com/hivecrew/hivecrew/core/redact"
 )
 
 // Folder names inside a VM's shared folder.
@@ -221,37 +222,12 @@ func CheckOutputName(rel string) error {
 	return nil
 }
 
-// Printable returns s with every control, formatting or invalid byte
-// shown as an escape (\x1b, \u202e), so that a guest's name can be put
-// in a summary, a log or a terminal without acting on it.
-func Printable(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case unicode.Is(unicode.Cf, r) || (r >= 0x80 && r < 0xa0):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
+// Printable is redact.Printable, the one printable filter: a guest's name
+// can be put in a summary, a log or a terminal without acting on it.
+func Printable(s string) string { return redact.Printable(s) }
 
-// PrintableText is Printable for text of several lines: line breaks
-// stay, tabs become spaces.
-func PrintableText(s string) string {
-	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = Printable(strings.ReplaceAll(l, "\t", "    "))
-	}
-	return strings.Join(lines, "\n")
-}
+// PrintableText is redact.PrintableText, for text of several lines.
+func PrintableText(s string) string { return redact.PrintableText(s) }
 
 // Collect copies the regular files under outbox into dest (keeping their
 // relative paths) and reports what it skipped: the outbox itself when the

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hivecrew/hivecrew/core/redact"
 )
 
 // Info describes the task a session belongs to, for exports.
@@ -48,20 +50,23 @@ func ExportJSON(w io.Writer, info Info, s Session) error {
 }
 
 // ExportMarkdown writes the session as a Markdown report; screenshots are
-// linked by their paths in the session folder.
+// inlined. What a guest or a model wrote is shown as the text it is:
+// control characters as escapes, and nothing a Markdown viewer would act
+// on (a link, an image, raw HTML, a heading) is left live; a detail's code
+// block has a fence no line of it can close.
 func ExportMarkdown(w io.Writer, info Info, s Session) error {
 	prompt, completion := s.tokens()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n", mdEscape(info.Title))
+	fmt.Fprintf(&b, "# %s\n\n", mdInline(info.Title))
 	fmt.Fprintf(&b, "| | |\n|---|---|\n| Status | %s |\n| Model | %s |\n| Started | %s |\n| Tokens | %d prompt, %d completion |\n\n",
-		info.Status, mdEscape(info.Model), info.Started.Format(time.RFC3339), prompt, completion)
-	fmt.Fprintf(&b, "## Task\n\n%s\n\n", info.Description)
+		mdInline(info.Status), mdInline(info.Model), info.Started.Format(time.RFC3339), prompt, completion)
+	fmt.Fprintf(&b, "## Task\n\n%s\n\n", mdText(info.Description))
 	if info.Summary != "" {
-		fmt.Fprintf(&b, "## Result\n\n%s\n\n", info.Summary)
+		fmt.Fprintf(&b, "## Result\n\n%s\n\n", mdText(info.Summary))
 	}
 	b.WriteString("## Steps\n\n")
 	for _, e := range s.Events {
-		fmt.Fprintf(&b, "%d. `%s` **%s** %s", e.Seq, e.Time.Format("15:04:05"), e.Type, mdEscape(e.Summary))
+		fmt.Fprintf(&b, "%d. `%s` **%s** %s", e.Seq, e.Time.Format("15:04:05"), mdInline(e.Type), mdInline(e.Summary))
 		b.WriteString("\n")
 		// Inlined: an export is one file, and a link to the session
 		// folder's screenshots would lead nowhere beside it.
@@ -69,11 +74,60 @@ func ExportMarkdown(w io.Writer, info Info, s Session) error {
 			fmt.Fprintf(&b, "\n   ![The screen at event %d](%s)\n\n", e.Seq, url)
 		}
 		if e.Details != "" {
-			fmt.Fprintf(&b, "\n   ```\n   %s\n   ```\n", strings.ReplaceAll(e.Details, "\n", "\n   "))
+			d := redact.PrintableText(e.Details)
+			fence := strings.Repeat("`", max(3, longestRun(d, '`')+1))
+			fmt.Fprintf(&b, "\n   %s\n   %s\n   %s\n", fence, strings.ReplaceAll(d, "\n", "\n   "), fence)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mdSpecial escapes what Markdown (with GitHub's tables and strikethrough)
+// or HTML would act on in running text: a backslash escape makes each of
+// these characters stand for itself.
+var mdSpecial = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`,
+	"&", `\&`, "|", `\|`, "~", `\~`,
+)
+
+// mdInline is text for within a line of Markdown: printable, on one line,
+// escaped.
+func mdInline(s string) string {
+	return mdSpecial.Replace(strings.ReplaceAll(redact.PrintableText(s), "\n", " "))
+}
+
+// mdText is text of several lines for a paragraph of Markdown: each line
+// escaped, and one that would start a block (a heading, a list, a quote,
+// a rule) starting with a backslash.
+func mdText(s string) string {
+	lines := strings.Split(redact.PrintableText(s), "\n")
+	for i, l := range lines {
+		l = mdSpecial.Replace(strings.TrimLeft(l, " "))
+		digits := len(l) - len(strings.TrimLeft(l, "0123456789"))
+		switch {
+		case l != "" && strings.ContainsRune("#-+=", rune(l[0])):
+			l = `\` + l
+		case digits > 0 && digits < len(l) && (l[digits] == '.' || l[digits] == ')'):
+			l = l[:digits] + `\` + l[digits:]
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// longestRun is the longest run of c in s.
+func longestRun(s string, c byte) int {
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			longest = max(longest, n)
+		} else {
+			n = 0
+		}
+	}
+	return longest
 }
 
 // screenshotURL is an event's screenshot as a data URL, "" when it has
@@ -94,10 +148,6 @@ func (s Session) screenshotURL(e Event) string {
 	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)
 }
 
-func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
-}
-
 // step is one event as the HTML replay shows it.
 type step struct {
 	Event
@@ -106,11 +156,16 @@ type step struct {
 
 // ExportHTML writes a self-contained HTML replay: the screenshots inlined,
 // a timeline slider synced to the screenshots and the step list, and the
-// token totals. It needs nothing beside itself to open.
+// token totals. It needs nothing beside itself to open. Its text is
+// HTML-escaped, control characters and bidirectional overrides shown as
+// escapes.
 func ExportHTML(w io.Writer, info Info, s Session) error {
 	prompt, completion := s.tokens()
+	info.Title, info.Description, info.Summary, info.Model = redact.PrintableText(info.Title), redact.PrintableText(info.Description),
+		redact.PrintableText(info.Summary), redact.PrintableText(info.Model)
 	steps := make([]step, 0, len(s.Events))
 	for _, e := range s.Events {
+		e.Summary, e.Details = redact.PrintableText(e.Summary), redact.PrintableText(e.Details)
 		st := step{Event: e}
 		if url := s.screenshotURL(e); url != "" {
 			st.Image = template.URL(url)

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	gmhtml "github.com/yuin/goldmark/renderer/html"
 )
 
 func pngBytes() []byte {
@@ -171,5 +175,70 @@ func TestContinuedTraceCutsATornLine(t *testing.T) {
 	}
 	if string(s.Conversation) != `[{"role":"user"},{"role":"assistant"}]` {
 		t.Fatalf("conversation %s", s.Conversation)
+	}
+}
+
+// TestMarkdownExportShowsTextAsText: what a guest or a model wrote (escape
+// bytes, a bidirectional override, raw HTML, a link, an image, a heading,
+// a code fence) reads in a Markdown viewer as the text it is: no control
+// byte, no element of its own, and a detail stays in its code block.
+func TestMarkdownExportShowsTextAsText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s1")
+	w, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := "\x1b[2K\x1b[1Aok\u202etxt.exe <img src=https://tracker.example/x.png> [click](https://evil.example) ![i](https://tracker.example/i.png) <script>alert(1)</script>"
+	for _, e := range []Event{
+		{Type: "tool_call_result", Tool: "run_shell", Summary: "run_shell " + hostile, Step: 1,
+			Details: "line one\n```\n# Not a heading\n<img src=https://tracker.example/d.png>\n````\n" + hostile},
+	} {
+		if _, err := w.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	s, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := Info{TaskID: "t1", Title: "# " + hostile, Description: "Do it\n# Heading?\n- list?\n" + hostile, Status: "completed",
+		Summary: "Done. " + hostile + "\n1. first", Started: time.Now()}
+	var md bytes.Buffer
+	if err := ExportMarkdown(&md, info, s); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range md.String() {
+		if r < 0x20 && r != '\n' || r == 0x7f || r == '\u202e' {
+			t.Fatalf("the export holds %U at %d", r, i)
+		}
+	}
+	var html bytes.Buffer
+	gm := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
+	if err := gm.Convert(md.Bytes(), &html); err != nil {
+		t.Fatal(err)
+	}
+	h := html.String()
+	// A viewer may make a bare address a link that shows it; never one
+	// that shows other words, an image or an element of the guest's.
+	for _, bad := range []string{"<img", "<script", ">click</a>", "<h1>Not a heading", "<h1>Heading", "<h2>Heading", "<li>list", "<li>first"} {
+		if strings.Contains(h, bad) {
+			t.Errorf("the rendered export has %q:\n%s", bad, h)
+		}
+	}
+	// One code block, holding the whole detail.
+	if n := strings.Count(h, "<pre><code>"); n != 1 {
+		t.Fatalf("%d code blocks:\n%s", n, h)
+	}
+	code := h[strings.Index(h, "<pre><code>"):strings.Index(h, "</code></pre>")]
+	for _, want := range []string{"# Not a heading", "\\x1b[2K", "\\u202etxt.exe", "&lt;script&gt;"} {
+		if !strings.Contains(code, want) {
+			t.Errorf("the detail's code block lacks %q:\n%s", want, code)
+		}
+	}
+	for _, want := range []string{"[click](", "![i](", "\\x1b[1Aok", "&lt;img src="} {
+		if !strings.Contains(h[:strings.Index(h, "<pre>")], want) {
+			t.Errorf("the summary does not read %q:\n%s", want, h)
+		}
 	}
 }

@@ -15,7 +15,7 @@ func Body(f Format, p Payload) ([]byte, error) {
 	case Slack:
 		return json.Marshal(slackBody{Text: slackEscape(headline(p)) + slackDetail(p)})
 	case Discord:
-		return json.Marshal(discordBody{Content: headline(p), Embeds: discordEmbeds(p),
+		return json.Marshal(discordBody{Content: discordEscape(headline(p)), Embeds: discordEmbeds(p),
 			AllowedMentions: discordMentions{Parse: []string{}}})
 	case JSON, "":
 		return json.Marshal(p)
@@ -116,5 +116,20 @@ func discordEmbeds(p Payload) []discordEmbed {
 	case p.Event == TaskEnded:
 		color = 0xEF4444
 	}
-	return []discordEmbed{{Title: p.Task.Title, Description: d, Color: color}}
+	return []discordEmbed{{Title: p.Task.Title, Description: clip(discordEscape(d), maxDiscordDescription), Color: color}}
 }
+
+// maxDiscordDescription is the longest embed description Discord takes.
+const maxDiscordDescription = 4096
+
+// discordSpecial are the characters of Discord's Markdown: a masked link
+// ([words](address)) would show a model's or a guest's words for an
+// address it hides; formatting, quotes, spoilers, headings and code
+// blocks would make text read otherwise.
+var discordSpecial = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "(", `\(`, ")", `\)`, "*", `\*`, "_", `\_`,
+	"~", `\~`, "`", "\\`", "|", `\|`, ">", `\>`, "<", `\<`, "#", `\#`, "-", `\-`)
+
+// discordEscape escapes Discord's Markdown: the text shows as written,
+// no masked link clickable; a bare address stays a link that shows
+// itself.
+func discordEscape(s string) string { return discordSpecial.Replace(s) }

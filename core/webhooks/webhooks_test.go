@@ -327,3 +327,37 @@ func TestFullQueueDropsAndShutdownInterrupts(t *testing.T) {
 		t.Fatal("Run did not return when its context ended")
 	}
 }
+
+// TestDiscordHasNoMaskedLinks: a result, a question or a title that holds
+// Discord Markdown (a masked link, a spoiler, a heading, code) reaches
+// Discord escaped: every character that would make it act is preceded by
+// a backslash, so it shows as written.
+func TestDiscordHasNoMaskedLinks(t *testing.T) {
+	hostile := "Done. [Open the report](https://evil.example/steal) ||spoiler|| # Heading `code` **bold** <https://evil.example>"
+	for _, p := range []Payload{
+		{Event: TaskEnded, Task: Task{ID: "t", Title: "[Report](https://evil.example)", Status: "completed", Result: hostile}},
+		{Event: TaskQuestion, Task: Task{ID: "t", Title: "T"}, Question: &Question{ID: "q", Text: hostile, Options: []string{"[yes](https://evil.example)"}}},
+	} {
+		b, err := Body(Discord, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dc struct {
+			Content string `json:"content"`
+			Embeds  []struct{ Description string }
+		}
+		if err := json.Unmarshal(b, &dc); err != nil || len(dc.Embeds) != 1 {
+			t.Fatalf("body %s: %v", b, err)
+		}
+		for _, text := range []string{dc.Content, dc.Embeds[0].Description} {
+			for i := 0; i < len(text); i++ {
+				if strings.IndexByte("[]()|`*#<>", text[i]) >= 0 && (i == 0 || text[i-1] != '\\') {
+					t.Fatalf("%q is live at %d in %q", text[i], i, text)
+				}
+			}
+		}
+		if !strings.Contains(dc.Embeds[0].Description, `\[`) {
+			t.Fatalf("the text is gone: %q", dc.Embeds[0].Description)
+		}
+	}
+}

@@ -13,6 +13,10 @@ const SECRET = 'pa55-w0rd&<for>"the test"';
 test('a credential is added in Settings, typed after approval, and never shown', { timeout: 120000 }, async () => {
   const { helper, llm } = env;
   const page = await env.page('/settings#credentials');
+  // What redaction promises, and what it does not, is said where
+  // credentials are added; so is what an application limit is.
+  assert.match(await page.textContent('#credential-promise'), /always encode it some other way/);
+  assert.match(await page.textContent('label[for="new-credential-apps"]'), /a convenience, not a safety control/);
   await page.click('#add-credential-box summary');
   await page.fill('#new-credential-name', 'intranet');
   await page.fill('#new-credential-username', 'alice');

@@ -30,7 +30,9 @@ test('changes to a host folder are reviewed in the agent window before they are 
 
   const M = '[[folders]]';
   llm.script(M, [
-    tool('write_file', { path: 'folders/project/notes.txt', contents: 'alpha\nbeta, edited\n' }),
+    // A line with a terminal escape and a right-to-left override, as a
+    // hostile guest would write to hide what it is.
+    tool('write_file', { path: 'folders/project/notes.txt', contents: 'alpha\nbeta, edited\n\x1b[2Kok \u202etxt.exe\n' }),
     tool('write_file', { path: 'folders/project/new.txt', contents: 'new file\n' }),
     tool('write_file', { path: 'folders/project/mine.txt', contents: 'the agent\'s\n' }),
     tool('run_shell', { command: `cd /mnt/shared/folders/project && rm old.txt && echo ${GREY} | base64 -d > logo.png` }),
@@ -59,6 +61,9 @@ test('changes to a host folder are reviewed in the agent window before they are 
   const diff = item('notes.txt').locator('pre.diff');
   assert.match(await diff.locator('.add').first().textContent(), /^\+beta, edited$/);
   assert.match(await diff.locator('.del').first().textContent(), /^-beta$/);
+  // The guest's control and invisible characters are shown, marked.
+  assert.deepEqual(await diff.locator('.hidden-char').allTextContents(), ['\\x1b', '\\u202e']);
+  assert.ok(!/[\x00-\x08\x0b-\x1f\u202e]/.test(await diff.textContent()), 'no raw control character in the diff');
   assert.match(await item('new.txt').textContent(), /Added/);
   assert.match(await item('old.txt').textContent(), /Deleted/);
   // The image, before and after, loaded.
@@ -74,7 +79,7 @@ test('changes to a host folder are reviewed in the agent window before they are 
   // Approve one file: it is written, the rest still waits.
   await item('notes.txt').locator('button', { hasText: 'Approve' }).click();
   await item('notes.txt').locator('.done', { hasText: 'applied' }).waitFor();
-  assert.equal(fs.readFileSync(path.join(dir, 'notes.txt'), 'utf8'), 'alpha\nbeta, edited\n');
+  assert.equal(fs.readFileSync(path.join(dir, 'notes.txt'), 'utf8'), 'alpha\nbeta, edited\n\x1b[2Kok \u202etxt.exe\n');
   assert.match(await page.textContent('#review-status'), /^4 of 5 waiting/);
 
   // Discard the rest: the folder stays as it was.

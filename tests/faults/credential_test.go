@@ -5,6 +5,7 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,26 +34,12 @@ func TestCredentialReachesTheFieldAndNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	const m = "[[log in]]"
-	llm.Script(m, append([]llmtest.Turn{
-		llmtest.Tool("write_file", map[string]any{"path": "workspace/login.txt", "contents": ""}),
-		llmtest.Tool("open_file", map[string]any{"path": "workspace/login.txt", "app": "mousepad"}),
-		llmtest.Tool("wait", map[string]any{"seconds": 2}),
-		llmtest.Tool("use_credential", map[string]any{"name": "intranet", "field": "password"}),
-		llmtest.Tool("keyboard_key", map[string]any{"key": "s", "modifiers": []string{"control"}}),
-		llmtest.Tool("wait", map[string]any{"seconds": 1}),
-		llmtest.Tool("run_shell", map[string]any{"command": "cat workspace/login.txt"}),
-		llmtest.Tool("traverse_accessibility_tree", map[string]any{"app": "mousepad"}),
-	}, llmtest.Done("Logged in.")...)...)
-	task, err := h.unix.CreateTask(context.Background(), wire.CreateTask{Description: "Log in to the intranet " + m,
-		ToolPolicy: map[string]string{"run_shell": "allow", "use_credential": "allow"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := h.wait(task.ID, "the end", 2*time.Minute, terminal)
-	h.ids.Note(done.VMID)
-	if done.Status != "completed" {
-		t.Fatalf("task %s %q", done.Status, summary(done))
-	}
+	llm.Script(m, append(typeIntoFile("intranet"),
+		append([]llmtest.Turn{
+			llmtest.Tool("run_shell", map[string]any{"command": "cat workspace/login.txt"}),
+			llmtest.Tool("traverse_accessibility_tree", map[string]any{"app": "mousepad"}),
+		}, llmtest.Done("Logged in.")...)...)...)
+	task := h.completesWithCredentials("Log in to the intranet " + m)
 	reqs := llm.Requests(m)
 	shown := false
 	for _, r := range reqs {
@@ -80,16 +67,70 @@ func TestCredentialReachesTheFieldAndNothingElse(t *testing.T) {
 	h.noSecretKept(task.ID, secret)
 }
 
-// noSecretKept fails the test when secret is in an export of the task or,
-// once the helper is stopped, in any file under its data directory but
-// the secret store.
-func (h *helper) noSecretKept(taskID, secret string) {
+// completesWithCredentials runs a task that may use the shell and the
+// credentials without asking to its end, which must be completed.
+func (h *helper) completesWithCredentials(description string) wire.Task {
 	t := h.t
 	t.Helper()
+	task, err := h.unix.CreateTask(context.Background(), wire.CreateTask{Description: description,
+		ToolPolicy: map[string]string{"run_shell": "allow", "use_credential": "allow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := h.wait(task.ID, "the end", 3*time.Minute, terminal)
+	h.ids.Note(done.VMID)
+	if done.Status != "completed" {
+		t.Fatalf("task %s %q", done.Status, summary(done))
+	}
+	return done
+}
+
+// typeIntoFile are the agent's steps that type the password of the
+// credential name into workspace/login.txt in a text editor, and save it:
+// the guest then holds the secret, as one that captured it would.
+func typeIntoFile(name string) []llmtest.Turn {
+	return []llmtest.Turn{
+		llmtest.Tool("write_file", map[string]any{"path": "workspace/login.txt", "contents": ""}),
+		llmtest.Tool("open_file", map[string]any{"path": "workspace/login.txt", "app": "mousepad"}),
+		llmtest.Tool("wait", map[string]any{"seconds": 2}),
+		llmtest.Tool("use_credential", map[string]any{"name": name, "field": "password"}),
+		llmtest.Tool("keyboard_key", map[string]any{"key": "s", "modifiers": []string{"control"}}),
+		llmtest.Tool("wait", map[string]any{"seconds": 1}),
+	}
+}
+
+// noSecretKept fails the test when one of forms (a secret, its
+// spellings) is in an export of the task, in what `hivecrew logs` prints
+// of it or, once the helper is stopped, in any file under its data
+// directory (the database among them) but the secret store.
+func (h *helper) noSecretKept(taskID string, forms ...string) {
+	t := h.t
+	t.Helper()
+	holds := func(b []byte) (string, bool) {
+		for _, f := range forms {
+			if bytes.Contains(b, []byte(f)) {
+				return f, true
+			}
+		}
+		return "", false
+	}
 	for _, format := range []string{"json", "markdown", "html"} {
 		var b bytes.Buffer
-		if err := h.unix.Export(context.Background(), taskID, format, &b); err != nil || bytes.Contains(b.Bytes(), []byte(secret)) {
-			t.Fatalf("export %s: holds the secret, or %v", format, err)
+		if err := h.unix.Export(context.Background(), taskID, format, &b); err != nil {
+			t.Fatalf("export %s: %v", format, err)
+		}
+		if f, ok := holds(b.Bytes()); ok {
+			t.Fatalf("export %s holds %q", format, f)
+		}
+	}
+	for _, args := range [][]string{{"logs", taskID}, {"logs", "--json", taskID}} {
+		cmd := exec.Command(filepath.Join(bin, "hivecrew"), append([]string{"--home", h.home}, args...)...)
+		out, err := cmd.Output()
+		if err != nil || len(out) == 0 {
+			t.Fatalf("hivecrew %s: %v", strings.Join(args, " "), err)
+		}
+		if f, ok := holds(out); ok {
+			t.Fatalf("hivecrew %s prints %q", strings.Join(args, " "), f)
 		}
 	}
 	h.stop()
@@ -99,8 +140,10 @@ func (h *helper) noSecretKept(taskID, secret string) {
 			return nil
 		}
 		files++
-		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(secret)) {
-			t.Errorf("%s holds the secret", path)
+		if b, err := os.ReadFile(path); err == nil {
+			if f, ok := holds(b); ok {
+				t.Errorf("%s holds %q", path, f)
+			}
 		}
 		return nil
 	})

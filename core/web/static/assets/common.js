@@ -117,6 +117,32 @@ function append(el, children) {
   }
 }
 
+// Control characters (but line breaks and tabs) and invisible formatting
+// characters: bidirectional overrides, zero-width characters, line and
+// paragraph separators. The same set as the helper's printable filter
+// (core/redact).
+const HIDDEN = /(?![\n\t])[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+
+/**
+ * Text a guest wrote, as nodes: each control or invisible formatting
+ * character is shown as its escape (\x1b, \u202e) in a marked span, never
+ * acted on, so that an override cannot reorder what the user reads before
+ * approving it.
+ */
+export function visible(s) {
+  const out = [];
+  let at = 0;
+  for (const m of String(s).matchAll(HIDDEN)) {
+    if (m.index > at) out.push(s.slice(at, m.index));
+    const c = m[0].codePointAt(0);
+    const esc = c < 0x20 ? `\\x${c.toString(16).padStart(2, '0')}` : `\\u${c.toString(16).padStart(4, '0')}`;
+    out.push(h('span', { class: 'hidden-char', title: `U+${c.toString(16).toUpperCase().padStart(4, '0')}, an invisible or control character` }, esc));
+    at = m.index + m[0].length;
+  }
+  if (at < s.length) out.push(s.slice(at));
+  return out;
+}
+
 /** Replaces an element's children. */
 export function fill(el, ...children) {
   el.replaceChildren();

@@ -338,7 +338,7 @@ async function loadCredentials() {
   fill(list, h('ul', { class: 'plain' }, res.credentials.map((c) => h('li', { 'data-credential': c.name },
     h('strong', null, c.name),
     ` · ${c.username || 'no username'} · ${c.hasPassword ? 'password stored' : 'no password'}${c.hasTOTP ? ' · one-time codes' : ''}`,
-    c.allowedApps.length ? ` · only in ${c.allowedApps.join(', ')}` : ' · any application',
+    c.allowedApps.length ? ` · only while ${c.allowedApps.join(' or ')} is in front (a convenience, not a safety control)` : ' · any application',
     ' ',
     h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${c.name}`, onclick: () => remove(`Remove the credential ${c.name} and its stored secrets?`, `/credentials/${seg(c.id)}`, c.name, loadCredentials) }, 'Remove')))));
 }

@@ -5,7 +5,7 @@
 // the live screen go to the guest in its logical points.
 import {
   ApiError, PLAN_STATES, TERMINAL, $, badge, elapsed, every, fileList, fill, fmtBytes, fmtClock, fmtCost, fmtDuration, fmtTokens, get, h,
-  initChrome, isKillShortcut, patch, post, report, seg, statusLabel, taskIdFromPath, toast,
+  initChrome, isKillShortcut, patch, post, report, seg, statusLabel, taskIdFromPath, toast, visible,
 } from './common.js';
 import { pointOverlay } from './marks.js';
 
@@ -155,16 +155,18 @@ function changeItem(it) {
   let why = null;
   if (it.refused) why = `Not written: ${it.refused}`;
   else if (it.hasConflict) why = `Conflict: ${it.conflictReason}`;
+  // Names, lines and reasons are the guest's: shown with their control
+  // and invisible characters visible (visible()).
   const li = h('li', { 'data-change': it.path, 'data-state': it.state },
     h('div', { class: 'change-head' },
-      h('span', { class: 'badge' }, OPS[it.op] || it.op), h('code', null, it.destinationPath),
+      h('span', { class: 'badge' }, OPS[it.op] || it.op), h('code', null, visible(it.destinationPath)),
       sizes ? h('span', { class: 'muted' }, sizes) : null,
       it.state !== 'pending' && it.state !== 'conflict' ? h('span', { class: 'done' }, it.state) : null),
-    why ? h('p', { class: 'why' }, why) : null);
+    why ? h('p', { class: 'why' }, visible(why)) : null);
   if (it.diffPreview) li.append(diffView(it.diffPreview));
   else if (it.stagedPreview !== undefined) {
     // Text without a diff (the host file changed): the agent's version.
-    li.append(h('details', null, h('summary', null, "The agent's version"), h('pre', { class: 'diff' }, it.stagedPreview)));
+    li.append(h('details', null, h('summary', null, "The agent's version"), h('pre', { class: 'diff' }, visible(it.stagedPreview))));
   } else if (it.kind === 'image' && !it.refused) {
     li.append(h('div', { class: 'image-pair' },
       it.op !== 'added' && !it.hasConflict ? h('figure', null, h('img', { src: fileURL('before'), alt: `${it.path} before` }), h('figcaption', null, 'Before')) : null,
@@ -184,7 +186,7 @@ function changeItem(it) {
 function diffView(diff) {
   return h('pre', { class: 'diff' }, diff.split('\n').map((line) => {
     const cls = line.startsWith('@@') ? 'hunk' : line.startsWith('+') && !line.startsWith('+++') ? 'add' : line.startsWith('-') && !line.startsWith('---') ? 'del' : null;
-    return [cls ? h('span', { class: cls }, line) : line, '\n'];
+    return [cls ? h('span', { class: cls }, visible(line)) : visible(line), '\n'];
   }));
 }
 
