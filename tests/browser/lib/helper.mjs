@@ -36,8 +36,9 @@ export class Helper {
     const h = new Helper();
     h.name = name;
     h.home = fs.mkdtempSync('/tmp/hcb-'); // short: unix socket paths are limited
-    h.userHome = path.join(h.home, 'user');
-    fs.mkdirSync(h.userHome);
+    // The user's home is not in the helper's data folder: an output folder
+    // there would be refused (it is the helper's).
+    h.userHome = fs.mkdtempSync('/tmp/hcu-');
     h.outputDir = path.join(h.userHome, 'Downloads', 'Hivecrew');
     fs.mkdirSync(path.join(OUT, 'logs'), { recursive: true });
     h.logPath = path.join(OUT, 'logs', `${name}-helper.log`);
@@ -127,6 +128,7 @@ export class Helper {
       clearTimeout(t);
     }
     fs.rmSync(this.home, { recursive: true, force: true });
+    fs.rmSync(this.userHome, { recursive: true, force: true });
   }
 }
 
