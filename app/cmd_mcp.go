@@ -12,7 +12,8 @@ import (
 )
 
 // cmdMCP: hivecrew mcp add|ls|check|on|off|rm — the MCP servers whose tools
-// the agent is offered (as mcp__SERVER__TOOL).
+// the agent is offered (as mcp__SERVER__TOOL) — and mcp serve, Hivecrew as
+// an MCP server for other agents.
 func cmdMCP(e *env, args []string) error {
 	return runTable(e, "mcp", []command{
 		{"add", "--name N (--url URL | -- COMMAND [ARG]...) [--env NAME=VALUE]... [--header NAME=VALUE]... [--permission P] [--timeout S] [--off]", "add an MCP server", mcpAdd},
@@ -21,6 +22,7 @@ func cmdMCP(e *env, args []string) error {
 		{"on", "NAME|ID", "offer a server's tools to new tasks", func(e *env, args []string) error { return mcpSwitch(e, args, true) }},
 		{"off", "NAME|ID", "stop offering a server's tools", func(e *env, args []string) error { return mcpSwitch(e, args, false) }},
 		{"rm", "NAME|ID", "remove a server and its secrets", mcpRm},
+		{"serve", "", "be an MCP server on stdin/stdout: other agents (Claude Code, Codex, Cursor) run and follow tasks", mcpServe},
 	}, args)
 }
 

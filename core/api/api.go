@@ -153,8 +153,10 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // says the request came over the unix socket.
 func (a *API) Handler(unix bool) http.Handler {
 	mux := http.NewServeMux()
-	a.routes(mux.Handle, unix)
-	var h http.Handler = jsonMisses(mux)
+	var routes http.Handler
+	a.routes(mux.Handle, unix, func() http.Handler { return routes })
+	routes = jsonMisses(mux)
+	h := routes
 	if !unix {
 		h = a.guard(h)
 	}
@@ -165,11 +167,13 @@ func (a *API) Handler(unix bool) http.Handler {
 // tests that must cover every route, including ones added later.
 func Routes(unix bool) []string {
 	var out []string
-	(&API{}).routes(func(pattern string, _ http.Handler) { out = append(out, pattern) }, unix)
+	(&API{}).routes(func(pattern string, _ http.Handler) { out = append(out, pattern) }, unix, func() http.Handler { return nil })
 	return out
 }
 
-func (a *API) routes(handle func(string, http.Handler), unix bool) {
+// routes registers the routes of a listener; self returns them (for the
+// MCP endpoint's tools, which call them with their caller's credentials).
+func (a *API) routes(handle func(string, http.Handler), unix bool, self func() http.Handler) {
 	h := func(pattern string, f handlerFunc) {
 		handle(pattern, a.wrap(f))
 	}
@@ -268,6 +272,14 @@ func (a *API) routes(handle func(string, http.Handler), unix bool) {
 	if unix {
 		// A login link is minted only for the local user (CLI, app).
 		h("POST /api/v1/auth/login-link", a.loginLink)
+	} else {
+		// Hivecrew as an MCP server for other agents (the CLI's is
+		// `hivecrew mcp serve`, over stdio). It is stateless: GET and
+		// DELETE get the SDK's 405, which MCP clients expect.
+		ep := a.mcpEndpoint(self)
+		for _, method := range []string{"POST ", "GET ", "DELETE "} {
+			handle(method+mcpPath, ep)
+		}
 	}
 	handle("GET /login", a.wrap(a.login))
 	if a.cfg.Web != nil {

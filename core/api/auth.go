@@ -38,24 +38,35 @@ func (a *API) guard(next http.Handler) http.Handler {
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/api/") {
-			sess, status, err := a.authenticate(r)
-			if err != nil {
-				if status == http.StatusUnauthorized {
-					w.Header().Set("WWW-Authenticate", `Bearer realm="hivecrew"`)
-				}
-				code := "unauthorized"
-				if status == http.StatusForbidden {
-					code = "forbidden"
-				}
-				WriteError(w, status, code, err.Error())
+			var ok bool
+			if r, ok = a.signedIn(w, r, r.URL.Path == mcpPath); !ok {
 				return
-			}
-			if sess != nil {
-				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// signedIn authenticates r (see authenticate) and returns it with its
+// web session, if any, in its context; or answers the refusal and
+// returns false.
+func (a *API) signedIn(w http.ResponseWriter, r *http.Request, strict bool) (*http.Request, bool) {
+	sess, status, err := a.authenticate(r, strict)
+	if err != nil {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hivecrew"`)
+		}
+		code := "unauthorized"
+		if status == http.StatusForbidden {
+			code = "forbidden"
+		}
+		WriteError(w, status, code, err.Error())
+		return r, false
+	}
+	if sess != nil {
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+	}
+	return r, true
 }
 
 // SessionHeader carries a web session's token on state-changing requests.
@@ -79,9 +90,10 @@ type webSession struct {
 type sessionKey struct{}
 
 // authenticate accepts a bearer API key, or a web session cookie (with its
-// header token when the request changes anything). It returns the session
-// for a cookie, and the status to answer when it refuses.
-func (a *API) authenticate(r *http.Request) (*webSession, int, error) {
+// header token when the request changes anything, or whatever it does
+// when strict). It returns the session for a cookie, and the status to
+// answer when it refuses.
+func (a *API) authenticate(r *http.Request, strict bool) (*webSession, int, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		key, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
@@ -102,6 +114,10 @@ func (a *API) authenticate(r *http.Request) (*webSession, int, error) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		if !strict {
+			break
+		}
+		fallthrough
 	default:
 		if got := r.Header.Get(SessionHeader); subtle.ConstantTimeCompare([]byte(got), []byte(sess.token)) != 1 {
 			return nil, http.StatusForbidden, fmt.Errorf("a session cookie alone cannot change anything: the request needs the page's session token in %s (reload the page, or run `hivecrew open` for a new login link)", SessionHeader)

@@ -40,6 +40,13 @@ func NewTCP(baseURL, apiKey string) *Client {
 	return &Client{base: strings.TrimRight(baseURL, "/"), key: apiKey, http: &http.Client{}}
 }
 
+// NewTransport returns a client whose requests rt carries (the helper's
+// MCP endpoint hands its tools' requests to the API's own routes this
+// way, with the caller's credentials); it adds no credentials itself.
+func NewTransport(rt http.RoundTripper) *Client {
+	return &Client{base: "http://helper", http: &http.Client{Transport: rt}}
+}
+
 // Health returns nil when the helper answers /health with OK.
 func (c *Client) Health(ctx context.Context) error {
 	resp, err := c.do(ctx, http.MethodGet, "/health", nil)

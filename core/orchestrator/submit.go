@@ -19,11 +19,12 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// Limits of a task's configuration.
+// Limits of a task's configuration (wire's, which other checks of the
+// same input share).
 const (
-	maxDescription    = 100_000
-	maxTimeoutMinutes = 24 * 60
-	maxIterationsCap  = 10_000
+	maxDescription    = wire.MaxTaskDescription
+	maxTimeoutMinutes = wire.MaxTaskTimeoutMinutes
+	maxIterationsCap  = wire.MaxTaskIterations
 )
 
 // Upload is an input file received with a new task: its bytes are in a

@@ -211,6 +211,14 @@ type TaskSummary struct {
 	OutputFiles []File `json:"outputFiles,omitempty"`
 }
 
+// Limits of a new task (POST /tasks): the description's bytes, and the
+// largest timeoutMinutes and maxIterations (0 is the default).
+const (
+	MaxTaskDescription    = 100_000
+	MaxTaskTimeoutMinutes = 24 * 60
+	MaxTaskIterations     = 10_000
+)
+
 // CreateTask is the body of POST /tasks (JSON, or the fields of a
 // multipart form).
 type CreateTask struct {
