@@ -114,11 +114,17 @@ func run(ctx context.Context, o options, logOut io.Writer) error {
 	}
 	defer ln.Close()
 
+	docs, closeDocs, err := newDocuments()
+	if err != nil {
+		return err
+	}
+	defer closeDocs()
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv, err := server.New(server.Config{
 		SharedDir: shared, Driver: driver, Log: log, AgentVersion: version.Version,
-		OnShutdown: cancel, Key: key,
+		OnShutdown: cancel, Key: key, Documents: docs,
 	})
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/mdlayher/vsock"
 	"golang.org/x/sys/unix"
 
+	"github.com/hivecrew/hivecrew/guestagent/documents"
 	"github.com/hivecrew/hivecrew/guestagent/linux"
 	"github.com/hivecrew/hivecrew/guestagent/server"
 )
@@ -72,6 +73,16 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 		session.Close()
 		return err
 	}, nil
+}
+
+// newDocuments returns the Linux guest's document tools (poppler-utils,
+// LibreOffice, heif-convert), LibreOffice's profile in a private folder.
+func newDocuments() (documents.Extractor, func(), error) {
+	dir, err := os.MkdirTemp("", "hivecrew-office-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("a folder for the document tools: %w", err)
+	}
+	return documents.NewTools(dir), func() { os.RemoveAll(dir) }, nil
 }
 
 // fdDir lists the process's open descriptors.
