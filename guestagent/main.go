@@ -47,6 +47,10 @@ type options struct {
 }
 
 func main() {
+	// The child that reads one document for read_document (macOS).
+	if code, ok := extractDocument(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	var o options
 	fs := flag.NewFlagSet("hivecrew-guestagent", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "", "where to listen: unix:/path/agent.sock or vsock:PORT")

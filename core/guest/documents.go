@@ -103,8 +103,10 @@ func checkDocumentImage(p protocol.ReadDocumentParams, img *protocol.DocumentIma
 	switch {
 	case err != nil:
 		return errdefs.Invalidf("the guest's image does not decode: %v", err)
-	case format != img.Format || (format != protocol.FormatPNG && format != protocol.FormatJPEG):
-		return errdefs.Invalidf("the guest's image is a %s, not the PNG or JPEG (%s) it reported", format, clean(img.Format))
+	case format != protocol.FormatPNG && format != protocol.FormatJPEG:
+		return errdefs.Invalidf("the guest's image is a %s: only PNG and JPEG are taken", format)
+	case format != img.Format:
+		return errdefs.Invalidf("the guest's image is a %s, not the %s it reported", format, clean(img.Format))
 	case cfg.Width != img.Width || cfg.Height != img.Height:
 		return errdefs.Invalidf("the guest's image is %dx%d, not the %dx%d it reported", cfg.Width, cfg.Height, img.Width, img.Height)
 	case cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxW || cfg.Height > maxH:
