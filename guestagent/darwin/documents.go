@@ -33,13 +33,14 @@ var _ documents.Extractor = Documents{}
 // pdfBatch is how many PDF pages one child reads.
 const pdfBatch = 10
 
-func (d Documents) run(ctx context.Context, doc documents.Doc, args ...string) (documents.Output, error) {
+// run runs the child on doc, keeping outputCap bytes of what it prints.
+func (d Documents) run(ctx context.Context, doc documents.Doc, outputCap int, args ...string) (documents.Output, error) {
 	timeout := d.Timeout
 	if timeout <= 0 {
 		timeout = documents.DefaultTimeout
 	}
 	return documents.Run(ctx, documents.Command{Name: "the document reader", Args: append([]string{d.Exe, ExtractFlag}, args...),
-		Dir: doc.Dir, Timeout: timeout, OutputCap: 8 << 20, What: "reading " + doc.Name})
+		Dir: doc.Dir, Timeout: timeout, OutputCap: outputCap, What: "reading " + doc.Name})
 }
 
 // Text implements documents.Extractor.
@@ -50,7 +51,7 @@ func (d Documents) Text(ctx context.Context, doc documents.Doc, first int) (docu
 		return documents.Pages{}, protocol.Errorf(protocol.CodeUnsupported,
 			"a macOS guest reads the text of PDF, Word, OpenDocument text and RTF files, not %s: open %s in an app", strings.ToUpper(string(doc.Format)), doc.Name)
 	}
-	out, err := d.run(ctx, doc, "text", string(doc.Format), strconv.Itoa(first), doc.Path)
+	out, err := d.run(ctx, doc, 8<<20, "text", string(doc.Format), strconv.Itoa(first), doc.Path)
 	if err != nil {
 		return documents.Pages{}, err
 	}
@@ -64,7 +65,8 @@ func (d Documents) Text(ctx context.Context, doc documents.Doc, first int) (docu
 // Image implements documents.Extractor: a PNG of at most
 // protocol.MaxDocumentImageSide a side.
 func (d Documents) Image(ctx context.Context, doc documents.Doc) ([]byte, documents.Format, error) {
-	out, err := d.run(ctx, doc, "image", string(doc.Format), "0", doc.Path)
+	// A PNG of 2048 x 2048 pixels may take some 16 MB.
+	out, err := d.run(ctx, doc, 32<<20, "image", string(doc.Format), "0", doc.Path)
 	if err != nil {
 		return nil, "", err
 	}

@@ -351,7 +351,7 @@ func cutAt(s string, n int) int {
 
 // copyOf returns the private copy of a document, made on its first read
 // and kept while it is among the last cachedCopies read, by the file's
-// identity (device, inode, size, time of change, first bytes).
+// identity (device, inode, size, modification time, first bytes).
 func (r *Reader) copyOf(f *os.File, fi os.FileInfo, head []byte, format Format, name string) (Doc, error) {
 	key := fmt.Sprintf("%d:%d:%x", fi.Size(), fi.ModTime().UnixNano(), crc32.ChecksumIEEE(head))
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

@@ -82,7 +82,7 @@ type Output struct {
 // ctx kills it and returns ctx's error.
 func Run(ctx context.Context, c Command) (Output, error) {
 	if _, err := exec.LookPath(c.Args[0]); err != nil {
-		return Output{}, protocol.Errorf(protocol.CodeUnsupported, "this guest has no %s (%s) to read the file with", c.Name, c.Args[0])
+		return Output{}, protocol.Errorf(protocol.CodeUnsupported, "this guest has no %s to read the file with", c.Name)
 	}
 	argv := c.Args
 	if lim, err := exec.LookPath("prlimit"); err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -214,12 +215,16 @@ func (t *Tools) sheets(ctx context.Context, doc Doc, first int) (Pages, error) {
 	pages := Pages{Total: len(list), First: first}
 	size := 0
 	for i := first - 1; i >= 0 && i < len(list) && size < toolOutputCap; i++ {
-		b, err := os.ReadFile(filepath.Join(doc.Dir, "sheets", list[i].File))
+		b, err := readUpTo(filepath.Join(doc.Dir, "sheets", list[i].File), toolOutputCap)
 		if err != nil {
 			return Pages{}, protocol.Errorf(protocol.CodeInternalError, "read sheet %d of %s: %v", i+1, doc.Name, err)
 		}
 		size += len(b)
-		pages.Text = append(pages.Text, strings.ToValidUTF8(string(b), "\uFFFD"))
+		text := strings.ToValidUTF8(string(b), "\uFFFD")
+		if len(b) == toolOutputCap {
+			text += fmt.Sprintf("\n[the sheet goes on past %s; read_file reads no further: open it in an app]\n", human(toolOutputCap))
+		}
+		pages.Text = append(pages.Text, text)
 		pages.Names = append(pages.Names, list[i].Name)
 	}
 	return pages, nil
@@ -246,4 +251,14 @@ func (t *Tools) Image(ctx context.Context, doc Doc) ([]byte, Format, error) {
 		return nil, "", protocol.Errorf(protocol.CodeInternalError, "read the decoded %s: %v", doc.Name, err)
 	}
 	return b, PNG, nil
+}
+
+// readUpTo reads at most n bytes of a file.
+func readUpTo(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(n)))
 }
