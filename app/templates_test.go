@@ -30,7 +30,7 @@ func TestTemplatesCommands(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^host\s+Host desktop\s+linux\s+host\s+host programs, read-only \(weaker\)\s+ready\s+1\s+1024 MB\s+-\s+\S+\s+yes$`).MatchString(ls) {
 		t.Errorf("templates ls:\n%s", ls)
 	}
-	if r := h.ok("templates", "manifests"); !regexp.MustCompile(`(?m)^linux-desktop\s+3\s+linux\s+--full --with libreoffice\s+yes`).MatchString(r.stdout) {
+	if r := h.ok("templates", "manifests"); !regexp.MustCompile(`(?m)^linux-desktop\s+4\s+linux\s+--full --with libreoffice\s+yes`).MatchString(r.stdout) {
 		t.Errorf("manifests:\n%s", r.stdout)
 	}
 	if r := h.cli("templates", "create", "macos-15-base"); r.code != 1 || !strings.Contains(r.stderr, "Apple silicon") {

@@ -47,6 +47,10 @@ type options struct {
 }
 
 func main() {
+	// The child that reads one document for read_document (macOS).
+	if code, ok := extractDocument(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	var o options
 	fs := flag.NewFlagSet("hivecrew-guestagent", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "", "where to listen: unix:/path/agent.sock or vsock:PORT")
@@ -114,11 +118,17 @@ func run(ctx context.Context, o options, logOut io.Writer) error {
 	}
 	defer ln.Close()
 
+	docs, closeDocs, err := newDocuments()
+	if err != nil {
+		return err
+	}
+	defer closeDocs()
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv, err := server.New(server.Config{
 		SharedDir: shared, Driver: driver, Log: log, AgentVersion: version.Version,
-		OnShutdown: cancel, Key: key,
+		OnShutdown: cancel, Key: key, Documents: docs,
 	})
 	if err != nil {
 		return err

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hivecrew/hivecrew/guestagent/darwin"
+	"github.com/hivecrew/hivecrew/guestagent/documents"
 	"github.com/hivecrew/hivecrew/guestagent/server"
 )
 
@@ -21,6 +23,26 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 		return nil, nil, err
 	}
 	return d, d.Close, nil
+}
+
+// newDocuments returns the macOS reader of documents: PDFKit,
+// NSAttributedString and ImageIO, each read in a child process of the
+// agent's own executable.
+func newDocuments() (documents.Extractor, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the agent's executable, for its document reader: %w", err)
+	}
+	return darwin.Documents{Exe: exe}, func() {}, nil
+}
+
+// extractDocument runs the child that reads one document, when the
+// agent was started as one (darwin.ExtractFlag first).
+func extractDocument(args []string) (int, bool) {
+	if len(args) == 0 || args[0] != darwin.ExtractFlag {
+		return 0, false
+	}
+	return darwin.ExtractMain(args[1:], os.Stdout, os.Stderr), true
 }
 
 // fdDir lists the process's open descriptors (fdesc(5)).

@@ -15,6 +15,7 @@ import (
 	"github.com/mdlayher/vsock"
 	"golang.org/x/sys/unix"
 
+	"github.com/hivecrew/hivecrew/guestagent/documents"
 	"github.com/hivecrew/hivecrew/guestagent/linux"
 	"github.com/hivecrew/hivecrew/guestagent/server"
 )
@@ -73,6 +74,20 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 		return err
 	}, nil
 }
+
+// newDocuments returns the Linux guest's document tools (poppler-utils,
+// LibreOffice, heif-convert), LibreOffice's profile in a private folder.
+func newDocuments() (documents.Extractor, func(), error) {
+	dir, err := os.MkdirTemp("", "hivecrew-office-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("a folder for the document tools: %w", err)
+	}
+	return documents.NewTools(dir), func() { os.RemoveAll(dir) }, nil
+}
+
+// extractDocument is the macOS guest's child reader; a Linux guest reads
+// documents with its tools.
+func extractDocument([]string) (int, bool) { return 0, false }
 
 // fdDir lists the process's open descriptors.
 const fdDir = "/proc/self/fd"

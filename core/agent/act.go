@@ -39,7 +39,7 @@ func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping
 		o, err = r.runNative(ctx, step, call, m)
 	} else {
 		r.emit(step, start)
-		o.text, err = r.run(ctx, step, call, m)
+		o.text, o.image, err = r.run(ctx, step, call, m)
 		o.ran = err == nil
 	}
 	out, activity := o.text, "tool_result"
@@ -73,6 +73,9 @@ func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping
 // resultBytes is the most of a tool's result the model is shown.
 const resultBytes = 16000
 
+// noImage is a tool's text result, which shows no image.
+func noImage(text string, err error) (string, *llm.Image, error) { return text, nil, err }
+
 // interruption says in words why ctx ended.
 func interruption(ctx context.Context) string {
 	switch cause := context.Cause(ctx); {
@@ -103,28 +106,28 @@ func truncate(s string, n int) string {
 // the model run: any other name (a guest method such as shutdown or
 // hello, a tool the policy denies, a made-up one) is refused here and never
 // reaches the guest.
-func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, error) {
+func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, *llm.Image, error) {
 	if !r.offered[call.Name] {
 		if call.Name == config.UseCredential && r.task.Policy.For(config.UseCredential) != config.Deny {
-			return "", fmt.Errorf("no credentials are stored (the user adds them in Settings › Credentials): log in with what the user tells you, or ask")
+			return "", nil, fmt.Errorf("no credentials are stored (the user adds them in Settings › Credentials): log in with what the user tells you, or ask")
 		}
 		if r.task.TextOnly && slices.Contains(pointerTools, call.Name) {
-			return "", fmt.Errorf("%s aims at a screenshot, and this model gets none: act on elements by id (click_element, set_element_value) and with the keyboard", call.Name)
+			return "", nil, fmt.Errorf("%s aims at a screenshot, and this model gets none: act on elements by id (click_element, set_element_value) and with the keyboard", call.Name)
 		}
 		if slices.Contains(config.AgentTools, call.Name) {
-			return "", fmt.Errorf("%s is not allowed for this task", call.Name)
+			return "", nil, fmt.Errorf("%s is not allowed for this task", call.Name)
 		}
-		return "", fmt.Errorf("there is no tool %q: the tools you can call are %s", truncate(call.Name, 64), strings.Join(slices.Sorted(maps.Keys(r.offered)), ", "))
+		return "", nil, fmt.Errorf("there is no tool %q: the tools you can call are %s", truncate(call.Name, 64), strings.Join(slices.Sorted(maps.Keys(r.offered)), ", "))
 	}
 	if t := r.hostTools[call.Name]; t != nil {
-		return r.runHost(ctx, step, t, call.Args)
+		return noImage(r.runHost(ctx, step, t, call.Args))
 	}
 	var args map[string]any
 	if err := json.Unmarshal(call.Args, &args); err != nil || args == nil {
-		return "", fmt.Errorf("%s: the arguments are not a JSON object: %s", call.Name, truncate(string(call.Args), 200))
+		return "", nil, fmt.Errorf("%s: the arguments are not a JSON object: %s", call.Name, truncate(string(call.Args), 200))
 	}
 	if err := checkArgs(call.Name, args); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	switch call.Name {
 	case "ask_text_question", "ask_multiple_choice":
@@ -140,22 +143,22 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		r.emit(step, Event{Type: "question", ActivityType: "user_question", Summary: q, Details: strings.Join(options, " | ")})
 		answer, _, err := r.ctl.ask(ctx, q, options)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		r.emit(step, Event{Type: "status_change", ActivityType: "user_answer", Summary: "Answer: " + answer})
-		return "The user answered: " + answer, nil
+		return "The user answered: " + answer, nil, nil
 	case "request_user_intervention":
 		reason, _ := args["reason"].(string)
 		r.ctl.pause("the agent asks for help: "+reason, false)
 		r.setStatus(store.StatusPaused, "the agent asks for help: "+reason)
 		if err := r.ctl.waitResumed(ctx); err != nil {
-			return "", err
+			return "", nil, err
 		}
-		return "The user handed control back.", nil
+		return "The user handed control back.", nil, nil
 	case "screenshot":
-		return "A new screenshot comes with the next turn.", nil
+		return "A new screenshot comes with the next turn.", nil, nil
 	case config.UseCredential:
-		return r.useCredential(ctx, step, args, string(call.Args))
+		return noImage(r.useCredential(ctx, step, args, string(call.Args)))
 	}
 	// The permission: the tool's own, or open_terminal's for a call that
 	// starts a terminal, a shell, an interpreter or a program file
@@ -165,7 +168,7 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 	if call.Name == protocol.MethodOpenApp || call.Name == protocol.MethodOpenFile {
 		j, err := r.openGate(ctx, step, call.Name, args, string(call.Args))
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		gate, what, details, askAnyway = j.gate, j.what, j.details, j.askAnyway
 	}
@@ -187,21 +190,21 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 	switch perm {
 	case config.Deny:
 		if gate == config.OpenTerminal {
-			return "", fmt.Errorf("opening a terminal, a shell or an interpreter is not allowed for this task (%s)", what)
+			return "", nil, fmt.Errorf("opening a terminal, a shell or an interpreter is not allowed for this task (%s)", what)
 		}
-		return "", fmt.Errorf("%s is not allowed for this task", call.Name)
+		return "", nil, fmt.Errorf("%s is not allowed for this task", call.Name)
 	case config.Ask:
 		r.emit(step, Event{Type: "permission_request", ActivityType: "user_question", Summary: "Approve " + what + "?", Details: details})
 		ok, _, err := r.ctl.requestPermission(ctx, gate, details)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if !ok {
-			return "", fmt.Errorf("the user denied %s", what)
+			return "", nil, fmt.Errorf("the user denied %s", what)
 		}
 	}
 	if elementGates[call.Name] != nil {
-		return r.runElement(ctx, call.Name, args, m)
+		return noImage(r.runElement(ctx, call.Name, args, m))
 	}
 	if call.Name == protocol.MethodAccessibilityTree {
 		var p protocol.AccessibilityParams
@@ -214,21 +217,24 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		if !r.task.TextOnly {
 			shown = &m
 		}
-		return r.readTree(ctx, p, shown)
+		return noImage(r.readTree(ctx, p, shown))
 	}
 	for _, pair := range pointArgs[call.Name] {
 		x, xok := args[pair[0]].(float64)
 		y, yok := args[pair[1]].(float64)
 		if !xok || !yok {
-			return "", fmt.Errorf("%s needs numbers %s and %s", call.Name, pair[0], pair[1])
+			return "", nil, fmt.Errorf("%s needs numbers %s and %s", call.Name, pair[0], pair[1])
 		}
 		// A point off the screenshot is refused, not moved to the edge
 		// (where close buttons sit).
 		if !m.onShot(x, y) {
-			return "", fmt.Errorf("%s: (%s, %s) = (%g, %g) is off the screen: the screenshot is %dx%d pixels, x from 0 to %d and y from 0 to %d",
+			return "", nil, fmt.Errorf("%s: (%s, %s) = (%g, %g) is off the screen: the screenshot is %dx%d pixels, x from 0 to %d and y from 0 to %d",
 				call.Name, pair[0], pair[1], x, y, m.shotW, m.shotH, m.shotW-1, m.shotH-1)
 		}
 		args[pair[0]], args[pair[1]] = m.toGuest(x, y)
+	}
+	if call.Name == protocol.MethodReadFile {
+		return r.readFile(ctx, args)
 	}
 	var note string
 	if call.Name == protocol.MethodRunShell {
@@ -238,14 +244,14 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 	}
 	var result json.RawMessage
 	if err := r.cfg.Guest.Call(ctx, call.Name, args, &result); err != nil {
-		return "", err
+		return "", nil, err
 	}
 
 	if string(result) == "{}" || len(result) == 0 {
-		return "Done.", nil
+		return "Done.", nil, nil
 	}
 	if note != "" {
-		return string(result) + "\n" + note, nil
+		return string(result) + "\n" + note, nil, nil
 	}
-	return string(result), nil
+	return string(result), nil, nil
 }

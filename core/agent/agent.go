@@ -30,6 +30,10 @@ type Guest interface {
 	Hello() protocol.HelloResult
 	Screenshot(ctx context.Context, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error)
 	Call(ctx context.Context, method string, params, result any) error
+	// ReadDocument reads a file as the model reads it, checked
+	// (guest.Client.ReadDocument); only for a guest whose hello
+	// announces protocol.CapDocuments.
+	ReadDocument(ctx context.Context, p protocol.ReadDocumentParams) (protocol.DocumentResult, error)
 }
 
 // Event is what the agent reports as it works (the API's activity events).

@@ -511,6 +511,10 @@ func deadlineFor(method string, params any) time.Duration {
 		return protocol.MaxHoldSeconds*time.Second + 10*time.Second
 	case protocol.MethodAccessibilityTree, protocol.MethodOpenApp, protocol.MethodOpenFile, protocol.MethodOpenURL:
 		return 30 * time.Second
+	case protocol.MethodReadDocument:
+		// The guest's tools run a minute at most each (a LibreOffice
+		// conversion, then pdfinfo and pdftotext, 30 s each).
+		return 150 * time.Second
 	}
 	return 20 * time.Second
 }

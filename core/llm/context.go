@@ -57,8 +57,9 @@ func ResizedImage(data []byte, src image.Rectangle, w, h int) (*Image, error) {
 	return &Image{MediaType: "image/jpeg", Width: w, Height: h, Data: base64.StdEncoding.EncodeToString(buf.Bytes())}, nil
 }
 
-// omittedNote stands in for a screenshot a request leaves out.
-const omittedNote = "[an earlier screenshot, omitted to keep the conversation short]"
+// omittedNote stands in for an image a request leaves out: a screenshot,
+// or an image file read_file showed.
+const omittedNote = "[an earlier image, omitted to keep the conversation short]"
 
 // Compact returns the conversation with only the last keep images left as
 // images (in tool results too); every older image becomes a one-line
@@ -126,7 +127,9 @@ func countImages(messages []Message) int {
 // prefix (OpenAI automatically; Anthropic by breakpoints), and a prefix
 // that changed at every step, as dropping one image a step does, never
 // hits. This is the chunked removal of Anthropic's computer-use reference
-// loop. messages is not modified.
+// loop. The images of the last message (the screen, and the image files
+// the last tool calls read) are always sent, keep at most: a model is
+// shown what it asked to see. messages is not modified.
 func Window(messages []Message, keep int) []Message {
 	if keep <= 1 {
 		return Compact(messages, 1)
@@ -135,7 +138,11 @@ func Window(messages []Message, keep int) []Message {
 	if n == 0 {
 		return Compact(messages, 0)
 	}
-	return Compact(messages, (n-1)%keep+1)
+	last := 0
+	if len(messages) > 0 {
+		last = countImages(messages[len(messages)-1:])
+	}
+	return Compact(messages, max((n-1)%keep+1, min(last, keep)))
 }
 
 // Token estimates. Text counts 4 bytes a token (English prose and JSON

@@ -63,6 +63,37 @@ func TestWindowKeepsThePrefix(t *testing.T) {
 	}
 }
 
+// TestWindowShowsTheImagesJustRead: image files read_file showed count
+// against the window like screenshots, and the last message's images
+// (the files just read and the screen) are always sent, three at most.
+func TestWindowShowsTheImagesJustRead(t *testing.T) {
+	shotImg, file := shot(t, 64, 40), shot(t, 30, 20)
+	result := func(id string, images ...Block) Block {
+		return Block{Type: BlockToolResult, Result: &ToolResult{CallID: id, Content: append([]Block{Text(id + ": an image")}, images...)}}
+	}
+	call := func(ids ...string) Message {
+		m := Message{Role: RoleAssistant}
+		for _, id := range ids {
+			m.Content = append(m.Content, Block{Type: BlockToolCall, Call: &ToolCall{ID: id, Name: "read_file", Args: json.RawMessage(`{}`)}})
+		}
+		return m
+	}
+	messages := []Message{UserText("Task: x"), UserMessage(Text("Step 1"), shotImg), call("a", "b"),
+		UserMessage(result("a", file), result("b", file), Text("Step 2"), shotImg)}
+	// Four images: the chunked window alone would send one (the screen).
+	w := Window(messages, 3)
+	if n := countImages(w); n != 3 || countImages(w[len(w)-1:]) != 3 {
+		t.Fatalf("%d images sent, %d of them the last message's; want its 3", n, countImages(w[len(w)-1:]))
+	}
+	// Four in the last message: the last three of them.
+	messages = append(messages, call("c", "d", "e"), UserMessage(result("c", file), result("d", file), result("e", file), Text("Step 3"), shotImg))
+	w = Window(messages, 3)
+	last := w[len(w)-1]
+	if countImages(w) != 3 || last.Content[0].Result.Content[1].Type != BlockText || last.Content[1].Result.Content[1].Type != BlockImage {
+		t.Fatalf("%d images sent: %+v", countImages(w), last.Content[0].Result.Content)
+	}
+}
+
 func TestEstimateTokens(t *testing.T) {
 	for _, c := range []struct {
 		w, h, want int

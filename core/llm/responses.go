@@ -274,7 +274,7 @@ func (b *responsesBackend) assistantItems(items []any, m Message, pictured map[s
 }
 
 func (b *responsesBackend) userItems(items []any, m Message, pictured map[string]bool) ([]any, error) {
-	var parts []any
+	var parts, resultImages []any
 	var notes []string
 	for _, bl := range m.Content {
 		switch bl.Type {
@@ -295,6 +295,14 @@ func (b *responsesBackend) userItems(items []any, m Message, pictured map[string
 				continue
 			}
 			items = append(items, openai.ResponseFunctionCallOutput{Type: "function_call_output", CallID: r.CallID, Output: out})
+			// A function's output is text: its images (an image file
+			// read_file shows) go in the input message after the
+			// outputs, as chat sends them after the tool messages.
+			for _, c := range r.Content {
+				if c.Type == BlockImage {
+					resultImages = append(resultImages, openai.ResponseInputImage{Type: "input_image", ImageURL: c.Image.DataURL(), Detail: string(openai.ImageURLDetailHigh)})
+				}
+			}
 		case BlockText:
 			parts = append(parts, openai.ResponseInputText{Type: "input_text", Text: bl.Text})
 		case BlockImage:
@@ -304,9 +312,10 @@ func (b *responsesBackend) userItems(items []any, m Message, pictured map[string
 	for i := len(notes) - 1; i >= 0; i-- {
 		parts = append([]any{openai.ResponseInputText{Type: "input_text", Text: notes[i]}}, parts...)
 	}
+	parts = append(resultImages, parts...)
 	switch {
 	case len(parts) == 0:
-	case len(parts) == 1 && !hasImagePart(m):
+	case len(parts) == 1 && len(resultImages) == 0 && !hasImagePart(m):
 		items = append(items, openai.ResponseInputMessage{Type: "message", Role: openai.ChatMessageRoleUser, Content: parts[0].(openai.ResponseInputText).Text})
 	default:
 		items = append(items, openai.ResponseInputMessage{Type: "message", Role: openai.ChatMessageRoleUser, Content: parts})

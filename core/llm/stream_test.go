@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -336,5 +337,58 @@ func TestModelListSaysWhatModelsTake(t *testing.T) {
 	}
 	if vision["openai/gpt-5"] != "true" || vision["deepseek/deepseek-chat"] != "false" || vision["local-model"] != "unknown" {
 		t.Fatalf("vision %v", vision)
+	}
+}
+
+// TestResponsesShowsAFunctionResultsImage: an image in a function call's
+// result (an image file read_file shows) goes in the input message after
+// the outputs, before the step's own text and screen, as chat sends it
+// after the tool messages; the output itself is the result's text.
+func TestResponsesShowsAFunctionResultsImage(t *testing.T) {
+	ev := func(typ, rest string) string { return `{"type":"` + typ + `"` + rest + `}` }
+	done := ev("response.completed", `,"response":{"id":"resp_1","status":"completed","output":[`+
+		`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"A cat.","annotations":[]}]}],`+
+		`"usage":{"input_tokens":10,"output_tokens":2,"total_tokens":12}}`)
+	photo := &Image{MediaType: "image/jpeg", Data: "BBBB", Width: 2, Height: 1}
+	screen := &Image{MediaType: "image/png", Data: "CCCC", Width: 1, Height: 1}
+	req := Request{Messages: []Message{
+		UserText("Task: what is in the photo?"),
+		{Role: RoleAssistant, Content: []Block{{Type: BlockToolCall, Call: &ToolCall{ID: "call_1", Name: "read_file", Args: json.RawMessage(`{"path":"inbox/cat.jpg"}`)}}}},
+		UserMessage(Block{Type: BlockToolResult, Result: &ToolResult{CallID: "call_1", Content: []Block{Text("inbox/cat.jpg: JPEG, an image of 2x1 pixels:"), ImageBlock(photo)}}},
+			Text("Step 2."), ImageBlock(screen)),
+	}}
+	for _, tc := range []struct {
+		name string
+		req  Request
+		want []string
+	}{
+		{"with the screen", req, []string{
+			`{"call_id":"call_1","output":"inbox/cat.jpg: JPEG, an image of 2x1 pixels:","type":"function_call_output"}`,
+			`{"content":[{"detail":"high","image_url":"data:image/jpeg;base64,BBBB","type":"input_image"},{"text":"Step 2.","type":"input_text"},{"detail":"high","image_url":"data:image/png;base64,CCCC","type":"input_image"}],"role":"user","type":"message"}`,
+		}},
+		{"alone", Request{Messages: append(slices.Clone(req.Messages[:2]), UserMessage(req.Messages[2].Content[0]))}, []string{
+			`{"call_id":"call_1","output":"inbox/cat.jpg: JPEG, an image of 2x1 pixels:","type":"function_call_output"}`,
+			`{"content":[{"detail":"high","image_url":"data:image/jpeg;base64,BBBB","type":"input_image"}],"role":"user","type":"message"}`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, sse(0, done))
+			c := client(t, s, func(c *Config) { c.Backend = BackendResponses })
+			if _, err := c.CompleteStream(context.Background(), tc.req, func(Delta) {}); err != nil {
+				t.Fatal(err)
+			}
+			var sent struct {
+				Input []map[string]any `json:"input"`
+			}
+			if err := json.Unmarshal(s.bodies[0], &sent); err != nil {
+				t.Fatal(err)
+			}
+			got := sent.Input[len(sent.Input)-len(tc.want):]
+			for i, w := range tc.want {
+				if g, _ := json.Marshal(got[i]); string(g) != w {
+					t.Errorf("input %d:\n got %s\nwant %s", len(sent.Input)-len(tc.want)+i, g, w)
+				}
+			}
+		})
 	}
 }

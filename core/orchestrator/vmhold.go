@@ -76,6 +76,14 @@ func (g runGuest) Call(ctx context.Context, method string, params, result any) e
 	return c.Call(ctx, method, params, result)
 }
 
+func (g runGuest) ReadDocument(ctx context.Context, p protocol.ReadDocumentParams) (protocol.DocumentResult, error) {
+	c := g.client()
+	if c == nil {
+		return protocol.DocumentResult{}, agent.ErrNoVM
+	}
+	return c.ReadDocument(ctx, p)
+}
+
 func (g runGuest) Healthy() bool {
 	c := g.client()
 	return c != nil && c.Healthy()

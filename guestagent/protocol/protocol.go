@@ -97,6 +97,9 @@ const (
 	// MethodResolveApp (capability CapResolveApp) says what open_app or
 	// open_file would run, without running it.
 	MethodResolveApp = "resolve_app"
+	// MethodReadDocument (capability CapDocuments) reads a file as the
+	// model reads it: a document's text, paged; an image, fitted.
+	MethodReadDocument = "read_document"
 )
 
 // Notification names.
@@ -129,6 +132,11 @@ const (
 	// and open_file would run. A host that gets no such answer can only
 	// judge an app by the name it is given.
 	CapResolveApp = "apps.resolve"
+	// CapDocuments says the guest answers read_document: the text of
+	// PDF, Office, OpenDocument, RTF and HTML files, extracted in the
+	// guest, and image files fitted for the model. A host that gets no
+	// such answer reads files with read_file, as bytes.
+	CapDocuments = "files.documents"
 )
 
 // Shared folder layout: the three folders of every VM's share.

@@ -429,3 +429,79 @@ type WaitParams struct {
 
 // Empty is the result of methods that return nothing.
 type Empty struct{}
+
+// ReadDocumentParams reads a file as the model reads it (capability
+// CapDocuments). Page (from 1; 0 is 1) is the page, sheet or slide to
+// start at; Offset a byte offset into that page's text, as a previous
+// answer's NextOffset gives it. MaxChars bounds the text (0, or more than
+// MaxDocumentText: MaxDocumentText); MaxWidth and MaxHeight the image
+// (0: MaxDocumentImageSide). NoImage asks for an image file's format and
+// size only (a model that takes no images).
+type ReadDocumentParams struct {
+	Path      string `json:"path"`
+	Page      int    `json:"page,omitempty"`
+	Offset    int    `json:"offset,omitempty"`
+	MaxChars  int    `json:"maxChars,omitempty"`
+	MaxWidth  int    `json:"maxWidth,omitempty"`
+	MaxHeight int    `json:"maxHeight,omitempty"`
+	NoImage   bool   `json:"noImage,omitempty"`
+}
+
+// Kinds of read_document answers.
+const (
+	DocumentKindText  = "text"
+	DocumentKindImage = "image"
+)
+
+// DocumentResult is read_document's answer. Kind is DocumentKindText
+// or DocumentKindImage; Format the file's ("pdf", "docx", "xlsx", "pptx", "odt",
+// "ods", "odp", "rtf", "html", "text", "png", "jpeg", "gif", "webp",
+// "heic", ...); Size its bytes.
+//
+// Text starts at page Page (of Pages: pages, sheets or slides; 1 for a
+// document without pages), Offset bytes into it; each page that starts
+// in it is headed by a line "--- Page 2 of 9 ---" ("Sheet 2 of 3:
+// NAME", "Slide 2 of 9") when the document has more than one. Truncated
+// says more follows: the next read starts at NextPage, NextOffset.
+//
+// Image is the image file decoded and re-encoded by the guest, fitted
+// within the request's bounds: PNG or JPEG. Width and Height (without
+// Image: with NoImage) are the file's own pixels.
+type DocumentResult struct {
+	Kind       string         `json:"kind"`
+	Format     string         `json:"format"`
+	Size       int64          `json:"size"`
+	Text       string         `json:"text,omitempty"`
+	Pages      int            `json:"pages,omitempty"`
+	Page       int            `json:"page,omitempty"`
+	Offset     int            `json:"offset,omitempty"`
+	Truncated  bool           `json:"truncated,omitempty"`
+	NextPage   int            `json:"nextPage,omitempty"`
+	NextOffset int            `json:"nextOffset,omitempty"`
+	Width      int            `json:"width,omitempty"`
+	Height     int            `json:"height,omitempty"`
+	Image      *DocumentImage `json:"image,omitempty"`
+}
+
+// DocumentImage is an image for the model: Format FormatPNG or
+// FormatJPEG, of Width x Height pixels; Data is base64 on the wire.
+type DocumentImage struct {
+	Format string `json:"format"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Data   []byte `json:"data"`
+}
+
+// Bounds of read_document: guests keep to them and the host refuses an
+// answer beyond them.
+const (
+	// MaxDocumentText bounds an answer's text, in bytes (the page
+	// headings included).
+	MaxDocumentText = 64 << 10
+	// MaxDocumentImageSide bounds each side of an answer's image, and
+	// MaxDocumentImageBytes its encoded size.
+	MaxDocumentImageSide  = 2048
+	MaxDocumentImageBytes = 4 << 20
+	// MaxDocumentPages bounds Pages and the page numbers.
+	MaxDocumentPages = 1_000_000
+)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -260,4 +262,24 @@ func (f *files) move(p protocol.MoveFileParams) error {
 		}
 	}
 	return fsError(p.Source, f.root.Rename(src, dst))
+}
+
+// readDocument answers read_document: the file, opened through the root,
+// read by the server's documents.Reader.
+func (s *Server) readDocument(ctx context.Context, p protocol.ReadDocumentParams) (protocol.DocumentResult, error) {
+	rel, err := s.files.rel(p.Path)
+	if err != nil {
+		return protocol.DocumentResult{}, err
+	}
+	// Without blocking: a FIFO planted under the name would otherwise
+	// hold the call until someone writes to it.
+	file, err := s.files.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return protocol.DocumentResult{}, fsError(p.Path, err)
+	}
+	defer file.Close()
+	if fi, err := file.Stat(); err == nil && fi.IsDir() {
+		return protocol.DocumentResult{}, protocol.Errorf(protocol.CodeInvalidParams, "%s is a folder: use list_directory", p.Path)
+	}
+	return s.docs.Read(ctx, file, p.Path, p)
 }

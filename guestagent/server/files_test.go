@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
@@ -142,5 +144,38 @@ func TestIsText(t *testing.T) {
 		if got := isText([]byte(in)); got != want {
 			t.Errorf("isText(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestReadDocumentStaysInTheShare: read_document opens through the share's
+// root (no escape by .. or a link), answers at once for a FIFO planted
+// under a document's name instead of waiting for a writer, and reads what
+// it may; hello announces it.
+func TestReadDocumentStaysInTheShare(t *testing.T) {
+	h := newHarness(t, nil)
+	outside := filepath.Join(t.TempDir(), "secret.pdf")
+	os.WriteFile(outside, []byte("%PDF-1.4 secret"), 0o644)
+	if err := os.Symlink(outside, filepath.Join(h.shared, "inbox", "link.pdf")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"../../etc/passwd", "inbox/link.pdf", outside} {
+		if _, err := call[protocol.DocumentResult](t, h.cli, protocol.MethodReadDocument, protocol.ReadDocumentParams{Path: p}); codeOf(err) != protocol.CodePermissionDenied {
+			t.Errorf("read_document %q = %v, want permission denied", p, err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(h.shared, "inbox", "report.pdf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := call[protocol.DocumentResult](t, h.cli, protocol.MethodReadDocument, protocol.ReadDocumentParams{Path: "inbox/report.pdf"}); err == nil || !strings.Contains(err.Error(), "not a regular file") || time.Since(start) > 2*time.Second {
+		t.Errorf("a FIFO: %v after %s", err, time.Since(start))
+	}
+	os.WriteFile(filepath.Join(h.shared, "inbox", "notes.md"), []byte("# Notes\nbuy milk\n"), 0o644)
+	res, err := call[protocol.DocumentResult](t, h.cli, protocol.MethodReadDocument, protocol.ReadDocumentParams{Path: "inbox/notes.md"})
+	if err != nil || res.Kind != protocol.DocumentKindText || res.Format != "text" || res.Text != "# Notes\nbuy milk\n" || res.Truncated {
+		t.Errorf("a text file: %+v, %v", res, err)
+	}
+	if _, err := call[protocol.DocumentResult](t, h.cli, protocol.MethodReadDocument, protocol.ReadDocumentParams{Path: "inbox"}); codeOf(err) != protocol.CodeInvalidParams {
+		t.Errorf("a folder: %v", err)
 	}
 }

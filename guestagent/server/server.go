@@ -16,6 +16,7 @@ import (
 	"github.com/creachadair/jrpc2"
 	"github.com/creachadair/jrpc2/handler"
 
+	"github.com/hivecrew/hivecrew/guestagent/documents"
 	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/transport"
@@ -37,6 +38,10 @@ type Config struct {
 	// OnShutdown is called once a shutdown request has been answered and the
 	// driver powered off (the agent's main exits).
 	OnShutdown func()
+	// Documents reads the documents read_document reads with the guest's
+	// own tools (PDF, Office, OpenDocument, RTF, HEIC); nil reads only
+	// text, HTML and the images Go decodes.
+	Documents documents.Extractor
 	// Key is the boot key the agent proves at hello (protocol.KeyBytes,
 	// from the host). Without one, the first hello that carries an
 	// enrollKey sets it (macOS guests); until then hello is refused.
@@ -47,6 +52,7 @@ type Config struct {
 type Server struct {
 	cfg   Config
 	files *files
+	docs  *documents.Reader
 	shell *shellRunner
 	start time.Time
 	// png encodes PNG screenshots, reusing what did not change.
@@ -89,14 +95,14 @@ func New(cfg Config) (*Server, error) {
 		f.Close()
 		return nil, fmt.Errorf("the boot key has %d bytes, want %d", len(cfg.Key), protocol.KeyBytes)
 	}
-	s := &Server{cfg: cfg, files: f, start: time.Now(), key: cfg.Key}
+	s := &Server{cfg: cfg, files: f, docs: documents.New(documents.Config{Extractor: cfg.Documents}), start: time.Now(), key: cfg.Key}
 	s.shell = &shellRunner{shared: cfg.SharedDir, outputCap: cfg.ShellOutputCap, notify: s.notifyShell}
 	s.handlers = s.methods()
 	return s, nil
 }
 
-// Close releases the shared folder.
-func (s *Server) Close() error { return s.files.Close() }
+// Close releases the shared folder and removes the documents' copies.
+func (s *Server) Close() error { return errors.Join(s.files.Close(), s.docs.Close()) }
 
 // Serve accepts connections on ln until ctx ends, serving each concurrently.
 // It returns nil when ctx ends, or the accept error.
@@ -340,6 +346,9 @@ func (s *Server) methods() handler.Map {
 		}),
 		protocol.MethodReadFile: method(func(_ context.Context, p protocol.ReadFileParams) (protocol.ReadFileResult, error) {
 			return s.files.read(p)
+		}),
+		protocol.MethodReadDocument: method(func(ctx context.Context, p protocol.ReadDocumentParams) (protocol.DocumentResult, error) {
+			return s.readDocument(ctx, p)
 		}),
 		protocol.MethodWriteFile: method(func(_ context.Context, p protocol.WriteFileParams) (protocol.WriteFileResult, error) {
 			return s.files.write(p)

@@ -29,7 +29,7 @@ func TestOutdatedAgentIsFlaggedAndVMsRebuild(t *testing.T) {
 	h.stop()
 	st := openStore(t, home)
 	if err := st.CreateTemplate(ctx, store.Template{ID: "desktop", Name: "Desktop", OS: "linux", Kind: "rootfs", Status: store.TemplateReady,
-		Path: filepath.Join(shared.home, "Templates", "linux-desktop", "rootfs"), AgentVersion: version, Manifest: "linux-desktop", ManifestVersion: 3}); err != nil {
+		Path: filepath.Join(shared.home, "Templates", "linux-desktop", "rootfs"), AgentVersion: version, Manifest: "linux-desktop", ManifestVersion: 4}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -61,7 +61,7 @@ func TestCreateLinuxDesktop(t *testing.T) {
 		}
 	}
 	if tm == nil || tm.Status != "ready" || tm.Kind != "rootfs" || tm.OS != "linux" || tm.AgentVersion != version || tm.AgentOutdated ||
-		tm.Manifest != "linux-desktop" || tm.ManifestVersion != 3 || tm.CPUCount != 2 || tm.MemoryMB != 2048 {
+		tm.Manifest != "linux-desktop" || tm.ManifestVersion != 4 || tm.CPUCount != 2 || tm.MemoryMB != 2048 {
 		t.Fatalf("templates ls: %+v", l.Templates)
 	}
 	root := filepath.Join(shared.home, "Templates", "linux-desktop", "rootfs")
@@ -91,7 +91,7 @@ func TestCreateLinuxDesktop(t *testing.T) {
 	}
 	// The manifests this helper can build.
 	ms := h.mustCLI(t, "templates", "manifests")
-	if !regexp.MustCompile(`(?m)^linux-desktop\s+3\s+linux\s+--full --with libreoffice\s+yes`).MatchString(ms) ||
+	if !regexp.MustCompile(`(?m)^linux-desktop\s+4\s+linux\s+--full --with libreoffice\s+yes`).MatchString(ms) ||
 		!regexp.MustCompile(`(?m)^macos-15-base\s+1\s+macos\s+-\s+no`).MatchString(ms) {
 		t.Errorf("templates manifests:\n%s", ms)
 	}

@@ -83,6 +83,7 @@ var etcAllow = []string{
 	"magic.mime", "mime.types", "networks", "nsswitch.conf", "os-release", "profile", "profile.d",
 	"protocols", "python3", "python3.11", "perl", "services", "shells", "ssl", "terminfo", "timezone",
 	"X11", "xdg", "xml", "sgml", "vim", "ImageMagick-6", "java-17-openjdk", "libpaper.d", "papersize",
+	"libreoffice", // its registry: soffice --headless (read_file's Office documents) fails without it
 }
 
 // hostsFile is the sandbox's /etc/hosts: its own names only.

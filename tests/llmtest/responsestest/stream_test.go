@@ -381,10 +381,18 @@ func TestTheProjectClient(t *testing.T) {
 			if len(first.ToolCalls) != 1 || first.ToolCalls[0].Name != "read_file" || string(first.ToolCalls[0].Args) != `{"path":"a.txt"}` || !strings.Contains(streamed.String(), "Reading.") {
 				t.Fatalf("first reply: %+v (streamed reasoning %q)", first, streamed.String())
 			}
-			req.Messages = append(req.Messages, first.Message, llm.UserMessage(llm.ResultBlock(first.ToolCalls[0], "hello", false)))
+			// The result shows an image (an image file read_file read):
+			// it goes in the input message after the output.
+			picture := &llm.Image{MediaType: "image/png", Width: 64, Height: 48, Data: strings.TrimPrefix(pngURL(t, 64, 48), "data:image/png;base64,")}
+			result := llm.ResultBlock(first.ToolCalls[0], "hello", false)
+			result.Result.Content = append(result.Result.Content, llm.ImageBlock(picture))
+			req.Messages = append(req.Messages, first.Message, llm.UserMessage(result))
 			second, err := c.Complete(ctx, req)
 			if err != nil || second.Text != "It says hello." || second.Usage.Prompt == 0 {
 				t.Fatalf("second reply: %+v, %v", second, err)
+			}
+			if imgs := s.Received()[1].Images; len(imgs) != 1 || imgs[0].Source != "input_image" || imgs[0].Width != 64 || !strings.HasSuffix(imgs[0].Path, ".content[0]") {
+				t.Errorf("the result's image as the server took it: %+v", imgs)
 			}
 			req.Messages = append(req.Messages, second.Message, llm.UserText("Was the task fully accomplished?"))
 			v, _, err := c.Verify(ctx, req)
