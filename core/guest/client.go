@@ -262,7 +262,12 @@ func (c *Client) connectOnce(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	var hello protocol.HelloResult
-	if err := cli.CallResult(dctx, protocol.MethodHello, params, &hello); err != nil {
+	rsp, err := cli.Call(dctx, protocol.MethodHello, params)
+	if err == nil {
+		ch.settled(rsp.ID())
+		err = rsp.UnmarshalResult(&hello)
+	}
+	if err != nil {
 		if cli.IsStopped() {
 			// The reader stopped the client: its reason reaches OnStop
 			// just after the pending call fails.
@@ -455,6 +460,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return fmt.Errorf("%s: %w", method, classify(err))
 	}
 	c.lastBeat.Store(time.Now().UnixNano())
+	ch.settled(rsp.ID())
 	img, lifted := ch.take(rsp.ID())
 	if result == nil {
 		return nil

@@ -3,7 +3,9 @@ package guest
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/creachadair/jrpc2/channel"
 )
@@ -21,13 +23,21 @@ const liftMin = 16 << 10
 type liftChannel struct {
 	channel.Channel
 
-	// mu guards images.
+	// mu guards images and unsettled.
 	mu sync.Mutex
 	// images holds decoded images by response id until the call that
 	// asked for them takes them; held is their bytes.
 	images map[string][]byte
 	held   int
+	// unsettled are the responses passed to jrpc2 that no call has taken
+	// yet (see settleWait), closed is closed when it empties.
+	unsettled map[string]bool
+	settledCh chan struct{}
 }
+
+// settleWait bounds how long the end of a connection waits for calls to
+// take the answers read just before it.
+const settleWait = 200 * time.Millisecond
 
 // maxLifted and maxLiftedBytes bound the images waiting for their calls (a
 // call that gave up leaves its image behind, and a hostile guest may send
@@ -37,10 +47,21 @@ const (
 	maxLiftedBytes = maxScreenshotBytes
 )
 
+// Recv passes the next message on. When the connection ends, it waits
+// (at most settleWait) for the calls to take the answers read before the
+// end: jrpc2 hands a response to its call on a goroutine of its own and
+// fails every pending call as soon as Recv reports the end, so a guest that
+// answers and then closes the connection would otherwise lose its answer
+// now and then.
 func (c *liftChannel) Recv() ([]byte, error) {
 	msg, err := c.Channel.Recv()
-	if err != nil || len(msg) < liftMin {
+	if err != nil {
+		c.waitSettled(settleWait)
 		return msg, err
+	}
+	c.noteResponse(msg)
+	if len(msg) < liftMin {
+		return msg, nil
 	}
 	id, out, img, ok := liftImage(msg, liftMin)
 	if !ok {
@@ -57,6 +78,10 @@ func (c *liftChannel) Recv() ([]byte, error) {
 	}
 	c.images[id] = img
 	c.held += len(img)
+	if c.unsettled == nil {
+		c.unsettled = map[string]bool{}
+	}
+	c.unsettled[id] = true
 	return out, nil
 }
 
@@ -312,5 +337,65 @@ func (s *scanner) str() bool {
 			return true
 		}
 		j++
+	}
+}
+
+// noteResponse notes a response's id as unsettled until settled is called
+// with it.
+func (c *liftChannel) noteResponse(msg []byte) {
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if len(msg) > liftMin {
+		msg = msg[:0] // a screenshot: lifted below, its id taken there
+	}
+	if json.Unmarshal(msg, &r) != nil || len(r.ID) == 0 || (r.Result == nil && r.Error == nil) {
+		return
+	}
+	c.unsettle(string(r.ID))
+}
+
+func (c *liftChannel) unsettle(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unsettled == nil {
+		c.unsettled = map[string]bool{}
+	}
+	if len(c.unsettled) >= maxLifted*8 {
+		clear(c.unsettled) // calls long gone
+	}
+	c.unsettled[id] = true
+}
+
+// settled says a call has taken the response with id.
+func (c *liftChannel) settled(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.unsettled, id)
+	if len(c.unsettled) == 0 && c.settledCh != nil {
+		close(c.settledCh)
+		c.settledCh = nil
+	}
+}
+
+// waitSettled waits until every response passed on was taken, or d.
+func (c *liftChannel) waitSettled(d time.Duration) {
+	c.mu.Lock()
+	if len(c.unsettled) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	if c.settledCh == nil {
+		c.settledCh = make(chan struct{})
+	}
+	ch := c.settledCh
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
 	}
 }
