@@ -154,6 +154,8 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		return "The user handed control back.", nil
 	case "screenshot":
 		return "A new screenshot comes with the next turn.", nil
+	case todoSpec.name:
+		return r.runTodo(args)
 	case config.UseCredential:
 		return r.useCredential(ctx, step, args, string(call.Args))
 	}
