@@ -122,9 +122,8 @@ func (o *Orchestrator) fire(ctx context.Context, sc store.Schedule, now time.Tim
 			ID: uuid.NewString(), Description: sc.Description, ProviderName: sc.ProviderName, ModelID: sc.ModelID,
 			PlanFirst: sc.PlanFirst, Status: store.StatusFailed, CompletedAt: &ended, ResultSummary: &summary, WasSuccessful: &no,
 		}
-		if t.ModelID == "" {
-			t.ModelID = "unknown"
-		}
+		// A task names its provider and model, as they were.
+		t.ProviderName, t.ModelID = or(t.ProviderName, "unknown"), or(t.ModelID, "unknown")
 	}
 	t.Title = sc.Title
 	sfiles, err := o.cfg.Store.ScheduleFiles(ctx, sc.ID)
