@@ -480,7 +480,7 @@ func TestAPIKeyCreatePrintsOnlyTheKey(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	h.scripted("Weekly review.", llmtest.Done("Reported.")...)
+	h.scripted("every day.", llmtest.Done("Reported.")...)
 	r := h.ok("schedules", "add", "--title", "Morning report", "Write the morning report.", "--daily", "09:30", "--tz", "Europe/Berlin")
 	if !regexp.MustCompile(`^Added schedule [0-9a-f]{8}: daily 09:30 \(Europe/Berlin\), next run \d{4}-\d\d-\d\d 09:30 CES?T\.\n$`).MatchString(r.stdout) {
 		t.Fatalf("schedules add: %s", r)
@@ -491,14 +491,42 @@ func TestSchedules(t *testing.T) {
 		!regexp.MustCompile(`Morning report\s+daily 09:30 \(Europe/Berlin\)\s+\d{4}-\d\d-\d\d 09:30 CES?T\s+-\s+yes$`).MatchString(lines[1]) {
 		t.Fatalf("schedules ls:\n%s", ls.stdout)
 	}
-	r = h.ok("schedules", "add", "--json", "Weekly review.", "--weekly", "mon,wed@08:05")
+	r = h.ok("schedules", "add", "--json", "Weekly review.", "--weekly", "mon,wed@08:05", "--plan-first", "--timeout", "15", "--env", "MODE=quiet")
 	var sc wire.Schedule
 	decodeOne(t, r.stdout, &sc)
-	if sc.Recurrence == nil || !slices.Equal(sc.Recurrence.DaysOfWeek, []int{2, 4}) || sc.Recurrence.Hour != 8 || sc.Recurrence.Minute != 5 || sc.NextRunAt == nil {
+	if sc.Recurrence == nil || !slices.Equal(sc.Recurrence.DaysOfWeek, []int{2, 4}) || sc.Recurrence.Hour != 8 || sc.Recurrence.Minute != 5 || sc.NextRunAt == nil ||
+		!sc.PlanFirst || sc.TimeoutMinutes != 15 || sc.Provisioning == nil || sc.Provisioning.Environment["MODE"] != "quiet" {
 		t.Fatalf("weekly schedule: %+v", sc)
 	}
+	// edit changes only what its flags say.
+	r = h.ok("schedules", "edit", sc.ID[:8], "--title", "Daily review", "--daily", "07:15", "--plan-first=false", "--max-iterations", "12")
+	if !regexp.MustCompile(`^Changed schedule [0-9a-f]{8}: daily 07:15 \(.+\), next run \d{4}-\d\d-\d\d 07:15 `).MatchString(r.stdout) {
+		t.Fatalf("schedules edit: %s", r)
+	}
+	sc = wire.Schedule{ID: sc.ID} // fields the answer leaves out are zero
+	decodeOne(t, h.ok("schedules", "edit", "--json", sc.ID, "Weekly review, every day.").stdout, &sc)
+	if sc.Title != "Daily review" || sc.Description != "Weekly review, every day." || sc.PlanFirst || sc.TimeoutMinutes != 15 || sc.MaxIterations != 12 ||
+		sc.Provisioning == nil || sc.Provisioning.Environment["MODE"] != "quiet" || sc.Recurrence == nil || sc.Recurrence.Type != "daily" || sc.Recurrence.Hour != 7 {
+		t.Fatalf("after edit: %+v", sc)
+	}
+	if r := h.cli("schedules", "edit", sc.ID, "--file", "x.pdf"); r.code != 2 || !strings.Contains(r.stderr, "input files are given when it is added") {
+		t.Fatalf("edit --file: %s", r)
+	}
+	if r := h.cli("schedules", "edit", sc.ID); r.code != 2 || !strings.Contains(r.stderr, "nothing to change") {
+		t.Fatalf("edit with nothing: %s", r)
+	}
+	r = h.ok("schedules", "off", sc.ID[:8])
+	if !strings.Contains(r.stdout, "Turned schedule "+sc.ID[:8]+" off") {
+		t.Fatalf("schedules off: %s", r)
+	}
+	if ls := h.ok("schedules", "ls"); !regexp.MustCompile(`(?m)Daily review\s+daily 07:15 \([^)]+\)\s+off\s+-\s+no$`).MatchString(strings.TrimSpace(ls.stdout)) {
+		t.Fatalf("ls after off:\n%s", ls.stdout)
+	}
+	if r := h.ok("schedules", "on", sc.ID[:8]); !regexp.MustCompile(`Turned schedule [0-9a-f]{8} on: daily 07:15 .*next run \d{4}`).MatchString(r.stdout) {
+		t.Fatalf("schedules on: %s", r)
+	}
 	task := strings.TrimSpace(h.ok("schedules", "run", sc.ID[:8]).stdout)
-	if tk := h.waitStatus(task, "completed"); tk.ScheduleID != sc.ID {
+	if tk := h.waitStatus(task, "completed"); tk.ScheduleID != sc.ID || tk.TimeoutMinutes != 15 || tk.MaxIterations != 12 || tk.PlanFirst {
 		t.Fatalf("scheduled task: %+v", tk)
 	}
 	h.ok("schedules", "rm", sc.ID)

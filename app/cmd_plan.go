@@ -24,12 +24,13 @@ const (
 // maxPlanBytes bounds a plan read from a file, stdin or the editor.
 const maxPlanBytes = 1 << 20
 
-// cmdPlan: hivecrew plan show|approve|edit|cancel ID
+// cmdPlan: hivecrew plan show|approve|edit|revise|cancel ID
 func cmdPlan(e *env, args []string) error {
 	return runTable(e, "plan", []command{
 		{"show", "ID", "print a plan-first task's plan and status", planShow},
 		{"approve", "ID", "run the task with the plan under review", planApprove},
 		{"edit", "ID [--file F]", "replace the plan under review and run the task (from F, stdin or $EDITOR)", planEdit},
+		{"revise", `ID "<what to change>"`, "ask the model to rewrite the plan under review as you say (review it again after)", planRevise},
 		{"cancel", "ID", "cancel a task that is planning or whose plan is under review", planCancel},
 	}, args)
 }
@@ -77,11 +78,38 @@ func planShow(e *env, args []string) error {
 // planNext says how to review a plan from the command line.
 func planNext(id string) string {
 	s := shortID(id)
-	return fmt.Sprintf("hivecrew plan approve %s   run it as it is\nhivecrew plan edit %s      change it, then run it\nhivecrew plan cancel %s    cancel the task", s, s, s)
+	return fmt.Sprintf("hivecrew plan approve %s   run it as it is\nhivecrew plan edit %s      change it, then run it\n"+
+		"hivecrew plan revise %s \"…\"  ask the model for changes\nhivecrew plan cancel %s    cancel the task", s, s, s, s)
 }
 
 func planApprove(e *env, args []string) error {
 	return e.printTaskState(e.taskAction(args, wire.ActionApprovePlan))
+}
+
+func planRevise(e *env, args []string) error {
+	fs := e.flags()
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 2 || strings.TrimSpace(joinArgs(pos[1:])) == "" {
+		return e.bad(fs, `plan revise needs a task and what to change: hivecrew plan revise ID "also save a PDF"`)
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	id, err := e.taskID(c, pos[0])
+	if err != nil {
+		return err
+	}
+	t, err := c.TaskAction(e.ctx, id, wire.TaskAction{Action: wire.ActionRevisePlan, Instructions: joinArgs(pos[1:])})
+	if errors.Is(err, errdefs.ErrConflict) {
+		if cur, gerr := c.Task(e.ctx, id); gerr == nil && cur.Status != statusPlanReview {
+			return planConflict(cur, "revise the plan of")
+		}
+	}
+	return e.printTaskState(t, err)
 }
 
 func planCancel(e *env, args []string) error {
@@ -207,7 +235,7 @@ func planConflict(t wire.Task, what string) error {
 	case t.Status == statusPlanReview && what == approveToolCall:
 		return errdefs.Conflictf("task %s has no tool call waiting for approval; its plan waits for your review: approve it with `hivecrew plan approve %s` (see it with `hivecrew plan show %s`)", s, s, s)
 	case t.Status == statusPlanReview:
-		return errdefs.Conflictf("cannot %s task %s: its plan waits for your review: see it with `hivecrew plan show %s`, then run `hivecrew plan approve %s`, `hivecrew plan edit %s` or `hivecrew plan cancel %s`", what, s, s, s, s, s)
+		return errdefs.Conflictf("cannot %s task %s: its plan waits for your review: see it with `hivecrew plan show %s`, then run `hivecrew plan approve %s`, `hivecrew plan edit %s`, `hivecrew plan revise %s` or `hivecrew plan cancel %s`", what, s, s, s, s, s, s)
 	case t.Status == statusPlanning:
 		return errdefs.Conflictf("cannot %s task %s: the model is still writing its plan (`hivecrew plan show %s` shows it once written; `hivecrew plan cancel %s` cancels the task)", what, s, s, s)
 	case t.Status == statusPlanFailed:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,30 +13,82 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// cmdSchedules: hivecrew schedules add|ls|rm|run
+// cmdSchedules: hivecrew schedules add|ls|edit|on|off|rm|run
 func cmdSchedules(e *env, args []string) error {
 	return runTable(e, "schedules", []command{
-		{"add", `[--title T] "<task>" (--at TIME | --daily HH:MM | --weekly DAYS@HH:MM | --monthly DAY@HH:MM) [flags]`, "schedule a task", schedulesAdd},
+		{"add", `[--title T] "<task>" (--at TIME | --daily HH:MM | --weekly DAYS@HH:MM | --monthly DAY@HH:MM) [flags of run]`, "schedule a task", schedulesAdd},
 		{"ls", "", "list schedules", schedulesLs},
+		{"edit", `ID ["<task>"] [--title T] [--at|--daily|--weekly|--monthly ...] [flags of run]`, "change what a schedule runs or when (only the flags given)", schedulesEdit},
+		{"on", "ID", "turn a schedule on (its next run is computed from now)", schedulesOn},
+		{"off", "ID", "turn a schedule off (it keeps its settings)", schedulesOff},
 		{"rm", "ID", "delete a schedule", schedulesRm},
 		{"run", "ID", "run a schedule's task now (prints the task id)", schedulesRun},
 	}, args)
 }
 
-func schedulesAdd(e *env, args []string) error {
+// whenFlags are a schedule's title and timing flags.
+type whenFlags struct {
+	title, at, daily, weekly, monthly, tz *string
+}
+
+func (wf *whenFlags) register(fs *flag.FlagSet) {
+	wf.title = fs.String("title", "", "the schedule's `TITLE` (default: from the task)")
+	wf.at = fs.String("at", "", "run once at `TIME` (RFC 3339, or 2006-01-02T15:04 in --tz)")
+	wf.daily = fs.String("daily", "", "run every day at `HH:MM`")
+	wf.weekly = fs.String("weekly", "", "run on `DAYS@HH:MM`, e.g. mon,wed@09:30 or mon-fri@08:00")
+	wf.monthly = fs.String("monthly", "", "run on `DAY@HH:MM` of every month, e.g. 1@07:00")
+	wf.tz = fs.String("tz", "", "IANA time `ZONE` of the times (default: the helper's)")
+}
+
+// given reports whether any timing flag was given.
+func (wf *whenFlags) given() bool {
+	return *wf.at != "" || *wf.daily != "" || *wf.weekly != "" || *wf.monthly != ""
+}
+
+func (wf *whenFlags) when() (wire.When, error) {
+	return parseWhen(*wf.at, *wf.daily, *wf.weekly, *wf.monthly, *wf.tz)
+}
+
+// scheduleOf is a schedule that starts the task in.
+func scheduleOf(in wire.CreateTask) wire.CreateSchedule {
+	sc := wire.CreateSchedule{
+		Description: in.Description, ProviderName: in.ProviderName, ModelID: in.ModelID, OutputDirectory: in.OutputDirectory,
+		ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort, TemplateID: in.TemplateID,
+		TimeoutMinutes: in.TimeoutMinutes, MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
+		HostFolders: in.HostFolders, Provisioning: in.Provisioning, AllowHosts: in.AllowHosts,
+		BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens,
+	}
+	if in.PlanFirst {
+		sc.PlanFirst = &in.PlanFirst
+	}
+	return sc
+}
+
+// scheduleFlags are the flags of schedules add and edit: run's and the
+// schedule's own.
+type scheduleFlags struct {
+	tf taskFlags
+	sf specFlags
+	wf whenFlags
+}
+
+// parseScheduleFlags parses the arguments of schedules add or edit.
+func (e *env) parseScheduleFlags(args []string) (*flag.FlagSet, *scheduleFlags, []string, error) {
 	fs := e.flags()
-	var tf taskFlags
-	tf.register(fs)
-	title := fs.String("title", "", "the schedule's `TITLE` (default: from the task)")
-	at := fs.String("at", "", "run once at `TIME` (RFC 3339, or 2006-01-02T15:04 in --tz)")
-	daily := fs.String("daily", "", "run every day at `HH:MM`")
-	weekly := fs.String("weekly", "", "run on `DAYS@HH:MM`, e.g. mon,wed@09:30 or mon-fri@08:00")
-	monthly := fs.String("monthly", "", "run on `DAY@HH:MM` of every month, e.g. 1@07:00")
-	tz := fs.String("tz", "", "IANA time `ZONE` of the times (default: the helper's)")
+	f := &scheduleFlags{}
+	f.tf.register(fs)
+	f.sf.register(fs)
+	f.wf.register(fs)
 	pos, err := e.parse(fs, args)
+	return fs, f, pos, err
+}
+
+func schedulesAdd(e *env, args []string) error {
+	fs, f, pos, err := e.parseScheduleFlags(args)
 	if err != nil {
 		return err
 	}
+	tf, sf, wf := &f.tf, &f.sf, &f.wf
 	desc, err := tf.finish(pos, e.stdin())
 	if err != nil {
 		return err
@@ -43,14 +96,16 @@ func schedulesAdd(e *env, args []string) error {
 	if desc == "" {
 		return e.bad(fs, `schedules add needs a task: hivecrew schedules add --daily 09:00 "<task>"`)
 	}
-	when, err := parseWhen(*at, *daily, *weekly, *monthly, *tz)
+	when, err := wf.when()
 	if err != nil {
 		return e.bad(fs, "%s", err.Error())
 	}
-	in := wire.CreateSchedule{
-		Title: strings.TrimSpace(*title), Description: desc, ProviderName: tf.provider, ModelID: tf.model,
-		OutputDirectory: tf.outputDir, Schedule: &when,
+	task, err := sf.task(e, fs, *tf, desc)
+	if err != nil {
+		return err
 	}
+	in := scheduleOf(task)
+	in.Title, in.Schedule = strings.TrimSpace(*wf.title), &when
 	c, err := e.client()
 	if err != nil {
 		return err
@@ -63,6 +118,112 @@ func schedulesAdd(e *env, args []string) error {
 		return e.printJSON(sc)
 	}
 	e.out("Added schedule %s: %s, next run %s.", shortID(sc.ID), describeWhen(sc), nextRun(sc))
+	return nil
+}
+
+// schedulesEdit changes what the flags given say: the task's text, title,
+// timing and any option of run (a list flag replaces the list, --allow
+// the tool policy). Input files stay as they were added.
+func schedulesEdit(e *env, args []string) error {
+	fs, f, pos, err := e.parseScheduleFlags(args)
+	if err != nil {
+		return err
+	}
+	tf, sf, wf := &f.tf, &f.sf, &f.wf
+	if len(pos) == 0 {
+		return e.bad(fs, `schedules edit needs a schedule id: hivecrew schedules edit ID --daily 08:00`)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name != "home" && fl.Name != "json" { // where and how, not what
+			set[fl.Name] = true
+		}
+	})
+	if set["file"] {
+		return e.bad(fs, "--file: a schedule's input files are given when it is added (add a new schedule to change them)")
+	}
+	desc, err := tf.finish(pos[1:], e.stdin())
+	if err != nil {
+		return err
+	}
+	task, err := sf.task(e, fs, *tf, desc)
+	if err != nil {
+		return err
+	}
+	full := scheduleOf(task)
+	in := wire.CreateSchedule{Title: strings.TrimSpace(*wf.title), Description: desc, ProviderName: tf.provider, ModelID: tf.model,
+		OutputDirectory: tf.outputDir, ReasoningEffort: task.ReasoningEffort, TemplateID: task.TemplateID,
+		TimeoutMinutes: task.TimeoutMinutes, MaxIterations: task.MaxIterations, NetworkMode: task.NetworkMode,
+		BudgetUSD: task.BudgetUSD, BudgetTokens: task.BudgetTokens}
+	if set["plan-first"] {
+		in.PlanFirst = &task.PlanFirst
+	}
+	// A list flag given replaces the list (non-nil, even if it ends empty).
+	if set["folder"] {
+		in.HostFolders = append([]string{}, full.HostFolders...)
+	}
+	if set["allow-host"] {
+		in.AllowHosts = append([]string{}, full.AllowHosts...)
+	}
+	if set["allow"] {
+		in.ToolPolicy = full.ToolPolicy
+	}
+	if set["env"] || set["setup"] {
+		in.Provisioning = full.Provisioning
+	}
+	switch {
+	case wf.given():
+		when, err := wf.when()
+		if err != nil {
+			return e.bad(fs, "%s", err.Error())
+		}
+		in.Schedule = &when
+	case *wf.tz != "":
+		return e.bad(fs, "--tz goes with --at, --daily, --weekly or --monthly")
+	}
+	if len(set) == 0 && desc == "" {
+		return e.bad(fs, "nothing to change: give the task's new text, --title, a timing or a flag of run")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	id, err := e.scheduleID(c, pos[0])
+	if err != nil {
+		return err
+	}
+	sc, err := c.UpdateSchedule(e.ctx, id, in)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(sc)
+	}
+	e.out("Changed schedule %s: %s, next run %s.", shortID(sc.ID), describeWhen(sc), nextRun(sc))
+	return nil
+}
+
+func schedulesOn(e *env, args []string) error  { return schedulesTurn(e, args, true) }
+func schedulesOff(e *env, args []string) error { return schedulesTurn(e, args, false) }
+
+// schedulesTurn turns a schedule on or off.
+func schedulesTurn(e *env, args []string, on bool) error {
+	c, id, err := e.oneSchedule(args)
+	if err != nil {
+		return err
+	}
+	sc, err := c.UpdateSchedule(e.ctx, id, wire.CreateSchedule{IsEnabled: &on})
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(sc)
+	}
+	if on {
+		e.out("Turned schedule %s on: %s, next run %s.", shortID(sc.ID), describeWhen(sc), nextRun(sc))
+	} else {
+		e.out("Turned schedule %s off: it runs no more until `hivecrew schedules on %s`.", shortID(sc.ID), shortID(sc.ID))
+	}
 	return nil
 }
 
@@ -233,8 +394,11 @@ func describeWhen(sc wire.Schedule) string {
 	return s
 }
 
-// nextRun is a schedule's next run in its time zone, or "none".
+// nextRun is a schedule's next run in its time zone, "off" or "none".
 func nextRun(sc wire.Schedule) string {
+	if !sc.IsEnabled {
+		return "off"
+	}
 	if sc.NextRunAt == nil {
 		return "none"
 	}

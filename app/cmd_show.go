@@ -103,6 +103,12 @@ func showTask(w io.Writer, t wire.Task) {
 	} else if t.Status == statusPlanning {
 		fs = append(fs, field{"Plan", "(the model is writing it)"})
 	}
+	if t.PlanRevision != "" {
+		fs = append(fs, field{"Revision", "the model rewrites the plan as you asked: " + t.PlanRevision})
+	}
+	if len(t.Todo) > 0 {
+		fs = append(fs, field{"Checklist", checklist(t.Todo)})
+	}
 	if t.ResultSummary != nil {
 		fs = append(fs, field{"Summary", *t.ResultSummary})
 	}
@@ -145,4 +151,17 @@ func fileList(files []wire.File) string {
 		fmt.Fprintf(&b, "%s (%s)\n", f.Name, size(f.Size))
 	}
 	return b.String()
+}
+
+// checklist is a task's checklist, an item a line: "[x] 1. Open the file".
+func checklist(items []wire.TodoItem) string {
+	lines := make([]string, len(items))
+	for i, it := range items {
+		mark := " "
+		if it.Done {
+			mark = "x"
+		}
+		lines[i] = fmt.Sprintf("[%s] %d. %s", mark, i+1, it.Text)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -64,7 +64,7 @@ func commands() []command {
 		{"skills", "ls|show|import|on|off|rm|draft ...", "manage the skill library", cmdSkills},
 		{"templates", "ls|create|seal|edit|default|rm|log ...", "build and manage VM templates", cmdTemplates},
 		{"vms", "ls|stop|rm|rebuild ...", "list, stop and rebuild VMs", cmdVMs},
-		{"schedules", "add|ls|rm|run ...", "manage scheduled tasks", cmdSchedules},
+		{"schedules", "add|ls|edit|on|off|rm|run ...", "manage scheduled tasks", cmdSchedules},
 		{"presets", "add|save|ls|show|rename|rm|run ...", "saved tasks to launch by name", cmdPresets},
 		{"eval", "run|report ...", "measure models on a suite of checked tasks", cmdEval},
 		{"apikey", "create|ls|revoke ...", "manage API keys of the REST API", cmdAPIKey},

@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
@@ -19,14 +22,28 @@ import (
 func TestPlanCommands(t *testing.T) {
 	t.Parallel()
 	h := startHelper(t)
-	llm := h.scripted("[[plan]]", llmtest.Text("1. Open the file.\n2. Save it."), llmtest.Text("Done."), llmtest.Verdict(true, "Followed the plan."))
+	llm := h.scripted("[[plan]]", llmtest.Text("1. Open the file."), llmtest.Text("1. Open the file.\n2. Save it."), llmtest.Text("Done."), llmtest.Verdict(true, "Followed the plan."))
 	id := h.runTask("Plan it [[plan]]", "--plan-first")
 	short := id[:8]
 	h.waitStatus(id, "planReview")
+	// revise: the model rewrites the plan as the words say; it waits for
+	// review again.
+	if r := h.cli("plan", "revise", short); r.code != 2 || !strings.Contains(r.stderr, "needs a task and what to change") {
+		t.Fatalf("revise without words: %s", r)
+	}
+	if r := h.ok("plan", "revise", short, "Save", "it", "too."); !strings.HasPrefix(r.stdout, id+"  ") {
+		t.Fatalf("revise: %s", r)
+	}
+	daemontest.WaitTask(t, h.c, id, "the revised plan", 15*time.Second, func(got wire.Task) bool {
+		return got.Status == "planReview" && got.PlanMarkdown != nil && strings.Contains(*got.PlanMarkdown, "2. Save it.")
+	})
+	if r := llm.Requests("[[plan]]"); len(r) < 2 || !strings.Contains(r[1], "Save it too.") {
+		t.Fatal("the words did not reach the model")
+	}
 
 	show := h.ok("plan", "show", short)
 	for _, want := range []string{"Status:  needs you: plan to review (waiting for plan approval)", "Plan:    1. Open the file.", "2. Save it.",
-		"hivecrew plan approve " + short, "hivecrew plan edit " + short, "hivecrew plan cancel " + short} {
+		"hivecrew plan approve " + short, "hivecrew plan edit " + short, "hivecrew plan revise " + short, "hivecrew plan cancel " + short} {
 		if !strings.Contains(show.stdout, want) {
 			t.Errorf("plan show lacks %q:\n%s", want, show.stdout)
 		}
@@ -70,7 +87,10 @@ func TestPlanCommands(t *testing.T) {
 	if done.PlanMarkdown == nil || *done.PlanMarkdown != "1. Only save it." {
 		t.Fatalf("plan after the edit: %v", done.PlanMarkdown)
 	}
-	if r := llm.Requests("[[plan]]"); len(r) < 2 || !strings.Contains(r[1], "1. Only save it.") {
+	if s := h.ok("show", short).stdout; !strings.Contains(s, "Checklist:") || !strings.Contains(s, "[ ] 1. Only save it.") {
+		t.Errorf("show lacks the checklist the plan became:\n%s", s)
+	}
+	if r := llm.Requests("[[plan]]"); len(r) < 3 || !strings.Contains(r[2], "1. Only save it.") {
 		t.Fatal("the edited plan did not reach the agent")
 	}
 	if r := h.cli("plan", "approve", id); r.code != 1 || !strings.Contains(r.stderr, "not waiting for plan review") {

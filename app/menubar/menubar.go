@@ -23,8 +23,13 @@ const Slots = 8
 // recently used first).
 const PresetSlots = 10
 
-// presetEvery is how many polls pass between readings of the presets
-// (they change only when the user edits them).
+// ScheduleSlots is how many scheduled runs the Scheduled submenu lists
+// (the soonest first).
+const ScheduleSlots = 5
+
+// presetEvery is how many polls pass between readings of the presets and
+// the schedules (they change when the user edits them, and schedules'
+// next runs when they run).
 const presetEvery = 5
 
 // Client is what the menu needs of the helper; *client.Client has it.
@@ -36,6 +41,7 @@ type Client interface {
 	Settings(ctx context.Context) (config.Settings, error)
 	Presets(ctx context.Context) (wire.PresetList, error)
 	RunPreset(ctx context.Context, idOrName string, in wire.RunPreset) (wire.Task, error)
+	Schedules(ctx context.Context) (wire.ScheduleList, error)
 }
 
 // Config configures the menu. Client, Open and Log are required.
@@ -68,6 +74,10 @@ type Menu struct {
 	headline, newTask, presets, more, stopAll, dashboard, settings, login, quit *systray.MenuItem
 	slots                                                                       [Slots]slot
 	presetItems                                                                 [PresetSlots]*systray.MenuItem
+	// scheduled is the Scheduled submenu: its runs, "Nothing scheduled"
+	// when there are none, and Manage Schedules….
+	scheduled, noRuns, manageSchedules *systray.MenuItem
+	scheduleItems                      [ScheduleSlots]*systray.MenuItem
 
 	// mu guards shown (the agents in the slots), last (the previous view
 	// of the active tasks), since/told (the tasks that ended after since
@@ -127,6 +137,14 @@ func (m *Menu) Ready() {
 		m.presetItems[i].Hide()
 	}
 	m.presets.Hide()
+	m.scheduled = systray.AddMenuItem("Scheduled", "The next scheduled runs")
+	for i := range m.scheduleItems {
+		m.scheduleItems[i] = m.scheduled.AddSubMenuItem("", "")
+		m.scheduleItems[i].Hide()
+	}
+	m.noRuns = m.scheduled.AddSubMenuItem("Nothing scheduled", "")
+	m.noRuns.Disable()
+	m.manageSchedules = m.scheduled.AddSubMenuItem("Manage Schedules…", "Create, edit, turn on or off and run schedules")
 	systray.AddSeparator()
 	for i := range m.slots {
 		s := &m.slots[i]
@@ -234,22 +252,10 @@ func (m *Menu) handleClicks() {
 	}
 	slotClicks := make(chan func(), 1)
 	for i, item := range m.presetItems {
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			for {
-				select {
-				case <-m.stop:
-					return
-				case <-item.ClickedCh:
-				}
-				select {
-				case slotClicks <- func() { m.startPreset(i) }:
-				case <-m.stop:
-					return
-				}
-			}
-		}()
+		m.forward(item, slotClicks, func() { m.startPreset(i) })
+	}
+	for _, item := range m.scheduleItems {
+		m.forward(item, slotClicks, func() { m.open("/schedules") })
 	}
 	for i := range m.slots {
 		s, i := &m.slots[i], i
@@ -292,6 +298,8 @@ func (m *Menu) handleClicks() {
 			m.open("/")
 		case <-m.settings.ClickedCh:
 			m.open("/settings")
+		case <-m.manageSchedules.ClickedCh:
+			m.open("/schedules")
 		case <-loginClicked:
 			on := !m.login.Checked()
 			if err := m.cfg.StartAtLogin.Set(on); err != nil {
@@ -309,6 +317,26 @@ func (m *Menu) handleClicks() {
 			return
 		}
 	}
+}
+
+// forward hands each click of item to clicks as f, until Exit.
+func (m *Menu) forward(item *systray.MenuItem, clicks chan<- func(), f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-item.ClickedCh:
+			}
+			select {
+			case clicks <- f:
+			case <-m.stop:
+				return
+			}
+		}
+	}()
 }
 
 func (m *Menu) agent(i int) Agent {
@@ -353,20 +381,50 @@ func (m *Menu) refreshPresets(ctx context.Context) {
 		}
 	}
 	m.mu.Unlock()
-	for i, item := range m.presetItems {
-		if i >= len(shown) {
+	labels, tips := make([]string, len(shown)), make([]string, len(shown))
+	for i, e := range shown {
+		labels[i], tips[i] = e.Label, e.Tooltip
+	}
+	showIf(m.presets, fillItems(m.presetItems[:], labels, tips))
+}
+
+// fillItems shows items[i] for each label (with its tooltip) and hides
+// the rest; it reports whether it showed any.
+func fillItems(items []*systray.MenuItem, labels, tips []string) bool {
+	for i, item := range items {
+		if i >= len(labels) {
 			item.Hide()
 			continue
 		}
-		item.SetTitle(shown[i].Label)
-		item.SetTooltip(shown[i].Tooltip)
+		item.SetTitle(labels[i])
+		item.SetTooltip(tips[i])
 		item.Show()
 	}
-	if len(shown) == 0 {
-		m.presets.Hide()
+	return len(labels) > 0
+}
+
+// showIf shows or hides item.
+func showIf(item *systray.MenuItem, show bool) {
+	if show {
+		item.Show()
 	} else {
-		m.presets.Show()
+		item.Hide()
 	}
+}
+
+// refreshSchedules lists the next scheduled runs in the Scheduled submenu.
+func (m *Menu) refreshSchedules(ctx context.Context) {
+	list, err := m.cfg.Client.Schedules(ctx)
+	if err != nil {
+		m.cfg.Log.Warn("read schedules", "err", err)
+		return
+	}
+	shown := ScheduleEntries(list.Schedules, time.Now(), time.Local, ScheduleSlots)
+	labels, tips := make([]string, len(shown)), make([]string, len(shown))
+	for i, e := range shown {
+		labels[i], tips[i] = e.Label, e.Tooltip
+	}
+	showIf(m.noRuns, !fillItems(m.scheduleItems[:], labels, tips))
 }
 
 func (m *Menu) pauseOrResume(a Agent) {
@@ -422,6 +480,7 @@ func (m *Menu) refresh() {
 	m.mu.Unlock()
 	if readPresets {
 		m.refreshPresets(ctx)
+		m.refreshSchedules(ctx)
 	}
 	now := make(map[string]wire.Task, len(list.Tasks))
 	for _, t := range list.Tasks {

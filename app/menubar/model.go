@@ -1,17 +1,19 @@
 // Package menubar is the Hivecrew menu-bar (tray) menu: its icon shows
 // whether agents are idle, working or waiting for the user; it lists the
-// running agents (open, pause or resume, cancel), starts presets, stops
+// running agents (open, pause or resume, cancel), starts presets, lists
+// the next scheduled runs, stops
 // every agent, opens the dashboard and settings, toggles start at login and
 // quits (the helper and its agents keep running). It uses fyne.io/systray: on Linux a
 // StatusNotifierItem with a dbusmenu, on macOS an NSStatusItem. The menu's
 // content comes from the helper's API; what it shows is decided by pure,
-// tested functions (Summarize, Notices, PresetEntries).
+// tested functions (Summarize, Notices, PresetEntries, ScheduleEntries).
 package menubar
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -231,4 +233,56 @@ func PresetEntries(presets []wire.Preset, slots int) []PresetEntry {
 		out = append(out, PresetEntry{Preset: p, Label: label, Tooltip: tip})
 	}
 	return out
+}
+
+// ScheduleEntry is one scheduled run as the Scheduled submenu shows it.
+type ScheduleEntry struct {
+	ID             string
+	At             time.Time
+	Label, Tooltip string
+}
+
+// ScheduleEntries are the next runs of the schedules that are on, soonest
+// first, at most slots: "Morning report — today 09:30" in loc, the day
+// named as "today", "tomorrow", a weekday within the week, else a date;
+// the task's description as the tooltip.
+func ScheduleEntries(schedules []wire.Schedule, now time.Time, loc *time.Location, slots int) []ScheduleEntry {
+	var out []ScheduleEntry
+	for _, sc := range schedules {
+		if !sc.IsEnabled || sc.NextRunAt == nil {
+			continue
+		}
+		title := sc.Title
+		if r := []rune(title); len(r) > 40 {
+			title = strings.TrimRight(string(r[:39]), " ") + "…"
+		}
+		tip := strings.Join(strings.Fields(sc.Description), " ")
+		if r := []rune(tip); len(r) > 120 {
+			tip = string(r[:119]) + "…"
+		}
+		at := *sc.NextRunAt
+		out = append(out, ScheduleEntry{ID: sc.ID, At: at, Label: title + " — " + whenLabel(at, now, loc), Tooltip: tip})
+	}
+	slices.SortStableFunc(out, func(a, b ScheduleEntry) int { return a.At.Compare(b.At) })
+	return out[:min(len(out), slots)]
+}
+
+// whenLabel names a time near now in loc: "today 09:30", "tomorrow 07:15",
+// "Fri 18:00" within the week, else "2 Jan 08:00".
+func whenLabel(at, now time.Time, loc *time.Location) string {
+	at, now = at.In(loc), now.In(loc)
+	clock := at.Format("15:04")
+	y, m, d := now.Date()
+	today := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	ay, am, ad := at.Date()
+	day := time.Date(ay, am, ad, 0, 0, 0, 0, loc)
+	switch days := int(day.Sub(today).Hours()/24 + 0.5); {
+	case days == 0:
+		return "today " + clock
+	case days == 1:
+		return "tomorrow " + clock
+	case days > 1 && days < 7:
+		return at.Format("Mon") + " " + clock
+	}
+	return at.Format("2 Jan") + " " + clock
 }

@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -155,5 +156,48 @@ func TestPresetEntries(t *testing.T) {
 	}
 	if got := PresetEntries(nil, 10); len(got) != 0 {
 		t.Fatalf("no presets: %+v", got)
+	}
+}
+
+func TestScheduleEntries(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Saturday 28 March 2026, 22:00 in Berlin; the clocks go forward that
+	// night (a day of 23 hours is still "tomorrow").
+	now := time.Date(2026, 3, 28, 22, 0, 0, 0, berlin)
+	at := func(d, h, m int) *time.Time { v := time.Date(2026, 3, d, h, m, 0, 0, berlin).UTC(); return &v }
+	long := strings.Repeat("A very long schedule title ", 3)
+	schedules := []wire.Schedule{
+		{ID: "week", Title: "Weekly review", IsEnabled: true, NextRunAt: at(31, 8, 0), Description: "Review\n\nthe   week"},
+		{ID: "off", Title: "Turned off", IsEnabled: false, NextRunAt: at(28, 23, 0)},
+		{ID: "done", Title: "Ran once", IsEnabled: true},
+		{ID: "tomorrow", Title: "Morning report", IsEnabled: true, NextRunAt: at(29, 9, 30)},
+		{ID: "today", Title: long, IsEnabled: true, NextRunAt: at(28, 23, 15)},
+		{ID: "later", Title: "Quarterly", IsEnabled: true, NextRunAt: at(35, 7, 0)}, // 4 April
+	}
+	got := ScheduleEntries(schedules, now, berlin, 3)
+	var labels []string
+	for _, e := range got {
+		labels = append(labels, e.ID+": "+e.Label)
+	}
+	want := []string{
+		"today: A very long schedule title A very long… — today 23:15",
+		"tomorrow: Morning report — tomorrow 09:30",
+		"week: Weekly review — Tue 08:00",
+	}
+	if strings.Join(labels, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("entries:\n%s\nwant:\n%s", strings.Join(labels, "\n"), strings.Join(want, "\n"))
+	}
+	if got[2].Tooltip != "Review the week" {
+		t.Fatalf("tooltip %q", got[2].Tooltip)
+	}
+	all := ScheduleEntries(schedules, now, berlin, 10)
+	if len(all) != 4 || all[3].Label != "Quarterly — 4 Apr 07:00" {
+		t.Fatalf("all entries: %+v", all)
+	}
+	if len(ScheduleEntries(nil, now, berlin, 5)) != 0 {
+		t.Fatal("entries of no schedules")
 	}
 }

@@ -157,6 +157,8 @@ func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping
 		return "The user handed control back.", nil, nil
 	case "screenshot":
 		return "A new screenshot comes with the next turn.", nil, nil
+	case todoSpec.name:
+		return noImage(r.runTodo(args))
 	case config.UseCredential:
 		return noImage(r.useCredential(ctx, step, args, string(call.Args)))
 	}

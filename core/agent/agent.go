@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -94,6 +95,9 @@ type Task struct {
 	// them (0: none; see budget.go). Guarded by the runner's mu.
 	BudgetUSD    float64
 	BudgetTokens int64
+	// Todo is the checklist the task starts with (todo.go): the approved
+	// plan's items, or what a resumed task had.
+	Todo []store.TodoItem
 }
 
 // Config configures a Runner. Task, LLM, Guest, Trace and Log are required.
@@ -135,6 +139,8 @@ type Config struct {
 	// session's, read with LoadConversation): the run goes on from it, in
 	// the same trace, with its steps and usage counted from Resume's.
 	Resume *Resume
+	// Todo, if set, hears the checklist whenever the todo tool changes it.
+	Todo func([]store.TodoItem)
 }
 
 // Resume is where a resumed task left off.
@@ -166,7 +172,8 @@ type Runner struct {
 	ctl  *control
 	task Task
 
-	// mu guards status, reason, steps, usage, childUsage and traceErr.
+	// mu guards status, reason, steps, usage, childUsage, traceErr and
+	// todo.
 	mu     sync.Mutex
 	status store.TaskStatus
 	reason string
@@ -178,6 +185,8 @@ type Runner struct {
 	// traceErr is the first failure to write the trace; the run ends with
 	// it before the next step (an agent never works unrecorded).
 	traceErr error
+	// todo is the checklist (todo.go).
+	todo []store.TodoItem
 
 	// msgs is the conversation (the loop's); saved how many of its
 	// messages are in the trace (conversation.go).
@@ -267,7 +276,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, credOK: map[string]bool{}}
+	r := &Runner{cfg: cfg, task: *t, status: store.StatusRunning, credOK: map[string]bool{}, todo: slices.Clone(t.Todo)}
 	r.ctl = newControl(cfg.Changed, r.filter)
 	if res := cfg.Resume; res != nil {
 		r.msgs, r.saved = res.Conversation, len(res.Conversation)

@@ -653,10 +653,17 @@ func TestTerminalNames(t *testing.T) {
 // TestOfferedToolsAreThePolicyVocabulary: the tools offered to the model
 // are exactly the ones a policy can name (core/config AgentTools), so a
 // setting never names a tool that does not exist, nor misses one that does.
+// The todo tool is the one exception: it only keeps the checklist the
+// user sees, and is always offered.
 func TestOfferedToolsAreThePolicyVocabulary(t *testing.T) {
 	var names []string
+	for _, d := range tools(func(string) bool { return true }, false, false) {
+		if d.Name != todoSpec.name {
+			t.Fatalf("%s is offered while every tool is denied", d.Name)
+		}
+	}
 	for _, d := range tools(func(string) bool { return false }, false, false) {
-		if elementGates[d.Name] == nil { // element tools are gated by the tools they use
+		if elementGates[d.Name] == nil && d.Name != todoSpec.name { // element tools are gated by the tools they use
 			names = append(names, d.Name)
 		}
 	}

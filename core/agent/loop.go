@@ -47,7 +47,7 @@ func (r *Runner) setup() {
 		GuestOS: hello.OS, OSVersion: hello.OSVersion, SharedPath: hello.SharedPath, Network: string(r.task.Network),
 		Policy: r.task.Policy, Date: r.cfg.Now(), ScreenW: hello.Screen.Width, ScreenH: hello.Screen.Height,
 		MaxSteps: r.task.MaxIterations, TimeoutMins: int(r.task.Timeout.Minutes()), TextOnly: r.task.TextOnly,
-		Credentials: credentialNames(creds), Extra: r.cfg.Prompt, Native: native,
+		Credentials: credentialNames(creds), Extra: append(slices.Clone(r.cfg.Prompt), todoPrompt), Native: native,
 	})
 	denied := func(tool string) bool { return r.task.Policy.For(tool) == config.Deny }
 	defs := tools(denied, r.task.TextOnly, native)
@@ -75,6 +75,9 @@ func (r *Runner) loop(ctx context.Context) Result {
 		first := "Task: " + r.task.Description
 		if r.cfg.Context != "" {
 			first = r.cfg.Context + "\n\n" + first
+		}
+		if todo := r.Todo(); len(todo) > 0 {
+			first += "\n\nYour checklist, from the approved plan (tick off each item with the todo tool, action complete, as you finish it):\n" + checklist(todo)
 		}
 		r.msgs = []llm.Message{llm.UserText(first)}
 	}

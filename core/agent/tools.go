@@ -48,6 +48,7 @@ var toolSpecs = []toolSpec{
 	{"ask_multiple_choice", "Ask the user to choose one of several options.", objOpen + `"question":{"type":"string"},"options":{"type":"array","items":{"type":"string"},"minItems":2}},"required":["question","options"]}`},
 	{"request_user_intervention", "Ask the user to take over (log in, solve a CAPTCHA); you are paused until they hand back.", objOpen + `"reason":{"type":"string"}},"required":["reason"]}`},
 	credentialSpec,
+	todoSpec,
 }
 
 // elementSpecs are the element tools (elements.go): not policy names of
@@ -67,7 +68,8 @@ var pointerTools = []string{"screenshot", "mouse_click", "mouse_move", "mouse_dr
 var nativeTools = []string{"screenshot", "mouse_click", "mouse_move", "mouse_drag", "scroll", "keyboard_type", "keyboard_key", "wait"}
 
 // tools returns the function tools for the LLM, leaving out those the
-// policy denies outright, for a model without vision the pointer tools,
+// policy denies outright (todo, which only keeps the checklist, is not the
+// policy's), for a model without vision the pointer tools,
 // and for a model with its own computer tool what that tool does.
 func tools(denied func(string) bool, textOnly, native bool) []llm.Tool {
 	out := make([]llm.Tool, 0, len(toolSpecs)+len(elementSpecs))
@@ -78,7 +80,7 @@ func tools(denied func(string) bool, textOnly, native bool) []llm.Tool {
 		}
 	}
 	for _, s := range specs {
-		if (elementGates[s.name] == nil && denied(s.name)) || (textOnly && slices.Contains(pointerTools, s.name)) ||
+		if (elementGates[s.name] == nil && s.name != todoSpec.name && denied(s.name)) || (textOnly && slices.Contains(pointerTools, s.name)) ||
 			(native && slices.Contains(nativeTools, s.name)) {
 			continue
 		}

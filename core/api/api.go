@@ -207,6 +207,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 	h("GET /api/v1/schedules", a.listSchedules)
 	h("GET /api/v1/schedules/{id}", a.getSchedule)
 	h("PATCH /api/v1/schedules/{id}", a.patchSchedule)
+	h("PUT /api/v1/schedules/{id}", a.replaceSchedule)
 	h("DELETE /api/v1/schedules/{id}", a.deleteSchedule)
 	h("POST /api/v1/schedules/{id}/run", a.runSchedule)
 	h("GET /api/v1/usage", a.usage)

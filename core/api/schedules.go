@@ -3,11 +3,11 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -30,6 +30,9 @@ func (a *API) scheduleJSON(sc store.Schedule, fs []store.ScheduleFile) wire.Sche
 	if sc.ReasoningEffort != "" {
 		w.ReasoningEffort = &sc.ReasoningEffort
 	}
+	w.TemplateID, w.TimeoutMinutes, w.MaxIterations, w.NetworkMode = sc.TemplateID, sc.TimeoutMinutes, sc.MaxIterations, sc.NetworkMode
+	w.ToolPolicy, w.PlanFirst, w.HostFolders, w.AllowHosts = sc.ToolPolicy, sc.PlanFirst, sc.HostFolders, sc.AllowHosts
+	w.Provisioning, w.BudgetUSD, w.BudgetTokens = orchestrator.TaskProvisioningJSON(sc.Provisioning), sc.BudgetUSD, sc.BudgetTokens
 	if sc.ScheduleType == "recurring" {
 		w.Recurrence = &wire.Recurrence{Type: sc.RecurrenceType, DaysOfWeek: sc.DaysOfWeek, DayOfMonth: sc.DayOfMonth, Hour: sc.Hour, Minute: sc.Minute}
 	}
@@ -102,19 +105,68 @@ func or(a, b string) string {
 	return b
 }
 
-// checkTaskConfig validates a schedule's task configuration the way a new
-// task's is validated, and normalises provider and model.
-func (a *API) checkTaskConfig(r *http.Request, sc *store.Schedule) error {
-	t, err := a.o.Check(r.Context(), wire.CreateTask{
-		Description: sc.Description, ProviderName: sc.ProviderName, ModelID: sc.ModelID, OutputDirectory: sc.OutputDirectory,
-		TemplateID: sc.TemplateID, TimeoutMinutes: sc.TimeoutMinutes, MaxIterations: sc.MaxIterations,
-		NetworkMode: sc.NetworkMode, ToolPolicy: sc.ToolPolicy,
-	})
-	if err != nil {
-		return err
+// scheduleTaskOf is the configuration of a schedule's tasks as a create
+// or replace body gives it: every field, given or not.
+func scheduleTaskOf(in wire.CreateSchedule) wire.CreateTask {
+	return wire.CreateTask{
+		Description: in.Description, ProviderName: in.ProviderName, ModelID: in.ModelID, OutputDirectory: in.OutputDirectory,
+		PlanFirst: in.PlanFirst != nil && *in.PlanFirst, ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort,
+		TemplateID: in.TemplateID, TimeoutMinutes: in.TimeoutMinutes, MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode,
+		ToolPolicy: in.ToolPolicy, AllowHosts: in.AllowHosts, BudgetUSD: in.BudgetUSD, BudgetTokens: in.BudgetTokens,
+		HostFolders: in.HostFolders, Provisioning: in.Provisioning,
 	}
-	sc.Description, sc.ProviderName, sc.ModelID, sc.OutputDirectory = t.Description, t.ProviderName, t.ModelID, t.OutputDirectory
-	return nil
+}
+
+// patchTask is cur with the fields a PATCH gives: a string, number or
+// pointer left out (empty, zero or null) is unchanged; a list or the
+// provisioning given empty ([] or {}) is cleared.
+func patchTask(cur wire.CreateTask, in wire.CreateSchedule) wire.CreateTask {
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&cur.Description, in.Description}, {&cur.ProviderName, in.ProviderName}, {&cur.ModelID, in.ModelID},
+		{&cur.OutputDirectory, in.OutputDirectory}, {&cur.ReasoningEffort, in.ReasoningEffort}, {&cur.TemplateID, in.TemplateID},
+		{&cur.NetworkMode, in.NetworkMode},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	if in.TimeoutMinutes != 0 {
+		cur.TimeoutMinutes = in.TimeoutMinutes
+	}
+	if in.MaxIterations != 0 {
+		cur.MaxIterations = in.MaxIterations
+	}
+	if in.ReasoningEnabled != nil {
+		cur.ReasoningEnabled = in.ReasoningEnabled
+	}
+	if in.PlanFirst != nil {
+		cur.PlanFirst = *in.PlanFirst
+	}
+	if in.BudgetUSD != nil {
+		cur.BudgetUSD = in.BudgetUSD
+	}
+	if in.BudgetTokens != nil {
+		cur.BudgetTokens = in.BudgetTokens
+	}
+	if in.ToolPolicy != nil {
+		cur.ToolPolicy = in.ToolPolicy
+	}
+	if in.HostFolders != nil {
+		cur.HostFolders = in.HostFolders
+	}
+	if in.AllowHosts != nil {
+		cur.AllowHosts = in.AllowHosts
+	}
+	if p := in.Provisioning; p != nil {
+		cur.Provisioning = p
+		if len(p.Environment) == 0 && len(p.SetupCommands) == 0 {
+			cur.Provisioning = nil
+		}
+	}
+	return cur
 }
 
 // scheduleFromForm reads a multipart POST /schedules in either form: the
@@ -146,6 +198,8 @@ func scheduleFromForm(w http.ResponseWriter, f form) (wire.CreateSchedule, error
 	in.Description, in.ProviderName, in.ModelID, in.OutputDirectory = task.Description, task.ProviderName, task.ModelID, task.OutputDirectory
 	in.ReasoningEnabled, in.ReasoningEffort, in.TemplateID, in.NetworkMode = task.ReasoningEnabled, task.ReasoningEffort, task.TemplateID, task.NetworkMode
 	in.TimeoutMinutes, in.MaxIterations, in.ToolPolicy = task.TimeoutMinutes, task.MaxIterations, task.ToolPolicy
+	in.PlanFirst, in.HostFolders, in.Provisioning = &task.PlanFirst, task.HostFolders, task.Provisioning
+	in.AllowHosts, in.BudgetUSD, in.BudgetTokens = task.AllowHosts, task.BudgetUSD, task.BudgetTokens
 	if raw == "" {
 		return in, errdefs.Invalidf("schedule is required: a part with {\"scheduledAt\": ...} or {\"recurrence\": {...}}")
 	}
@@ -176,22 +230,15 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(in.Title) == "" {
 		return errdefs.Invalidf("title is required")
 	}
-	if in.Schedule == nil && (in.ScheduledAt != nil || in.Recurrence != nil) {
-		in.Schedule = &wire.When{ScheduledAt: in.ScheduledAt, Recurrence: in.Recurrence}
-	}
+	in = timingOf(in)
 	if err := orchestrator.CheckReasoningEffort(in.ReasoningEffort); err != nil {
 		return err
 	}
-	sc := store.Schedule{
-		ReasoningEnabled: in.ReasoningEnabled, ReasoningEffort: in.ReasoningEffort,
-		Title: strings.TrimSpace(in.Title), Description: in.Description, ProviderName: in.ProviderName, ModelID: in.ModelID,
-		OutputDirectory: in.OutputDirectory, IsEnabled: in.IsEnabled == nil || *in.IsEnabled, TemplateID: in.TemplateID,
-		TimeoutMinutes: in.TimeoutMinutes, MaxIterations: in.MaxIterations, NetworkMode: in.NetworkMode, ToolPolicy: in.ToolPolicy,
-	}
-	if err := a.checkTaskConfig(r, &sc); err != nil {
+	sc := store.Schedule{Title: strings.TrimSpace(in.Title), IsEnabled: in.IsEnabled == nil || *in.IsEnabled}
+	if err := a.o.SetScheduleTask(r.Context(), &sc, scheduleTaskOf(in)); err != nil {
 		return err
 	}
-	if err := a.stepUpForTask(r, scheduleGrants(sc)); err != nil {
+	if err := a.stepUpForTask(r, orchestrator.ScheduleTask(sc)); err != nil {
 		return err
 	}
 	if err := a.applyWhen(&sc, in.Schedule); err != nil {
@@ -276,77 +323,98 @@ func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) error {
 
 // patchSchedule edits a schedule: fields given replace the stored ones.
 func (a *API) patchSchedule(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
 	var in wire.CreateSchedule
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	// Swift's PATCH gives the timing at the top level; ours in schedule.
+	return a.changeSchedule(w, r, timingOf(in), false)
+}
+
+// timingOf moves the timing given at the top level (as Swift's PATCH
+// gives it) into schedule, where ours is.
+func timingOf(in wire.CreateSchedule) wire.CreateSchedule {
 	if in.Schedule == nil && (in.ScheduledAt != nil || in.Recurrence != nil) {
 		in.Schedule = &wire.When{ScheduledAt: in.ScheduledAt, Recurrence: in.Recurrence}
 	}
+	return in
+}
+
+// replaceSchedule replaces a schedule's title, task configuration and
+// timing (PUT): a field left out takes its default, as in a new
+// schedule. isEnabled left out, the input files and the last run stay.
+func (a *API) replaceSchedule(w http.ResponseWriter, r *http.Request) error {
+	var in wire.CreateSchedule
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	in = timingOf(in)
+	if strings.TrimSpace(in.Title) == "" {
+		return errdefs.Invalidf("title is required")
+	}
+	if in.Schedule == nil {
+		return errdefs.Invalidf("schedule is required: {scheduledAt} or {recurrence: {type, hour, minute, ...}}")
+	}
+	return a.changeSchedule(w, r, in, true)
+}
+
+// changeSchedule applies a PATCH (replace false) or a PUT (replace true):
+// the new configuration is checked, and a stale web session asked for a
+// fresh sign-in, before anything is written. Only what the request
+// changes is written: a run that fires meanwhile keeps its last and next
+// run unless the timing changes.
+func (a *API) changeSchedule(w http.ResponseWriter, r *http.Request, in wire.CreateSchedule, replace bool) error {
+	ctx, id := r.Context(), r.PathValue("id")
 	if err := orchestrator.CheckReasoningEffort(in.ReasoningEffort); err != nil {
 		return err
 	}
-	if err := a.stepUpForSchedulePatch(r, id, in); err != nil {
+	old, err := a.st.GetSchedule(ctx, id)
+	if err != nil {
 		return err
 	}
-	_, err := a.st.UpdateSchedule(r.Context(), id, func(sc *store.Schedule) error {
-		if in.ReasoningEnabled != nil {
-			sc.ReasoningEnabled = in.ReasoningEnabled
-		}
-		if in.ReasoningEffort != "" {
-			sc.ReasoningEffort = in.ReasoningEffort
-		}
-		if in.Title != "" {
-			sc.Title = strings.TrimSpace(in.Title)
-		}
-		if in.Description != "" {
-			sc.Description = in.Description
-		}
-		if in.ProviderName != "" {
-			sc.ProviderName = in.ProviderName
-		}
-		if in.ModelID != "" {
-			sc.ModelID = in.ModelID
-		}
-		if in.OutputDirectory != "" {
-			sc.OutputDirectory = in.OutputDirectory
-		}
-		if in.TemplateID != "" {
-			sc.TemplateID = in.TemplateID
-		}
-		if in.TimeoutMinutes != 0 {
-			sc.TimeoutMinutes = in.TimeoutMinutes
-		}
-		if in.MaxIterations != 0 {
-			sc.MaxIterations = in.MaxIterations
-		}
-		if in.NetworkMode != "" {
-			sc.NetworkMode = in.NetworkMode
-		}
-		if in.ToolPolicy != nil {
-			sc.ToolPolicy = in.ToolPolicy
-		}
-		if err := a.checkTaskConfig(r, sc); err != nil {
+	next := old
+	task := scheduleTaskOf(in)
+	if !replace {
+		task = patchTask(orchestrator.ScheduleTask(old), in)
+	}
+	// A patch that leaves the tasks' configuration as it is (turning a
+	// schedule off, say) does not check it again: a schedule whose
+	// provider is gone can still be turned off or retimed.
+	if replace || !reflect.DeepEqual(task, orchestrator.ScheduleTask(old)) {
+		if err := a.o.SetScheduleTask(ctx, &next, task); err != nil {
 			return err
 		}
-		if in.IsEnabled != nil {
-			sc.IsEnabled = *in.IsEnabled
+	}
+	if t := strings.TrimSpace(in.Title); t != "" {
+		next.Title = t
+	}
+	if in.IsEnabled != nil {
+		next.IsEnabled = *in.IsEnabled
+	}
+	timing := in.Schedule != nil || (next.IsEnabled && !old.IsEnabled)
+	if in.Schedule != nil {
+		if err := a.applyWhen(&next, in.Schedule); err != nil {
+			return err
 		}
-		if in.Schedule != nil {
-			return a.applyWhen(sc, in.Schedule)
+	} else if timing {
+		// Turned on again: the next run is computed from now.
+		spec, err := orchestrator.SpecOf(next)
+		if err != nil {
+			return errdefs.Invalidf("%v", err)
 		}
-		if in.IsEnabled != nil && *in.IsEnabled {
-			// Re-enabled: the next run is computed from now.
-			spec, err := orchestrator.SpecOf(*sc)
-			if err != nil {
-				return errdefs.Invalidf("%v", err)
-			}
-			sc.NextRunAt = nil
-			if next, ok := spec.Next(time.Now()); ok {
-				sc.NextRunAt = &next
-			}
+		next.NextRunAt = nil
+		if at, ok := spec.Next(time.Now()); ok {
+			next.NextRunAt = &at
+		}
+	}
+	if err := a.stepUpForScheduleChange(r, old, next); err != nil {
+		return err
+	}
+	_, err = a.st.UpdateSchedule(ctx, id, func(sc *store.Schedule) error {
+		keep := *sc
+		*sc = next
+		sc.LastRunAt, sc.CreatedAt = keep.LastRunAt, keep.CreatedAt
+		if !timing {
+			sc.NextRunAt = keep.NextRunAt
 		}
 		return nil
 	})
@@ -367,35 +435,19 @@ func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// stepUpForSchedulePatch asks a stale web session for a fresh sign-in
-// when a patch gives a schedule grants past Settings, or turns on a
-// schedule that has them: its tasks would have them. Grants sent
-// unchanged need nothing.
-func (a *API) stepUpForSchedulePatch(r *http.Request, id string, in wire.CreateSchedule) error {
+// stepUpForScheduleChange asks a stale web session for a fresh sign-in
+// when a change gives a schedule grants past Settings, or turns on a
+// schedule that has them: its tasks would have them. Grants kept as they
+// were need nothing.
+func (a *API) stepUpForScheduleChange(r *http.Request, old, next store.Schedule) error {
 	if !stale(r) {
 		return nil
 	}
-	old, err := a.st.GetSchedule(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	next := old
-	if in.OutputDirectory != "" {
-		if next.OutputDirectory, err = a.o.OutputDir(in.OutputDirectory); err != nil {
-			return err
-		}
-	}
-	if in.NetworkMode != "" {
-		next.NetworkMode = in.NetworkMode
-	}
-	if in.ToolPolicy != nil {
-		next.ToolPolicy = in.ToolPolicy
-	}
-	changed := next.OutputDirectory != old.OutputDirectory || next.NetworkMode != old.NetworkMode || !maps.Equal(next.ToolPolicy, old.ToolPolicy)
-	if !changed && !(in.IsEnabled != nil && *in.IsEnabled && !old.IsEnabled) {
+	before, after := orchestrator.ScheduleTask(old), orchestrator.ScheduleTask(next)
+	if sameGrants(before, after) && !(next.IsEnabled && !old.IsEnabled) {
 		return nil
 	}
-	return a.stepUpForTask(r, scheduleGrants(next))
+	return a.stepUpForTask(r, after)
 }
 
 // runSchedule starts a schedule's task now; its grants need what a task's
@@ -406,7 +458,7 @@ func (a *API) runSchedule(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if err := a.stepUpForTask(r, scheduleGrants(sc)); err != nil {
+		if err := a.stepUpForTask(r, orchestrator.ScheduleTask(sc)); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,3 +143,98 @@ func TestSchedules(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestScheduleOptions: a schedule keeps every option of the new-task form
+// (plan first, folders, provisioning, limits, reasoning) and its tasks get
+// them; PUT replaces the configuration (options left out go back to their
+// defaults, the input files stay), PATCH changes only what it gives (an
+// empty list clears one), a schedule whose provider is gone can still be
+// turned off, refuses run now in words and, when it fires, leaves a failed
+// task that says why.
+func TestScheduleOptions(t *testing.T) {
+	h := startHelper(t, nil)
+	p := h.addProvider()
+	ctx := context.Background()
+	folder := t.TempDir()
+	brief := filepath.Join(t.TempDir(), "brief.txt")
+	os.WriteFile(brief, []byte("brief"), 0o600)
+	in := wire.CreateSchedule{
+		Title: "Tidy", Description: "Tidy the folder", PlanFirst: ptr(true), HostFolders: []string{folder},
+		Provisioning: &wire.TaskProvisioning{Environment: map[string]string{"MODE": "quiet"}}, TimeoutMinutes: 20, MaxIterations: 30,
+		ReasoningEffort: "low", NetworkMode: "offline", ToolPolicy: map[string]string{"run_shell": "ask"},
+		Schedule: &wire.When{Recurrence: &wire.Recurrence{Type: "weekly", DaysOfWeek: []int{2}, Hour: 6, Minute: 0}},
+	}
+	sc, err := h.unix.CreateSchedule(ctx, in, brief)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(folder)
+	if !sc.PlanFirst || !slices.Equal(sc.HostFolders, []string{real}) || sc.Provisioning == nil || sc.Provisioning.Environment["MODE"] != "quiet" ||
+		sc.TimeoutMinutes != 20 || sc.MaxIterations != 30 || sc.ReasoningEffort == nil || *sc.ReasoningEffort != "low" ||
+		sc.NetworkMode != "offline" || sc.ToolPolicy["run_shell"] != "ask" || sc.InputFileCount != 1 {
+		t.Fatalf("schedule = %+v", sc)
+	}
+	var task wire.Task
+	json.Unmarshal(h.expect(200, "POST", "/api/v1/schedules/"+sc.ID+"/run", nil), &task)
+	got := h.waitTask(task.ID, "its plan", func(t wire.Task) bool { return t.Status == "planReview" })
+	if !got.PlanFirst || len(got.HostFolders) != 1 || got.HostFolders[0].Path != real || got.TimeoutMinutes != 20 || got.MaxIterations != 30 ||
+		got.ReasoningEffort == nil || *got.ReasoningEffort != "low" || got.ToolPolicy["run_shell"] != "ask" || got.Title != "Tidy" {
+		t.Fatalf("the schedule's task = %+v", got)
+	}
+	h.expect(200, "PATCH", "/api/v1/tasks/"+task.ID, map[string]any{"action": "cancel_plan"})
+
+	// PATCH: only what it gives; [] clears the folders.
+	var patched wire.Schedule
+	json.Unmarshal(h.expect(200, "PATCH", "/api/v1/schedules/"+sc.ID, map[string]any{"hostFolders": []string{}, "maxIterations": 40}), &patched)
+	if len(patched.HostFolders) != 0 || patched.MaxIterations != 40 || !patched.PlanFirst || patched.TimeoutMinutes != 20 || patched.NextRunAt == nil ||
+		!patched.NextRunAt.Equal(*sc.NextRunAt) {
+		t.Fatalf("after PATCH: %+v", patched)
+	}
+	// PUT: the whole configuration; what it leaves out is the default.
+	h.expect(400, "PUT", "/api/v1/schedules/"+sc.ID, map[string]any{"title": "No timing", "description": "x"})
+	var put wire.Schedule
+	json.Unmarshal(h.expect(200, "PUT", "/api/v1/schedules/"+sc.ID, map[string]any{"title": "Tidy daily", "description": "Tidy it daily",
+		"schedule": map[string]any{"recurrence": map[string]any{"type": "daily", "hour": 7, "minute": 45}}}), &put)
+	if put.Title != "Tidy daily" || put.PlanFirst || put.TimeoutMinutes != 0 || put.MaxIterations != 0 || put.Provisioning != nil ||
+		put.ReasoningEffort != nil || put.ToolPolicy != nil || put.Recurrence == nil || put.Recurrence.Type != "daily" || put.Recurrence.Minute != 45 ||
+		put.InputFileCount != 1 || !put.IsEnabled || put.LastRunAt == nil {
+		t.Fatalf("after PUT: %+v", put)
+	}
+	h.expect(404, "PUT", "/api/v1/schedules/nope", map[string]any{"title": "x", "description": "x", "schedule": map[string]any{"recurrence": map[string]any{"type": "daily"}}})
+
+	// Its provider gone: off still works, run now says why, a run on time
+	// leaves a failed task with the reason.
+	once, err := h.unix.CreateSchedule(ctx, wire.CreateSchedule{Title: "Soon", Description: "Soon", Schedule: &wire.When{ScheduledAt: ptr(time.Now().Add(1500 * time.Millisecond))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.expect(204, "DELETE", "/api/v1/providers/"+p.ID, nil)
+	var off wire.Schedule
+	json.Unmarshal(h.expect(200, "PATCH", "/api/v1/schedules/"+sc.ID, map[string]any{"isEnabled": false}), &off)
+	if off.IsEnabled {
+		t.Fatal("the schedule is still on")
+	}
+	if code, out := h.req("POST", "/api/v1/schedules/"+sc.ID+"/run", nil); code < 400 || !strings.Contains(string(out), "no LLM provider is configured") {
+		t.Fatalf("run now without a provider: %d %s", code, out)
+	}
+	var fired client.TaskQuery
+	fired.Search = "Soon"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := h.unix.ListTasks(ctx, fired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Total == 1 {
+			ft := l.Tasks[0]
+			if ft.Status != "failed" || ft.ResultSummary == nil || !strings.Contains(*ft.ResultSummary, "The scheduled task could not start: no LLM provider is configured") {
+				t.Fatalf("the task of a schedule whose provider is gone: %+v", ft)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the one-time schedule %s did not run", once.ID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -239,7 +240,18 @@ func (a *API) stepUpForTemplate(r *http.Request, id, name string) error {
 		strings.Join(slices.Compact(orphans), ", ")))
 }
 
-// scheduleGrants are a schedule's grants as a task's.
-func scheduleGrants(sc store.Schedule) wire.CreateTask {
-	return wire.CreateTask{OutputDirectory: sc.OutputDirectory, NetworkMode: sc.NetworkMode, ToolPolicy: maps.Clone(sc.ToolPolicy)}
+// sameGrants reports whether two task configurations grant the same:
+// what loosening weighs.
+func sameGrants(a, b wire.CreateTask) bool {
+	return a.OutputDirectory == b.OutputDirectory && a.NetworkMode == b.NetworkMode && maps.Equal(a.ToolPolicy, b.ToolPolicy) &&
+		slices.Equal(a.HostFolders, b.HostFolders) && slices.Equal(a.AllowHosts, b.AllowHosts) &&
+		a.SetupCommand == b.SetupCommand && a.CheckCommand == b.CheckCommand && reflect.DeepEqual(setupsOf(a), setupsOf(b))
+}
+
+// setupsOf is a task configuration's own setup commands.
+func setupsOf(in wire.CreateTask) []wire.SetupCommand {
+	if in.Provisioning == nil {
+		return nil
+	}
+	return in.Provisioning.SetupCommands
 }

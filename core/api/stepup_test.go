@@ -273,6 +273,10 @@ func TestStaleSessionCannotLoosenATask(t *testing.T) {
 		{what: "a schedule edited to an output folder elsewhere", method: "PATCH", path: "/api/v1/schedules/" + sched.ID, body: `{"outputDirectory":` + quote(elsewhere) + `}`, fresh: 200},
 		{what: "a loose schedule turned on", method: "PATCH", path: "/api/v1/schedules/" + off.ID, body: `{"isEnabled":true}`, fresh: 200},
 		{what: "a loose schedule run", method: "POST", path: "/api/v1/schedules/" + off.ID + "/run", body: `{}`, fresh: 200},
+		{what: "a schedule replaced with a folder of this computer", method: "PUT", path: "/api/v1/schedules/" + sched.ID,
+			body: map[string]any{"title": "Nightly", "description": "Nightly", "schedule": when, "hostFolders": []string{elsewhere}}, fresh: 200},
+		{what: "a schedule edited to setup commands", method: "PATCH", path: "/api/v1/schedules/" + sched.ID,
+			body: `{"provisioning":{"setupCommands":[{"command":"true"}]}}`, fresh: 200},
 	})
 
 	// Within Settings, a stale session needs nothing.
@@ -290,6 +294,8 @@ func TestStaleSessionCannotLoosenATask(t *testing.T) {
 		{what: "a preset within Settings run", method: "POST", path: "/api/v1/presets/tight/run", body: `{}`, fresh: 201},
 		{what: "a schedule within Settings", method: "POST", path: "/api/v1/schedules", body: map[string]any{"title": "Tight", "description": "Tight", "schedule": when, "networkMode": "offline"}, fresh: 201},
 		{what: "a schedule renamed, its loose grants unchanged", method: "PATCH", path: "/api/v1/schedules/" + off.ID, body: `{"title":"Renamed","networkMode":"internet"}`, fresh: 200},
+		{what: "a schedule replaced, its loose grants unchanged", method: "PUT", path: "/api/v1/schedules/" + off.ID,
+			body: map[string]any{"title": "Replaced", "description": "Off", "schedule": when, "networkMode": "internet"}, fresh: 200},
 		{what: "a batch within Settings", method: "POST", path: "/api/v1/tasks/batch", body: `{"description":"Do it","targets":[{"providerId":"Scripted","modelId":"scripted"}]}`, fresh: 201},
 	})
 

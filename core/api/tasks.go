@@ -60,6 +60,10 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	if t.PlanMarkdown != "" {
 		w.PlanMarkdown = &t.PlanMarkdown
 	}
+	w.PlanRevision = t.PlanRevision
+	for _, it := range t.Todo {
+		w.Todo = append(w.Todo, wire.TodoItem{Text: it.Text, Done: it.Done})
+	}
 	if t.ScheduleID != nil {
 		w.ScheduleID = *t.ScheduleID
 	}
@@ -612,6 +616,8 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		// As the Swift server: an edited plan comes in planMarkdown or,
 		// failing that, instructions.
 		err = a.o.Plan(ctx, id, body.Action, or(body.PlanMarkdown, body.Instructions))
+	case wire.ActionRevisePlan:
+		err = a.o.Plan(ctx, id, body.Action, body.Instructions)
 	case wire.ActionApproveWriteback, wire.ActionDiscardWriteback:
 		if _, err := a.o.ResolveWriteback(ctx, id, body.Action == wire.ActionApproveWriteback, body.ItemIDs); err != nil {
 			return err
@@ -625,7 +631,7 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	switch body.Action {
-	case wire.ActionApprovePlan, wire.ActionEditPlan, wire.ActionCancelPlan:
+	case wire.ActionApprovePlan, wire.ActionEditPlan, wire.ActionRevisePlan, wire.ActionCancelPlan:
 		// The run applies these; answer with the task as it then is.
 		waitChange(r, changed)
 	}

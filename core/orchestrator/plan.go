@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hivecrew/hivecrew/core/agent"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/llm"
@@ -20,11 +21,24 @@ import (
 // queued again with its plan and runs like any other. A model that fails,
 // answers with a tool call or writes nothing ends the task planFailed.
 //
+// The plan streams as the model writes it (LiveAnswer, as an agent's
+// answers do). Under review, the user may also ask for changes in words
+// (revise_plan): the task is queued to plan again with the plan and the
+// request (PlanRevision), the model rewrites the plan, and it is under
+// review again; a rewrite that fails leaves the plan as it was, under
+// review, and says why.
+//
 // Every plan state is in the store, so a helper restart loses nothing: a
 // plan under review stays under review, and a task that was planning is
 // queued to plan again (Recover).
 
 const planPrompt = `You plan tasks for an AI agent that operates a computer (screenshots, mouse, keyboard, files, shell) inside an isolated VM. Input files are in inbox/ of the shared folder; results go to outbox/. Write a short, numbered plan in Markdown: the steps the agent will take and what it will save to outbox/. Do not carry out the task.`
+
+// revisePrompt asks the model to rewrite its plan as the user says.
+const revisePrompt = "The user asks for changes to this plan:\n\n%s\n\nWrite the whole plan again with the changes, in the same form: a short, numbered plan in Markdown."
+
+// maxRevision bounds what the user asks to change in a plan.
+const maxRevision = 8 << 10
 
 // Status reasons of the plan states.
 const (
@@ -35,9 +49,10 @@ const (
 // maxPlanning bounds the plans written at once (they hold no VM slot).
 const maxPlanning = 8
 
-// needsPlan reports whether a queued task must be planned before it runs.
+// needsPlan reports whether a queued task must be planned (or its plan
+// rewritten) before it runs.
 func needsPlan(t store.Task) bool {
-	return t.PlanFirst && strings.TrimSpace(t.PlanMarkdown) == ""
+	return t.PlanFirst && (strings.TrimSpace(t.PlanMarkdown) == "" || t.PlanRevision != "")
 }
 
 // planTask runs a planning run: it claims the queued task, asks the model
@@ -62,17 +77,22 @@ func (o *Orchestrator) planTask(r *run) {
 		return
 	}
 	plan, out := o.writePlan(r, t)
+	revising := t.PlanRevision != ""
 	if plan != "" {
+		said := "Proposed a plan"
+		if revising {
+			said = "Rewrote the plan as the user asked"
+		}
 		_, err := o.update(r.id, store.Update{
 			Mutate: func(t *store.Task) error {
 				if t.Status != store.StatusPlanning {
 					return errdefs.Conflictf("task %s is %s, no longer planning", t.ID, t.Status)
 				}
-				t.PlanMarkdown, t.Status, t.StatusReason = plan, store.StatusPlanReview, reasonPlanReview
+				t.PlanMarkdown, t.PlanRevision, t.Status, t.StatusReason = plan, "", store.StatusPlanReview, reasonPlanReview
 				return nil
 			},
 			Events: []store.Event{
-				{Type: "llm_response", ActivityType: "llm_response", Summary: "Proposed a plan", Details: plan},
+				{Type: "llm_response", ActivityType: "llm_response", Summary: said, Details: plan},
 				statusEvent(store.StatusPlanReview, "Waiting for the user to approve the plan"),
 			},
 		})
@@ -81,6 +101,13 @@ func (o *Orchestrator) planTask(r *run) {
 			return
 		}
 		out = outcome{status: store.StatusPlanFailed, summary: "Could not save the plan: " + err.Error()}
+	}
+	if revising && out.status == store.StatusPlanFailed {
+		// The plan the user had stays under review.
+		if err := o.revisionFailed(r.id, out.summary); err != nil {
+			log.Error("keep the plan under review after a failed revision", "err", err)
+		}
+		return
 	}
 	if out.status == store.StatusFailed && errors.Is(context.Cause(r.ctx), errShutdown) {
 		// Nothing is lost by planning again: the task goes back to the queue.
@@ -112,7 +139,16 @@ func (o *Orchestrator) writePlan(r *run, t store.Task) (string, outcome) {
 	if err != nil {
 		return planFailed("Could not make a plan: " + err.Error())
 	}
-	reply, err := client.Complete(ctx, llm.Request{System: planPrompt, Messages: []llm.Message{llm.UserText("Task: " + t.Description)}})
+	msgs := []llm.Message{llm.UserText("Task: " + t.Description)}
+	if t.PlanRevision != "" {
+		msgs = append(msgs, llm.AssistantText(t.PlanMarkdown), llm.UserText(fmt.Sprintf(revisePrompt, t.PlanRevision)))
+	}
+	// The plan streams to watchers as it is written (LiveAnswer).
+	live := func(d llm.Delta) {
+		r.live.add(agent.Live{Restart: d.Restart, Text: d.Text, Reasoning: d.Reasoning}, func() { o.hub.notify(r.id) })
+	}
+	reply, err := client.CompleteStream(ctx, llm.Request{System: planPrompt, Messages: msgs}, live)
+	r.live.clear()
 	if ctx.Err() != nil {
 		return interrupted()
 	}
@@ -135,6 +171,26 @@ func (o *Orchestrator) writePlan(r *run, t store.Task) (string, outcome) {
 	return planFailed("The model returned an empty plan.")
 }
 
+// revisionFailed puts a task whose plan could not be rewritten back under
+// review, its plan as it was, and says why.
+func (o *Orchestrator) revisionFailed(id, why string) error {
+	_, err := o.update(id, store.Update{
+		Mutate: func(t *store.Task) error {
+			if t.Status != store.StatusPlanning {
+				return errdefs.Conflictf("task %s is %s, no longer planning", t.ID, t.Status)
+			}
+			t.PlanRevision, t.Status, t.StatusReason = "", store.StatusPlanReview, "the plan could not be rewritten: "+why
+			return nil
+		},
+		Events: []store.Event{{Type: "status_change", ActivityType: "error", Status: string(store.StatusPlanReview),
+			Summary: "The plan could not be rewritten; it stays as it was: " + why}},
+	})
+	if errors.Is(err, errdefs.ErrConflict) || errors.Is(err, errdefs.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 // requeuePlanning puts a task that was planning back in the queue, to be
 // planned again.
 func (o *Orchestrator) requeuePlanning(ctx context.Context, id, why string) (store.Task, error) {
@@ -154,19 +210,50 @@ func (o *Orchestrator) requeuePlanning(ctx context.Context, id, why string) (sto
 	return t, err
 }
 
-// Plan approves, edits or cancels a task's plan. approve_plan and
-// edit_plan need a plan under review (planReview); edit_plan replaces it
-// with markdown when that is not blank; both queue the task to run with
-// the plan. cancel_plan cancels a task that is planning (the model call is
-// interrupted) or whose plan is under review.
-func (o *Orchestrator) Plan(ctx context.Context, id, action, markdown string) error {
+// Plan approves, edits, revises or cancels a task's plan. approve_plan,
+// edit_plan and revise_plan need a plan under review (planReview);
+// edit_plan replaces it with text when that is not blank; both queue the
+// task to run with the plan. revise_plan queues it for the model to
+// rewrite the plan as text asks. cancel_plan cancels a task that is
+// planning (the model call is interrupted) or whose plan is under review.
+func (o *Orchestrator) Plan(ctx context.Context, id, action, text string) error {
 	switch action {
 	case wire.ActionApprovePlan, wire.ActionEditPlan:
-		return o.approvePlan(id, action, markdown)
+		return o.approvePlan(id, action, text)
+	case wire.ActionRevisePlan:
+		return o.revisePlan(id, text)
 	case wire.ActionCancelPlan:
 		return o.cancelPlan(ctx, id)
 	}
-	return errdefs.Invalidf("unknown plan action %q: want approve_plan, edit_plan or cancel_plan", action)
+	return errdefs.Invalidf("unknown plan action %q: want approve_plan, edit_plan, revise_plan or cancel_plan", action)
+}
+
+// revisePlan queues a task whose plan is under review for the model to
+// rewrite it as the user asks.
+func (o *Orchestrator) revisePlan(id, words string) error {
+	words = strings.TrimSpace(files.PrintableText(words))
+	switch {
+	case words == "":
+		return errdefs.Invalidf("revise_plan needs instructions: say what to change in the plan")
+	case len(words) > maxRevision:
+		return errdefs.Invalidf("instructions are %d bytes, over the limit of %d", len(words), maxRevision)
+	}
+	_, err := o.update(id, store.Update{
+		Mutate: func(t *store.Task) error {
+			if t.Status != store.StatusPlanReview {
+				return errdefs.Conflictf("cannot revise the plan of task %s: it is %s, not waiting for plan review", id, t.Status)
+			}
+			t.PlanRevision, t.Status, t.StatusReason = words, store.StatusQueued, "the plan is rewritten as you asked"
+			return nil
+		},
+		Events: []store.Event{{Type: "status_change", ActivityType: "user_answer", Status: string(store.StatusQueued),
+			Summary: "The user asked for changes to the plan", Details: words}},
+	})
+	if err != nil {
+		return err
+	}
+	o.Kick()
+	return nil
 }
 
 func (o *Orchestrator) approvePlan(id, action, markdown string) error {

@@ -249,9 +249,14 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		return failed(err.Error())
 	}
 	description := t.Description
+	todo := t.Todo
 	if t.PlanFirst {
-		// The claim took only a task whose plan the user approved.
+		// The claim took only a task whose plan the user approved; its
+		// items are the checklist the agent starts with.
 		description += "\n\nFollow this plan, which the user approved:\n" + t.PlanMarkdown
+		if len(todo) == 0 {
+			todo = planItems(t.PlanMarkdown)
+		}
 	}
 	network := vm.NetworkMode(or(t.NetworkMode, string(settings.NetworkMode)))
 	r.req = pool.Request{
@@ -350,7 +355,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	runner, err := agent.New(agent.Config{
 		Task: agent.Task{ID: t.ID, Description: description, Network: config.NetworkMode(network), Policy: policy,
 			Timeout: timeout, MaxIterations: maxIter, ShotW: settings.ScreenshotMaxWidth, ShotH: settings.ScreenshotMaxHeight,
-			ContextTokens: window, BudgetUSD: budgetUSD, BudgetTokens: budgetTokens,
+			ContextTokens: window, BudgetUSD: budgetUSD, BudgetTokens: budgetTokens, Todo: todo,
 			TextOnly:   noVision || slices.Contains(settings.TextOnlyModels, t.ModelID),
 			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
 		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
@@ -360,6 +365,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 		Changed:   o.changed(r),
 		Provision: plan,
 		Resume:    resume,
+		Todo:      func(list []store.TodoItem) { o.saveTodo(t.ID, list) },
 	})
 	if err != nil {
 		return failed(err.Error())
@@ -372,6 +378,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	if _, err := o.update(t.ID, store.Update{
 		Mutate: func(t *store.Task) error {
 			t.Status, t.StatusReason, t.StartedAt, t.VMID, t.SessionID = store.StatusRunning, "", &now, lease.ID(), sid
+			t.Todo = todo
 			return nil
 		},
 		Events: []store.Event{statusEvent(store.StatusRunning, "Agent started in VM "+lease.ID())},

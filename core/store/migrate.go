@@ -63,6 +63,9 @@ func migrations() []migration {
 		}},
 		{17, "where an event's action aims on the screen", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Event{}) }},
 		{18, "a task resumed from its session after a restart", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
+		{19, "schedules with every option of a task; plan revisions and a task's checklist", func(tx *gorm.DB) error {
+			return tx.Migrator().AutoMigrate(&Schedule{}, &Task{})
+		}},
 	}
 }
 

@@ -76,10 +76,17 @@ type Task struct {
 	OutputDirectory string
 	PlanFirst       bool
 	PlanMarkdown    string
-	TemplateID      string
-	TimeoutMinutes  int
-	MaxIterations   int
-	NetworkMode     string
+	// PlanRevision is what the user asked to change in PlanMarkdown: while
+	// it is set the task is queued (or planning) for the model to rewrite
+	// the plan.
+	PlanRevision string
+	// Todo is the agent's checklist (its todo tool), seeded from the
+	// approved plan's items.
+	Todo           []TodoItem `gorm:"serializer:json"`
+	TemplateID     string
+	TimeoutMinutes int
+	MaxIterations  int
+	NetworkMode    string
 	// ToolPolicy is the task's own policy over the default (tool -> allow|ask|deny).
 	ToolPolicy map[string]string `gorm:"serializer:json"`
 	// AllowHosts are the task's additions to the egress allowlist of
@@ -150,6 +157,12 @@ type Task struct {
 	// traces (screenshots, events file, artifacts); the task and its
 	// activity log stay.
 	TraceDeletedAt *time.Time
+}
+
+// TodoItem is one item of a task's checklist.
+type TodoItem struct {
+	Text string `json:"text"`
+	Done bool   `json:"done"`
 }
 
 // TaskProvisioning is a task's own provisioning.
@@ -457,10 +470,18 @@ type Schedule struct {
 	// ReasoningEnabled and ReasoningEffort go to every task it creates.
 	ReasoningEnabled *bool
 	ReasoningEffort  string
-	NextRunAt        *time.Time `gorm:"index"`
-	LastRunAt        *time.Time
-	CreatedAt        time.Time `gorm:"not null"`
-	UpdatedAt        time.Time
+	// PlanFirst, HostFolders (real paths), Provisioning, AllowHosts and the
+	// budgets go to every task it creates, as POST /tasks takes them.
+	PlanFirst    bool
+	HostFolders  []string          `gorm:"serializer:json"`
+	Provisioning *TaskProvisioning `gorm:"serializer:json"`
+	AllowHosts   []string          `gorm:"serializer:json"`
+	BudgetUSD    *float64
+	BudgetTokens *int64
+	NextRunAt    *time.Time `gorm:"index"`
+	LastRunAt    *time.Time
+	CreatedAt    time.Time `gorm:"not null"`
+	UpdatedAt    time.Time
 }
 
 // ScheduleFile is an input file given to every task a schedule creates.

@@ -4,12 +4,13 @@
 // the HttpOnly session cookie a one-time login link sets.
 //
 // Pages: the dashboard (/), an agent window per task (/tasks/{id}), its
-// session replay (/tasks/{id}/replay), the environments view
-// (/environments), the evaluation runs (/evals) and one run (/evals/{id}),
-// settings (/settings) and onboarding (/welcome). The pages
-// share one frame, static/layout.html (head, top bar, kill switch); each
-// static/NAME.html holds only what differs and is rendered into it once, when
-// the package initialises. Every answer carries a strict Content-Security-Policy (scripts, styles and
+// session replay (/tasks/{id}/replay), the schedules (/schedules), the
+// environments view (/environments), the evaluation runs (/evals) and one
+// run (/evals/{id}), settings (/settings) and onboarding (/welcome). The
+// pages share one frame, static/layout.html (head, top bar, kill switch);
+// each static/NAME.html holds only what differs and is rendered into it
+// once, when the package initialises, with the parts pages share
+// (static/partials/*.tmpl: the new-task form's fields). Every answer carries a strict Content-Security-Policy (scripts, styles and
 // connections from this origin only, no inline script or style, no framing),
 // nosniff and no-referrer.
 package web
@@ -48,6 +49,7 @@ func pages() map[string]string {
 		"GET /environments":      "environments.html",
 		"GET /evals":             "evals.html",
 		"GET /evals/{id}":        "eval.html",
+		"GET /schedules":         "schedules.html",
 		"GET /settings":          "settings.html",
 		"GET /welcome":           "welcome.html",
 	}
@@ -88,7 +90,7 @@ const layoutFile = "layout.html"
 var (
 	pageRequired = []string{"title", "script", "main"}
 	pageOptional = []string{"nav", "after-main"}
-	navItems     = []string{"dashboard", "environments", "evals", "settings"}
+	navItems     = []string{"dashboard", "schedules", "environments", "evals", "settings"}
 )
 
 // layoutData is what the layout reads of a page besides its templates.
@@ -110,12 +112,27 @@ func mustRenderPages(fsys fs.FS) map[string][]byte {
 	return out
 }
 
+// partialFiles are the parts several pages share (the new-task form's
+// fields, say): each defines templates a page may use with {{template}},
+// and nothing outside them. They are parsed with the layout, so a page
+// cannot define a part of the same name.
+const partialFiles = "partials/*.tmpl"
+
 // renderPages renders each top-level *.html of fsys but the layout into the
-// layout.
+// layout, with the partials.
 func renderPages(fsys fs.FS) (map[string][]byte, error) {
 	layout, err := template.ParseFS(fsys, layoutFile)
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
+	}
+	partials, err := fs.Glob(fsys, partialFiles)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	for _, p := range partials {
+		if layout, err = parsePartial(fsys, layout, p); err != nil {
+			return nil, fmt.Errorf("web: partial %s: %w", p, err)
+		}
 	}
 	names, err := fs.Glob(fsys, "*.html")
 	if err != nil {
@@ -138,26 +155,55 @@ func renderPages(fsys fs.FS) (map[string][]byte, error) {
 	return out, nil
 }
 
+// definitions parses a file alone, to see exactly what it defines: its
+// source, its templates, and the names of its {{define}}s. Markup outside
+// them is an error.
+func definitions(fsys fs.FS, name string) (string, *template.Template, []string, error) {
+	src, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	own, err := template.New(name).Parse(string(src))
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var names []string
+	for _, d := range own.Templates() {
+		if d.Name() != name {
+			names = append(names, d.Name())
+		} else if d.Tree != nil && !parse.IsEmptyTree(d.Tree.Root) {
+			return "", nil, nil, fmt.Errorf("markup outside a {{define}}")
+		}
+	}
+	return string(src), own, names, nil
+}
+
+// parsePartial adds a partial's templates to the layout: only
+// {{define}}s, none the layout or another partial has.
+func parsePartial(fsys fs.FS, layout *template.Template, name string) (*template.Template, error) {
+	src, _, names, err := definitions(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if layout.Lookup(n) != nil || slices.Contains(pageRequired, n) || slices.Contains(pageOptional, n) {
+			return nil, fmt.Errorf("defines %q, which is taken", n)
+		}
+	}
+	return layout.New(name).Parse(src)
+}
+
 // renderPage checks one page's templates and renders it into (a copy of)
 // the layout.
 func renderPage(fsys fs.FS, layout *template.Template, name string) ([]byte, error) {
-	src, err := fs.ReadFile(fsys, name)
-	if err != nil {
-		return nil, err
-	}
 	// Alone first, to see exactly what the page itself defines.
-	own, err := template.New(name).Parse(string(src))
+	src, own, names, err := definitions(fsys, name)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range own.Templates() {
-		switch {
-		case d.Name() == name:
-			if d.Tree != nil && !parse.IsEmptyTree(d.Tree.Root) {
-				return nil, fmt.Errorf("markup outside a {{define}}")
-			}
-		case !slices.Contains(pageRequired, d.Name()) && !slices.Contains(pageOptional, d.Name()):
-			return nil, fmt.Errorf("defines %q, which the layout does not use", d.Name())
+	for _, n := range names {
+		if !slices.Contains(pageRequired, n) && !slices.Contains(pageOptional, n) {
+			return nil, fmt.Errorf("defines %q, which the layout does not use", n)
 		}
 	}
 	for _, req := range pageRequired {
@@ -170,7 +216,7 @@ func renderPage(fsys fs.FS, layout *template.Template, name string) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	if _, err := t.New(name).Parse(string(src)); err != nil {
+	if _, err := t.New(name).Parse(src); err != nil {
 		return nil, err
 	}
 	var data layoutData

@@ -67,7 +67,7 @@ func TestPagesAndAssetsCarryThePolicy(t *testing.T) {
 	routes := map[string]string{
 		"/": "index.html", "/tasks/abc123": "task.html", "/tasks/abc123/replay": "replay.html",
 		"/environments": "environments.html", "/settings": "settings.html", "/welcome": "welcome.html",
-		"/evals": "evals.html", "/evals/20260301-100000-ab12": "eval.html",
+		"/evals": "evals.html", "/evals/20260301-100000-ab12": "eval.html", "/schedules": "schedules.html",
 	}
 	for target, file := range routes {
 		rec := get(t, h, http.MethodGet, target)
@@ -203,7 +203,7 @@ func TestNoInlineScriptOrStyle(t *testing.T) {
 // module import of the scripts and every url() of the styles names an
 // embedded file.
 func TestEveryReferenceExists(t *testing.T) {
-	routes := []string{"/", "/environments", "/evals", "/settings", "/welcome"}
+	routes := []string{"/", "/schedules", "/environments", "/evals", "/settings", "/welcome"}
 	for name, page := range htmlFiles(t) {
 		for _, m := range localRef.FindAllStringSubmatch(page, -1) {
 			ref := strings.SplitN(strings.SplitN(m[1], "#", 2)[0], "?", 2)[0]
@@ -333,7 +333,7 @@ func TestPagesShareTheLayout(t *testing.T) {
 			}
 		}
 	}
-	current := map[string]string{"index.html": "/", "environments.html": "/environments", "settings.html": "/settings",
+	current := map[string]string{"index.html": "/", "schedules.html": "/schedules", "environments.html": "/environments", "settings.html": "/settings",
 		"evals.html": "/evals", "eval.html": "/evals",
 		"task.html": "", "replay.html": "", "compare.html": "", "welcome.html": "", "notfound.html": ""}
 	navLink := regexp.MustCompile(`<a href="(/[a-z]*)"( aria-current="page")?>`)
@@ -428,5 +428,55 @@ func TestMalformedPagesAreRefused(t *testing.T) {
 	delete(onlyLayout, "page.html")
 	if _, err := renderPages(onlyLayout); err == nil {
 		t.Error("no pages: rendered")
+	}
+}
+
+// TestPartialsAreShared: the new-task form's fields are written once, in
+// a partial, and both pages that have the form render them once each; a
+// partial with markup outside its parts, or that defines a part the layout
+// or a page uses, is refused, and so is a page that defines a partial's
+// part; a page may use a partial's part.
+func TestPartialsAreShared(t *testing.T) {
+	for _, page := range []string{"index.html", "schedules.html"} {
+		for _, id := range []string{`id="task-description"`, `id="task-provider"`, `id="drop-zone"`, `id="tool-policy"`, `id="task-plan-first"`} {
+			if n := strings.Count(string(rendered[page]), id); n != 1 {
+				t.Errorf("%s has %s %d times, want once", page, id, n)
+			}
+		}
+		src, _ := fs.ReadFile(files(), page)
+		if strings.Contains(string(src), `id="task-description"`) {
+			t.Errorf("%s writes the form's fields itself instead of using the partial", page)
+		}
+	}
+	layout, err := fs.ReadFile(files(), layoutFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = `{{define "title"}}P{{end}}{{define "script"}}p.js{{end}}{{define "main"}}<form>{{template "fields" .}}</form>{{end}}`
+	const partial = `{{define "fields"}}<input id="shared">{{end}}`
+	fsys := func(page, partial string) fstest.MapFS {
+		return fstest.MapFS{
+			layoutFile:          {Data: layout},
+			"page.html":         {Data: []byte(page)},
+			"partials/one.tmpl": {Data: []byte(partial)},
+			"assets/p.js":       {Data: []byte("export {};\n")},
+		}
+	}
+	out, err := renderPages(fsys(page, partial))
+	if err != nil || !strings.Contains(string(out["page.html"]), `<form><input id="shared"></form>`) {
+		t.Fatalf("a page using a partial: %v\n%s", err, out["page.html"])
+	}
+	for what, m := range map[string]fstest.MapFS{
+		"markup outside":         fsys(page, partial+`<p>lost</p>`),
+		"a layout part":          fsys(page, partial+`{{define "main"}}x{{end}}`),
+		"the layout itself":      fsys(page, partial+`{{define "layout.html"}}x{{end}}`),
+		"a page's optional part": fsys(page, partial+`{{define "after-main"}}x{{end}}`),
+		"a page redefines it":    fsys(page+`{{define "fields"}}y{{end}}`, partial),
+	} {
+		if _, err := renderPages(m); err == nil {
+			t.Errorf("%s: rendered", what)
+		} else {
+			t.Logf("%s: %v", what, err)
+		}
 	}
 }

@@ -64,6 +64,12 @@ type Permission struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// TodoItem is one item of a task's checklist (extension).
+type TodoItem struct {
+	Text string `json:"text"`
+	Done bool   `json:"done"`
+}
+
 // Screen is a guest display: Width and Height in logical points, Scale
 // points to pixels (2 on a Retina display).
 type Screen struct {
@@ -92,14 +98,20 @@ type Task struct {
 	ErrorMessage *string `json:"errorMessage,omitempty"`
 	VMID         string  `json:"vmId,omitempty"`
 	// Duration is whole seconds from start to end (or to now).
-	Duration          *int64      `json:"duration,omitempty"`
-	StepCount         *int        `json:"stepCount,omitempty"`
-	TokenUsage        *TokenUsage `json:"tokenUsage,omitempty"`
-	CostUSD           *float64    `json:"costUSD,omitempty"`
-	PlanFirst         bool        `json:"planFirst"`
-	ReasoningEnabled  *bool       `json:"reasoningEnabled,omitempty"`
-	ReasoningEffort   *string     `json:"reasoningEffort,omitempty"`
-	PlanMarkdown      *string     `json:"planMarkdown,omitempty"`
+	Duration         *int64      `json:"duration,omitempty"`
+	StepCount        *int        `json:"stepCount,omitempty"`
+	TokenUsage       *TokenUsage `json:"tokenUsage,omitempty"`
+	CostUSD          *float64    `json:"costUSD,omitempty"`
+	PlanFirst        bool        `json:"planFirst"`
+	ReasoningEnabled *bool       `json:"reasoningEnabled,omitempty"`
+	ReasoningEffort  *string     `json:"reasoningEffort,omitempty"`
+	PlanMarkdown     *string     `json:"planMarkdown,omitempty"`
+	// PlanRevision is what the user asked to change in the plan, while
+	// the model rewrites it (extension).
+	PlanRevision string `json:"planRevision,omitempty"`
+	// Todo is the agent's checklist (its todo tool; extension), seeded
+	// from the approved plan's items.
+	Todo              []TodoItem  `json:"todo,omitempty"`
 	PendingQuestion   *Question   `json:"pendingQuestion,omitempty"`
 	PendingPermission *Permission `json:"pendingPermission,omitempty"`
 	TakenOver         bool        `json:"takenOver,omitempty"`
@@ -362,6 +374,9 @@ const (
 	ActionApprovePlan = "approve_plan"
 	ActionEditPlan    = "edit_plan"
 	ActionCancelPlan  = "cancel_plan"
+	// ActionRevisePlan asks the model to rewrite the plan under review as
+	// the user says in instructions (extension).
+	ActionRevisePlan = "revise_plan"
 	// ActionInstruct gives a running agent more instructions.
 	ActionInstruct = "instruct"
 	// Host-folder writeback review (Swift); Hivecrew stages no writebacks,
@@ -374,7 +389,7 @@ const (
 
 // TaskActions lists the actions of PATCH /tasks/:id.
 var TaskActions = []string{ActionCancel, ActionPause, ActionResume, ActionRerun, ActionInstruct,
-	ActionApprovePlan, ActionEditPlan, ActionCancelPlan, ActionApproveWriteback, ActionDiscardWriteback, ActionRename}
+	ActionApprovePlan, ActionEditPlan, ActionRevisePlan, ActionCancelPlan, ActionApproveWriteback, ActionDiscardWriteback, ActionRename}
 
 // TaskFiles is the answer of GET /tasks/:id/files.
 type TaskFiles struct {
@@ -532,6 +547,14 @@ type CreateSchedule struct {
 	MaxIterations    int               `json:"maxIterations,omitempty"`
 	NetworkMode      string            `json:"networkMode,omitempty"`
 	ToolPolicy       map[string]string `json:"toolPolicy,omitempty"`
+	// The other options of POST /tasks (extensions). In PATCH, a field
+	// left out is unchanged ([] and {} clear a list or the provisioning).
+	PlanFirst    *bool             `json:"planFirst,omitempty"`
+	HostFolders  []string          `json:"hostFolders,omitempty"`
+	Provisioning *TaskProvisioning `json:"provisioning,omitempty"`
+	AllowHosts   []string          `json:"allowHosts,omitempty"`
+	BudgetUSD    *float64          `json:"budgetUSD,omitempty"`
+	BudgetTokens *int64            `json:"budgetTokens,omitempty"`
 }
 
 // Schedule is a schedule as the API answers it.
@@ -554,6 +577,19 @@ type Schedule struct {
 	CreatedAt        time.Time   `json:"createdAt"`
 	InputFiles       []File      `json:"inputFiles"`
 	InputFileCount   int         `json:"inputFileCount"`
+	// The configuration of the tasks it starts beyond Swift's fields
+	// (extensions), as POST /tasks takes it.
+	TemplateID     string            `json:"templateId,omitempty"`
+	TimeoutMinutes int               `json:"timeoutMinutes,omitempty"`
+	MaxIterations  int               `json:"maxIterations,omitempty"`
+	NetworkMode    string            `json:"networkMode,omitempty"`
+	ToolPolicy     map[string]string `json:"toolPolicy,omitempty"`
+	PlanFirst      bool              `json:"planFirst,omitempty"`
+	HostFolders    []string          `json:"hostFolders,omitempty"`
+	Provisioning   *TaskProvisioning `json:"provisioning,omitempty"`
+	AllowHosts     []string          `json:"allowHosts,omitempty"`
+	BudgetUSD      *float64          `json:"budgetUSD,omitempty"`
+	BudgetTokens   *int64            `json:"budgetTokens,omitempty"`
 }
 
 // ScheduleList is the answer of GET /schedules.

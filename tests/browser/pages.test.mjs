@@ -29,6 +29,8 @@ async function prepare() {
     tool('run_shell', { command: "xterm -bg '#204080' -fg white -geometry 100x30+100+80 -e sh -c 'echo Working on the invoices; sleep 600' >/dev/null 2>&1 &" }),
     asked.hold(tool('ask_multiple_choice', { question: 'Which invoices should I file?', options: ['This month', 'Last month'] })),
   ]);
+  await helper.api('POST', '/api/v1/schedules', { title: 'Morning report', description: 'Write the morning report',
+    schedule: { recurrence: { type: 'weekly', daysOfWeek: [2, 4], hour: 8, minute: 5 }, timeZone: 'Europe/Berlin' } });
   const live = await helper.api('POST', '/api/v1/tasks', { description: 'File the invoices [[live]]', toolPolicy: { run_shell: 'allow' } });
   await asked.reached;
   asked.release();
@@ -42,6 +44,7 @@ function pages() {
     { name: 'dashboard', path: '/', ready: `[data-task-id="${data.live.id}"] img.thumb:not([hidden])` },
     { name: 'agent', path: `/tasks/${data.live.id}`, ready: '#question-card:not([hidden])', live: true },
     { name: 'replay', path: `/tasks/${data.done.id}/replay`, ready: '#replay-shot:not([hidden])' },
+    { name: 'schedules', path: '/schedules', ready: '#schedules li[data-title="Morning report"]' },
     { name: 'environments', path: '/environments', ready: '#vm-rows tr[data-state="busy"]' },
     { name: 'evals', path: '/evals', ready: '#evals-empty:not([hidden])' },
     { name: 'settings', path: '/settings', ready: '[data-provider="Scripted"]' },

@@ -1,11 +1,13 @@
 // Plan-first tasks in the web UI against a real helper and the scripted
-// provider: "Planning…" while the model writes the plan (cancel
-// interrupts it), the plan panel under review (approve, edit in the
-// textarea, which also starts the agent, cancel), the reason of a plan
-// that failed, and the dashboard's labels, link and history filter.
+// provider: "Planning…" while the model writes the plan, which streams in
+// as it is written (cancel interrupts it), the plan panel under review
+// (approve, edit in the textarea, which also starts the agent, ask for
+// changes in words, which the model rewrites, cancel), the checklist that
+// ticks off as the agent calls its todo tool, the reason of a plan that
+// failed, and the dashboard's labels, link and history filter.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { gate, text, tool } from './lib/llm.mjs';
+import { gate, slow, text, tool } from './lib/llm.mjs';
 import { suite } from './lib/suite.mjs';
 
 const env = suite('plan');
@@ -119,5 +121,75 @@ test('a plan that failed shows the reason; the dashboard knows the plan states',
   assert.equal(await card.locator('button[data-action="pause"]').isDisabled(), true);
   await page.selectOption('#history-status', 'planFailed');
   await page.waitForSelector(`#history [data-task-id="${failed.id}"]`);
+  await env.done(page);
+});
+
+test('the plan streams as it is written, is rewritten as asked in words, and its checklist ticks off', { timeout: 150000 }, async () => {
+  const { helper, llm } = env;
+  const M = '[[stream-plan]]';
+  const first = '1. Open the report in the inbox.\n2. Total the March column.';
+  const second = `${first}\n3. Save a chart to the outbox.`;
+  const writing = gate();
+  const rewriting = gate();
+  const ticks = [gate(), gate()];
+  llm.script(M, [
+    slow(text(first), { paceMs: 20, midway: writing.hold({}) }),
+    slow(text(second), { paceMs: 20, midway: rewriting.hold({}) }),
+    ticks[0].hold(tool('todo', { action: 'complete', item: 1 })),
+    ticks[1].hold(tool('todo', { action: 'complete', item: 2 })),
+    tool('todo', { action: 'complete', item: 3 }),
+    text('Saved the chart.'),
+  ], { success: true, summary: 'Totalled March and saved a chart.' });
+  const t = await planTask(`Chart the report ${M}`);
+  const page = await env.page(`/tasks/${t.id}`);
+
+  // Half the plan is written: it shows, in the planning card.
+  await writing.reached;
+  await page.waitForSelector('#planning-card:not([hidden])');
+  await page.waitForFunction(() => document.querySelector('#planning-text').textContent.startsWith('1. Open the report'));
+  const partial = await page.textContent('#planning-text');
+  assert.ok(first.startsWith(partial) && partial.length < first.length, `the plan so far: ${JSON.stringify(partial)}`);
+  assert.equal(await page.locator('#plan-card').isHidden(), true);
+  assert.equal(await page.locator('#live-answer').isHidden(), true, 'the plan streams in its card, not as an agent answer');
+  writing.release();
+  await page.waitForSelector('#plan-card:not([hidden])');
+  assert.equal(await page.inputValue('#plan-text'), first);
+
+  // Changes asked in words: blank words are not sent; the rewrite streams.
+  await page.click('#plan-revise-send');
+  await page.locator('.toast', { hasText: 'Say what to change in the plan first.' }).waitFor();
+  await page.fill('#plan-revise', 'Also save a chart to the outbox.');
+  await page.click('#plan-revise-send');
+  await rewriting.reached;
+  await page.waitForSelector('#planning-card:not([hidden])');
+  assert.equal(await page.textContent('#planning-title'), 'Rewriting the plan…');
+  assert.match(await page.textContent('#planning-what'), /as you asked: “Also save a chart to the outbox\.”/);
+  await page.waitForFunction(() => document.querySelector('#planning-text').textContent.startsWith('1. Open the report'));
+  rewriting.release();
+  await page.waitForFunction((want) => document.querySelector('#plan-text').value === want && !document.querySelector('#plan-card').hidden, second);
+  assert.equal(await page.inputValue('#plan-revise'), '', 'the words are sent once');
+  const sent = llm.bodies(M)[1];
+  assert.ok(sent.includes('Also save a chart to the outbox.') && sent.includes('Total the March column.'), 'the model got the plan and the words');
+
+  // Approved: the checklist is the plan's items, ticked off as the agent
+  // reports them.
+  await page.click('#plan-approve');
+  await ticks[0].reached;
+  await page.waitForSelector('#checklist-panel:not([hidden])');
+  const items = page.locator('#checklist li');
+  await page.waitForFunction(() => document.querySelectorAll('#checklist li').length === 3);
+  assert.deepEqual(await items.locator('.text').allTextContents(), ['Open the report in the inbox.', 'Total the March column.', 'Save a chart to the outbox.']);
+  assert.equal(await page.textContent('#checklist-count'), '0 of 3 done');
+  ticks[0].release();
+  await page.waitForSelector('#checklist li:nth-child(1)[data-done="true"]');
+  assert.equal(await page.textContent('#checklist-count'), '1 of 3 done');
+  assert.equal(await page.getAttribute('#checklist li:nth-child(2)', 'data-done'), 'false');
+  ticks[1].release();
+  await page.waitForSelector('#task-meta [data-status="completed"]', { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('#checklist-count').textContent === '3 of 3 done');
+  assert.deepEqual(await items.evaluateAll((lis) => lis.map((li) => li.dataset.done)), ['true', 'true', 'true']);
+  const done = await helper.task(t.id);
+  assert.deepEqual(done.todo.map((it) => it.done), [true, true, true]);
+  await noErrorToast(page);
   await env.done(page);
 });

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -242,6 +243,16 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	if _, err := h.Unix.CreatePreset(context.Background(), wire.SavePreset{Name: "Morning sweep", Task: &wire.CreateTask{Description: "Sweep the inbox\n[[busy]]"}}); err != nil {
 		t.Fatal(err)
 	}
+	// A schedule that is on is listed under Scheduled with its next run;
+	// one that is off is not.
+	for _, sc := range []wire.CreateSchedule{
+		{Title: "Nightly digest", Description: "Digest the day", Schedule: &wire.When{Recurrence: &wire.Recurrence{Type: "daily", Hour: 23, Minute: 30}}},
+		{Title: "Switched off", Description: "Never", IsEnabled: new(bool), Schedule: &wire.When{Recurrence: &wire.Recurrence{Type: "daily", Hour: 1}}},
+	} {
+		if _, err := h.Unix.CreateSchedule(context.Background(), sc); err != nil {
+			t.Fatal(err)
+		}
+	}
 	opened := make(chan string, 4)
 	ran := make(chan error, 1)
 	go func() {
@@ -282,7 +293,7 @@ func TestTrayMenuOverDBus(t *testing.T) {
 			}
 		}
 		if strings.Contains(visible, "Open\n") && strings.Contains(visible, "3 agents running") && strings.Contains(visible, "Summarise the quarterly report — running") &&
-			strings.Contains(visible, "Book the meeting room — running") {
+			strings.Contains(visible, "Book the meeting room — running") && strings.Contains(visible, "Nightly digest — ") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -296,10 +307,27 @@ func TestTrayMenuOverDBus(t *testing.T) {
 			byLabel[e.label] = e
 		}
 	}
-	for _, want := range []string{"New Task…", "Start Preset", "Morning sweep", "Stop All Agents  Ctrl+Shift+Esc", "Dashboard", "Settings…", "Quit Hivecrew", "Open", "Pause", "Cancel"} {
+	for _, want := range []string{"New Task…", "Start Preset", "Morning sweep", "Scheduled", "Manage Schedules…", "Stop All Agents  Ctrl+Shift+Esc", "Dashboard", "Settings…", "Quit Hivecrew", "Open", "Pause", "Cancel"} {
 		if _, ok := byLabel[want]; !ok {
 			t.Errorf("menu lacks %q", want)
 		}
+	}
+	for label := range byLabel {
+		if strings.HasPrefix(label, "Nightly digest — ") && !regexp.MustCompile(`— (today|tomorrow) 23:30$`).MatchString(label) {
+			t.Errorf("the scheduled run reads %q; want its next run today or tomorrow at 23:30", label)
+		}
+		if strings.Contains(label, "Switched off") || label == "Nothing scheduled" {
+			t.Errorf("the Scheduled submenu shows %q", label)
+		}
+	}
+	click(t, menu, byLabel["Manage Schedules…"].id)
+	select {
+	case link := <-opened:
+		if !strings.Contains(link, "next=%2Fschedules") {
+			t.Fatalf("Manage Schedules… opened %s", link)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Manage Schedules… opened nothing")
 	}
 	// Dashboard opens a login link to the dashboard.
 	click(t, menu, byLabel["Dashboard"].id)

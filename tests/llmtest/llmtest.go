@@ -10,6 +10,7 @@ package llmtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,6 +36,10 @@ type Turn struct {
 	Hold <-chan struct{}
 	// Delay waits before answering.
 	Delay time.Duration
+	// Pace, when set, waits this long between the pieces of a streamed
+	// answer (the text comes a few words at a time), as a model that
+	// writes slowly.
+	Pace time.Duration
 	// Repeat makes a script's last turn answer every later request too.
 	Repeat bool
 }
@@ -158,7 +163,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	usage := openai.Usage{PromptTokens: 1000, CompletionTokens: 20, TotalTokens: 1020}
 	if strings.Contains(body, `"stream":true`) {
-		stream(w, turn.Msg, usage)
+		stream(r.Context(), w, turn.Msg, usage, turn.Pace)
 		return
 	}
 	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
@@ -175,11 +180,18 @@ func IsTitleRequest(body []byte) bool { return bytes.Contains(body, []byte(llm.T
 
 // stream answers a streamed request as real providers do: server-sent
 // chat completion chunks, the text a few words at a time, each tool call's
-// arguments in two pieces, then the finish reason, the usage and [DONE].
-func stream(w http.ResponseWriter, msg openai.ChatCompletionMessage, usage openai.Usage) {
+// arguments in two pieces, then the finish reason, the usage and [DONE];
+// pace apart, if set.
+func stream(ctx context.Context, w http.ResponseWriter, msg openai.ChatCompletionMessage, usage openai.Usage, pace time.Duration) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	rc := http.NewResponseController(w)
 	send := func(v any) {
+		if pace > 0 {
+			select {
+			case <-time.After(pace):
+			case <-ctx.Done():
+			}
+		}
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "data: %s\n\n", b)
 		rc.Flush()

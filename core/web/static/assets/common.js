@@ -226,6 +226,7 @@ const API_WORDS = [
   ['providerName ', 'provider '], ['templateId ', 'template '], ['modelId ', 'model '],
   ['outputDirectory ', 'output folder '], ['maxIterations ', 'step limit '], ['timeoutMinutes ', 'time limit '],
   ['networkMode ', 'network mode '], ['reasoningEffort ', 'reasoning effort '],
+  ['schedule.scheduledAt ', 'the run time '], ['schedule.timeZone ', 'time zone '],
   [' timedOut', ' timed out'], [' maxIterations', ' out of steps'], [' waitingForVM', ' waiting for a VM'],
 ];
 

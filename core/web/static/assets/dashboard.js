@@ -1,30 +1,24 @@
 // Dashboard: the new-task form, active tasks as live cards, the history.
 import {
   ACTIVE, TERMINAL, $, badge, del, elapsed, every, fileList, fill, fmtCost, fmtDuration, fmtTime, get, h, initChrome,
-  pairs, patch, post, report, seg, statusLabel, toast,
+  patch, post, report, seg, statusLabel, toast,
 } from './common.js';
-import { modelPicker, reasoningOf } from './modelpicker.js';
+import { reasoningOf } from './modelpicker.js';
 import { taskNotifier } from './notify.js';
+import { taskForm } from './taskform.js';
 
 initChrome();
 
-/** Tools whose permission a task may override here (Settings has them all). */
-const TASK_TOOLS = ['run_shell', 'open_terminal', 'write_file', 'move_file', 'open_url', 'open_app'];
-
 // continueFrom is the finished task the new one continues (?continue=ID).
-const state = { providers: [], settings: null, files: [], skills: [], continueFrom: null };
-const picker = modelPicker({
-  select: $('#task-model'), text: $('#task-model-text'), label: $('#task-model-label'), hint: $('#model-hint'),
-  reasoning: $('#task-reasoning'), reasoningHint: $('#reasoning-hint'),
-});
+const state = { continueFrom: null };
+const form = taskForm({ status: $('#form-status') });
+const { picker, chosenProvider } = form;
 
 // ---- New task form -------------------------------------------------------
 
 async function loadForm() {
-  const [prov, settings, templates] = await Promise.all([get('/providers'), get('/settings'), get('/templates')]);
-  state.providers = prov.providers;
-  state.settings = settings;
-  if (state.providers.length === 0) {
+  const { providers } = await form.load();
+  if (providers.length === 0) {
     const params = new URLSearchParams(location.search);
     if (!params.has('stay')) {
       location.replace('/welcome');
@@ -32,34 +26,8 @@ async function loadForm() {
     }
     $('#onboarding-notice').hidden = false;
   }
-  const sel = $('#task-provider');
-  fill(sel, state.providers.map((p) => h('option', { value: p.displayName, selected: p.isDefault },
-    p.isDefault ? `${p.displayName} (default)` : p.displayName)));
-  if (state.providers.length === 0) fill(sel, h('option', { value: '' }, 'No provider yet'));
-  sel.addEventListener('change', () => picker.load(chosenProvider()));
-  picker.load(chosenProvider());
-
-  $('#task-output').placeholder = settings.outputDirectory;
-  $('#task-timeout').placeholder = String(settings.defaultTimeoutMinutes);
-  $('#task-max-iterations').placeholder = String(settings.defaultMaxIterations);
-  fill($('#task-template'), h('option', { value: '' }, 'Default'),
-    templates.templates.map((t) => h('option', { value: t.id }, t.isDefault ? `${t.name} (default)` : t.name)));
-  const net = $('#task-network option[value=""]');
-  net.textContent = `Default (${settings.networkMode})`;
-  fill($('#tool-policy'), TASK_TOOLS.map((tool) => {
-    const policy = settings.toolPolicy || {};
-    // open_terminal follows run_shell unless a policy names it.
-    // use_credential asks unless a policy names it (the helper's default too).
-    const def = policy[tool] || (tool === 'open_terminal' ? `as run_shell: ${policy.run_shell || 'allow'}` : tool === 'use_credential' ? 'ask' : 'allow');
-    return h('div', { class: 'field' },
-      h('label', { for: `policy-${tool}` }, tool),
-      h('select', { id: `policy-${tool}`, 'data-tool': tool },
-        h('option', { value: '' }, `Default (${def})`),
-        ['allow', 'ask', 'deny'].map((p) => h('option', { value: p }, p))));
-  }));
   const describe = new URLSearchParams(location.search).get('describe');
   if (describe) $('#task-description').value = describe;
-  loadSkills();
   const from = new URLSearchParams(location.search).get('continue');
   if (from) continueFrom(from);
 }
@@ -88,142 +56,6 @@ $('#continue-clear').addEventListener('click', () => {
   history.replaceState(null, '', '/');
 });
 
-// ---- @-mentions of skills ------------------------------------------------------
-
-// A skill the description names as @name gets its instructions into the
-// agent's first message (the helper reads the mentions the same way).
-const MENTION = /(?:^|[\s(])@([a-z0-9][a-z0-9-]{0,63})\b/g;
-const suggest = { items: [], active: 0, start: -1 };
-
-async function loadSkills() {
-  try {
-    state.skills = (await get('/skills')).skills.filter((s) => s.isEnabled);
-  } catch {
-    state.skills = []; // no completion; typing @name still works
-  }
-  mentionHint();
-}
-
-/** The @word being typed at the caret: its start and the letters so far. */
-function typedMention(ta) {
-  const before = ta.value.slice(0, ta.selectionStart);
-  const m = /(?:^|[\s(])@([a-z0-9-]*)$/.exec(before);
-  return m && ta.selectionStart === ta.selectionEnd ? { start: before.length - m[1].length - 1, prefix: m[1] } : null;
-}
-
-function updateSuggestions() {
-  const ta = $('#task-description');
-  const typed = typedMention(ta);
-  suggest.items = typed ? state.skills.filter((s) => s.name.startsWith(typed.prefix)).slice(0, 8) : [];
-  suggest.start = typed ? typed.start : -1;
-  suggest.active = Math.min(suggest.active, Math.max(0, suggest.items.length - 1));
-  renderSuggestions();
-}
-
-function renderSuggestions() {
-  const ta = $('#task-description');
-  const list = $('#skill-suggestions');
-  const open = suggest.items.length > 0;
-  list.hidden = !open;
-  ta.setAttribute('aria-expanded', String(open));
-  if (!open) {
-    ta.removeAttribute('aria-activedescendant');
-    fill(list);
-    return;
-  }
-  fill(list, suggest.items.map((s, i) => {
-    const li = h('li', { id: `skill-opt-${i}`, role: 'option', 'aria-selected': String(i === suggest.active), 'data-skill': s.name },
-      h('code', null, `@${s.name}`), ' ', h('span', { class: 'muted' }, s.description));
-    // mousedown, not click: the textarea keeps its focus and caret.
-    li.addEventListener('mousedown', (e) => { e.preventDefault(); chooseSkill(i); });
-    return li;
-  }));
-  ta.setAttribute('aria-activedescendant', `skill-opt-${suggest.active}`);
-  list.children[suggest.active]?.scrollIntoView({ block: 'nearest' });
-}
-
-function chooseSkill(i) {
-  const ta = $('#task-description');
-  const s = suggest.items[i];
-  if (!s || suggest.start < 0) return;
-  const end = ta.selectionStart;
-  const insert = `@${s.name} `;
-  ta.value = ta.value.slice(0, suggest.start) + insert + ta.value.slice(end).replace(/^ /, '');
-  const caret = suggest.start + insert.length;
-  ta.setSelectionRange(caret, caret);
-  suggest.items = [];
-  renderSuggestions();
-  mentionHint();
-}
-
-/** Says which skills the description mentions. */
-function mentionHint() {
-  const names = [...new Set([...$('#task-description').value.matchAll(MENTION)].map((m) => m[1]))]
-    .filter((n) => state.skills.some((s) => s.name === n));
-  const hint = $('#skill-hint');
-  hint.hidden = names.length === 0;
-  hint.textContent = names.length ? `The agent starts with the instructions of ${names.map((n) => `@${n}`).join(', ')}.` : '';
-}
-
-{
-  const ta = $('#task-description');
-  ta.addEventListener('input', () => { updateSuggestions(); mentionHint(); });
-  ta.addEventListener('click', updateSuggestions);
-  ta.addEventListener('blur', () => { suggest.items = []; renderSuggestions(); });
-  ta.addEventListener('keydown', (e) => {
-    if (suggest.items.length === 0) return;
-    const n = suggest.items.length;
-    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
-      suggest.active = (suggest.active + (e.key === 'ArrowDown' ? 1 : n - 1)) % n;
-      renderSuggestions();
-    } else if (e.key === 'Enter' || e.key === 'Tab') {
-      chooseSkill(suggest.active);
-    } else if (e.key === 'Escape') {
-      suggest.items = [];
-      renderSuggestions();
-    } else {
-      return;
-    }
-    e.preventDefault();
-  });
-}
-
-/** The provider the form has chosen, or undefined. */
-function chosenProvider() {
-  return state.providers.find((p) => p.displayName === $('#task-provider').value);
-}
-
-function renderFiles() {
-  const list = $('#file-list');
-  fill(list, state.files.map((f, i) => h('li', null,
-    h('span', null, `${f.name} (${f.size} bytes)`),
-    h('button', { type: 'button', class: 'small', 'aria-label': `Remove ${f.name}`, onclick: () => { state.files.splice(i, 1); renderFiles(); } }, 'Remove'))));
-}
-
-function addFiles(fileList) {
-  for (const f of fileList) {
-    if (!state.files.some((x) => x.name === f.name && x.size === f.size)) state.files.push(f);
-  }
-  renderFiles();
-}
-
-function wireFiles() {
-  const input = $('#task-files');
-  input.addEventListener('change', () => { addFiles(input.files); input.value = ''; });
-  const zone = $('#drop-zone');
-  // A file dropped anywhere else must not navigate away from the page.
-  window.addEventListener('dragover', (e) => e.preventDefault());
-  window.addEventListener('drop', (e) => e.preventDefault());
-  zone.addEventListener('dragenter', (e) => { e.preventDefault(); zone.classList.add('over'); });
-  zone.addEventListener('dragover', (e) => { e.preventDefault(); zone.classList.add('over'); });
-  zone.addEventListener('dragleave', () => zone.classList.remove('over'));
-  zone.addEventListener('drop', (e) => {
-    e.preventDefault();
-    zone.classList.remove('over');
-    if (e.dataTransfer && e.dataTransfer.files.length) addFiles(e.dataTransfer.files);
-  });
-}
-
 // ---- Compare models ------------------------------------------------------
 
 let targetSeq = 0;
@@ -232,7 +64,7 @@ let targetSeq = 0;
 function addTarget() {
   const n = ++targetSeq;
   const provider = h('select', { id: `target-provider-${n}`, 'data-role': 'provider' },
-    state.providers.map((p) => h('option', { value: p.id, selected: p.isDefault }, p.displayName)));
+    form.providers().map((p) => h('option', { value: p.id, selected: p.isDefault }, p.displayName)));
   const list = h('datalist', { id: `target-models-${n}` });
   const model = h('input', { type: 'text', id: `target-model-${n}`, 'data-role': 'model', list: `target-models-${n}`, autocomplete: 'off', spellcheck: 'false', placeholder: 'Model id' });
   const models = async () => {
@@ -266,61 +98,10 @@ function batchTargets(copies) {
   return targets;
 }
 
-/**
- * The task the form describes, as POST /tasks takes it in JSON (without
- * its files), or null with the problem said and the field focused.
- */
-function formTask() {
-  const desc = $('#task-description').value.trim();
-  if (!desc) {
-    $('#form-status').textContent = 'Describe the task first.';
-    $('#task-description').focus();
-    return null;
-  }
-  const task = { description: desc };
-  const text = { providerName: '#task-provider', outputDirectory: '#task-output', templateId: '#task-template', networkMode: '#task-network' };
-  for (const [name, sel] of Object.entries(text)) {
-    const v = $(sel).value.trim();
-    if (v) task[name] = v;
-  }
-  if (picker.model()) task.modelId = picker.model();
-  Object.assign(task, picker.reasoning());
-  for (const [name, sel] of Object.entries({ timeoutMinutes: '#task-timeout', maxIterations: '#task-max-iterations' })) {
-    const v = $(sel).value.trim();
-    if (v) task[name] = Number(v);
-  }
-  if ($('#task-plan-first').checked) task.planFirst = true;
-  const folders = $('#task-folders').value.split('\n').map((l) => l.trim()).filter((l) => l);
-  if (folders.length) task.hostFolders = folders;
-  // The task's own provisioning (checked again by the helper, which says
-  // what is wrong: a reserved name, a command too long).
-  let environment;
-  try {
-    environment = pairs($('#task-env').value, '=', 'Environment variables');
-  } catch (err) {
-    $('#form-status').textContent = err.message;
-    $('#advanced').open = true;
-    $('#task-env').focus();
-    return null;
-  }
-  const setupCommands = $('#task-setup').value.split('\n').map((l) => l.trim()).filter((l) => l).map((command) => ({ command }));
-  if (Object.keys(environment).length || setupCommands.length) {
-    task.provisioning = {};
-    if (Object.keys(environment).length) task.provisioning.environment = environment;
-    if (setupCommands.length) task.provisioning.setupCommands = setupCommands;
-  }
-  const policy = {};
-  for (const s of document.querySelectorAll('#tool-policy select')) {
-    if (s.value) policy[s.dataset.tool] = s.value;
-  }
-  if (Object.keys(policy).length) task.toolPolicy = policy;
-  return task;
-}
-
 async function submitTask(e) {
   e.preventDefault();
   const status = $('#form-status');
-  const task = formTask();
+  const task = form.formTask();
   if (!task) return;
   const fd = new FormData();
   for (const [name, v] of Object.entries(task)) {
@@ -328,7 +109,7 @@ async function submitTask(e) {
     else fd.append(name, typeof v === 'object' ? JSON.stringify(v) : String(v));
   }
   if (state.continueFrom) fd.append('continuationSourceTaskId', state.continueFrom);
-  for (const f of state.files) fd.append('files', f, f.name);
+  for (const f of form.files()) fd.append('files', f, f.name);
   const copies = Number($('#task-copies').value || 1);
   const batch = copies > 1 || document.querySelectorAll('#compare-targets li').length > 0;
   if (batch) {
@@ -350,7 +131,7 @@ async function submitTask(e) {
   }
   const btn = $('#start-task');
   btn.disabled = true;
-  status.textContent = state.files.length ? 'Uploading…' : 'Starting…';
+  status.textContent = form.files().length ? 'Uploading…' : 'Starting…';
   try {
     if (batch) {
       const res = await post('/tasks/batch', fd);
@@ -375,7 +156,7 @@ function showPresetSave(open) {
 
 /** Saves the form (and its files) as a preset. */
 async function savePreset() {
-  const task = formTask();
+  const task = form.formTask();
   if (!task) return;
   const name = $('#preset-name').value.trim();
   if (!name) {
@@ -385,7 +166,7 @@ async function savePreset() {
   }
   const fd = new FormData();
   fd.append('preset', JSON.stringify({ name, task }));
-  for (const f of state.files) fd.append('files', f, f.name);
+  for (const f of form.files()) fd.append('files', f, f.name);
   const btn = $('#preset-save-confirm');
   btn.disabled = true;
   try {
@@ -632,7 +413,6 @@ $('#preset-save-confirm').addEventListener('click', savePreset);
 $('#preset-save-cancel').addEventListener('click', () => showPresetSave(false));
 $('#preset-name').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); savePreset(); } });
 $('#add-target').addEventListener('click', addTarget);
-wireFiles();
 $('#history-search').addEventListener('input', renderHistory);
 $('#history-status').addEventListener('change', () => { historySig = ''; historyPoll.now(); });
 loadForm().catch(report);

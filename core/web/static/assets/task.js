@@ -1,13 +1,15 @@
 // Agent window: the live screen (MJPEG frames from the stream endpoint),
 // the toolbar, the activity stream (server-sent events), questions,
-// permission prompts, plan approval, instructions, the status bar, and
-// takeover: while the user is in control, pointer and keyboard events on
-// the live screen go to the guest in its logical points.
+// permission prompts, the plan and the checklist (plan.js), instructions,
+// the status bar, and takeover: while the user is in control, pointer and
+// keyboard events on the live screen go to the guest in its logical
+// points.
 import {
   ApiError, PLAN_STATES, TERMINAL, $, badge, elapsed, every, fileList, fill, fmtBytes, fmtClock, fmtCost, fmtDuration, fmtTokens, get, h,
   initChrome, isKillShortcut, patch, post, report, seg, statusLabel, taskIdFromPath, toast, visible,
 } from './common.js';
 import { pointOverlay } from './marks.js';
+import { planPanel } from './plan.js';
 
 initChrome();
 
@@ -26,6 +28,7 @@ const activity = $('#activity');
 const marks = pointOverlay(screen, 'screen');
 
 let task = null;
+const plan = planPanel({ path, update: (t) => { task = t; render(); }, refresh: () => poll.now() });
 // Whether the helper can show the VM's own window for takeover: inside the
 // Hivecrew app (its web views say so in their user agent), or with a
 // backend whose VMs have windows (vz).
@@ -82,7 +85,7 @@ function render() {
   // Resume's; a plan is edited in its panel): the form is there only then.
   show($('#instruct-panel'), running && !taken);
 
-  renderPlan(t);
+  plan.render(t);
   renderHeld(t, paused && !taken);
   renderQuestion(t.pendingQuestion);
   renderPermission(t.pendingPermission);
@@ -355,58 +358,7 @@ function renderStatusBar() {
   $('#sb-cost').textContent = fmtCost(t.costUSD);
 }
 
-// ---- Plan, questions, permissions --------------------------------------------
-
-// The plan states of a plan-first task: planning (the model writes the
-// plan), planReview (the user approves it, edits it, which also starts the
-// agent, or cancels the task), planFailed (the reason; terminal).
-let planShown = '';
-let planEditing = false;
-
-function renderPlan(t) {
-  const reviewing = t.status === 'planReview';
-  show($('#planning-card'), t.status === 'planning');
-  show($('#plan-card'), reviewing);
-  show($('#plan-failed-card'), t.status === 'planFailed');
-  if (t.status === 'planFailed') $('#plan-failed-reason').textContent = t.resultSummary || 'The model gave no usable plan.';
-  if (!reviewing) { planShown = ''; setPlanEditing(false); return; }
-  // A plan being edited is never overwritten by a refresh.
-  if (!planEditing && planShown !== (t.planMarkdown || '')) {
-    planShown = t.planMarkdown || '';
-    $('#plan-text').value = planShown;
-  }
-}
-
-function setPlanEditing(on) {
-  planEditing = on;
-  const box = $('#plan-text');
-  box.readOnly = !on;
-  show($('#plan-approve'), !on);
-  show($('#plan-edit'), !on);
-  show($('#plan-run-edited'), on);
-  show($('#plan-discard'), on);
-  $('#plan-hint').textContent = on
-    ? 'Edit the plan, then run it: the agent starts with your version.'
-    : 'Approve it to start the agent, edit it first, or cancel the task.';
-  if (on) box.focus();
-}
-
-async function planAction(body) {
-  if (body.action === 'cancel_plan' && !confirm('Cancel this task?')) return;
-  if (body.action === 'edit_plan' && !body.planMarkdown.trim()) {
-    toast('The plan is empty: write one, or cancel the task.');
-    return;
-  }
-  for (const b of document.querySelectorAll('#plan-card button, #planning-card button')) b.disabled = true;
-  try {
-    task = await patch(path, body);
-    setPlanEditing(false);
-    render();
-    toast(body.action === 'cancel_plan' ? 'Task cancelled.' : 'Plan approved: the agent starts when a VM is free.');
-  } catch (err) { report(err); }
-  for (const b of document.querySelectorAll('#plan-card button, #planning-card button')) b.disabled = false;
-  poll.now();
-}
+// ---- Questions, permissions (the plan: plan.js) ----------------------------------
 
 let questionShown = '';
 // Questions and permission requests answered here: the agent may still
@@ -534,15 +486,6 @@ $('#banner-handback').addEventListener('click', handBack);
 $('#btn-cancel').addEventListener('click', () => {
   if (confirm('Cancel this task? The agent stops and its VM is destroyed.')) act(() => patch(path, { action: 'cancel' }).then(() => get(path)));
 });
-$('#plan-approve').addEventListener('click', () => planAction({ action: 'approve_plan' }));
-$('#plan-edit').addEventListener('click', () => setPlanEditing(true));
-$('#plan-discard').addEventListener('click', () => {
-  $('#plan-text').value = planShown;
-  setPlanEditing(false);
-});
-$('#plan-run-edited').addEventListener('click', () => planAction({ action: 'edit_plan', planMarkdown: $('#plan-text').value }));
-$('#plan-cancel').addEventListener('click', () => planAction({ action: 'cancel_plan' }));
-$('#planning-cancel').addEventListener('click', () => planAction({ action: 'cancel_plan' }));
 $('#permission-approve').addEventListener('click', () => respond(true));
 $('#permission-deny').addEventListener('click', () => respond(false));
 $('#question-form').addEventListener('submit', (e) => {
@@ -904,6 +847,7 @@ function onLive(msg) {
   let ev;
   try { ev = JSON.parse(msg.data); } catch { return; }
   const d = ev.data || {};
+  if (plan.onLive(d)) return; // the plan as it is written
   const box = $('#live-answer');
   const text = $('#live-text');
   const reasoning = $('#live-reasoning');
