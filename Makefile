@@ -57,7 +57,8 @@ browser:
 		node --test tests/browser/; \
 	else echo "browser: no browser tests yet"; fi
 
-## check-darwin: type-check every package as built for darwin/arm64 (cgo), from source
+## check-darwin: type-check and lint every package as built for darwin/arm64 (cgo), from source;
+##        with HIVECREW_DARWIN_SDK also compile the cgo and Objective-C with clang and link the executables
 check-darwin:
 	$(GO) run ./scripts/checkdarwin ./...
 
@@ -73,9 +74,10 @@ eval-selftest: build
 run: deps-runtime build
 	./bin/hivecrew-helper serve --print-api-key
 
-## app: the signed Hivecrew.app bundle (macOS only)
+## app: the signed Hivecrew.app bundle (macOS only; refuses a macOS SDK older than macOS 15)
 app:
 ifeq ($(UNAME),Darwin)
+	$(GO) run ./scripts/checkdarwin -sdk-check "$${SDKROOT:-$$(xcrun --sdk macosx --show-sdk-path)}"
 	mkdir -p dist/bin
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 $(GO) build -ldflags "$(LDFLAGS)" -o dist/bin/hivecrew ./app
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 $(GO) build -ldflags "$(LDFLAGS)" -o dist/bin/hivecrew-helper ./xpchelper

@@ -23,8 +23,9 @@ func Open(link string) error {
 	return nil
 }
 
-// Notify shows a notification through org.freedesktop.Notifications.
-func Notify(title, body string) error {
+// Notify shows a notification through org.freedesktop.Notifications (task,
+// what it is about, is not used: a click opens nothing).
+func Notify(task, title, body string) error {
 	conn, err := dbus.SessionBus()
 	if err != nil {
 		return fmt.Errorf("notify: no session bus: %w", err)

@@ -10,7 +10,7 @@ var errUnsupported = errors.New("the menu-bar app runs on macOS and Linux")
 func Open(link string) error { return errUnsupported }
 
 // Notify is not available on this OS.
-func Notify(title, body string) error { return errUnsupported }
+func Notify(task, title, body string) error { return errUnsupported }
 
 // SessionBusProblem: no menu bar here.
 func SessionBusProblem() string { return "this OS has no supported menu bar" }

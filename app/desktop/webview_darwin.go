@@ -55,14 +55,10 @@ func Open(link string) error {
 // yieldToHelper lets the helper (com.hivecrew.helper) make itself active
 // later: since macOS 14 an app activates only when the active app yields
 // to it, and the helper's takeover window is asked for from these web
-// windows (NSApplication yieldActivationToApplicationWithBundleIdentifier:,
-// macOS 14 and later; darwinkit v0.5.0 does not bind it).
+// windows (NSApplication yieldActivationToApplicationWithBundleIdentifier:;
+// darwinkit v0.5.0 does not bind it).
 func yieldToHelper() {
-	app := appkit.Application_SharedApplication()
-	sel := objc.Sel("yieldActivationToApplicationWithBundleIdentifier:")
-	if app.RespondsToSelector(sel) {
-		objc.Call[objc.Void](app, sel, HelperBundleID)
-	}
+	objc.Call[objc.Void](appkit.Application_SharedApplication(), objc.Sel("yieldActivationToApplicationWithBundleIdentifier:"), HelperBundleID)
 }
 
 // newWindow puts view in a new window of kind, wires its delegates and
@@ -110,17 +106,11 @@ func homeOf(view webkit.WebView) string {
 	return ""
 }
 
-// activate brings the app forward: NSApplication.activate (macOS 14 and
-// later) after a click in its own menu; activateIgnoringOtherApps: is
-// deprecated in macOS 14 and has no effect there.
+// activate brings the app forward after a click in its own menu:
+// NSApplication.activate (macOS 14 and later; darwinkit v0.5.0 does not
+// bind it). activateIgnoringOtherApps: does nothing since macOS 14.
 func activate() {
-	app := appkit.Application_SharedApplication()
-	if app.RespondsToSelector(objc.Sel("activate")) {
-		objc.Call[objc.Void](app, objc.Sel("activate"))
-		return
-	}
-	// checkdarwin:allow the fallback for macOS 13, which has no -[NSApplication activate]
-	app.ActivateIgnoringOtherApps(true)
+	objc.Call[objc.Void](appkit.Application_SharedApplication(), objc.Sel("activate"))
 }
 
 // openExternally opens a web or mail link in the user's default app.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/progrium/darwinkit/dispatch"
 	"golang.design/x/hotkey"
+
+	"github.com/hivecrew/hivecrew/core/shortcut"
 )
 
 // Listen registers sc as a global hotkey (golang.design/x/hotkey, Carbon
@@ -16,17 +18,17 @@ func Listen(ctx context.Context, display string, sc Shortcut, fire func()) error
 	var mods []hotkey.Modifier
 	for _, m := range sc.Mods {
 		switch m {
-		case Cmd:
+		case shortcut.Cmd:
 			mods = append(mods, hotkey.ModCmd)
-		case Ctrl:
+		case shortcut.Ctrl:
 			mods = append(mods, hotkey.ModCtrl)
-		case Shift:
+		case shortcut.Shift:
 			mods = append(mods, hotkey.ModShift)
-		case Option:
+		case shortcut.Option:
 			mods = append(mods, hotkey.ModOption)
 		}
 	}
-	code, ok := MacKeyCodes[sc.Key]
+	code, ok := shortcut.MacKeyCodes[sc.Key]
 	if !ok {
 		return fmt.Errorf("kill switch: key %q has no macOS key code", sc.Key)
 	}

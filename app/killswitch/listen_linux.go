@@ -7,6 +7,8 @@ import (
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
+
+	"github.com/hivecrew/hivecrew/core/shortcut"
 )
 
 // Listen grabs sc on the X display (empty: $DISPLAY) and calls fire on
@@ -20,7 +22,7 @@ func Listen(ctx context.Context, display string, sc Shortcut, fire func()) error
 	stop := context.AfterFunc(ctx, conn.Close)
 	defer stop()
 	root := xproto.Setup(conn).DefaultScreen(conn).Root
-	code, err := keycode(conn, keys[sc.Key])
+	code, err := keycode(conn, shortcut.X11Keysyms[sc.Key])
 	if err != nil {
 		conn.Close()
 		return err
@@ -28,13 +30,13 @@ func Listen(ctx context.Context, display string, sc Shortcut, fire func()) error
 	var mods uint16
 	for _, m := range sc.Mods {
 		switch m {
-		case Ctrl:
+		case shortcut.Ctrl:
 			mods |= xproto.ModMaskControl
-		case Shift:
+		case shortcut.Shift:
 			mods |= xproto.ModMaskShift
-		case Option:
+		case shortcut.Option:
 			mods |= xproto.ModMask1
-		case Cmd:
+		case shortcut.Cmd:
 			mods |= xproto.ModMask4
 		}
 	}

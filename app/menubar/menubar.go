@@ -50,8 +50,9 @@ type Config struct {
 	// Open shows a page of the web UI (a login link with its path): a
 	// native window on macOS, the browser on Linux.
 	Open func(link string) error
-	// Notify, if set, shows a desktop notification.
-	Notify func(title, body string) error
+	// Notify, if set, shows a desktop notification about a task ("" for
+	// none); on macOS a click on it opens the task (OpenPage).
+	Notify func(task, title, body string) error
 	// Shortcut is the kill switch as shown in the menu ("⌘⇧⎋").
 	Shortcut string
 	// StartAtLogin, if set, backs the Start at Login checkbox.
@@ -193,6 +194,10 @@ func (m *Menu) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
+// OpenPage shows a page of the web UI (a path: "/tasks/ID", "/"), as a
+// click on a notification asks.
+func (m *Menu) OpenPage(path string) { m.open(path) }
+
 // open shows a page of the web UI through a fresh login link.
 func (m *Menu) open(path string) {
 	ctx, cancel := m.ctx()
@@ -214,18 +219,18 @@ func (m *Menu) StopAll() {
 	res, err := m.cfg.Client.StopAll(ctx)
 	if err != nil {
 		m.cfg.Log.Error("stop all agents", "err", err)
-		m.notify("Stop All Agents failed", err.Error())
+		m.notify("", "Stop All Agents failed", err.Error())
 		return
 	}
 	m.cfg.Log.Warn("kill switch: agents stopped", "tasks", len(res.Stopped), "ms", res.DurationMs)
 	m.refresh()
 }
 
-func (m *Menu) notify(title, body string) {
+func (m *Menu) notify(task, title, body string) {
 	if m.cfg.Notify == nil {
 		return
 	}
-	if err := m.cfg.Notify(title, body); err != nil {
+	if err := m.cfg.Notify(task, title, body); err != nil {
 		m.cfg.Log.Warn("notification", "err", err)
 	}
 }
@@ -304,7 +309,7 @@ func (m *Menu) handleClicks() {
 			on := !m.login.Checked()
 			if err := m.cfg.StartAtLogin.Set(on); err != nil {
 				m.cfg.Log.Error("start at login", "err", err)
-				m.notify("Start at Login", err.Error())
+				m.notify("", "Start at Login", err.Error())
 				continue
 			}
 			if on {
@@ -358,7 +363,7 @@ func (m *Menu) startPreset(i int) {
 	t, err := m.cfg.Client.RunPreset(ctx, p.ID, wire.RunPreset{})
 	if err != nil {
 		m.cfg.Log.Error("start preset", "preset", p.ID, "err", err)
-		m.notify(fmt.Sprintf("Could not start %q", p.Name), err.Error())
+		m.notify("", fmt.Sprintf("Could not start %q", p.Name), err.Error())
 		return
 	}
 	m.open("/tasks/" + t.ID)
@@ -443,7 +448,7 @@ func (m *Menu) act(a Agent, action string) {
 	defer cancel()
 	if _, err := m.cfg.Client.TaskAction(ctx, a.ID, wire.TaskAction{Action: action}); err != nil {
 		m.cfg.Log.Error("menu action", "task", a.ID, "action", action, "err", err)
-		m.notify(fmt.Sprintf("Could not %s %q", action, a.Title), err.Error())
+		m.notify(a.ID, fmt.Sprintf("Could not %s %q", action, a.Title), err.Error())
 	}
 	m.refresh()
 }
@@ -535,7 +540,7 @@ func (m *Menu) refresh() {
 		wanted = s.NotifyEvents
 	}
 	for _, n := range Wanted(all, wanted) {
-		m.notify(n.Title, n.Body)
+		m.notify(n.TaskID, n.Title, n.Body)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/shortcut"
 )
 
 // NetworkMode says what network a guest gets.
@@ -340,8 +341,6 @@ func (s Settings) Clone() Settings {
 	return s
 }
 
-var shortcutPattern = regexp.MustCompile(`^((cmd|ctrl|shift|option|alt)\+)+[a-z0-9]+$`)
-
 // Validate returns every problem in s, each naming its setting, as one error
 // of class errdefs.ErrInvalid; nil when s is usable.
 func (s Settings) Validate() error {
@@ -421,8 +420,8 @@ func (s Settings) Validate() error {
 			errs = append(errs, fmt.Errorf("notifyEvents: %q is given twice", e))
 		}
 	}
-	if !shortcutPattern.MatchString(s.KillSwitchShortcut) {
-		errs = append(errs, fmt.Errorf("killSwitchShortcut %q is not of the form modifier+...+key (e.g. ctrl+shift+escape)", s.KillSwitchShortcut))
+	if _, err := shortcut.Parse(s.KillSwitchShortcut); err != nil {
+		errs = append(errs, fmt.Errorf("killSwitchShortcut: %w", err))
 	}
 	if len(errs) == 0 {
 		return nil

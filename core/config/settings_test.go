@@ -50,6 +50,28 @@ func TestValidateNamesEveryBadSetting(t *testing.T) {
 	}
 }
 
+// TestKillSwitchShortcutMacOSRegisters: Settings refuse a kill-switch
+// shortcut that macOS 15 will not register (Option or Option+Shift as its
+// only modifiers), saying why, and one the menu-bar app cannot grab (an
+// unknown key); they take Option with Cmd or Ctrl.
+func TestKillSwitchShortcutMacOSRegisters(t *testing.T) {
+	base := Defaults("darwin", "/Users/ada")
+	for _, bad := range []string{"option+shift+k", "alt+escape", "ctrl+banana"} {
+		_, err := base.Patch([]byte(`{"killSwitchShortcut": "` + bad + `"}`))
+		if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "killSwitchShortcut") {
+			t.Errorf("%s: %v, want an invalid killSwitchShortcut", bad, err)
+		}
+	}
+	_, err := base.Patch([]byte(`{"killSwitchShortcut": "option+shift+k"}`))
+	if err == nil || !strings.Contains(err.Error(), "macOS 15 and later do not register") || !strings.Contains(err.Error(), "add Cmd or Ctrl") {
+		t.Errorf("option+shift+k: %v, want the reason and the way out", err)
+	}
+	got, err := base.Patch([]byte(`{"killSwitchShortcut": "cmd+option+k"}`))
+	if err != nil || got.KillSwitchShortcut != "cmd+option+k" {
+		t.Errorf("cmd+option+k: %+v, %v", got.KillSwitchShortcut, err)
+	}
+}
+
 func TestPatch(t *testing.T) {
 	base := Defaults("linux", "/home/ada")
 	base.ToolPolicy["open_url"] = Ask

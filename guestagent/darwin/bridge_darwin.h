@@ -49,9 +49,21 @@ void hc_key(uint16_t code, uint64_t flags);
 int hc_key_event(uint16_t code, int down, uint64_t flags);
 void hc_type_utf16(const uint16_t *units, int n);
 
-int hc_open_app(const char *name, char **err);
-int hc_open_file(const char *path, const char *app, char **err);
-int hc_open_url(const char *url, char **err);
+// The open functions ask for activation (open with activation) and set
+// *pid to the app that opened, or -1 when macOS does not say.
+int hc_open_app(const char *name, int32_t *pid, char **err);
+int hc_open_file(const char *path, const char *app, int32_t *pid, char **err);
+int hc_open_url(const char *url, int32_t *pid, char **err);
+// hc_frontmost_pid returns the frontmost app's pid (-1 when there is
+// none) and sets *name to its name (malloc'd).
+int32_t hc_frontmost_pid(char **name);
+// hc_activate_cooperative asks that the app with pid be activated as if
+// the frontmost app activated it (activateFromApplication:options:,
+// macOS 14); hc_activate_ax sets its AXFrontmost and raises its main
+// window (Accessibility). Both answer 0 when asked, or an error code
+// (-1: no such app; an AXError) without saying whether it took.
+int hc_activate_cooperative(int32_t pid);
+int hc_activate_ax(int32_t pid);
 // hc_resolve_app_json says, as JSON (protocol.ResolvedApp), what
 // hc_open_app(name) (and hc_open_file with that app) would start: the
 // bundle's id, name, folder and executable, links resolved.

@@ -334,12 +334,15 @@ static NSURL *hc_app_url(NSString *name) {
 	return nil;
 }
 
-// hc_wait runs an asynchronous NSWorkspace call and waits for its completion.
-static int hc_wait(void (^start)(void (^finish)(NSError *)), char **err) {
+// hc_wait runs an asynchronous NSWorkspace call and waits for its
+// completion, which names the app that opened (its pid, or -1).
+static int hc_wait(void (^start)(void (^finish)(NSRunningApplication *, NSError *)), int32_t *pid, char **err) {
 	__block NSError *failure = nil;
+	__block int32_t opened = -1;
 	dispatch_semaphore_t done = dispatch_semaphore_create(0);
-	start(^(NSError *e) {
+	start(^(NSRunningApplication *a, NSError *e) {
 		failure = e;
+		if (a != nil) opened = a.processIdentifier;
 		dispatch_semaphore_signal(done);
 	});
 	if (dispatch_semaphore_wait(done, dispatch_time(DISPATCH_TIME_NOW, hc_wait_seconds * NSEC_PER_SEC)) != 0) {
@@ -350,57 +353,90 @@ static int hc_wait(void (^start)(void (^finish)(NSError *)), char **err) {
 		*err = hc_cstring(failure.localizedDescription);
 		return HC_FAILED;
 	}
+	*pid = opened;
 	return HC_OK;
 }
 
-int hc_open_app(const char *name, char **err) {
+int hc_open_app(const char *name, int32_t *pid, char **err) {
 	NSURL *app = hc_app_url(hc_nsstring(name));
 	if (app == nil) return HC_NOT_FOUND;
 	NSWorkspaceOpenConfiguration *config = [NSWorkspaceOpenConfiguration configuration];
 	config.activates = YES;
-	return hc_wait(^(void (^finish)(NSError *)) {
-		[[NSWorkspace sharedWorkspace] openApplicationAtURL:app
-		                                      configuration:config
-		                                  completionHandler:^(NSRunningApplication *a, NSError *e) { finish(e); }];
-	}, err);
+	return hc_wait(^(void (^finish)(NSRunningApplication *, NSError *)) {
+		[[NSWorkspace sharedWorkspace] openApplicationAtURL:app configuration:config completionHandler:finish];
+	}, pid, err);
 }
 
-static int hc_open(NSURL *target, const char *app, char **err) {
+static int hc_open(NSURL *target, const char *app, int32_t *pid, char **err) {
 	NSWorkspaceOpenConfiguration *config = [NSWorkspaceOpenConfiguration configuration];
 	config.activates = YES;
 	if (app != NULL && app[0] != 0) {
 		NSURL *appURL = hc_app_url(hc_nsstring(app));
 		if (appURL == nil) return HC_NOT_FOUND;
-		return hc_wait(^(void (^finish)(NSError *)) {
-			[[NSWorkspace sharedWorkspace] openURLs:@[ target ]
-			                   withApplicationAtURL:appURL
-			                          configuration:config
-			                      completionHandler:^(NSRunningApplication *a, NSError *e) { finish(e); }];
-		}, err);
+		return hc_wait(^(void (^finish)(NSRunningApplication *, NSError *)) {
+			[[NSWorkspace sharedWorkspace] openURLs:@[ target ] withApplicationAtURL:appURL configuration:config completionHandler:finish];
+		}, pid, err);
 	}
-	return hc_wait(^(void (^finish)(NSError *)) {
-		[[NSWorkspace sharedWorkspace] openURL:target
-		                         configuration:config
-		                     completionHandler:^(NSRunningApplication *a, NSError *e) { finish(e); }];
-	}, err);
+	return hc_wait(^(void (^finish)(NSRunningApplication *, NSError *)) {
+		[[NSWorkspace sharedWorkspace] openURL:target configuration:config completionHandler:finish];
+	}, pid, err);
 }
 
-int hc_open_file(const char *path, const char *app, char **err) {
+int hc_open_file(const char *path, const char *app, int32_t *pid, char **err) {
 	NSString *p = hc_nsstring(path);
 	if (p.length == 0) {
 		*err = strdup("the path is empty or not UTF-8");
 		return HC_FAILED;
 	}
-	return hc_open([NSURL fileURLWithPath:p], app, err);
+	return hc_open([NSURL fileURLWithPath:p], app, pid, err);
 }
 
-int hc_open_url(const char *url, char **err) {
+int hc_open_url(const char *url, int32_t *pid, char **err) {
 	NSURL *target = [NSURL URLWithString:hc_nsstring(url)]; // nil for a malformed URL
 	if (target == nil) {
 		*err = strdup("not a URL");
 		return HC_FAILED;
 	}
-	return hc_open(target, NULL, err);
+	return hc_open(target, NULL, pid, err);
+}
+
+int32_t hc_frontmost_pid(char **name) {
+	NSRunningApplication *app = [[NSWorkspace sharedWorkspace] frontmostApplication];
+	if (app == nil) {
+		*name = strdup("");
+		return -1;
+	}
+	*name = hc_cstring(app.localizedName ?: app.bundleIdentifier ?: @"");
+	return app.processIdentifier;
+}
+
+#if __MAC_OS_X_VERSION_MAX_ALLOWED < 140000
+// macOS 14's cooperative activation, declared for an older SDK (the one
+// check-darwin can assemble on Linux; make app refuses such an SDK).
+@interface NSRunningApplication (HCCooperativeActivation)
+- (BOOL)activateFromApplication:(NSRunningApplication *)application options:(NSApplicationActivationOptions)options;
+@end
+#endif
+
+int hc_activate_cooperative(int32_t pid) {
+	NSRunningApplication *target = [NSRunningApplication runningApplicationWithProcessIdentifier:pid];
+	NSRunningApplication *front = [[NSWorkspace sharedWorkspace] frontmostApplication];
+	if (target == nil || front == nil) return -1;
+	// As if the app in front yielded to target.
+	return [target activateFromApplication:front options:NSApplicationActivateAllWindows] ? 0 : -2;
+}
+
+int hc_activate_ax(int32_t pid) {
+	AXUIElementRef app = AXUIElementCreateApplication(pid);
+	if (app == NULL) return -1;
+	AXError e = AXUIElementSetAttributeValue(app, kAXFrontmostAttribute, kCFBooleanTrue);
+	CFTypeRef window = NULL;
+	if (e == kAXErrorSuccess && AXUIElementCopyAttributeValue(app, kAXMainWindowAttribute, &window) == kAXErrorSuccess && window != NULL) {
+		AXUIElementPerformAction((AXUIElementRef)window, kAXRaiseAction);
+		CFRelease(window);
+	}
+	CFRelease(app);
+	return e == kAXErrorSuccess ? 0 : (int)e;
 }
 
 // hc_bundle_string is an Info.plist string of bundle, or nil.

@@ -40,6 +40,8 @@ type Driver struct {
 	osVersion string
 	// buttons are the mouse buttons MouseButton holds down.
 	buttons buttonsDown
+	// front is the last open whose app did not come to the front.
+	front frontState
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -106,6 +108,9 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 		desc.Problems = append(desc.Problems, "Accessibility permission is missing: System Settings > Privacy & Security > Accessibility")
 	}
 	if p := d.screenApprovalProblem(ctx); p != "" {
+		desc.Problems = append(desc.Problems, p)
+	}
+	if p := d.front.problem(); p != "" {
 		desc.Problems = append(desc.Problems, p)
 	}
 	return desc, nil
@@ -445,12 +450,17 @@ func openResult(code C.int, cerr *C.char, what string) error {
 	return protocol.Errorf(protocol.CodeInternalError, "open %s: %s", what, msg)
 }
 
-// OpenApp implements server.Driver: by bundle id or application name.
+// OpenApp implements server.Driver: by bundle id or application name,
+// brought to the front (an error says when macOS kept it behind).
 func (d *Driver) OpenApp(ctx context.Context, name string) error {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var cerr *C.char
-	return openResult(C.hc_open_app(cname, &cerr), cerr, name)
+	var pid C.int32_t
+	if err := openResult(C.hc_open_app(cname, &pid, &cerr), cerr, name); err != nil {
+		return err
+	}
+	return d.broughtForward(ctx, name, pid)
 }
 
 // OpenFile implements server.Driver.
@@ -463,7 +473,11 @@ func (d *Driver) OpenFile(ctx context.Context, path, app string) error {
 	if app != "" {
 		what = app
 	}
-	return openResult(C.hc_open_file(cpath, capp, &cerr), cerr, what)
+	var pid C.int32_t
+	if err := openResult(C.hc_open_file(cpath, capp, &pid, &cerr), cerr, what); err != nil {
+		return err
+	}
+	return d.broughtForward(ctx, "the app that opened "+what, pid)
 }
 
 var _ server.AppResolver = (*Driver)(nil)
@@ -492,7 +506,11 @@ func (d *Driver) OpenURL(ctx context.Context, url string) error {
 	curl := C.CString(url)
 	defer C.free(unsafe.Pointer(curl))
 	var cerr *C.char
-	return openResult(C.hc_open_url(curl, &cerr), cerr, url)
+	var pid C.int32_t
+	if err := openResult(C.hc_open_url(curl, &pid, &cerr), cerr, url); err != nil {
+		return err
+	}
+	return d.broughtForward(ctx, "the app that opened "+url, pid)
 }
 
 // ClipboardRead implements server.Driver.

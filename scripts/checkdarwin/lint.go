@@ -42,6 +42,8 @@ var lintRules = []lintRule{
 	{re: regexp.MustCompile(`\bkUTType[A-Z]`), why: "deprecated since macOS 12: use UniformTypeIdentifiers (UTType)"},
 	{re: regexp.MustCompile(`\bSecKeychain(Find|Add)[A-Za-z]*\b`), why: "the SecKeychain API is deprecated: use SecItem (go-keychain does)"},
 	{re: regexp.MustCompile(`\bUIWebView\b`), why: "legacy WebKit view, deprecated: use WKWebView"},
+	// Order: AppKit reads which methods a delegate has when it is set.
+	{re: regexp.MustCompile(`\bmacos\.RunApp\b`), why: "installs the app delegate before its callback runs, so AppKit may never ask a handler set there (applicationShouldTerminate:): use core/macapp.Run"},
 	// Nil (or an exception) where callers may not expect it.
 	{re: regexp.MustCompile(`\bcurrentNotificationCenter\b|\bCurrentNotificationCenter\b`), why: "raises an exception in a process without a bundle id: check NSBundle.mainBundle.bundleIdentifier first"},
 	{re: regexp.MustCompile(`\bmainScreen\b|\bScreen_MainScreen\b`), why: "nil when no display is attached (a headless guest, a closed lid): check it", nilable: true},
@@ -88,6 +90,9 @@ func lintFiles(paths []string) ([]string, error) {
 				}
 				out = append(out, fmt.Sprintf("%s:%d: %s: %s (a deliberate use: // checkdarwin:allow <why>)", path, i+1, code[loc[0]:loc[1]], r.why))
 			}
+		}
+		if strings.HasSuffix(path, ".go") {
+			out = append(out, lintDelegateOrder(path, b)...)
 		}
 	}
 	return out, nil

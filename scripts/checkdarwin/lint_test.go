@@ -56,14 +56,7 @@ import "C"
 		"x_darwin.m:15: SMLoginItemSetEnabled:",
 		"y_darwin.go:5: mainScreen:",
 	}
-	if len(got) != len(want) {
-		t.Fatalf("findings:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
-	}
-	for i, w := range want {
-		if !strings.Contains(got[i], w) {
-			t.Errorf("finding %d = %q, want %q", i, got[i], w)
-		}
-	}
+	wantFindings(t, got, want)
 }
 
 // TestProjectDarwinCodeLintsClean is make check-darwin's lint on this
@@ -78,5 +71,63 @@ func TestProjectDarwinCodeLintsClean(t *testing.T) {
 	}
 	if len(res.Lint) > 0 {
 		t.Fatalf("lint findings:\n%s", strings.Join(res.Lint, "\n"))
+	}
+}
+
+// TestLintFindsHandlersSetAfterTheDelegate: the helper's logout gate was
+// set on the app delegate after darwinkit's macos.RunApp had installed it,
+// where AppKit may never ask for it. The lint finds macos.RunApp and a
+// handler set on a delegate after SetDelegate; handlers set first are
+// fine.
+func TestLintFindsHandlersSetAfterTheDelegate(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "serve_darwin.go")
+	src := `package main
+
+func late() {
+	macos.RunApp(func(app appkit.Application, delegate *appkit.ApplicationDelegate) {
+		delegate.SetApplicationShouldTerminate(func(appkit.Application) appkit.ApplicationTerminateReply { return 0 })
+	})
+}
+
+func after(app appkit.Application) {
+	d := &appkit.ApplicationDelegate{}
+	d.SetApplicationDidFinishLaunching(nil)
+	app.SetDelegate(d)
+	d.SetApplicationShouldTerminate(nil)
+}
+
+func first(w appkit.Window) {
+	wd := &appkit.WindowDelegate{}
+	wd.SetWindowWillClose(nil)
+	w.SetDelegate(wd)
+	w.SetTitle("x")
+}
+`
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := lintFiles([]string{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"serve_darwin.go:4: macos.RunApp: installs the app delegate before its callback runs",
+		"serve_darwin.go:13: d.SetApplicationShouldTerminate: a handler set after the delegate was installed (line 12)",
+	}
+	wantFindings(t, got, want)
+}
+
+// wantFindings checks the lint's findings, in order, against the start of
+// each wanted one.
+func wantFindings(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("findings:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("finding %d = %q, want %q", i, got[i], w)
+		}
 	}
 }

@@ -2,7 +2,9 @@
 // darwin/arm64 with cgo, on any OS, without a C compiler or the macOS SDK;
 // lints their darwin-only code for deprecated and nil-returning Apple APIs
 // (lint.go); and, given a macOS SDK, compiles their cgo and Objective-C
-// with clang (crosscompile.go).
+// with clang and links the executables (crosscompile.go, toolchain.go).
+// With -sdk-check it only says whether a macOS SDK is new enough for
+// Hivecrew (sdk.go): make app runs that first.
 //
 // `go list -deps` under GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 picks each
 // package's file set (it never runs cgo); go/types then checks every package
@@ -12,6 +14,7 @@
 // on the command line are checked in full and any error fails the run.
 //
 //	go run ./scripts/checkdarwin [-C dir] [packages]   (default ./...)
+//	go run ./scripts/checkdarwin -sdk-check SDK
 package main
 
 import (
@@ -35,11 +38,21 @@ import (
 
 func main() {
 	dir := flag.String("C", ".", "directory of the module to check")
+	sdkCheck := flag.String("sdk-check", "", "only check that the macOS SDK at this path is macOS "+minMacOS+" or later")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: checkdarwin [-C dir] [packages]")
+		fmt.Fprintln(os.Stderr, "usage: checkdarwin [-C dir] [packages] | checkdarwin -sdk-check SDK")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *sdkCheck != "" {
+		v, err := checkSDK(*sdkCheck)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "check-darwin:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("check-darwin: the macOS %s SDK at %s builds for macOS %s: ok\n", v, *sdkCheck, minMacOS)
+		return
+	}
 	patterns := flag.Args()
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
@@ -50,7 +63,7 @@ func main() {
 		os.Exit(2)
 	}
 	res.report(os.Stdout)
-	cc := runCrossCompile(context.Background(), *dir, patterns)
+	cc := runCrossCompile(context.Background(), *dir, patterns, res.pkgs)
 	fmt.Println(cc.report())
 	if len(res.Errors) > 0 || len(res.Lint) > 0 || cc.err != nil {
 		os.Exit(1)
@@ -71,6 +84,7 @@ type listedPackage struct {
 	CFiles     []string
 	HFiles     []string
 	ImportMap  map[string]string
+	Deps       []string
 	Standard   bool
 	DepOnly    bool
 	Module     *struct{ GoVersion string }
@@ -88,6 +102,8 @@ type result struct {
 	Lint     []string
 	Linted   int
 	Duration time.Duration
+	// pkgs are the packages listed, dependencies first.
+	pkgs []listedPackage
 }
 
 func (r result) report(w io.Writer) {
@@ -108,7 +124,7 @@ func check(ctx context.Context, dir string, patterns []string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	var res result
+	res := result{pkgs: pkgs}
 	fset := token.NewFileSet()
 	checked := map[string]*types.Package{"unsafe": types.Unsafe}
 	sizes := types.SizesFor("gc", "arm64")
@@ -163,7 +179,7 @@ func check(ctx context.Context, dir string, patterns []string) (result, error) {
 // the darwin target, dependencies first.
 func goList(ctx context.Context, dir string, patterns []string) ([]listedPackage, error) {
 	args := append([]string{"list", "-e", "-deps",
-		"-json=ImportPath,Dir,Name,GoFiles,CgoFiles,MFiles,CFiles,HFiles,ImportMap,Standard,DepOnly,Module,Error"}, patterns...)
+		"-json=ImportPath,Dir,Name,GoFiles,CgoFiles,MFiles,CFiles,HFiles,ImportMap,Deps,Standard,DepOnly,Module,Error"}, patterns...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), targetEnv...)

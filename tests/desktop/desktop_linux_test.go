@@ -255,9 +255,19 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	}
 	opened := make(chan string, 4)
 	ran := make(chan error, 1)
+	// The task each notification is about, by its title and body (a click
+	// on it opens that task on macOS: desktop.NotificationTarget).
+	var aboutMu sync.Mutex
+	about := map[string]string{}
+	notifyAbout := func(task, title, body string) error {
+		aboutMu.Lock()
+		about[title+": "+body] = task
+		aboutMu.Unlock()
+		return desktop.Notify(task, title, body)
+	}
 	go func() {
 		ran <- menubar.Run(menubar.Config{
-			Client: h.Unix, Open: func(link string) error { opened <- link; return nil }, Notify: desktop.Notify,
+			Client: h.Unix, Open: func(link string) error { opened <- link; return nil }, Notify: notifyAbout,
 			Shortcut: "Ctrl+Shift+Esc", Poll: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		})
 	}()
@@ -343,12 +353,13 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	if _, err := h.Unix.TaskAction(context.Background(), ids[2], wire.TaskAction{Action: "cancel"}); err != nil {
 		t.Fatal(err)
 	}
-	finish := func(description string) {
+	finish := func(description string) string {
 		finished, err := h.Unix.CreateTask(context.Background(), wire.CreateTask{Description: description})
 		if err != nil {
 			t.Fatal(err)
 		}
 		daemontest.WaitTask(t, h.Unix, finished.ID, "completed", 20*time.Second, func(t wire.Task) bool { return t.Status == "completed" })
+		return finished.ID
 	}
 	notify := func(events ...string) {
 		if _, err := h.Unix.PatchSettings(context.Background(), map[string]any{"notifyEvents": events}); err != nil {
@@ -361,13 +372,25 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	finish("Finish unnoticed")
 	time.Sleep(time.Second) // ten of the menu's polls: it has seen the end
 	notify("completed")
-	finish("Finish quickly")
+	quick := finish("Finish quickly")
 	deadline = time.Now().Add(5 * time.Second)
 	for !strings.Contains(notes.all(), "Task completed: Finish quickly") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no notification of the completed task; shown: %q", notes.all())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// The notification is about that task: a click opens its page.
+	aboutMu.Lock()
+	task := ""
+	for note, id := range about {
+		if strings.HasPrefix(note, "Task completed: Finish quickly") {
+			task = id
+		}
+	}
+	aboutMu.Unlock()
+	if path, ok := desktop.NotificationTarget(desktop.NotificationClicked, task); !ok || path != "/tasks/"+quick {
+		t.Fatalf("a click on the completed task's notification opens %q (about task %q), want /tasks/%s", path, task, quick)
 	}
 	if strings.Contains(notes.all(), "Quick one") {
 		t.Fatalf("a task the user cancelled was notified: %q", notes.all())

@@ -60,18 +60,19 @@ func TestMacSmokeRunsOffAMac(t *testing.T) {
 	for _, m := range row.FindAllStringSubmatch(string(out), -1) {
 		table[m[1]] = m[2]
 	}
-	for _, id := range []string{"build", "helper", "template", "provider", "task", "vm-cleanup", "takeover", "cancel", "stop-all", "stop-helper"} {
+	for _, id := range []string{"build", "helper", "template", "provider", "task", "vm-cleanup", "takeover", "cancel", "stop-all", "hotkey-rule", "stop-helper"} {
 		if table[id] != "PASS" {
 			t.Errorf("portable check %s: %q, want PASS", id, table[id])
 		}
 	}
-	for _, id := range []string{"platform", "entitlement", "bundle", "psn", "warm-restore", "menu-bar", "notification", "paste", "confirm", "file-picker", "new-window", "kill-hotkey"} {
+	for _, id := range []string{"platform", "sdk", "check-darwin", "entitlement", "bundle", "psn", "app-front", "warm-restore", "vsock-fds", "logout",
+		"menu-bar", "notification", "notify-front", "notify-open", "paste", "confirm", "file-picker", "new-window", "kill-hotkey"} {
 		if table[id] != "NOT RUN" {
 			t.Errorf("Mac-only check %s: %q off a Mac, want NOT RUN", id, table[id])
 		}
 	}
-	if len(table) != 22 {
-		t.Errorf("the table has %d rows, want 22: %v", len(table), table)
+	if len(table) != 30 {
+		t.Errorf("the table has %d rows, want 30: %v", len(table), table)
 	}
 	if n := len(llm.Requests("smoke.txt")); n == 0 {
 		t.Error("the smoke task never reached the provider")

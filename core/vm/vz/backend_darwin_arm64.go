@@ -537,20 +537,14 @@ func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
 	if len(devs) == 0 {
 		return nil, errdefs.Unavailablef("VM %s has no socket device", m.spec.ID)
 	}
-	// Connect waits for the framework's completion handler and takes no
-	// context.
-	conn, err := vm.DialContext(ctx, func() (net.Conn, error) {
-		c, err := devs[0].Connect(m.b.opts.GuestPort)
-		if err != nil {
-			return nil, err // not c: a nil *VirtioSocketConnection is a non-nil net.Conn
-		}
-		return c, nil
-	})
+	// Not devs[0].Connect: vz v3.7.1 closes the connection's descriptor,
+	// which the connection closes again (vsock.go, adoptDescriptor).
+	conn, err := dialVsock(ctx, devs[0], m.b.opts.GuestPort)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, errdefs.Unavailablef("connect to the guest agent of %s on vsock port %d: %v", m.spec.ID, m.b.opts.GuestPort, nsError(err))
+		return nil, errdefs.Unavailablef("connect to the guest agent of %s on vsock port %d: %v", m.spec.ID, m.b.opts.GuestPort, err)
 	}
 	return conn, nil
 }

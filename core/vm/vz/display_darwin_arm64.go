@@ -52,7 +52,8 @@ var (
 // thread (the helper runs an accessory NSApplication there), or brings it
 // forward. While the window is key it captures the keyboard (system keys
 // included) and the pointer. closed is called when the user closes it; the
-// VM keeps running.
+// VM keeps running. If ctx ends before the main thread gets to it, no
+// window opens, then or later.
 func (m *Machine) ShowDisplay(ctx context.Context, closed func()) error {
 	m.mu.Lock()
 	v := m.v
@@ -64,24 +65,23 @@ func (m *Machine) ShowDisplay(ctx context.Context, closed func()) error {
 	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	dispatch.MainQueue().DispatchAsync(func() {
+	// A takeover that timed out (and was handed back) before the main
+	// thread got to it never opens its window (onMain).
+	return onMain(ctx, dispatch.MainQueue().DispatchAsync, func() error {
 		mu.Lock()
 		w, open := displays[m.spec.ID]
 		mu.Unlock()
 		if open {
 			w.MakeKeyAndOrderFront(nil)
 			activate()
-			done <- nil
-			return
+			return nil
 		}
 		width, height := float64(m.cfg.DisplayWidth), float64(m.cfg.DisplayHeight)
 		rect := foundation.Rect{Size: foundation.Size{Width: width, Height: height}}
 		// alloc/init: this code owns the view until the window holds it.
 		view := objc.Call[objc.Object](objc.Call[objc.Object](objc.GetClass("VZVirtualMachineView"), objc.Sel("alloc")), objc.Sel("initWithFrame:"), rect)
 		if view.Ptr() == nil {
-			done <- errors.New("vz: could not create a VZVirtualMachineView")
-			return
+			return errors.New("vz: could not create a VZVirtualMachineView")
 		}
 		objc.Call[objc.Void](view, objc.Sel("setVirtualMachine:"), objc.ObjectFrom(ptr))
 		objc.Call[objc.Void](view, objc.Sel("setCapturesSystemKeys:"), true)
@@ -120,30 +120,18 @@ func (m *Machine) ShowDisplay(ctx context.Context, closed func()) error {
 		mu.Lock()
 		displays[m.spec.ID] = w
 		mu.Unlock()
-		done <- nil
+		return nil
 	})
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // activate brings the helper forward for a takeover. macOS 14 made
-// activation cooperative: activateIgnoringOtherApps: is deprecated and does
-// nothing there; NSApplication.activate succeeds when the active app (the
-// Hivecrew app, whose web window asked for the takeover) has yielded to
-// the helper (yieldActivationToApplicationWithBundleIdentifier:, done by
-// the app for com.hivecrew.helper).
+// activation cooperative (activateIgnoringOtherApps: does nothing there):
+// NSApplication.activate succeeds when the active app (the Hivecrew app,
+// whose web window asked for the takeover) has yielded to the helper
+// (yieldActivationToApplicationWithBundleIdentifier:, done by the app for
+// com.hivecrew.helper). darwinkit v0.5.0 does not bind activate.
 func activate() {
-	app := appkit.Application_SharedApplication()
-	if app.RespondsToSelector(objc.Sel("activate")) {
-		objc.Call[objc.Void](app, objc.Sel("activate"))
-		return
-	}
-	// checkdarwin:allow the fallback for macOS 13, which has no -[NSApplication activate]
-	app.ActivateIgnoringOtherApps(true)
+	objc.Call[objc.Void](appkit.Application_SharedApplication(), objc.Sel("activate"))
 }
 
 // HideDisplay implements vm.Displayer.

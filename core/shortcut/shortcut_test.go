@@ -1,4 +1,4 @@
-package killswitch
+package shortcut
 
 import (
 	"os"
@@ -40,13 +40,13 @@ func TestParse(t *testing.T) {
 // has a macOS code, and the codes agree with the Key constants of the
 // pinned golang.design/x/hotkey (Carbon's kVK_* values).
 func TestMacKeyCodes(t *testing.T) {
-	for k := range keys {
+	for k := range X11Keysyms {
 		if _, ok := MacKeyCodes[k]; !ok {
 			t.Errorf("key %q has no macOS key code", k)
 		}
 	}
 	for k := range MacKeyCodes {
-		if _, ok := keys[k]; !ok {
+		if _, ok := X11Keysyms[k]; !ok {
 			t.Errorf("macOS key %q is not a shortcut key", k)
 		}
 	}
@@ -89,5 +89,22 @@ func TestMacKeyCodes(t *testing.T) {
 	}
 	if checked < len(MacKeyCodes)-1 {
 		t.Errorf("checked %d of %d codes against hotkey", checked, len(MacKeyCodes))
+	}
+}
+
+// TestShortcutsMacOSWillNotRegister: macOS 15 refuses global shortcuts
+// whose only modifiers are Option or Option+Shift, so Parse (and with it
+// Settings) refuses them, saying why; Option with Cmd or Ctrl is fine.
+func TestShortcutsMacOSWillNotRegister(t *testing.T) {
+	for _, bad := range []string{"option+k", "alt+escape", "option+shift+k", "shift+option+f12", "Alt+Shift+Space"} {
+		_, err := Parse(bad)
+		if err == nil || !strings.Contains(err.Error(), "macOS 15") || !strings.Contains(err.Error(), "Option or Option+Shift") {
+			t.Errorf("Parse(%q) = %v, want it refused because macOS 15 will not register it", bad, err)
+		}
+	}
+	for _, good := range []string{"cmd+shift+escape", "ctrl+option+k", "cmd+option+shift+k", "ctrl+shift+escape", "shift+f12", "cmd+option+escape"} {
+		if _, err := Parse(good); err != nil {
+			t.Errorf("Parse(%q): %v", good, err)
+		}
 	}
 }
