@@ -66,7 +66,9 @@ func TestTaskContract(t *testing.T) {
 		t.Fatalf("task ended %+v", done)
 	}
 	reqs := h.llm.Requests("[[contract]]")
-	if len(reqs) < 3 || !strings.Contains(reqs[1], `1\\n2\\n3\\n`) {
+	// read_file's text result, as the model reads it (a JSON string in
+	// the request: its line breaks escaped once).
+	if len(reqs) < 3 || !strings.Contains(reqs[1], `text, 6 bytes:\n1\n2\n3`) {
 		t.Fatalf("the agent's read of inbox/numbers.txt did not reach the model (%d requests)", len(reqs))
 	}
 	if done.StepCount == nil || *done.StepCount != 3 || done.TokenUsage == nil || done.TokenUsage.Total == 0 || done.Duration == nil || done.VMID == "" {
