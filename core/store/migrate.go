@@ -63,6 +63,7 @@ func migrations() []migration {
 		}},
 		{17, "where an event's action aims on the screen", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Event{}) }},
 		{18, "a task resumed from its session after a restart", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
+		{19, "paired devices", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Device{}) }},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/systray"
 	"github.com/godbus/dbus/v5"
 
 	"github.com/hivecrew/hivecrew/app/desktop"
@@ -204,75 +205,20 @@ func flatten(n node, depth int, out *[]entry) {
 
 // TestTrayMenuOverDBus: the tray registers with the session's
 // StatusNotifierWatcher; its menu (read over dbusmenu) shows the running
-// agents and every item of the menu; clicking Stop All Agents stops them.
+// agents and every item of the menu; it answers devices asking to pair;
+// clicking Stop All Agents stops the agents.
 func TestTrayMenuOverDBus(t *testing.T) {
-	env := xenv.Start(t, xenv.Options{NoWM: true})
-	var bus string
-	for _, v := range env.Vars {
-		if s, ok := strings.CutPrefix(v, "DBUS_SESSION_BUS_ADDRESS="); ok {
-			bus = s
-		}
-	}
-	if bus == "" {
-		t.Fatal("the desktop has no session bus")
-	}
-	t.Setenv("DBUS_SESSION_BUS_ADDRESS", bus) // systray connects to the session bus
-	conn, err := dbus.Connect(bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	w := &watcher{}
-	if err := conn.Export(w, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := conn.RequestName("org.kde.StatusNotifierWatcher", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
-		t.Fatalf("own the watcher name: %v %v", reply, err)
-	}
-
-	notes := &notifications{}
-	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
-		t.Fatalf("own the notifications name: %v %v", reply, err)
-	}
-
 	h, ids := busy(t, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
 	if _, err := h.Unix.CreatePreset(context.Background(), wire.SavePreset{Name: "Morning sweep", Task: &wire.CreateTask{Description: "Sweep the inbox\n[[busy]]"}}); err != nil {
 		t.Fatal(err)
 	}
-	opened := make(chan string, 4)
-	ran := make(chan error, 1)
-	go func() {
-		ran <- menubar.Run(menubar.Config{
-			Client: h.Unix, Open: func(link string) error { opened <- link; return nil }, Notify: desktop.Notify,
-			Shortcut: "Ctrl+Shift+Esc", Poll: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		})
-	}()
+	tr := startTray(t, h.Unix)
+	menu, notes, opened, read := tr.menu, tr.notes, tr.opened, tr.read
 	deadline := time.Now().Add(10 * time.Second)
-	for w.first() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the tray did not register with the StatusNotifierWatcher")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	menu := conn.Object(w.first(), dbus.ObjectPath(menuPath(t, conn, w.first())))
-	read := func() []entry {
-		var rev uint32
-		var root node
-		if err := menu.Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Store(&rev, &root); err != nil {
-			t.Fatalf("GetLayout: %v", err)
-		}
-		var out []entry
-		flatten(root, 0, &out)
-		return out
-	}
 	// Like tray hosts, read twice: systray answers its first GetLayout one
 	// level deep (a workaround for libdbusmenu-gtk3).
 	read()
 	var entries []entry
-	deadline = time.Now().Add(10 * time.Second)
 	for {
 		entries = read()
 		visible := ""
@@ -359,6 +305,7 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("starting the preset opened nothing")
 	}
+	trayAnswersPairing(t, h, tr)
 	click(t, menu, byLabel["Stop All Agents  Ctrl+Shift+Esc"].id)
 	expectCancelled(t, h, ids[:2])
 	deadline = time.Now().Add(5 * time.Second)
@@ -368,9 +315,106 @@ func TestTrayMenuOverDBus(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	click(t, menu, byLabel["Quit Hivecrew"].id)
+	tr.quit(t)
+}
+
+// tray is the menu-bar app running on a desktop of the test's own, read
+// and clicked over D-Bus as a tray host does.
+type tray struct {
+	menu  dbus.BusObject
+	notes *notifications
+	// opened receives the links the menu opens; ran its end.
+	opened chan string
+	ran    chan error
+	read   func() []entry
+	// ended says the menu was quit.
+	ended bool
+}
+
+// startTray starts an X display and session bus with the test's own
+// StatusNotifierWatcher and notification server, and runs the menu on
+// them for the helper c.
+func startTray(t *testing.T, c menubar.Client) *tray {
+	t.Helper()
+	env := xenv.Start(t, xenv.Options{NoWM: true})
+	var bus string
+	for _, v := range env.Vars {
+		if s, ok := strings.CutPrefix(v, "DBUS_SESSION_BUS_ADDRESS="); ok {
+			bus = s
+		}
+	}
+	if bus == "" {
+		t.Fatal("the desktop has no session bus")
+	}
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", bus) // systray connects to the session bus
+	conn, err := dbus.Connect(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	w := &watcher{}
+	if err := conn.Export(w, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := conn.RequestName("org.kde.StatusNotifierWatcher", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own the watcher name: %v %v", reply, err)
+	}
+	tr := &tray{notes: &notifications{}, opened: make(chan string, 4), ran: make(chan error, 1)}
+	if err := conn.Export(tr.notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own the notifications name: %v %v", reply, err)
+	}
+	go func() {
+		tr.ran <- menubar.Run(menubar.Config{
+			Client: c, Open: func(link string) error { tr.opened <- link; return nil }, Notify: desktop.Notify,
+			Shortcut: "Ctrl+Shift+Esc", Poll: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.first() == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the tray did not register with the StatusNotifierWatcher")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A test that fails midway leaves the menu running: end it before
+	// the bus goes.
+	t.Cleanup(func() {
+		if !tr.ended {
+			systray.Quit()
+			select {
+			case <-tr.ran:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	tr.menu = conn.Object(w.first(), dbus.ObjectPath(menuPath(t, conn, w.first())))
+	tr.read = func() []entry {
+		var rev uint32
+		var root node
+		if err := tr.menu.Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Store(&rev, &root); err != nil {
+			t.Fatalf("GetLayout: %v", err)
+		}
+		var out []entry
+		flatten(root, 0, &out)
+		return out
+	}
+	return tr
+}
+
+// quit clicks Quit Hivecrew and waits for the menu to end.
+func (tr *tray) quit(t *testing.T) {
+	t.Helper()
+	for _, e := range tr.read() {
+		if e.visible && e.label == "Quit Hivecrew" {
+			click(t, tr.menu, e.id)
+		}
+	}
 	select {
-	case err := <-ran:
+	case err := <-tr.ran:
+		tr.ended = true
 		if err != nil {
 			t.Fatal(err)
 		}
