@@ -66,6 +66,8 @@ type helper struct {
 	t    *testing.T
 	home string
 	c    *client.Client
+	// addr is the TCP listener's host:port.
+	addr string
 }
 
 // startHelper runs a helper until the test ends; its log is shown if the
@@ -83,7 +85,7 @@ func startHelper(t *testing.T) *helper {
 		c.Log = slog.New(slog.NewTextHandler(logs, nil))
 		c.DrainTimeout = 5 * time.Second
 	})
-	return &helper{t: t, home: d.Paths.Home, c: d.Unix}
+	return &helper{t: t, home: d.Paths.Home, c: d.Unix, addr: d.Addr}
 }
 
 // result is what one CLI run printed.

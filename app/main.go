@@ -6,7 +6,7 @@
 //	hivecrew                      the menu-bar app
 //	hivecrew run "<task>" [--wait | --follow] ...
 //	hivecrew ls | show | logs | pause | resume | say | cancel | rerun ...
-//	hivecrew providers | templates | vms | schedules | apikey ...
+//	hivecrew providers | templates | vms | schedules | apikey | devices ...
 //	hivecrew status | version | help [COMMAND]
 //
 // Each subcommand lives in its own file, cmd_<name>.go. Exit codes: 0 ok,
@@ -68,6 +68,7 @@ func commands() []command {
 		{"presets", "add|save|ls|show|rename|rm|run ...", "saved tasks to launch by name", cmdPresets},
 		{"eval", "run|report ...", "measure models on a suite of checked tasks", cmdEval},
 		{"apikey", "create|ls|revoke ...", "manage API keys of the REST API", cmdAPIKey},
+		{"devices", "pending|approve|deny|ls|rm ...", "answer devices asking to pair, and revoke paired ones", cmdDevices},
 		{"open", "[--print]", "open the web UI in a browser", cmdOpen},
 		{"status", "", "is the helper running, and what is it doing?", cmdStatus},
 		{"version", "", "print the version", cmdVersion},

@@ -100,6 +100,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		agent := fs.String("guest-agent", "", "guest agent binary for sandboxes (default: hivecrew-guestagent next to this binary)")
 		profile := fs.String("cpu-profile", "", "write a CPU profile (go tool pprof) to this file until the helper stops")
 		stepUp := fs.Duration("web-step-up", 0, "how long after its login link a web session may change API keys, providers and safety settings (default 10m)")
+		pairingTTL := fs.Duration("pairing-ttl", 0, "how long a device's pairing code waits for the user (default 5m)")
 		if err := parse(args); err != nil {
 			return err
 		}
@@ -122,7 +123,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return serve(ctx, daemon.Config{
-			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log, GuestAgent: *agent, WebStepUp: *stepUp,
+			Paths: paths, Addr: *addr, Socket: *socket, PrintAPIKey: *printKey, Stdout: stdout, Log: log, GuestAgent: *agent, WebStepUp: *stepUp, PairingTTL: *pairingTTL,
 		})
 	case "stop":
 		if err := parse(args); err != nil {

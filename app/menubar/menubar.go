@@ -42,6 +42,9 @@ type Client interface {
 	Presets(ctx context.Context) (wire.PresetList, error)
 	RunPreset(ctx context.Context, idOrName string, in wire.RunPreset) (wire.Task, error)
 	Schedules(ctx context.Context) (wire.ScheduleList, error)
+	Pairings(ctx context.Context) ([]wire.Pairing, error)
+	ApprovePairing(ctx context.Context, code string) (wire.Pairing, error)
+	DenyPairing(ctx context.Context, code string) (wire.Pairing, error)
 }
 
 // Config configures the menu. Client, Open and Log are required.
@@ -79,6 +82,7 @@ type Menu struct {
 	// when there are none, and Manage Schedules….
 	scheduled, noRuns, manageSchedules *systray.MenuItem
 	scheduleItems                      [ScheduleSlots]*systray.MenuItem
+	pairItems                                                                   [PairingSlots]pairSlot
 
 	// mu guards shown (the agents in the slots), last (the previous view
 	// of the active tasks), since/told (the tasks that ended after since
@@ -92,6 +96,10 @@ type Menu struct {
 	// (the presets are read every presetEvery).
 	shownPresets [PresetSlots]wire.Preset
 	polls        int
+	// shownPairings are the codes in pairItems; asked holds every code
+	// pending at the last poll (nil before the first), for notices.
+	shownPairings [PairingSlots]string
+	asked         map[string]bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -100,6 +108,11 @@ type Menu struct {
 // slot is one agent entry and its submenu.
 type slot struct {
 	item, open, pause, cancel *systray.MenuItem
+}
+
+// pairSlot is one device asking to pair, and its submenu.
+type pairSlot struct {
+	item, approve, deny *systray.MenuItem
 }
 
 // New checks cfg and returns a menu; hand Ready and Exit to systray.
@@ -131,6 +144,13 @@ func (m *Menu) Ready() {
 	systray.SetTooltip("Hivecrew")
 	m.headline = systray.AddMenuItem("Hivecrew", "")
 	m.headline.Disable()
+	for i := range m.pairItems {
+		p := &m.pairItems[i]
+		p.item = systray.AddMenuItem("", "")
+		p.approve = p.item.AddSubMenuItem("Approve", "The device shows this code: sign it in")
+		p.deny = p.item.AddSubMenuItem("Deny", "Refuse this device")
+		p.item.Hide()
+	}
 	m.newTask = systray.AddMenuItem("New Task…", "Describe a task for an agent")
 	m.presets = systray.AddMenuItem("Start Preset", "Start a saved task")
 	for i := range m.presetItems {
@@ -262,6 +282,28 @@ func (m *Menu) handleClicks() {
 	for _, item := range m.scheduleItems {
 		m.forward(item, slotClicks, func() { m.open("/schedules") })
 	}
+	for i := range m.pairItems {
+		p, i := &m.pairItems[i], i
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			for {
+				var approve bool
+				select {
+				case <-m.stop:
+					return
+				case <-p.approve.ClickedCh:
+					approve = true
+				case <-p.deny.ClickedCh:
+				}
+				select {
+				case slotClicks <- func() { m.answerPairing(i, approve) }:
+				case <-m.stop:
+					return
+				}
+			}
+		}()
+	}
 	for i := range m.slots {
 		s, i := &m.slots[i], i
 		m.wg.Add(1)
@@ -368,6 +410,67 @@ func (m *Menu) startPreset(i int) {
 	}
 	m.open("/tasks/" + t.ID)
 	m.refresh()
+}
+
+// answerPairing approves or denies the pairing in slot i.
+func (m *Menu) answerPairing(i int, approve bool) {
+	m.mu.Lock()
+	code := m.shownPairings[i]
+	m.mu.Unlock()
+	if code == "" {
+		return
+	}
+	ctx, cancel := m.ctx()
+	defer cancel()
+	answer, verb := m.cfg.Client.DenyPairing, "deny"
+	if approve {
+		answer, verb = m.cfg.Client.ApprovePairing, "approve"
+	}
+	if _, err := answer(ctx, code); err != nil {
+		m.cfg.Log.Error("answer pairing", "code", code, "action", verb, "err", err)
+		m.notify("", fmt.Sprintf("Could not %s the device with code %s", verb, SpacedCode(code)), err.Error())
+	}
+	m.refresh()
+}
+
+// refreshPairings lists the devices asking to pair, tells of new ones, and
+// says whether any waits.
+func (m *Menu) refreshPairings(ctx context.Context) bool {
+	ps, err := m.cfg.Client.Pairings(ctx)
+	if err != nil {
+		m.cfg.Log.Debug("read pairings", "err", err)
+		return false
+	}
+	shown := PairingEntries(ps, PairingSlots)
+	now := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		now[p.Code] = true
+	}
+	m.mu.Lock()
+	before := m.asked
+	m.asked = now
+	for i := range m.shownPairings {
+		m.shownPairings[i] = ""
+		if i < len(shown) {
+			m.shownPairings[i] = shown[i].Code
+		}
+	}
+	m.mu.Unlock()
+	for i, p := range m.pairItems {
+		if i >= len(shown) {
+			p.item.Hide()
+			continue
+		}
+		p.item.SetTitle(shown[i].Label)
+		p.item.SetTooltip(shown[i].Tooltip)
+		p.item.Show()
+	}
+	if before != nil {
+		for _, n := range PairingNotices(before, ps) {
+			m.notify("", n.Title, n.Body) // a click opens the dashboard, which lists it
+		}
+	}
+	return len(ps) > 0
 }
 
 // refreshPresets lists the presets in the Start Preset submenu.
@@ -479,6 +582,9 @@ func (m *Menu) refresh() {
 		return
 	}
 	snap := Summarize(list.Items(), Slots)
+	if m.refreshPairings(ctx) {
+		snap.State = Attention
+	}
 	m.mu.Lock()
 	readPresets := m.polls%presetEvery == 0
 	m.polls++

@@ -1,12 +1,14 @@
 // Package menubar is the Hivecrew menu-bar (tray) menu: its icon shows
 // whether agents are idle, working or waiting for the user; it lists the
-// running agents (open, pause or resume, cancel), starts presets, lists
-// the next scheduled runs, stops
-// every agent, opens the dashboard and settings, toggles start at login and
-// quits (the helper and its agents keep running). It uses fyne.io/systray: on Linux a
+// running agents (open, pause or resume, cancel), lists the devices asking
+// to pair with their code (approve or deny; each one notified), starts
+// presets, lists the next scheduled runs, stops every agent, opens the
+// dashboard and settings, toggles start at login and quits (the helper
+// and its agents keep running). It uses fyne.io/systray: on Linux a
 // StatusNotifierItem with a dbusmenu, on macOS an NSStatusItem. The menu's
 // content comes from the helper's API; what it shows is decided by pure,
-// tested functions (Summarize, Notices, PresetEntries, ScheduleEntries).
+// tested functions (Summarize, Notices, PresetEntries, ScheduleEntries,
+// PairingEntries, PairingNotices).
 package menubar
 
 import (
@@ -41,10 +43,7 @@ type Agent struct {
 
 // Label is the agent's menu entry.
 func (a Agent) Label() string {
-	title := a.Title
-	if r := []rune(title); len(r) > 40 {
-		title = string(r[:39]) + "…"
-	}
+	title := cut(a.Title, 40)
 	status := a.Status
 	if a.Waiting {
 		status = "needs you"
@@ -179,11 +178,7 @@ func Notices(before, after map[string]wire.Task, ended []wire.Task) []Notice {
 			body := "Allow " + p.ToolName + "?"
 			if p.ToolName == wire.PermissionSafetyCheck {
 				// The provider's own check on a computer action: its words.
-				body = p.Details
-				if r := []rune(body); len(r) > 200 {
-					body = string(r[:199]) + "…"
-				}
-				body += " Approve or deny it in the task's window."
+				body = cut(p.Details, 200) + " Approve or deny it in the task's window."
 			}
 			add(Notice{id, t.Title + " needs your approval", body, config.NotifyPermission})
 		}
@@ -222,15 +217,7 @@ type PresetEntry struct {
 func PresetEntries(presets []wire.Preset, slots int) []PresetEntry {
 	out := make([]PresetEntry, 0, min(len(presets), slots))
 	for _, p := range presets[:min(len(presets), slots)] {
-		label := p.Name
-		if r := []rune(label); len(r) > 40 {
-			label = string(r[:39]) + "…"
-		}
-		tip := strings.Join(strings.Fields(p.Task.Description), " ")
-		if r := []rune(tip); len(r) > 120 {
-			tip = string(r[:119]) + "…"
-		}
-		out = append(out, PresetEntry{Preset: p, Label: label, Tooltip: tip})
+		out = append(out, PresetEntry{Preset: p, Label: cut(p.Name, 40), Tooltip: cut(strings.Join(strings.Fields(p.Task.Description), " "), 120)})
 	}
 	return out
 }
@@ -285,4 +272,12 @@ func whenLabel(at, now time.Time, loc *time.Location) string {
 		return at.Format("Mon") + " " + clock
 	}
 	return at.Format("2 Jan") + " " + clock
+}
+
+// cut is s in at most n characters, the last an ellipsis when it was longer.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

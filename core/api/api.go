@@ -6,8 +6,10 @@
 //
 // Requests over the unix socket are trusted (its file mode admits only this
 // user). Over TCP every /api/v1 request needs a bearer API key or a web
-// session, the Host header must name this machine (unless remote access is
-// enabled) and a cross-site Origin is refused. Errors are
+// session (a login link's, or a paired device's: devices.go), the Host
+// header must name this machine (unless remote access is enabled) and a
+// cross-site Origin is refused. Only asking to pair, polling the pairing
+// and checking whether one is signed in need no credentials. Errors are
 // {"error": {"message", "code"}} with the status of their class; bad input is
 // a 400 that names the field, never a 500.
 package api
@@ -32,6 +34,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/eval"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
+	"github.com/hivecrew/hivecrew/core/pairing"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
@@ -102,7 +105,10 @@ type Config struct {
 	StepUpWindow time.Duration
 	// Webhooks, if set, sends test notices (POST /webhooks/:id/test).
 	Webhooks WebhookTester
-	Log      *slog.Logger
+	// PairingTTL is how long a device's pairing code waits for the
+	// user (default 5 minutes).
+	PairingTTL time.Duration
+	Log        *slog.Logger
 }
 
 // WebhookTester sends a webhook a test notice; *webhooks.Sender is one.
@@ -116,6 +122,9 @@ type API struct {
 	o     *orchestrator.Orchestrator
 	st    *store.Store
 	evals *eval.Runs
+
+	// pairings are the devices waiting for the user's answer.
+	pairings *pairing.Book
 
 	// mu guards logins and sessions (one-time login tokens and web
 	// sessions, by token).
@@ -142,7 +151,8 @@ func New(cfg Config) (*API, error) {
 	if cfg.StepUpWindow == 0 {
 		cfg.StepUpWindow = stepUpWindow
 	}
-	return &API{cfg: cfg, o: cfg.Orchestrator, st: cfg.Store, evals: eval.NewRuns(cfg.Paths.Evals()), logins: map[string]time.Time{}, sessions: map[string]*webSession{}}, nil
+	return &API{cfg: cfg, o: cfg.Orchestrator, st: cfg.Store, evals: eval.NewRuns(cfg.Paths.Evals()), pairings: pairing.New(pairing.Config{TTL: cfg.PairingTTL}),
+		logins: map[string]time.Time{}, sessions: map[string]*webSession{}}, nil
 }
 
 // handlerFunc is a handler that returns its error; errors are written in
@@ -273,7 +283,9 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 	if unix {
 		// A login link is minted only for the local user (CLI, app).
 		h("POST /api/v1/auth/login-link", a.loginLink)
+		h("GET /api/v1/auth/check", a.authCheckLocal)
 	} else {
+		h("GET /api/v1/auth/check", a.authCheck)
 		// Hivecrew as an MCP server for other agents (the CLI's is
 		// `hivecrew mcp serve`, over stdio). It is stateless: GET and
 		// DELETE get the SDK's 405, which MCP clients expect.
@@ -282,6 +294,15 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 			handle(method+mcpPath, ep)
 		}
 	}
+	// Device pairing (devices.go).
+	h("POST /api/v1/auth/pair/request", a.pairRequest)
+	h("GET /api/v1/auth/pair/status", a.pairStatus)
+	h("POST /api/v1/auth/logout", a.logout)
+	h("GET /api/v1/auth/devices", a.listDevices)
+	h("DELETE /api/v1/auth/devices/{id}", a.revokeDevice)
+	h("GET /api/v1/auth/pairings", a.listPairings)
+	h("POST /api/v1/auth/pairings/{code}/approve", a.approvePairing)
+	h("POST /api/v1/auth/pairings/{code}/deny", a.denyPairing)
 	handle("GET /login", a.wrap(a.login))
 	if a.cfg.Web != nil {
 		handle("GET /", notUnderAPI(a.cfg.Web))
@@ -371,6 +392,8 @@ func classify(err error) (int, string) {
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, errStepUp):
 		return http.StatusForbidden, "step_up_required"
+	case errors.Is(err, errTooMany):
+		return http.StatusTooManyRequests, "too_many_requests"
 	case errors.Is(err, errdefs.ErrUnsupported):
 		return http.StatusNotImplemented, "unsupported"
 	case errors.Is(err, errBadGateway):
@@ -387,6 +410,10 @@ var errBadGateway = errors.New("bad gateway")
 
 // errUnauthorized is the class of a refused login link (401).
 var errUnauthorized = errors.New("unauthorized")
+
+// errTooMany is the class of a request past a rate or count limit (429
+// too_many_requests, with Retry-After).
+var errTooMany = errors.New("too many requests")
 
 // errStepUp is the class of a change a web session may make only soon
 // after its login link (403 step_up_required).

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
@@ -26,18 +27,15 @@ func (a *API) guard(next http.Handler) http.Handler {
 			WriteError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("Host %q is not this machine (enable remote access in Settings to allow it)", r.Host))
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" {
-			u, err := url.Parse(origin)
-			if err != nil || u.Host != r.Host || (u.Scheme != "http" && u.Scheme != "https") {
-				WriteError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("cross-site request from Origin %q refused", origin))
-				return
-			}
+		if origin := r.Header.Get("Origin"); origin != "" && !thisSite(origin, r.Host) {
+			WriteError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("cross-site request from Origin %q refused", origin))
+			return
 		}
 		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
 			WriteError(w, http.StatusForbidden, "forbidden", "cross-site request refused")
 			return
 		}
-		if strings.HasPrefix(r.URL.Path, "/api/") {
+		if strings.HasPrefix(r.URL.Path, "/api/") && !public(r) {
 			var ok bool
 			if r, ok = a.signedIn(w, r, r.URL.Path == mcpPath); !ok {
 				return
@@ -69,6 +67,12 @@ func (a *API) signedIn(w http.ResponseWriter, r *http.Request, strict bool) (*ht
 	return r, true
 }
 
+// thisSite says whether an Origin header names the site of host.
+func thisSite(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == host && (u.Scheme == "http" || u.Scheme == "https")
+}
+
 // SessionHeader carries a web session's token on state-changing requests.
 // The token reaches the page only in the login redirect's fragment, which
 // the browser keeps from every server, and lives in the page's own
@@ -77,22 +81,28 @@ func (a *API) signedIn(w http.ResponseWriter, r *http.Request, strict bool) (*ht
 // localhost, is never a key.
 const SessionHeader = "X-Hivecrew-Session"
 
-// webSession is a browser's session, by its cookie.
+// webSession is a browser's session, by its cookie: a login link's, or a
+// paired device's.
 type webSession struct {
 	expires, lastSeen time.Time
-	// token must come with state-changing requests (SessionHeader).
+	// token must come with state-changing requests (SessionHeader); a
+	// paired device has none and must come from this site instead.
 	token string
 	// stepUpUntil ends the window in which the session may change API
 	// keys, providers' keys and addresses, and safety settings.
 	stepUpUntil time.Time
+	// device is a paired device's id ("" for a login link's session);
+	// cookie is the session's cookie value.
+	device, cookie string
 }
 
 type sessionKey struct{}
 
-// authenticate accepts a bearer API key, or a web session cookie (with its
+// authenticate accepts a bearer API key, a web session cookie (with its
 // header token when the request changes anything, or whatever it does
-// when strict). It returns the session for a cookie, and the status to
-// answer when it refuses.
+// when strict), or a paired device's cookie (from this site:
+// authenticateDevice). It returns the session for a cookie, and the
+// status to answer when it refuses.
 func (a *API) authenticate(r *http.Request, strict bool) (*webSession, int, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		key, ok := strings.CutPrefix(h, "Bearer ")
@@ -106,7 +116,10 @@ func (a *API) authenticate(r *http.Request, strict bool) (*webSession, int, erro
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return nil, http.StatusUnauthorized, fmt.Errorf("an API key is required: send \"Authorization: Bearer hc_...\" (create one with `hivecrew apikey create`)")
+		return nil, http.StatusUnauthorized, fmt.Errorf("an API key is required: send \"Authorization: Bearer hc_...\" (create one with `hivecrew apikey create`), or pair this device (POST /api/v1/auth/pair/request)")
+	}
+	if strings.HasPrefix(c.Value, store.DeviceTokenPrefix) {
+		return a.authenticateDevice(r, c.Value, strict)
 	}
 	sess, ok := a.session(c.Value)
 	if !ok {
@@ -133,13 +146,16 @@ func requireStepUp(r *http.Request, what string) error {
 	if !stale(r) {
 		return nil
 	}
+	if sessionOf(r).device != "" {
+		return errdefs.New(errStepUp, what+" needs a fresh sign-in, and this paired device's came with its approval: do it on the desktop (`hivecrew open`), or sign this device out, pair it again and try again within a few minutes of the approval")
+	}
 	return errdefs.New(errStepUp, what+" needs a fresh sign-in: run `hivecrew open` (or choose Open in the menu bar), use the new link, and try again within a few minutes")
 }
 
 // stale says whether r comes from a web session whose step-up window has
 // passed.
 func stale(r *http.Request) bool {
-	sess, _ := r.Context().Value(sessionKey{}).(*webSession)
+	sess := sessionOf(r)
 	return sess != nil && !time.Now().Before(sess.stepUpUntil)
 }
 
@@ -199,6 +215,7 @@ func (a *API) session(cookie string) (*webSession, bool) {
 	}
 	sess.lastSeen = now
 	cp := *sess
+	cp.cookie = cookie
 	return &cp, true
 }
 

@@ -82,6 +82,9 @@ type Config struct {
 	// WebStepUp is how long after its login link a web session may change
 	// API keys, providers and safety settings; default 10 minutes.
 	WebStepUp time.Duration
+	// PairingTTL is how long a device's pairing code waits for the
+	// user; default 5 minutes.
+	PairingTTL time.Duration
 	// DrainTimeout bounds the shutdown of agents and VMs; default 30 s.
 	DrainTimeout time.Duration
 	// MaxUploadBytes caps a request with files; default api.DefaultMaxUploadBytes.

@@ -66,6 +66,7 @@ func migrations() []migration {
 		{19, "schedules with every option of a task; plan revisions and a task's checklist", func(tx *gorm.DB) error {
 			return tx.Migrator().AutoMigrate(&Schedule{}, &Task{})
 		}},
+		{20, "paired devices", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Device{}) }},
 	}
 }
 

@@ -8,14 +8,12 @@
 // markup: it shows as text on the page and in the report, and no script
 // of it runs.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { promisify } from 'node:util';
 import { assertNoProblems, shot, watch } from './lib/browser.mjs';
-import { ROOT } from './lib/helper.mjs';
+import { buildCLI } from './lib/helper.mjs';
 import { gate, text, tool } from './lib/llm.mjs';
 import { eventually, suite } from './lib/suite.mjs';
 
@@ -27,18 +25,7 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>';
 
 /** Runs the CLI against the test's helper; answers {code, stdout, stderr}. */
-function cli(...args) {
-  return new Promise((resolve) => {
-    const p = spawn(path.join(env.bin, 'hivecrew'), ['--home', env.helper.home, ...args], {
-      env: { ...process.env, HOME: env.helper.userHome }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c) => { stdout += c; });
-    p.stderr.on('data', (c) => { stderr += c; });
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (...args) => env.helper.cli(env.bin, ...args);
 
 /** A suite of one task whose checker prints XSS when the task is not done. */
 function writeSuite() {
@@ -68,7 +55,7 @@ async function tabTo(page, sel) {
 
 test('the Evals page lists runs, follows a running one, opens its report and deletes runs', { timeout: 300000 }, async () => {
   const { helper, llm } = env;
-  await promisify(execFile)('go', ['build', '-o', path.join(env.bin, 'hivecrew'), './app'], { cwd: ROOT });
+  await buildCLI(env.bin);
 
   // No run yet: how to start one.
   const page = await env.page('/evals');

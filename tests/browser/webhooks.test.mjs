@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
+import { recordNotifications } from './lib/browser.mjs';
 import { gate, text } from './lib/llm.mjs';
 import { eventually, suite } from './lib/suite.mjs';
 
@@ -99,17 +100,7 @@ test('webhooks and notification toggles in Settings', { timeout: 60000 }, async 
 
 test('the open dashboard shows a browser notification when a task completes', { timeout: 180000 }, async () => {
   const page = await env.page(null, { permissions: ['notifications'] });
-  // What the page shows is recorded (headless Chromium shows nothing).
-  await page.addInitScript(() => {
-    const Real = window.Notification;
-    window.shownNotes = [];
-    window.Notification = class extends Real {
-      constructor(title, opts) {
-        super(title, opts);
-        window.shownNotes.push({ title, body: opts?.body || '' });
-      }
-    };
-  });
+  await recordNotifications(page);
   await page.goto(`${env.helper.base}/settings#notifications`);
   await page.waitForSelector('#browser-notify-status:has-text("This browser shows them")');
   assert.equal(await page.isVisible('#browser-notify'), false);

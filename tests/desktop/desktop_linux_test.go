@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/systray"
 	"github.com/godbus/dbus/v5"
 
 	"github.com/hivecrew/hivecrew/app/desktop"
@@ -205,40 +206,9 @@ func flatten(n node, depth int, out *[]entry) {
 
 // TestTrayMenuOverDBus: the tray registers with the session's
 // StatusNotifierWatcher; its menu (read over dbusmenu) shows the running
-// agents and every item of the menu; clicking Stop All Agents stops them.
+// agents and every item of the menu; it answers devices asking to pair;
+// clicking Stop All Agents stops the agents.
 func TestTrayMenuOverDBus(t *testing.T) {
-	env := xenv.Start(t, xenv.Options{NoWM: true})
-	var bus string
-	for _, v := range env.Vars {
-		if s, ok := strings.CutPrefix(v, "DBUS_SESSION_BUS_ADDRESS="); ok {
-			bus = s
-		}
-	}
-	if bus == "" {
-		t.Fatal("the desktop has no session bus")
-	}
-	t.Setenv("DBUS_SESSION_BUS_ADDRESS", bus) // systray connects to the session bus
-	conn, err := dbus.Connect(bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	w := &watcher{}
-	if err := conn.Export(w, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := conn.RequestName("org.kde.StatusNotifierWatcher", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
-		t.Fatalf("own the watcher name: %v %v", reply, err)
-	}
-
-	notes := &notifications{}
-	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
-		t.Fatalf("own the notifications name: %v %v", reply, err)
-	}
-
 	h, ids := busy(t, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
 	if _, err := h.Unix.CreatePreset(context.Background(), wire.SavePreset{Name: "Morning sweep", Task: &wire.CreateTask{Description: "Sweep the inbox\n[[busy]]"}}); err != nil {
 		t.Fatal(err)
@@ -253,47 +223,13 @@ func TestTrayMenuOverDBus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opened := make(chan string, 4)
-	ran := make(chan error, 1)
-	// The task each notification is about, by its title and body (a click
-	// on it opens that task on macOS: desktop.NotificationTarget).
-	var aboutMu sync.Mutex
-	about := map[string]string{}
-	notifyAbout := func(task, title, body string) error {
-		aboutMu.Lock()
-		about[title+": "+body] = task
-		aboutMu.Unlock()
-		return desktop.Notify(task, title, body)
-	}
-	go func() {
-		ran <- menubar.Run(menubar.Config{
-			Client: h.Unix, Open: func(link string) error { opened <- link; return nil }, Notify: notifyAbout,
-			Shortcut: "Ctrl+Shift+Esc", Poll: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		})
-	}()
+	tr := startTray(t, h.Unix)
+	menu, notes, opened, read := tr.menu, tr.notes, tr.opened, tr.read
 	deadline := time.Now().Add(10 * time.Second)
-	for w.first() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the tray did not register with the StatusNotifierWatcher")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	menu := conn.Object(w.first(), dbus.ObjectPath(menuPath(t, conn, w.first())))
-	read := func() []entry {
-		var rev uint32
-		var root node
-		if err := menu.Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Store(&rev, &root); err != nil {
-			t.Fatalf("GetLayout: %v", err)
-		}
-		var out []entry
-		flatten(root, 0, &out)
-		return out
-	}
 	// Like tray hosts, read twice: systray answers its first GetLayout one
 	// level deep (a workaround for libdbusmenu-gtk3).
 	read()
 	var entries []entry
-	deadline = time.Now().Add(10 * time.Second)
 	for {
 		entries = read()
 		visible := ""
@@ -381,14 +317,7 @@ func TestTrayMenuOverDBus(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The notification is about that task: a click opens its page.
-	aboutMu.Lock()
-	task := ""
-	for note, id := range about {
-		if strings.HasPrefix(note, "Task completed: Finish quickly") {
-			task = id
-		}
-	}
-	aboutMu.Unlock()
+	task := tr.about("Task completed: Finish quickly")
 	if path, ok := desktop.NotificationTarget(desktop.NotificationClicked, task); !ok || path != "/tasks/"+quick {
 		t.Fatalf("a click on the completed task's notification opens %q (about task %q), want /tasks/%s", path, task, quick)
 	}
@@ -410,6 +339,7 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("starting the preset opened nothing")
 	}
+	trayAnswersPairing(t, h, tr)
 	click(t, menu, byLabel["Stop All Agents  Ctrl+Shift+Esc"].id)
 	expectCancelled(t, h, ids[:2])
 	deadline = time.Now().Add(5 * time.Second)
@@ -419,9 +349,129 @@ func TestTrayMenuOverDBus(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	click(t, menu, byLabel["Quit Hivecrew"].id)
+	tr.quit(t)
+}
+
+// tray is the menu-bar app running on a desktop of the test's own, read
+// and clicked over D-Bus as a tray host does.
+type tray struct {
+	menu  dbus.BusObject
+	notes *notifications
+	// opened receives the links the menu opens; ran its end.
+	opened chan string
+	ran    chan error
+	read   func() []entry
+	// ended says the menu was quit.
+	ended bool
+	// notified is the task each notification is about, by its title and
+	// body (a click on it opens that task on macOS:
+	// desktop.NotificationTarget).
+	mu       sync.Mutex
+	notified map[string]string
+}
+
+// about is the task of the notification whose title and body begin with
+// prefix.
+func (tr *tray) about(prefix string) string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for note, id := range tr.notified {
+		if strings.HasPrefix(note, prefix) {
+			return id
+		}
+	}
+	return ""
+}
+
+// startTray starts an X display and session bus with the test's own
+// StatusNotifierWatcher and notification server, and runs the menu on
+// them for the helper c.
+func startTray(t *testing.T, c menubar.Client) *tray {
+	t.Helper()
+	env := xenv.Start(t, xenv.Options{NoWM: true})
+	var bus string
+	for _, v := range env.Vars {
+		if s, ok := strings.CutPrefix(v, "DBUS_SESSION_BUS_ADDRESS="); ok {
+			bus = s
+		}
+	}
+	if bus == "" {
+		t.Fatal("the desktop has no session bus")
+	}
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", bus) // systray connects to the session bus
+	conn, err := dbus.Connect(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	w := &watcher{}
+	if err := conn.Export(w, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := conn.RequestName("org.kde.StatusNotifierWatcher", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own the watcher name: %v %v", reply, err)
+	}
+	tr := &tray{notes: &notifications{}, opened: make(chan string, 4), ran: make(chan error, 1), notified: map[string]string{}}
+	if err := conn.Export(tr.notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own the notifications name: %v %v", reply, err)
+	}
+	go func() {
+		tr.ran <- menubar.Run(menubar.Config{
+			Client: c, Open: func(link string) error { tr.opened <- link; return nil }, Notify: func(task, title, body string) error {
+				tr.mu.Lock()
+				tr.notified[title+": "+body] = task
+				tr.mu.Unlock()
+				return desktop.Notify(task, title, body)
+			},
+			Shortcut: "Ctrl+Shift+Esc", Poll: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.first() == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the tray did not register with the StatusNotifierWatcher")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A test that fails midway leaves the menu running: end it before
+	// the bus goes.
+	t.Cleanup(func() {
+		if !tr.ended {
+			systray.Quit()
+			select {
+			case <-tr.ran:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	tr.menu = conn.Object(w.first(), dbus.ObjectPath(menuPath(t, conn, w.first())))
+	tr.read = func() []entry {
+		var rev uint32
+		var root node
+		if err := tr.menu.Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Store(&rev, &root); err != nil {
+			t.Fatalf("GetLayout: %v", err)
+		}
+		var out []entry
+		flatten(root, 0, &out)
+		return out
+	}
+	return tr
+}
+
+// quit clicks Quit Hivecrew and waits for the menu to end.
+func (tr *tray) quit(t *testing.T) {
+	t.Helper()
+	for _, e := range tr.read() {
+		if e.visible && e.label == "Quit Hivecrew" {
+			click(t, tr.menu, e.id)
+		}
+	}
 	select {
-	case err := <-ran:
+	case err := <-tr.ran:
+		tr.ended = true
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,6 +48,23 @@ export async function signIn(page, helper, next) {
   if (next) await page.goto(helper.base + next);
 }
 
+/**
+ * Records what the page shows as notifications in window.shownNotes
+ * ({title, body}), from its next load on: headless Chromium shows none.
+ */
+export function recordNotifications(page) {
+  return page.addInitScript(() => {
+    const Real = window.Notification;
+    window.shownNotes = [];
+    window.Notification = class extends Real {
+      constructor(title, opts) {
+        super(title, opts);
+        window.shownNotes.push({ title, body: opts?.body || '' });
+      }
+    };
+  });
+}
+
 /** Saves a screenshot under out/screens. */
 export async function shot(page, name) {
   const dir = path.join(OUT, 'screens');

@@ -29,6 +29,11 @@ export async function buildBinaries() {
   return dir;
 }
 
+/** Builds the CLI (hivecrew) into bin, next to the helper. */
+export async function buildCLI(bin) {
+  await run('go', ['build', '-o', path.join(bin, 'hivecrew'), './app'], { cwd: ROOT });
+}
+
 /** A running helper. */
 export class Helper {
   /** Starts the helper from bin and waits for its banner. name labels its log under out/logs. */
@@ -93,6 +98,23 @@ export class Helper {
     const r = await this.unix(method, urlPath, body);
     if (r.status < 200 || r.status > 299) throw new Error(`${method} ${urlPath}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
+  }
+
+  /**
+   * Runs the CLI of bin (buildCLI) against this helper, as its user;
+   * answers {code, stdout, stderr}.
+   */
+  cli(bin, ...args) {
+    return new Promise((resolve) => {
+      const p = spawn(path.join(bin, 'hivecrew'), ['--home', this.home, ...args], {
+        env: { ...process.env, HOME: this.userHome }, stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      p.stdout.on('data', (c) => { stdout += c; });
+      p.stderr.on('data', (c) => { stderr += c; });
+      p.on('exit', (code) => resolve({ code, stdout, stderr }));
+    });
   }
 
   /** A one-time login link for the browser. */

@@ -4,6 +4,7 @@ import {
   patch, post, report, seg, statusLabel, toast,
 } from './common.js';
 import { reasoningOf } from './modelpicker.js';
+import { pairingItems, pairingNotifier } from './devices.js';
 import { taskNotifier } from './notify.js';
 import { taskForm } from './taskform.js';
 
@@ -218,15 +219,19 @@ function waitingFor(t) {
   return null;
 }
 
+const pairingsSeen = pairingNotifier();
+
 async function refreshAttention(active) {
-  const review = await get('/tasks?status=writebackReview&limit=50&sort=createdAt&order=asc');
+  const [review, { pairings }] = await Promise.all([get('/tasks?status=writebackReview&limit=50&sort=createdAt&order=asc'), get('/auth/pairings')]);
+  pairingsSeen(pairings);
   const waiting = [...active, ...review.tasks].map((t) => [t, waitingFor(t)]).filter(([, w]) => w);
-  fill($('#attention-list'), waiting.map(([t, [what, action]]) => h('li', { 'data-task-id': t.id },
+  fill($('#attention-list'), pairingItems(pairings, () => activePoll.now()), waiting.map(([t, [what, action]]) => h('li', { 'data-task-id': t.id },
     h('a', { href: `/tasks/${seg(t.id)}` }, t.title),
     h('span', { class: 'what' }, what),
     h('a', { class: 'button small primary', href: `/tasks/${seg(t.id)}` }, action))));
-  $('#attention-empty').hidden = waiting.length > 0;
-  $('#attention').classList.toggle('has-items', waiting.length > 0);
+  const any = waiting.length + pairings.length > 0;
+  $('#attention-empty').hidden = any;
+  $('#attention').classList.toggle('has-items', any);
 }
 
 async function refreshUsage() {

@@ -1,9 +1,10 @@
 // Settings: providers (add, edit, test, remove; keys are write-only),
 // credentials, skills, MCP servers, web search, notifications, webhooks,
 // provisioning (provisioning.js), VM and task defaults,
-// templates, files and network, safety, advanced and API keys. Each section
-// saves only its own settings.
+// templates, files and network, safety, paired devices (devices.js),
+// advanced and API keys. Each section saves only its own settings.
 import { $, del, fill, fmtTime, get, h, initChrome, pairs, patch, post, put, report, seg, toast } from './common.js';
+import { loadDevices } from './devices.js';
 import { apiLabel, followType, providerType, typeOptions } from './providertypes.js';
 import { initProvisioning } from './provisioning.js';
 import { AGENT_TOOLS, HOST_TOOLS, OPEN_TERMINAL, mcpTools } from './tools.js';
@@ -708,4 +709,4 @@ $('#web-search-form').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
-Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadCredentials(), loadSkills(), loadMCP(), loadWebSearch(), loadWebhooks(), initProvisioning()]).catch(report);
+Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadDevices(), loadCredentials(), loadSkills(), loadMCP(), loadWebSearch(), loadWebhooks(), initProvisioning()]).catch(report);
