@@ -2,7 +2,7 @@ package darwin
 
 /*
 #cgo CFLAGS: -x objective-c -fobjc-arc -mmacosx-version-min=15.0
-#cgo LDFLAGS: -framework Foundation -framework AppKit -framework ApplicationServices -framework CoreGraphics -framework CoreMedia -framework ScreenCaptureKit
+#cgo LDFLAGS: -framework Foundation -framework AppKit -framework ApplicationServices -framework CoreGraphics -framework CoreMedia -framework ScreenCaptureKit -framework Carbon
 #include <stdlib.h>
 #include "bridge_darwin.h"
 */
@@ -299,28 +299,63 @@ func lines(delta float64) int {
 	return n
 }
 
-// TypeText implements server.Driver: one keyboard event pair per character,
-// carrying the character itself, so any Unicode text types on any layout.
+// TypeText implements server.Driver: one key press per character, on the
+// key the current keyboard layout types it with (typing.go), carrying
+// the character too; a character no key types goes as text alone.
 func (d *Driver) TypeText(ctx context.Context, text string) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
-	for _, r := range text {
-		switch r {
-		case '\n', '\r':
-			C.hc_key(C.uint16_t(keyCodes["return"]), 0)
-			continue
-		case '\t':
-			C.hc_key(C.uint16_t(keyCodes["tab"]), 0)
-			continue
-		}
+	table, err := currentLayout()
+	if err != nil {
+		d.cfg.Log.Warn("typing every character as text", "err", err)
+	}
+	failed := 0
+	for _, s := range typingPlan(text, table) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		units := utf16.Encode([]rune{r})
-		C.hc_type_utf16((*C.uint16_t)(unsafe.Pointer(&units[0])), C.int(len(units)))
+		var units *C.uint16_t
+		if len(s.text) > 0 {
+			units = (*C.uint16_t)(unsafe.Pointer(&s.text[0]))
+		}
+		if C.hc_type_key(C.uint16_t(s.code), C.uint64_t(s.flags), units, C.int(len(s.text))) != 0 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return errNoEvent(fmt.Sprintf("%d key presses", failed))
 	}
 	return nil
+}
+
+// currentLayout reads what the keys of the current keyboard layout type
+// (read anew for each text: the user of a takeover may switch layouts).
+func currentLayout() (map[rune]typedKey, error) {
+	var chars [C.HC_LAYOUT_KEYS * 2 * C.HC_LAYOUT_UNITS]C.uint16_t
+	var lens [C.HC_LAYOUT_KEYS * 2]C.int8_t
+	switch C.hc_layout_chars(&chars[0], &lens[0]) {
+	case 0:
+	case -2:
+		return nil, errors.New("the main thread did not read the keyboard layout within 2 s")
+	default:
+		return nil, errors.New("the keyboard layout has no Unicode ('uchr') data")
+	}
+	return layoutTable(func(code uint16, shift bool) keyOutput {
+		i := int(code) * 2
+		if shift {
+			i++
+		}
+		n := int(lens[i])
+		if n < 0 {
+			return keyOutput{dead: true}
+		}
+		units := make([]uint16, n)
+		for j := range units {
+			units[j] = uint16(chars[i*C.HC_LAYOUT_UNITS+j])
+		}
+		return keyOutput{text: string(utf16.Decode(units))}
+	}), nil
 }
 
 // keyError turns keyStroke's and keyEvents' errors into protocol errors.
