@@ -80,6 +80,15 @@ char *hc_ax_tree_json(const char *app, int max_depth, int only_visible, int max_
 char *hc_clipboard_read(void);
 int hc_clipboard_write(const char *text);
 
+// Redraws (frames_darwin.m): a ScreenCaptureKit stream of the main
+// display that calls the Go functions hcFramesDrawn(token) for each frame
+// whose status is complete (the screen changed) and hcFramesLost(token,
+// message) if the stream stops by itself. hc_frames_start waits up to 5 s
+// for the stream to run; it returns NULL and sets *handle, or a malloc'd
+// error message. After hc_frames_stop returns, no call for its token comes.
+char *hc_frames_start(uintptr_t token, void **handle);
+void hc_frames_stop(void *handle);
+
 void hc_run_main_loop(void);
 void hc_stop_main_loop(void);
 

@@ -2,7 +2,7 @@ package darwin
 
 /*
 #cgo CFLAGS: -x objective-c -fobjc-arc -mmacosx-version-min=15.0
-#cgo LDFLAGS: -framework Foundation -framework AppKit -framework ApplicationServices -framework CoreGraphics -framework CoreMedia -framework ScreenCaptureKit -framework Carbon
+#cgo LDFLAGS: -framework Foundation -framework AppKit -framework ApplicationServices -framework CoreGraphics -framework CoreMedia -framework ScreenCaptureKit -framework Carbon -framework CoreServices
 #include <stdlib.h>
 #include "bridge_darwin.h"
 */
@@ -25,6 +25,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/server"
+	"github.com/hivecrew/hivecrew/guestagent/settle"
 )
 
 // Config configures the driver. Log is required.
@@ -40,6 +41,9 @@ type Driver struct {
 	osVersion string
 	// buttons are the mouse buttons MouseButton holds down.
 	buttons buttonsDown
+	// settle makes a capture after input wait until the screen is quiet
+	// (ScreenCaptureKit's frame updates, streamFrames).
+	settle *settle.Settler
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -59,6 +63,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, errors.New("darwin driver: Log is required")
 	}
 	d := &Driver{cfg: cfg, osVersion: osVersion()}
+	d.settle = settle.New(settle.Config{Source: &streamFrames{}, IdleStop: framesIdleStop, Log: cfg.Log})
 	if p := d.permissions(); !p.ScreenRecording || !p.Accessibility {
 		cfg.Log.Warn("missing permissions; requesting them", "screenRecording", p.ScreenRecording, "accessibility", p.Accessibility)
 		C.hc_request_permissions()
@@ -66,8 +71,15 @@ func New(cfg Config) (*Driver, error) {
 	return d, nil
 }
 
+// framesIdleStop stops the capture stream that reports redraws after this
+// long without input or capture: an idle guest records nothing.
+const framesIdleStop = 10 * time.Second
+
 // Close implements the agent's driver teardown.
-func (d *Driver) Close() error { return nil }
+func (d *Driver) Close() error {
+	d.settle.Close()
+	return nil
+}
 
 // RunMainLoop runs the Cocoa main run loop; call it on the main thread.
 func RunMainLoop() { C.hc_run_main_loop() }
@@ -140,10 +152,14 @@ func trimNewline(b []byte) []byte {
 }
 
 // Capture implements server.Driver with SCScreenshotManager, at the display's
-// pixel size.
+// pixel size. After input it first waits for the screen to settle (until
+// no frame has changed for 30 ms, 1 s at most), as on Linux.
 func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	if !d.permissions().ScreenRecording {
 		return nil, protocol.Errorf(protocol.CodePermissionDenied, "the guest agent lacks the Screen Recording permission")
+	}
+	if waited := d.settle.Wait(ctx); waited > 0 {
+		d.cfg.Log.Debug("the screen settled after input", "waited", waited)
 	}
 	shot := C.hc_capture()
 	if shot.err != nil {
@@ -158,11 +174,14 @@ func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	return img, nil
 }
 
-// needInput refuses input while macOS would silently drop it.
+// needInput refuses input while macOS would silently drop it. Callers
+// note the input for the next capture once it is posted (settle.Input);
+// noting it here too starts the frame source while the input is posted.
 func (d *Driver) needInput() error {
 	if C.hc_accessibility_trusted() == 0 {
 		return protocol.Errorf(protocol.CodePermissionDenied, "the guest agent lacks the Accessibility permission, without which macOS ignores its input")
 	}
+	d.settle.Input()
 	return nil
 }
 
@@ -177,6 +196,7 @@ func (d *Driver) MouseMove(ctx context.Context, x, y float64) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	button := C.int(-1)
 	if b := d.buttons.dragging(); b != "" {
 		button = buttonIndex[b]
@@ -214,6 +234,7 @@ func (d *Driver) holding(modifiers []string, act func(flags uint64) error) (err 
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	press, release, flags, err := modifierEvents(modifiers)
 	if err != nil {
 		return protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
@@ -245,6 +266,7 @@ func (d *Driver) MouseButton(ctx context.Context, button string, down bool) erro
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	cdown := C.int(0)
 	if down {
 		cdown = 1
@@ -271,6 +293,7 @@ func (d *Driver) MouseDrag(ctx context.Context, p protocol.DragParams) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	C.hc_mouse_drag(C.double(p.FromX), C.double(p.FromY), C.double(p.ToX), C.double(p.ToY), dragSteps)
 	return nil
 }
@@ -306,6 +329,7 @@ func (d *Driver) TypeText(ctx context.Context, text string) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	table, err := currentLayout()
 	if err != nil {
 		d.cfg.Log.Warn("typing every character as text", "err", err)
@@ -367,6 +391,7 @@ func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) e
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	if server.IsModifierKey(key) {
 		press, release, err := keyEvents(key, modifiers)
 		if err != nil {
@@ -394,6 +419,7 @@ func (d *Driver) KeyDown(ctx context.Context, key string, modifiers []string) (f
 	if err := d.needInput(); err != nil {
 		return nil, err
 	}
+	defer d.settle.Input()
 	press, release, err := keyEvents(key, modifiers)
 	if err != nil {
 		return nil, keyError(err)
@@ -401,7 +427,10 @@ func (d *Driver) KeyDown(ctx context.Context, key string, modifiers []string) (f
 	if err := postKeys(press); err != nil {
 		return nil, errors.Join(err, postKeys(release))
 	}
-	return func(context.Context) error { return postKeys(release) }, nil
+	return func(context.Context) error {
+		defer d.settle.Input()
+		return postKeys(release)
+	}, nil
 }
 
 // AccessibilityTree implements server.Driver.
@@ -482,6 +511,7 @@ func openResult(code C.int, cerr *C.char, what string) error {
 
 // OpenApp implements server.Driver: by bundle id or application name.
 func (d *Driver) OpenApp(ctx context.Context, name string) error {
+	defer d.settle.Input() // the next capture waits for its window to draw
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var cerr *C.char
@@ -490,6 +520,7 @@ func (d *Driver) OpenApp(ctx context.Context, name string) error {
 
 // OpenFile implements server.Driver.
 func (d *Driver) OpenFile(ctx context.Context, path, app string) error {
+	defer d.settle.Input() // the next capture waits for its window to draw
 	cpath, capp := C.CString(path), C.CString(app)
 	defer C.free(unsafe.Pointer(cpath))
 	defer C.free(unsafe.Pointer(capp))
@@ -524,6 +555,7 @@ func (d *Driver) ResolveApp(ctx context.Context, name, path string) (protocol.Re
 
 // OpenURL implements server.Driver.
 func (d *Driver) OpenURL(ctx context.Context, url string) error {
+	defer d.settle.Input() // the next capture waits for its window to draw
 	curl := C.CString(url)
 	defer C.free(unsafe.Pointer(curl))
 	var cerr *C.char
