@@ -24,7 +24,7 @@ func cmdTemplates(e *env, args []string) error {
 		{"default", "ID", "make a template the default", templatesDefault},
 		{"rm", "ID", "delete a template (refused while a VM uses it)", templatesRm},
 		{"log", "ID", "print a template's build log", templatesLog},
-		{"setup", "ID [--finish]", "macOS: boot a template for its guided setup, or finish it", templatesSetup},
+		{"setup", "ID [--finish [--force]]", "macOS: boot a template for its guided setup, or finish it", templatesSetup},
 	}, args)
 }
 
@@ -366,7 +366,8 @@ func templatesLog(e *env, args []string) error {
 
 func templatesSetup(e *env, args []string) error {
 	fs := e.flags()
-	finish := fs.Bool("finish", false, "shut the template down and mark it ready")
+	finish := fs.Bool("finish", false, "shut the template down and mark it ready (once its guest agent reports every grant)")
+	force := fs.Bool("force", false, "with --finish: finish whatever the guest agent reports")
 	c, pos, err := e.connect(fs, args, 1)
 	if err != nil {
 		return err
@@ -375,7 +376,7 @@ func templatesSetup(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := c.SetupTemplate(e.ctx, id, *finish)
+	s, err := c.SetupTemplate(e.ctx, id, wire.TemplateSetupRequest{Finish: *finish, Force: *force})
 	if err != nil {
 		return err
 	}

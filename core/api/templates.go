@@ -260,7 +260,7 @@ func (a *API) setupTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := m.Setup(r.Context(), id, body.Finish)
+	t, err := m.Setup(r.Context(), id, template.SetupOptions{Finish: body.Finish, Force: body.Force})
 	if err != nil {
 		return err
 	}

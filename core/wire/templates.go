@@ -79,6 +79,9 @@ type ManifestList struct {
 // boot the template for its guided setup, or finish it.
 type TemplateSetupRequest struct {
 	Finish bool `json:"finish,omitempty"`
+	// Force finishes even when the guest agent reports a missing grant
+	// or does not answer.
+	Force bool `json:"force,omitempty"`
 }
 
 // SetupStep is one step of a macOS template's guided setup.
