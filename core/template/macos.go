@@ -284,19 +284,9 @@ func (m *Manager) Setup(ctx context.Context, id string, opt SetupOptions) (store
 				return store.Template{}, err
 			}
 		}
-		if isRunning {
-			if err := m.shutDown(ctx, running.mach); err != nil {
-				return store.Template{}, fmt.Errorf("shut the template down: %w", err)
-			}
-			running.release()
-			m.mu.Lock()
-			delete(m.setups, id)
-			m.mu.Unlock()
-		}
-		os.RemoveAll(filepath.Join(shared, KitDir))
-		version := t.AgentVersion
-		if v, err := agentVersion(ctx, m.cfg.AgentBinary); err == nil {
-			version = v
+		version, err := m.endSetup(ctx, id, t.AgentVersion)
+		if err != nil {
+			return store.Template{}, err
 		}
 		return m.cfg.Store.UpdateTemplate(ctx, id, func(t *store.Template) error {
 			t.Status, t.StatusReason, t.AgentVersion = store.TemplateReady, "", version
@@ -318,6 +308,21 @@ func (m *Manager) Setup(ctx context.Context, id string, opt SetupOptions) (store
 	if err := stageKit(shared, man, m.cfg.AgentBinary); err != nil {
 		return store.Template{}, err
 	}
+	if _, err := m.bootForSetup(ctx, t, man); err != nil {
+		return store.Template{}, err
+	}
+	return m.cfg.Store.UpdateTemplate(ctx, id, func(t *store.Template) error {
+		t.Status = store.TemplateSetup
+		t.StatusReason = fmt.Sprintf("running for its guided setup (%d steps; the kit is in the shared folder's %s/); finish with: hivecrew templates setup %s --finish", len(man.MacOS.Setup), KitDir, id)
+		return nil
+	})
+}
+
+// bootForSetup boots template t itself (not a clone) outside the pool,
+// holding a host VM slot until it stops, records it in m.setups and shows
+// its window where the backend can.
+func (m *Manager) bootForSetup(ctx context.Context, t store.Template, man *Manifest) (vm.Machine, error) {
+	id := t.ID
 	spec := vm.Spec{ID: "setup-" + id, Name: t.Name + " (setup)", Template: vm.Template{ID: id, Kind: vm.TemplateKind(t.Kind), Path: t.Path},
 		Dir: m.dir(id), CPUs: t.CPUCount, MemoryMB: t.MemoryMB, DiskGB: t.DiskGB, Network: vm.NetworkInternet}
 	if man.MacOS != nil {
@@ -327,16 +332,16 @@ func (m *Manager) Setup(ctx context.Context, id string, opt SetupOptions) (store
 	// runs two macOS guests at most): the pool counts it.
 	release, err := m.cfg.Pool.ReserveSlot(ctx, "the setup of template "+id, t.CPUCount, t.MemoryMB, nil)
 	if err != nil {
-		return store.Template{}, fmt.Errorf("wait for a VM slot: %w", err)
+		return nil, fmt.Errorf("wait for a VM slot: %w", err)
 	}
 	mach, err := m.cfg.Backend.Load(ctx, spec)
 	if err != nil {
 		release()
-		return store.Template{}, fmt.Errorf("open the template: %w", err)
+		return nil, fmt.Errorf("open the template: %w", err)
 	}
 	if err := mach.Start(ctx); err != nil {
 		release()
-		return store.Template{}, fmt.Errorf("boot the template: %w", err)
+		return nil, fmt.Errorf("boot the template: %w", err)
 	}
 	// Shut down from inside (the user's own choice): the slot is free.
 	go func(exited <-chan struct{}) {
@@ -351,9 +356,28 @@ func (m *Manager) Setup(ctx context.Context, id string, opt SetupOptions) (store
 			m.cfg.Log.Warn("show the template's window", "template", id, "err", err)
 		}
 	}
-	return m.cfg.Store.UpdateTemplate(ctx, id, func(t *store.Template) error {
-		t.Status = store.TemplateSetup
-		t.StatusReason = fmt.Sprintf("running for its guided setup (%d steps; the kit is in the shared folder's %s/); finish with: hivecrew templates setup %s --finish", len(man.MacOS.Setup), KitDir, id)
-		return nil
-	})
+	return mach, nil
+}
+
+// endSetup shuts down the template booted for its setup (if it runs),
+// lets go of its slot, removes the kit and returns the kit's agent
+// version (was, if it cannot be read).
+func (m *Manager) endSetup(ctx context.Context, id, was string) (string, error) {
+	m.mu.Lock()
+	running, isRunning := m.setups[id]
+	m.mu.Unlock()
+	if isRunning {
+		if err := m.shutDown(ctx, running.mach); err != nil {
+			return "", fmt.Errorf("shut the template down: %w", err)
+		}
+		running.release()
+		m.mu.Lock()
+		delete(m.setups, id)
+		m.mu.Unlock()
+	}
+	os.RemoveAll(filepath.Join(vm.Spec{Dir: m.dir(id)}.SharedDir(), KitDir))
+	if v, err := agentVersion(ctx, m.cfg.AgentBinary); err == nil {
+		return v, nil
+	}
+	return was, nil
 }

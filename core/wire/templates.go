@@ -26,7 +26,7 @@ type TemplateBuild struct {
 // TemplateProgress is how far a template build has come.
 type TemplateProgress struct {
 	// Phase: queued, bootstrap, packages, configure, download, install,
-	// stop, copy, register.
+	// setup (macOS, unattended), stop, copy, register.
 	Phase   string  `json:"phase"`
 	Percent float64 `json:"percent"`
 	Message string  `json:"message,omitempty"`
@@ -46,6 +46,10 @@ type CreateTemplate struct {
 	// macOS manifest's restore image ("latest", https URL, .ipsw path).
 	Mirror       string `json:"mirror,omitempty"`
 	RestoreImage string `json:"restoreImage,omitempty"`
+	// Unattended (macOS) drives Setup Assistant and installs the guest
+	// agent through the VM's own console after the install; the guided
+	// setup stays the fallback.
+	Unattended bool `json:"unattended,omitempty"`
 }
 
 // TemplatePatch is the body of PATCH /templates/:id; absent fields stay.

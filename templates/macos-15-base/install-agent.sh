@@ -66,6 +66,8 @@ launchctl bootstrap "$domain" "$HOME/Library/LaunchAgents/$label.plist"
 launchctl enable "$domain/$label"
 launchctl kickstart -k "$domain/$label"
 
+# The unattended setup opens the panes itself (unattended.sh).
+[ "${HIVECREW_UNATTENDED:-}" = 1 ] && exit 0
 echo "Allow hivecrew-guestagent under Screen Recording and under Accessibility, and, if macOS"
 echo "asks whether it may access files on a volume (the shared folder), allow that too"
 echo "(Files and Folders). Then log out and back in once; health_check reports each grant."
