@@ -65,13 +65,14 @@ func TestMacSmokeRunsOffAMac(t *testing.T) {
 			t.Errorf("portable check %s: %q, want PASS", id, table[id])
 		}
 	}
-	for _, id := range []string{"platform", "entitlement", "bundle", "psn", "warm-restore", "menu-bar", "notification", "paste", "confirm", "file-picker", "new-window", "kill-hotkey"} {
+	for _, id := range []string{"platform", "entitlement", "bundle", "psn", "warm-restore", "menu-bar", "notification", "paste", "confirm", "file-picker", "new-window", "kill-hotkey",
+		"unattended", "grants", "typing", "settle"} {
 		if table[id] != "NOT RUN" {
 			t.Errorf("Mac-only check %s: %q off a Mac, want NOT RUN", id, table[id])
 		}
 	}
-	if len(table) != 22 {
-		t.Errorf("the table has %d rows, want 22: %v", len(table), table)
+	if len(table) != 26 {
+		t.Errorf("the table has %d rows, want 26: %v", len(table), table)
 	}
 	if n := len(llm.Requests("smoke.txt")); n == 0 {
 		t.Error("the smoke task never reached the provider")
