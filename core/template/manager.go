@@ -257,8 +257,11 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (store.Template
 				return store.Template{}, errdefs.Invalidf("mirror: %v", err)
 			}
 		}
-		if req.RestoreImage != "" || req.Unattended {
-			return store.Template{}, errdefs.Invalidf("restoreImage and unattended are for macOS templates")
+		if req.RestoreImage != "" {
+			return store.Template{}, errdefs.Invalidf("restoreImage is for macOS templates")
+		}
+		if req.Unattended {
+			return store.Template{}, errdefs.Invalidf("unattended is for macOS templates (Linux templates build without a person)")
 		}
 		flags = req.Options.Flags()
 	case vm.KindMacOS:
