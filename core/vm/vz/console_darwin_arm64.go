@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/hivecrew/hivecrew/core/vm"
@@ -45,12 +46,7 @@ func (m *Machine) OpenConsole(ctx context.Context) (string, string, func(), erro
 		defer C.free(unsafe.Pointer(msg))
 		return "", "", nil, fmt.Errorf("open the console of VM %s: %w", m.spec.ID, errors.New(C.GoString(msg)))
 	}
-	closed := false
-	stop := func() {
-		if !closed {
-			closed = true
-			C.hc_console_stop(server)
-		}
-	}
+	var once sync.Once
+	stop := func() { once.Do(func() { C.hc_console_stop(server) }) }
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), password, stop, nil
 }
