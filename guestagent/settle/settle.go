@@ -7,7 +7,7 @@
 // Redraws come from a FrameSource: the X DAMAGE extension on Linux,
 // ScreenCaptureKit's frame updates on macOS. The Settler starts its source
 // at the first input and may stop it after a while without input (a
-// macOS capture stream costs power and shows the recording indicator);
+// macOS capture stream costs power and may show the recording indicator);
 // while the source is starting the wait holds, and once it reports the
 // screen must stay quiet for Quiet from then on. Without a source, or
 // after it failed, only the time since the input counts. The portable

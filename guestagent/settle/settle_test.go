@@ -203,7 +203,7 @@ func TestCancelEndsTheWait(t *testing.T) {
 }
 
 // TestSourceStopsWhenIdleAndRestarts: the source runs only while input
-// comes (a capture stream shows macOS's recording indicator), starts again
+// comes (a capture stream may show macOS's recording indicator), starts again
 // at the next input, and again after it stopped by itself.
 func TestSourceStopsWhenIdleAndRestarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
