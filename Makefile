@@ -19,6 +19,12 @@ endif
 # A self-signed code-signing certificate's name keeps the keychain from
 # asking again after every rebuild (README, "Verifying on a Mac").
 SIGN_IDENTITY ?= -
+# The guest agent's signing identifier. A guest's TCC grants (Screen
+# Recording, Accessibility, Files and Folders) follow its designated
+# requirement: with a certificate (SIGN_IDENTITY) that is this identifier
+# and the certificate, and a rebuilt agent keeps them; signed ad hoc it is
+# the binary's hash, and every rebuild must be granted again.
+AGENT_ID := com.hivecrew.guestagent
 
 .PHONY: build test run deps deps-runtime vet unit e2e browser check-darwin bench eval-selftest app clean help
 
@@ -30,6 +36,7 @@ build:
 	CGO_ENABLED=$(AGENT_CGO) $(GO) build -ldflags "$(LDFLAGS)" -o bin/hivecrew-guestagent ./guestagent
 ifeq ($(UNAME),Darwin)
 	codesign --force --sign "$(SIGN_IDENTITY)" --entitlements entitlements.plist bin/hivecrew-helper
+	codesign --force --sign "$(SIGN_IDENTITY)" --identifier $(AGENT_ID) bin/hivecrew-guestagent
 endif
 
 ## test: install what is missing, then vet, unit, end-to-end and browser tests, and check-darwin

@@ -18,13 +18,13 @@ func cmdTemplates(e *env, args []string) error {
 	return runTable(e, "templates", []command{
 		{"ls", "", "list VM templates", templatesLs},
 		{"manifests", "", "list the template manifests this helper can build", templatesManifests},
-		{"create", "MANIFEST|FOLDER [--full] [--with SET]... [--name N] [--no-wait]", "build a template (progress bar)", templatesCreate},
+		{"create", "MANIFEST|FOLDER [--full] [--with SET]... [--unattended] [--name N] [--no-wait]", "build a template (progress bar)", templatesCreate},
 		{"seal", "VM [--name N] [--no-wait]", "make a template of a VM's disk (the VM stops)", templatesSeal},
 		{"edit", "ID [--cpus N] [--memory MB] [--disk GB] [--name N] [--description D]", "change a template's resources for new VMs", templatesEdit},
 		{"default", "ID", "make a template the default", templatesDefault},
 		{"rm", "ID", "delete a template (refused while a VM uses it)", templatesRm},
 		{"log", "ID", "print a template's build log", templatesLog},
-		{"setup", "ID [--finish]", "macOS: boot a template for its guided setup, or finish it", templatesSetup},
+		{"setup", "ID [--finish [--force]]", "macOS: boot a template for its guided setup, or finish it", templatesSetup},
 	}, args)
 }
 
@@ -129,6 +129,7 @@ func templatesCreate(e *env, args []string) error {
 	desc := fs.String("description", "", "a `DESCRIPTION`")
 	mirror := fs.String("mirror", "", "Debian mirror `URL` (Linux templates)")
 	image := fs.String("restore-image", "", "macOS restore image: latest, an https `URL` or an .ipsw path")
+	unattended := fs.Bool("unattended", false, "macOS: drive Setup Assistant and install the guest agent through the VM's own screen and keyboard (the guided setup is the fallback)")
 	noWait := fs.Bool("no-wait", false, "return once the build has started")
 	c, pos, err := e.connect(fs, args, 1)
 	if err != nil {
@@ -141,12 +142,21 @@ func templatesCreate(e *env, args []string) error {
 			return err
 		}
 	}
-	in := wire.CreateTemplate{Manifest: manifest, Name: *name, Description: *desc, Full: *full, With: with, Mirror: *mirror, RestoreImage: *image}
+	in := wire.CreateTemplate{Manifest: manifest, Name: *name, Description: *desc, Full: *full, With: with, Mirror: *mirror, RestoreImage: *image, Unattended: *unattended}
 	t, err := c.CreateTemplate(e.ctx, in)
 	if err != nil {
 		return err
 	}
-	return e.followTemplate(c, t, *noWait, "Building template %s (%s)")
+	if err := e.followTemplate(c, t, *noWait, "Building template %s (%s)"); err != nil || *noWait || !*unattended {
+		return err
+	}
+	// The unattended setup that stopped leaves the template waiting for
+	// its guided setup: say so as a failure, with the reason (the
+	// screen's text and screenshot).
+	if t, err = c.Template(e.ctx, t.ID); err == nil && t.Status == "setup" {
+		return fmt.Errorf("the unattended setup of template %s did not finish; the guided setup is the fallback: %s", t.ID, t.StatusReason)
+	}
+	return err
 }
 
 func templatesSeal(e *env, args []string) error {
@@ -366,7 +376,8 @@ func templatesLog(e *env, args []string) error {
 
 func templatesSetup(e *env, args []string) error {
 	fs := e.flags()
-	finish := fs.Bool("finish", false, "shut the template down and mark it ready")
+	finish := fs.Bool("finish", false, "shut the template down and mark it ready (once its guest agent reports every grant)")
+	force := fs.Bool("force", false, "with --finish: finish whatever the guest agent reports")
 	c, pos, err := e.connect(fs, args, 1)
 	if err != nil {
 		return err
@@ -375,7 +386,7 @@ func templatesSetup(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := c.SetupTemplate(e.ctx, id, *finish)
+	s, err := c.SetupTemplate(e.ctx, id, wire.TemplateSetupRequest{Finish: *finish, Force: *force})
 	if err != nil {
 		return err
 	}

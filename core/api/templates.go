@@ -164,14 +164,14 @@ func (a *API) createTemplate(w http.ResponseWriter, r *http.Request) error {
 	case body.FromVMID != "" && body.Manifest != "":
 		return errdefs.Invalidf("give either manifest (build) or fromVmId (seal), not both")
 	case body.FromVMID != "":
-		if body.Full || len(body.With) > 0 || body.Mirror != "" || body.RestoreImage != "" {
-			return errdefs.Invalidf("full, with, mirror and restoreImage are for builds from a manifest")
+		if body.Full || len(body.With) > 0 || body.Mirror != "" || body.RestoreImage != "" || body.Unattended {
+			return errdefs.Invalidf("full, with, mirror, restoreImage and unattended are for builds from a manifest")
 		}
 		t, err = m.Seal(r.Context(), template.SealRequest{VMID: body.FromVMID, Name: body.Name, Description: body.Description})
 	case strings.TrimSpace(body.Manifest) != "":
 		t, err = m.Create(r.Context(), template.CreateRequest{Manifest: strings.TrimSpace(body.Manifest), Name: body.Name,
 			Description: body.Description, Options: template.Options{Full: body.Full, Extras: body.With}, Mirror: body.Mirror,
-			RestoreImage: body.RestoreImage})
+			RestoreImage: body.RestoreImage, Unattended: body.Unattended})
 	default:
 		return errdefs.Invalidf("manifest (a name such as linux-desktop, or an absolute folder) or fromVmId is required")
 	}
@@ -260,7 +260,7 @@ func (a *API) setupTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := m.Setup(r.Context(), id, body.Finish)
+	t, err := m.Setup(r.Context(), id, template.SetupOptions{Finish: body.Finish, Force: body.Force})
 	if err != nil {
 		return err
 	}

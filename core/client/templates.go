@@ -56,7 +56,7 @@ func (c *Client) RebuildVM(ctx context.Context, id string) error {
 
 // SetupTemplate boots a macOS template for its guided setup, or finishes
 // the setup.
-func (c *Client) SetupTemplate(ctx context.Context, id string, finish bool) (wire.TemplateSetup, error) {
+func (c *Client) SetupTemplate(ctx context.Context, id string, req wire.TemplateSetupRequest) (wire.TemplateSetup, error) {
 	var s wire.TemplateSetup
-	return s, c.call(ctx, http.MethodPost, "/api/v1/templates/"+esc(id)+"/setup", wire.TemplateSetupRequest{Finish: finish}, &s)
+	return s, c.call(ctx, http.MethodPost, "/api/v1/templates/"+esc(id)+"/setup", req, &s)
 }

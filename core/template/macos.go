@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/guest"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
@@ -191,6 +192,36 @@ type setupVM struct {
 	release func()
 }
 
+// guestHealth asks a running template's guest agent for its health_check.
+func (m *Manager) guestHealth(ctx context.Context, mach vm.Machine) (protocol.HealthResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	c, err := guest.Connect(ctx, guest.Config{Dial: mach.DialGuest, Key: mach.GuestKey, Log: m.cfg.Log.With("vm", mach.Spec().ID)})
+	if err != nil {
+		return protocol.HealthResult{}, err
+	}
+	defer c.Close()
+	return c.Health(ctx)
+}
+
+// checkGrants refuses to finish a setup whose guest agent does not answer
+// or lacks a grant, naming what is missing (the guest's words, made
+// printable).
+func (m *Manager) checkGrants(ctx context.Context, mach vm.Machine) error {
+	h, err := m.guestHealth(ctx, mach)
+	if err != nil {
+		return errdefs.Conflictf("the template's guest agent does not answer (%s): run install-agent.sh in the template's window, or finish with --force", files.Printable(err.Error()))
+	}
+	if h.OK {
+		return nil
+	}
+	problems := make([]string, len(h.Problems))
+	for i, p := range h.Problems {
+		problems[i] = files.Printable(p)
+	}
+	return errdefs.Conflictf("the template's guest agent reports: %s. Grant what is missing in the template's window and finish again (or finish with --force)", strings.Join(problems, "; "))
+}
+
 // setupShutdownGrace is how long a template booted for its setup has to
 // shut down after its guest agent began the shutdown.
 const setupShutdownGrace = 90 * time.Second
@@ -213,12 +244,25 @@ func (m *Manager) shutDown(ctx context.Context, mach vm.Machine) error {
 	return err
 }
 
+// SetupOptions say what Setup does.
+type SetupOptions struct {
+	// Finish shuts the template down and marks it ready, once its guest
+	// agent's health_check reports every grant (Screen Recording,
+	// Accessibility, the shared folder).
+	Finish bool
+	// Force finishes whatever the guest agent reports, or when it does
+	// not answer.
+	Force bool
+}
+
 // Setup boots a macOS template itself (not a clone) for its guided setup,
 // with the guest agent kit in its shared folder (install/), and opens its
-// window where the backend can; with finish it shuts the template down,
-// removes the kit and marks the template ready with the kit's agent
-// version.
-func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Template, error) {
+// window where the backend can; finishing asks the guest agent's
+// health_check (a missing grant, or no answer, is a conflict that names
+// what to do, unless forced), shuts the template down, removes the kit and
+// marks the template ready with the kit's agent version.
+func (m *Manager) Setup(ctx context.Context, id string, opt SetupOptions) (store.Template, error) {
+	finish := opt.Finish
 	t, err := m.cfg.Store.GetTemplate(ctx, id)
 	if err != nil {
 		return store.Template{}, err
@@ -235,19 +279,14 @@ func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Temp
 	running, isRunning := m.setups[id]
 	m.mu.Unlock()
 	if finish {
-		if isRunning {
-			if err := m.shutDown(ctx, running.mach); err != nil {
-				return store.Template{}, fmt.Errorf("shut the template down: %w", err)
+		if isRunning && !opt.Force {
+			if err := m.checkGrants(ctx, running.mach); err != nil {
+				return store.Template{}, err
 			}
-			running.release()
-			m.mu.Lock()
-			delete(m.setups, id)
-			m.mu.Unlock()
 		}
-		os.RemoveAll(filepath.Join(shared, KitDir))
-		version := t.AgentVersion
-		if v, err := agentVersion(ctx, m.cfg.AgentBinary); err == nil {
-			version = v
+		version, err := m.endSetup(ctx, id, t.AgentVersion)
+		if err != nil {
+			return store.Template{}, err
 		}
 		return m.cfg.Store.UpdateTemplate(ctx, id, func(t *store.Template) error {
 			t.Status, t.StatusReason, t.AgentVersion = store.TemplateReady, "", version
@@ -269,6 +308,21 @@ func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Temp
 	if err := stageKit(shared, man, m.cfg.AgentBinary); err != nil {
 		return store.Template{}, err
 	}
+	if _, err := m.bootForSetup(ctx, t, man); err != nil {
+		return store.Template{}, err
+	}
+	return m.cfg.Store.UpdateTemplate(ctx, id, func(t *store.Template) error {
+		t.Status = store.TemplateSetup
+		t.StatusReason = fmt.Sprintf("running for its guided setup (%d steps; the kit is in the shared folder's %s/); finish with: hivecrew templates setup %s --finish", len(man.MacOS.Setup), KitDir, id)
+		return nil
+	})
+}
+
+// bootForSetup boots template t itself (not a clone) outside the pool,
+// holding a host VM slot until it stops, records it in m.setups and shows
+// its window where the backend can.
+func (m *Manager) bootForSetup(ctx context.Context, t store.Template, man *Manifest) (vm.Machine, error) {
+	id := t.ID
 	spec := vm.Spec{ID: "setup-" + id, Name: t.Name + " (setup)", Template: vm.Template{ID: id, Kind: vm.TemplateKind(t.Kind), Path: t.Path},
 		Dir: m.dir(id), CPUs: t.CPUCount, MemoryMB: t.MemoryMB, DiskGB: t.DiskGB, Network: vm.NetworkInternet}
 	if man.MacOS != nil {
@@ -278,16 +332,16 @@ func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Temp
 	// runs two macOS guests at most): the pool counts it.
 	release, err := m.cfg.Pool.ReserveSlot(ctx, "the setup of template "+id, t.CPUCount, t.MemoryMB, nil)
 	if err != nil {
-		return store.Template{}, fmt.Errorf("wait for a VM slot: %w", err)
+		return nil, fmt.Errorf("wait for a VM slot: %w", err)
 	}
 	mach, err := m.cfg.Backend.Load(ctx, spec)
 	if err != nil {
 		release()
-		return store.Template{}, fmt.Errorf("open the template: %w", err)
+		return nil, fmt.Errorf("open the template: %w", err)
 	}
 	if err := mach.Start(ctx); err != nil {
 		release()
-		return store.Template{}, fmt.Errorf("boot the template: %w", err)
+		return nil, fmt.Errorf("boot the template: %w", err)
 	}
 	// Shut down from inside (the user's own choice): the slot is free.
 	go func(exited <-chan struct{}) {
@@ -302,9 +356,28 @@ func (m *Manager) Setup(ctx context.Context, id string, finish bool) (store.Temp
 			m.cfg.Log.Warn("show the template's window", "template", id, "err", err)
 		}
 	}
-	return m.cfg.Store.UpdateTemplate(ctx, id, func(t *store.Template) error {
-		t.Status = store.TemplateSetup
-		t.StatusReason = fmt.Sprintf("running for its guided setup (%d steps; the kit is in the shared folder's %s/); finish with: hivecrew templates setup %s --finish", len(man.MacOS.Setup), KitDir, id)
-		return nil
-	})
+	return mach, nil
+}
+
+// endSetup shuts down the template booted for its setup (if it runs),
+// lets go of its slot, removes the kit and returns the kit's agent
+// version (was, if it cannot be read).
+func (m *Manager) endSetup(ctx context.Context, id, was string) (string, error) {
+	m.mu.Lock()
+	running, isRunning := m.setups[id]
+	m.mu.Unlock()
+	if isRunning {
+		if err := m.shutDown(ctx, running.mach); err != nil {
+			return "", fmt.Errorf("shut the template down: %w", err)
+		}
+		running.release()
+		m.mu.Lock()
+		delete(m.setups, id)
+		m.mu.Unlock()
+	}
+	os.RemoveAll(filepath.Join(vm.Spec{Dir: m.dir(id)}.SharedDir(), KitDir))
+	if v, err := agentVersion(ctx, m.cfg.AgentBinary); err == nil {
+		return v, nil
+	}
+	return was, nil
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/macsetup"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm/vz"
 )
@@ -85,3 +86,6 @@ func sealBundle(ctx context.Context, vmDir, dst string, log io.Writer, track *tr
 	fmt.Fprintf(log, "cloned %s into %s\n", vmDir, dst)
 	return ctx.Err()
 }
+
+// screenReader reads the VM's screens with Apple's Vision framework.
+func screenReader() (macsetup.Reader, error) { return macsetup.VisionReader{}, nil }

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/macsetup"
 )
 
 // buildMacOS needs Apple's Virtualization framework on Apple silicon.
@@ -17,4 +18,9 @@ func buildMacOS(ctx context.Context, s buildSpec) (result, error) {
 // sealBundle needs APFS clones.
 func sealBundle(ctx context.Context, vmDir, dst string, log io.Writer, track *tracker) error {
 	return errdefs.Unsupportedf("macOS VMs are sealed on a Mac")
+}
+
+// screenReader needs Apple's Vision framework.
+func screenReader() (macsetup.Reader, error) {
+	return nil, errdefs.Unsupportedf("the unattended setup reads the VM's screens with Apple's Vision framework, on a Mac")
 }

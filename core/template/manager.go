@@ -228,6 +228,11 @@ type CreateRequest struct {
 	Mirror string
 	// RestoreImage overrides a macOS manifest's restore image.
 	RestoreImage string
+	// Unattended (macOS) drives Setup Assistant and installs the guest
+	// agent through the VM's console once macOS is installed
+	// (setupUnattended); a template it cannot finish waits for its guided
+	// setup.
+	Unattended bool
 }
 
 // Create registers a new template (status building) and builds it in the
@@ -254,6 +259,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (store.Template
 		}
 		if req.RestoreImage != "" {
 			return store.Template{}, errdefs.Invalidf("restoreImage is for macOS templates")
+		}
+		if req.Unattended {
+			return store.Template{}, errdefs.Invalidf("unattended is for macOS templates (Linux templates build without a person)")
 		}
 		flags = req.Options.Flags()
 	case vm.KindMacOS:
@@ -292,8 +300,16 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (store.Template
 		}
 		switch kind {
 		case vm.KindMacOS:
-			spec.track = newTracker(macosSpans, j.set)
-			return buildMacOS(ctx, spec)
+			if !req.Unattended {
+				spec.track = newTracker(macosSpans, j.set)
+				return buildMacOS(ctx, spec)
+			}
+			spec.track = newTracker(macosUnattendedSpans, j.set)
+			res, err := buildMacOS(ctx, spec)
+			if err != nil {
+				return res, err
+			}
+			return m.setupUnattended(ctx, t, man, log, spec.track)
 		default:
 			spec.track = newTracker(rootfsSpans, j.set)
 			return buildRootFS(ctx, spec)

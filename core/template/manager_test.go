@@ -22,6 +22,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/vm/fake"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
 // fakePool is the pool as the manager sees it.
@@ -370,7 +371,7 @@ func TestMacOSSetup(t *testing.T) {
 	if err != nil || len(steps) < 4 {
 		t.Fatalf("steps: %v %v", steps, err)
 	}
-	got, err := e.m.Setup(ctx, "mac", false)
+	got, err := e.m.Setup(ctx, "mac", SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,14 +391,25 @@ func TestMacOSSetup(t *testing.T) {
 	if plist, _ := os.ReadFile(filepath.Join(kit, "com.hivecrew.guestagent.plist")); !bytes.Contains(plist, []byte("/Volumes/My Shared Files/hivecrew")) {
 		t.Errorf("the kit's LaunchAgent: %s", plist)
 	}
-	if _, err := e.m.Setup(ctx, "mac", false); !errors.Is(err, errdefs.ErrConflict) {
+	if _, err := e.m.Setup(ctx, "mac", SetupOptions{}); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("a second setup: %v", err)
 	}
 	// The running template holds a host slot (issue 16.8).
 	if n := e.pool.heldSlots(); n != 1 {
 		t.Errorf("%d host slots held during the setup, want 1", n)
 	}
-	done, err := e.m.Setup(ctx, tm.ID, true)
+	// Finishing asks the guest agent first (issue 35.10): a missing grant
+	// is named, and the template keeps running for it.
+	mach.Driver().DenyPermissions(protocol.Permissions{Accessibility: true})
+	if _, err := e.m.Setup(ctx, tm.ID, SetupOptions{Finish: true}); !errors.Is(err, errdefs.ErrConflict) ||
+		!strings.Contains(err.Error(), "Accessibility permission is missing") || strings.Contains(err.Error(), "Screen Recording") {
+		t.Fatalf("finishing without the Accessibility grant: %v", err)
+	}
+	if mach.Status().State != vm.StateRunning {
+		t.Fatalf("a refused finish stopped the template: %s", mach.Status().State)
+	}
+	mach.Driver().DenyPermissions(protocol.Permissions{})
+	done, err := e.m.Setup(ctx, tm.ID, SetupOptions{Finish: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +426,7 @@ func TestMacOSSetup(t *testing.T) {
 	e.pool.mu.Lock()
 	e.pool.full = true
 	e.pool.mu.Unlock()
-	if _, err := e.m.Setup(ctx, "mac", false); !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "VM slot") {
+	if _, err := e.m.Setup(ctx, "mac", SetupOptions{}); !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "VM slot") {
 		t.Errorf("setup without a slot: %v", err)
 	}
 	if mach.Status().State != vm.StateStopped {
@@ -424,7 +436,7 @@ func TestMacOSSetup(t *testing.T) {
 	e.pool.full = false
 	e.pool.mu.Unlock()
 	e.add(t, store.Template{ID: "lin", Name: "Lin", OS: "linux", Kind: "rootfs", Status: store.TemplateReady})
-	if _, err := e.m.Setup(ctx, "lin", false); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := e.m.Setup(ctx, "lin", SetupOptions{}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("setup of a Linux template: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ const (
 	PhaseConfigure = "configure" // agent, provisioning, clean-up
 	PhaseDownload  = "download"  // the macOS restore image
 	PhaseInstall   = "install"   // VZMacOSInstaller
+	PhaseSetup     = "setup"     // macOS, unattended: Setup Assistant and the agent
 	PhaseStop      = "stop"      // sealing: the VM stops
 	PhaseCopy      = "copy"      // sealing: its disk becomes the template's
 	PhaseRegister  = "register"
@@ -39,6 +40,9 @@ var (
 	}
 	macosSpans = map[string]span{
 		PhaseQueued: {0, 0}, PhaseDownload: {0, 50}, PhaseInstall: {50, 98}, PhaseRegister: {98, 100},
+	}
+	macosUnattendedSpans = map[string]span{
+		PhaseQueued: {0, 0}, PhaseDownload: {0, 35}, PhaseInstall: {35, 70}, PhaseSetup: {70, 98}, PhaseRegister: {98, 100},
 	}
 	sealSpans = map[string]span{
 		PhaseQueued: {0, 0}, PhaseStop: {0, 10}, PhaseCopy: {10, 98}, PhaseRegister: {98, 100},

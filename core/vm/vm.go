@@ -216,6 +216,15 @@ type Displayer interface {
 	HideDisplay()
 }
 
+// Consoler is implemented by machines whose own screen, keyboard and
+// pointer can be reached before any guest agent runs (a macOS VM's
+// console, for an unattended Setup Assistant). OpenConsole starts an RFB
+// (VNC) server for the running machine at addr (host:port) with password;
+// close stops it.
+type Consoler interface {
+	OpenConsole(ctx context.Context) (addr, password string, close func(), err error)
+}
+
 // ErrHostLimit is returned by Start when the host refuses another running
 // machine (macOS allows two macOS guests). It is of class unavailable.
 var ErrHostLimit = errdefs.Unavailablef("host VM limit reached")

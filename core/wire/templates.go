@@ -26,7 +26,7 @@ type TemplateBuild struct {
 // TemplateProgress is how far a template build has come.
 type TemplateProgress struct {
 	// Phase: queued, bootstrap, packages, configure, download, install,
-	// stop, copy, register.
+	// setup (macOS, unattended), stop, copy, register.
 	Phase   string  `json:"phase"`
 	Percent float64 `json:"percent"`
 	Message string  `json:"message,omitempty"`
@@ -46,6 +46,10 @@ type CreateTemplate struct {
 	// macOS manifest's restore image ("latest", https URL, .ipsw path).
 	Mirror       string `json:"mirror,omitempty"`
 	RestoreImage string `json:"restoreImage,omitempty"`
+	// Unattended (macOS) drives Setup Assistant and installs the guest
+	// agent through the VM's own console after the install; the guided
+	// setup stays the fallback.
+	Unattended bool `json:"unattended,omitempty"`
 }
 
 // TemplatePatch is the body of PATCH /templates/:id; absent fields stay.
@@ -79,6 +83,9 @@ type ManifestList struct {
 // boot the template for its guided setup, or finish it.
 type TemplateSetupRequest struct {
 	Finish bool `json:"finish,omitempty"`
+	// Force finishes even when the guest agent reports a missing grant
+	// or does not answer.
+	Force bool `json:"force,omitempty"`
 }
 
 // SetupStep is one step of a macOS template's guided setup.

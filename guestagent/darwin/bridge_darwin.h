@@ -47,7 +47,21 @@ void hc_key(uint16_t code, uint64_t flags);
 // hc_key_event posts one key down or up; a modifier key's is a
 // flags-changed event.
 int hc_key_event(uint16_t code, int down, uint64_t flags);
-void hc_type_utf16(const uint16_t *units, int n);
+// hc_type_key posts one key press (down, then up) of code with flags,
+// carrying the text units (n of them; none when n is 0). It answers 0,
+// or -1 when macOS made no event.
+int hc_type_key(uint16_t code, uint64_t flags, const uint16_t *units, int n);
+
+// HC_LAYOUT_KEYS key codes, each without and with Shift, HC_LAYOUT_UNITS
+// UTF-16 units at most per key.
+enum { HC_LAYOUT_KEYS = 128, HC_LAYOUT_UNITS = 4 };
+// hc_layout_chars reads what each key of the current keyboard layout types
+// (UCKeyTranslate on TISCopyCurrentKeyboardLayoutInputSource's 'uchr'
+// data, on the main thread as TextInputSources requires): for key code c
+// and shift s (0 or 1), lens[c*2+s] units at chars[(c*2+s)*HC_LAYOUT_UNITS],
+// -1 for a dead key. It answers 0, -1 when the layout has no 'uchr' data,
+// -2 when the main thread did not answer within 2 s.
+int hc_layout_chars(uint16_t *chars, int8_t *lens);
 
 // The open functions ask for activation (open with activation) and set
 // *pid to the app that opened, or -1 when macOS does not say.
@@ -77,6 +91,15 @@ char *hc_ax_tree_json(const char *app, int max_depth, int only_visible, int max_
 
 char *hc_clipboard_read(void);
 int hc_clipboard_write(const char *text);
+
+// Redraws (frames_darwin.m): a ScreenCaptureKit stream of the main
+// display that calls the Go functions hcFramesDrawn(token) for each frame
+// whose status is complete (the screen changed) and hcFramesLost(token,
+// message) if the stream stops by itself. hc_frames_start waits up to 5 s
+// for the stream to run; it returns NULL and sets *handle, or a malloc'd
+// error message. After hc_frames_stop returns, no call for its token comes.
+char *hc_frames_start(uintptr_t token, void **handle);
+void hc_frames_stop(void *handle);
 
 void hc_run_main_loop(void);
 void hc_stop_main_loop(void);

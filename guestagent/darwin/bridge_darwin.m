@@ -3,6 +3,7 @@
 // Deployment target macOS 15 (ScreenCaptureKit's SCScreenshotManager).
 
 #import <AppKit/AppKit.h>
+#import <Carbon/Carbon.h>
 #import <ApplicationServices/ApplicationServices.h>
 #import <CoreGraphics/CoreGraphics.h>
 #import <Foundation/Foundation.h>
@@ -302,13 +303,99 @@ int hc_key_event(uint16_t code, int down, uint64_t flags) {
 	return 0;
 }
 
-void hc_type_utf16(const uint16_t *units, int n) {
-	CGEventRef e = CGEventCreateKeyboardEvent(NULL, 0, true);
-	CGEventKeyboardSetUnicodeString(e, n, (const UniChar *)units);
-	hc_post(e);
-	e = CGEventCreateKeyboardEvent(NULL, 0, false);
-	CGEventKeyboardSetUnicodeString(e, n, (const UniChar *)units);
-	hc_post(e);
+int hc_type_key(uint16_t code, uint64_t flags, const uint16_t *units, int n) {
+	for (int down = 1; down >= 0; down--) {
+		CGEventRef e = CGEventCreateKeyboardEvent(NULL, (CGKeyCode)code, down == 1);
+		if (e == NULL) return -1;
+		CGEventSetFlags(e, (CGEventFlags)flags);
+		if (n > 0) CGEventKeyboardSetUnicodeString(e, (UniCharCount)n, (const UniChar *)units);
+		CGEventPost(kCGHIDEventTap, e);
+		CFRelease(e);
+	}
+	return 0;
+}
+
+// ---- The keyboard layout
+
+// hc_layout is what hc_layout_fill reads, in memory of its own: a reader
+// that timed out leaves it to the block that fills it.
+typedef struct {
+	uint16_t chars[HC_LAYOUT_KEYS * 2 * HC_LAYOUT_UNITS];
+	int8_t lens[HC_LAYOUT_KEYS * 2];
+	int rc;
+} hc_layout;
+
+// hc_layout_fill runs on the main thread: TextInputSources is not thread
+// safe, and an application with a run loop must call it there.
+static void hc_layout_fill(hc_layout *out) {
+	TISInputSourceRef source = TISCopyCurrentKeyboardLayoutInputSource();
+	if (source == NULL) {
+		out->rc = -1;
+		return;
+	}
+	// A 'KCHR'-only layout has no 'uchr' data (NULL); the data belongs to
+	// the source (a Get, not a Copy).
+	CFDataRef data = (CFDataRef)TISGetInputSourceProperty(source, kTISPropertyUnicodeKeyLayoutData);
+	if (data == NULL) {
+		CFRelease(source);
+		out->rc = -1;
+		return;
+	}
+	const UCKeyboardLayout *layout = (const UCKeyboardLayout *)CFDataGetBytePtr(data);
+	UInt32 kbd = LMGetKbdType();
+	for (int code = 0; code < HC_LAYOUT_KEYS; code++) {
+		for (int shift = 0; shift < 2; shift++) {
+			int i = code * 2 + shift;
+			UInt32 dead = 0;
+			UniCharCount n = 0;
+			UInt32 mods = shift ? ((shiftKey >> 8) & 0xFF) : 0;
+			OSStatus st = UCKeyTranslate(layout, (UInt16)code, kUCKeyActionDown, mods, kbd, 0, &dead, HC_LAYOUT_UNITS, &n,
+			                             (UniChar *)&out->chars[i * HC_LAYOUT_UNITS]);
+			if (st != noErr) {
+				out->lens[i] = 0;
+			} else if (dead != 0) {
+				out->lens[i] = -1; // a dead key: it types with the next key
+			} else {
+				out->lens[i] = (int8_t)(n > HC_LAYOUT_UNITS ? HC_LAYOUT_UNITS : n);
+			}
+		}
+	}
+	CFRelease(source);
+	out->rc = 0;
+}
+
+int hc_layout_chars(uint16_t *chars, int8_t *lens) {
+	hc_layout *layout = calloc(1, sizeof(hc_layout));
+	if (layout == NULL) return -1;
+	if ([NSThread isMainThread]) {
+		hc_layout_fill(layout);
+	} else {
+		// The claim decides who frees layout: the block after a reader
+		// that gave up, the reader otherwise.
+		__block atomic_int state = HC_CAPTURE_WAITING;
+		dispatch_semaphore_t done = dispatch_semaphore_create(0);
+		dispatch_async(dispatch_get_main_queue(), ^{
+			hc_layout_fill(layout);
+			int waiting = HC_CAPTURE_WAITING;
+			if (atomic_compare_exchange_strong(&state, &waiting, HC_CAPTURE_DELIVERED)) {
+				dispatch_semaphore_signal(done);
+			} else {
+				free(layout);
+			}
+		});
+		if (dispatch_semaphore_wait(done, dispatch_time(DISPATCH_TIME_NOW, 2 * NSEC_PER_SEC)) != 0) {
+			int waiting = HC_CAPTURE_WAITING;
+			if (atomic_compare_exchange_strong(&state, &waiting, HC_CAPTURE_ABANDONED)) return -2;
+			dispatch_semaphore_wait(done, DISPATCH_TIME_FOREVER);
+		}
+	}
+	int rc = layout->rc;
+	if (rc == 0) {
+		memcpy(chars, layout->chars, sizeof(layout->chars));
+		memcpy(lens, layout->lens, sizeof(layout->lens));
+	}
+	free(layout);
+	return rc;
 }
 
 // ---- Apps, files and URLs

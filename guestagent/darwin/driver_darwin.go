@@ -2,7 +2,7 @@ package darwin
 
 /*
 #cgo CFLAGS: -x objective-c -fobjc-arc -mmacosx-version-min=15.0
-#cgo LDFLAGS: -framework Foundation -framework AppKit -framework ApplicationServices -framework CoreGraphics -framework CoreMedia -framework ScreenCaptureKit
+#cgo LDFLAGS: -framework Foundation -framework AppKit -framework ApplicationServices -framework CoreGraphics -framework CoreMedia -framework ScreenCaptureKit -framework Carbon -framework CoreServices
 #include <stdlib.h>
 #include "bridge_darwin.h"
 */
@@ -25,6 +25,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/server"
+	"github.com/hivecrew/hivecrew/guestagent/settle"
 )
 
 // Config configures the driver. Log is required.
@@ -42,6 +43,9 @@ type Driver struct {
 	buttons buttonsDown
 	// front is the last open whose app did not come to the front.
 	front frontState
+	// settle makes a capture after input wait until the screen is quiet
+	// (ScreenCaptureKit's frame updates, streamFrames).
+	settle *settle.Settler
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -61,6 +65,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, errors.New("darwin driver: Log is required")
 	}
 	d := &Driver{cfg: cfg, osVersion: osVersion()}
+	d.settle = settle.New(settle.Config{Source: &streamFrames{}, IdleStop: framesIdleStop, Log: cfg.Log})
 	if p := d.permissions(); !p.ScreenRecording || !p.Accessibility {
 		cfg.Log.Warn("missing permissions; requesting them", "screenRecording", p.ScreenRecording, "accessibility", p.Accessibility)
 		C.hc_request_permissions()
@@ -68,8 +73,15 @@ func New(cfg Config) (*Driver, error) {
 	return d, nil
 }
 
+// framesIdleStop stops the capture stream that reports redraws after this
+// long without input or capture: an idle guest records nothing.
+const framesIdleStop = 10 * time.Second
+
 // Close implements the agent's driver teardown.
-func (d *Driver) Close() error { return nil }
+func (d *Driver) Close() error {
+	d.settle.Close()
+	return nil
+}
 
 // RunMainLoop runs the Cocoa main run loop; call it on the main thread.
 func RunMainLoop() { C.hc_run_main_loop() }
@@ -145,10 +157,14 @@ func trimNewline(b []byte) []byte {
 }
 
 // Capture implements server.Driver with SCScreenshotManager, at the display's
-// pixel size.
+// pixel size. After input it first waits for the screen to settle (until
+// no frame has changed for 30 ms, 1 s at most), as on Linux.
 func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	if !d.permissions().ScreenRecording {
 		return nil, protocol.Errorf(protocol.CodePermissionDenied, "the guest agent lacks the Screen Recording permission")
+	}
+	if waited := d.settle.Wait(ctx); waited > 0 {
+		d.cfg.Log.Debug("the screen settled after input", "waited", waited)
 	}
 	shot := C.hc_capture()
 	if shot.err != nil {
@@ -163,11 +179,14 @@ func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	return img, nil
 }
 
-// needInput refuses input while macOS would silently drop it.
+// needInput refuses input while macOS would silently drop it. Callers
+// note the input for the next capture once it is posted (settle.Input);
+// noting it here too starts the frame source while the input is posted.
 func (d *Driver) needInput() error {
 	if C.hc_accessibility_trusted() == 0 {
 		return protocol.Errorf(protocol.CodePermissionDenied, "the guest agent lacks the Accessibility permission, without which macOS ignores its input")
 	}
+	d.settle.Input()
 	return nil
 }
 
@@ -182,6 +201,7 @@ func (d *Driver) MouseMove(ctx context.Context, x, y float64) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	button := C.int(-1)
 	if b := d.buttons.dragging(); b != "" {
 		button = buttonIndex[b]
@@ -219,6 +239,7 @@ func (d *Driver) holding(modifiers []string, act func(flags uint64) error) (err 
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	press, release, flags, err := modifierEvents(modifiers)
 	if err != nil {
 		return protocol.Errorf(protocol.CodeInvalidParams, "%v", err)
@@ -250,6 +271,7 @@ func (d *Driver) MouseButton(ctx context.Context, button string, down bool) erro
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	cdown := C.int(0)
 	if down {
 		cdown = 1
@@ -276,6 +298,7 @@ func (d *Driver) MouseDrag(ctx context.Context, p protocol.DragParams) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	C.hc_mouse_drag(C.double(p.FromX), C.double(p.FromY), C.double(p.ToX), C.double(p.ToY), dragSteps)
 	return nil
 }
@@ -304,28 +327,64 @@ func lines(delta float64) int {
 	return n
 }
 
-// TypeText implements server.Driver: one keyboard event pair per character,
-// carrying the character itself, so any Unicode text types on any layout.
+// TypeText implements server.Driver: one key press per character, on the
+// key the current keyboard layout types it with (typing.go), carrying
+// the character too; a character no key types goes as text alone.
 func (d *Driver) TypeText(ctx context.Context, text string) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
-	for _, r := range text {
-		switch r {
-		case '\n', '\r':
-			C.hc_key(C.uint16_t(keyCodes["return"]), 0)
-			continue
-		case '\t':
-			C.hc_key(C.uint16_t(keyCodes["tab"]), 0)
-			continue
-		}
+	defer d.settle.Input()
+	table, err := currentLayout()
+	if err != nil {
+		d.cfg.Log.Warn("typing every character as text", "err", err)
+	}
+	failed := 0
+	for _, s := range typingPlan(text, table) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		units := utf16.Encode([]rune{r})
-		C.hc_type_utf16((*C.uint16_t)(unsafe.Pointer(&units[0])), C.int(len(units)))
+		var units *C.uint16_t
+		if len(s.text) > 0 {
+			units = (*C.uint16_t)(unsafe.Pointer(&s.text[0]))
+		}
+		if C.hc_type_key(C.uint16_t(s.code), C.uint64_t(s.flags), units, C.int(len(s.text))) != 0 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return errNoEvent(fmt.Sprintf("%d key presses", failed))
 	}
 	return nil
+}
+
+// currentLayout reads what the keys of the current keyboard layout type
+// (read anew for each text: the user of a takeover may switch layouts).
+func currentLayout() (map[rune]typedKey, error) {
+	var chars [C.HC_LAYOUT_KEYS * 2 * C.HC_LAYOUT_UNITS]C.uint16_t
+	var lens [C.HC_LAYOUT_KEYS * 2]C.int8_t
+	switch C.hc_layout_chars(&chars[0], &lens[0]) {
+	case 0:
+	case -2:
+		return nil, errors.New("the main thread did not read the keyboard layout within 2 s")
+	default:
+		return nil, errors.New("the keyboard layout has no Unicode ('uchr') data")
+	}
+	return layoutTable(func(code uint16, shift bool) keyOutput {
+		i := int(code) * 2
+		if shift {
+			i++
+		}
+		n := int(lens[i])
+		if n < 0 {
+			return keyOutput{dead: true}
+		}
+		units := make([]uint16, n)
+		for j := range units {
+			units[j] = uint16(chars[i*C.HC_LAYOUT_UNITS+j])
+		}
+		return keyOutput{text: string(utf16.Decode(units))}
+	}), nil
 }
 
 // keyError turns keyStroke's and keyEvents' errors into protocol errors.
@@ -337,6 +396,7 @@ func (d *Driver) PressKey(ctx context.Context, key string, modifiers []string) e
 	if err := d.needInput(); err != nil {
 		return err
 	}
+	defer d.settle.Input()
 	if server.IsModifierKey(key) {
 		press, release, err := keyEvents(key, modifiers)
 		if err != nil {
@@ -364,6 +424,7 @@ func (d *Driver) KeyDown(ctx context.Context, key string, modifiers []string) (f
 	if err := d.needInput(); err != nil {
 		return nil, err
 	}
+	defer d.settle.Input()
 	press, release, err := keyEvents(key, modifiers)
 	if err != nil {
 		return nil, keyError(err)
@@ -371,7 +432,10 @@ func (d *Driver) KeyDown(ctx context.Context, key string, modifiers []string) (f
 	if err := postKeys(press); err != nil {
 		return nil, errors.Join(err, postKeys(release))
 	}
-	return func(context.Context) error { return postKeys(release) }, nil
+	return func(context.Context) error {
+		defer d.settle.Input()
+		return postKeys(release)
+	}, nil
 }
 
 // AccessibilityTree implements server.Driver.
@@ -453,6 +517,7 @@ func openResult(code C.int, cerr *C.char, what string) error {
 // OpenApp implements server.Driver: by bundle id or application name,
 // brought to the front (an error says when macOS kept it behind).
 func (d *Driver) OpenApp(ctx context.Context, name string) error {
+	defer d.settle.Input() // the next capture waits for its window to draw
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var cerr *C.char
@@ -465,6 +530,7 @@ func (d *Driver) OpenApp(ctx context.Context, name string) error {
 
 // OpenFile implements server.Driver.
 func (d *Driver) OpenFile(ctx context.Context, path, app string) error {
+	defer d.settle.Input() // the next capture waits for its window to draw
 	cpath, capp := C.CString(path), C.CString(app)
 	defer C.free(unsafe.Pointer(cpath))
 	defer C.free(unsafe.Pointer(capp))
@@ -503,6 +569,7 @@ func (d *Driver) ResolveApp(ctx context.Context, name, path string) (protocol.Re
 
 // OpenURL implements server.Driver.
 func (d *Driver) OpenURL(ctx context.Context, url string) error {
+	defer d.settle.Input() // the next capture waits for its window to draw
 	curl := C.CString(url)
 	defer C.free(unsafe.Pointer(curl))
 	var cerr *C.char

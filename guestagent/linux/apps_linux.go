@@ -168,7 +168,7 @@ func (d *Driver) launch(ctx context.Context, args []string, failed func(status i
 		case <-tick.C:
 			for w := range d.clients() {
 				if !before[w] {
-					d.settle.input() // the next capture waits for it to draw
+					d.settle.Input() // the next capture waits for it to draw
 					return nil
 				}
 			}

@@ -2,106 +2,91 @@ package linux
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync/atomic"
-	"time"
+	"sync"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/damage"
 	"github.com/jezek/xgb/xfixes"
 	"github.com/jezek/xgb/xproto"
+
+	"github.com/hivecrew/hivecrew/guestagent/settle"
 )
 
-const (
-	// settleQuiet is how long the screen must go undrawn after input
-	// before a capture counts as showing the input's effect: applications
-	// redraw within a frame or two of an event, and a terminal or an editor
-	// draws a line in several passes.
-	settleQuiet = 30 * time.Millisecond
-	// settleMax bounds the wait: an animation (a spinner, a video, a
-	// blinking caret) never goes quiet.
-	settleMax = time.Second
-)
-
-// settler knows when the screen was last drawn and when input was last
-// posted, so that a capture after input waits for the applications to
-// draw its effect. It watches the root window with a DAMAGE object of its
-// own (the capture's object accumulates regions; this one only tells time)
-// and empties it at each event, so the next drawing reports again.
-type settler struct {
+// damageSource is the X server's report of redraws (settle.FrameSource):
+// a DAMAGE object of its own on the root window (the capture's object
+// accumulates regions; this one only tells time), emptied at each event
+// so that the next drawing reports again. The object lives as long as
+// the connection; Start and Stop only say whom the event loop tells.
+type damageSource struct {
 	conn *xgb.Conn
-	// id is 0 without DAMAGE: then only the time since input counts.
-	id damage.Damage
-	// lastDraw, lastInput and lastCapture are Unix nanoseconds.
-	lastDraw, lastInput, lastCapture atomic.Int64
+	id   damage.Damage
+
+	// mu guards drawn.
+	mu    sync.Mutex
+	drawn func()
 }
 
-func newSettler(conn *xgb.Conn, root xproto.Window) (*settler, error) {
-	s := &settler{conn: conn}
+var _ settle.FrameSource = (*damageSource)(nil)
+
+func newDamageSource(conn *xgb.Conn, root xproto.Window) (*damageSource, error) {
 	if err := damage.Init(conn); err != nil {
-		return s, fmt.Errorf("no DAMAGE extension: %w", err)
+		return nil, fmt.Errorf("no DAMAGE extension: %w", err)
 	}
 	if err := xfixes.Init(conn); err != nil {
-		return s, fmt.Errorf("no XFIXES extension: %w", err)
+		return nil, fmt.Errorf("no XFIXES extension: %w", err)
 	}
 	if _, err := xfixes.QueryVersion(conn, 2, 0).Reply(); err != nil {
-		return s, fmt.Errorf("XFIXES: %w", err)
+		return nil, fmt.Errorf("XFIXES: %w", err)
 	}
 	if _, err := damage.QueryVersion(conn, 1, 1).Reply(); err != nil {
-		return s, fmt.Errorf("DAMAGE: %w", err)
+		return nil, fmt.Errorf("DAMAGE: %w", err)
 	}
 	id, err := damage.NewDamageId(conn)
 	if err == nil {
 		err = damage.CreateChecked(conn, id, xproto.Drawable(root), damage.ReportLevelNonEmpty).Check()
 	}
 	if err != nil {
-		return s, fmt.Errorf("DAMAGE on the root window: %w", err)
+		return nil, fmt.Errorf("DAMAGE on the root window: %w", err)
 	}
-	s.id = id
-	return s, nil
+	return &damageSource{conn: conn, id: id}, nil
 }
 
-// drawn notes a damage event; it runs on the event loop.
-func (s *settler) drawn(e damage.NotifyEvent) {
-	if s.id == 0 || e.Damage != s.id {
+// Start implements settle.FrameSource.
+func (s *damageSource) Start(ctx context.Context, drawn func(), lost func(error)) error {
+	if s == nil {
+		return errors.New("no DAMAGE")
+	}
+	s.mu.Lock()
+	s.drawn = drawn
+	s.mu.Unlock()
+	return nil
+}
+
+// Stop implements settle.FrameSource.
+func (s *damageSource) Stop() {
+	s.mu.Lock()
+	s.drawn = nil
+	s.mu.Unlock()
+}
+
+// event notes a damage event; it runs on the event loop.
+func (s *damageSource) event(e damage.NotifyEvent) {
+	if s == nil || e.Damage != s.id {
 		return
 	}
-	s.lastDraw.Store(time.Now().UnixNano())
+	s.mu.Lock()
+	drawn := s.drawn
+	s.mu.Unlock()
+	if drawn != nil {
+		drawn()
+	}
 	damage.Subtract(s.conn, s.id, xfixes.RegionNone, xfixes.RegionNone)
 }
 
-// input notes that input reached the X server.
-func (s *settler) input() { s.lastInput.Store(time.Now().UnixNano()) }
-
-// wait returns once the screen has gone settleQuiet without drawing since
-// the last input, at once when there was no input since the previous
-// capture, and after settleMax at most. It returns how long it waited.
-func (s *settler) wait(ctx context.Context) time.Duration {
-	start := time.Now()
-	defer s.lastCapture.Store(time.Now().UnixNano())
-	if s.lastInput.Load() <= s.lastCapture.Load() {
-		return 0
-	}
-	deadline := start.Add(settleMax)
-	for {
-		last := max(s.lastInput.Load(), s.lastDraw.Load())
-		now := time.Now()
-		quiet := now.Sub(time.Unix(0, last))
-		if quiet >= settleQuiet || !now.Before(deadline) {
-			return now.Sub(start)
-		}
-		t := time.NewTimer(min(settleQuiet-quiet, deadline.Sub(now)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return time.Since(start)
-		case <-t.C:
-		}
-	}
-}
-
-func (s *settler) close() {
-	if s.id != 0 {
+func (s *damageSource) close() {
+	if s != nil {
 		damage.Destroy(s.conn, s.id)
 	}
 }

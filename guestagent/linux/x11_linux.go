@@ -18,6 +18,7 @@ import (
 	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/server"
+	"github.com/hivecrew/hivecrew/guestagent/settle"
 )
 
 // Config configures the driver. Log is required.
@@ -45,8 +46,10 @@ type Driver struct {
 	clip  *clipboard
 	atoms *atoms
 	a11y  *accessibility
-	// settle makes captures after input wait for the screen to settle.
-	settle *settler
+	// settle makes captures after input wait for the screen to settle;
+	// damage tells it of redraws (nil without DAMAGE).
+	settle *settle.Settler
+	damage *damageSource
 
 	osVersion string
 	powerOff  []string
@@ -110,9 +113,13 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if d.shm, err = newSHMScreen(conn, d.root, d.width*d.height*4, cfg.Log); err != nil {
 		cfg.Log.Info("screenshots go through the X socket", "reason", err)
 	}
-	if d.settle, err = newSettler(conn, d.root); err != nil {
+	var frames settle.FrameSource
+	if d.damage, err = newDamageSource(conn, d.root); err != nil {
 		cfg.Log.Info("captures after input wait a fixed time", "reason", err)
+	} else {
+		frames = d.damage
 	}
+	d.settle = settle.New(settle.Config{Source: frames, Log: cfg.Log})
 	d.a11y = newAccessibility(cfg.Log)
 	d.osVersion = osVersion()
 	ok = true
@@ -124,7 +131,8 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 func (d *Driver) Close() error {
 	d.kb.restore()
 	d.a11y.close()
-	d.settle.close()
+	d.settle.Close()
+	d.damage.close()
 	if d.shm != nil {
 		d.shm.close()
 	}
@@ -203,7 +211,7 @@ func (d *Driver) eventLoop() {
 		case xproto.PropertyNotifyEvent:
 			d.clip.propertyChanged(e)
 		case damage.NotifyEvent:
-			d.settle.drawn(e)
+			d.damage.event(e)
 		}
 	}
 }
@@ -242,9 +250,10 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 // memory where the X server offers it (then the frame must be released).
 //
 // After input it first waits for the applications to draw its effect
-// (settler.wait): the model's next screenshot shows what its action did.
+// (settle.Settler.Wait): the model's next screenshot shows what its
+// action did.
 func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
-	if waited := d.settle.wait(ctx); waited > 0 {
+	if waited := d.settle.Wait(ctx); waited > 0 {
 		d.log.Debug("the screen settled after input", "waited", waited)
 	}
 	w, h := d.size()
@@ -275,7 +284,7 @@ func (d *Driver) posted() error {
 	if err := d.sync(); err != nil {
 		return err
 	}
-	d.settle.input()
+	d.settle.Input()
 	return nil
 }
 

@@ -26,6 +26,9 @@ type Screen struct {
 type Permissions struct {
 	ScreenRecording bool `json:"screenRecording"`
 	Accessibility   bool `json:"accessibility"`
+	// SharedFolder: the agent can read the shared folder (macOS asks
+	// before a process reads a volume). Agents before it leave it out.
+	SharedFolder bool `json:"sharedFolder"`
 }
 
 // HelloResult describes the guest.

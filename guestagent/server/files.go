@@ -267,13 +267,17 @@ func (f *files) move(p protocol.MoveFileParams) error {
 // readDocument answers read_document: the file, opened through the root,
 // read by the server's documents.Reader.
 func (s *Server) readDocument(ctx context.Context, p protocol.ReadDocumentParams) (protocol.DocumentResult, error) {
-	rel, err := s.files.rel(p.Path)
+	f, err := s.shared()
+	if err != nil {
+		return protocol.DocumentResult{}, err
+	}
+	rel, err := f.rel(p.Path)
 	if err != nil {
 		return protocol.DocumentResult{}, err
 	}
 	// Without blocking: a FIFO planted under the name would otherwise
 	// hold the call until someone writes to it.
-	file, err := s.files.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	file, err := f.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return protocol.DocumentResult{}, fsError(p.Path, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"errors"
+	"io"
 	"net/url"
 	"os"
 	"time"
@@ -41,7 +43,7 @@ func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.He
 		Screen:          desc.Screen,
 		SharedPath:      s.cfg.SharedDir,
 		Capabilities:    caps,
-		Permissions:     desc.Permissions,
+		Permissions:     s.permissions(desc.Permissions),
 		Proof:           protocol.HelloProof(key, p.Challenge),
 	}, nil
 }
@@ -79,11 +81,39 @@ func (s *Server) health(ctx context.Context) (protocol.HealthResult, error) {
 	if err != nil {
 		res.Problems = append(res.Problems, "display: "+err.Error())
 	} else {
-		res.Permissions = desc.Permissions
 		res.Problems = append(res.Problems, desc.Problems...)
+	}
+	res.Permissions = s.permissions(desc.Permissions)
+	if res.SharedMounted && !res.Permissions.SharedFolder {
+		res.Problems = append(res.Problems, "the guest agent may not read the shared folder "+s.cfg.SharedDir+": "+sharedGrantHint)
 	}
 	res.OK = len(res.Problems) == 0
 	return res, nil
+}
+
+// permissions adds to the driver's the shared folder's: whether the agent
+// can list it (macOS asks before a process reads a volume, and its answer
+// may change while the agent runs).
+func (s *Server) permissions(p protocol.Permissions) protocol.Permissions {
+	p.SharedFolder = s.canReadShared() == nil
+	return p
+}
+
+// canReadShared lists one entry of the shared folder.
+func (s *Server) canReadShared() error {
+	f, err := s.shared()
+	if err != nil {
+		return err
+	}
+	dir, err := f.root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	if _, err := dir.Readdirnames(1); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
 }
 
 // shutdown powers the guest off shortly after the answer has gone out.

@@ -30,11 +30,15 @@ type AppResolver interface {
 // sharedFile maps open_file's path to an absolute path in the shared
 // folder that exists (through the root: no escape by a link or ..).
 func (s *Server) sharedFile(p string) (string, error) {
-	rel, err := s.files.rel(p)
+	f, err := s.shared()
 	if err != nil {
 		return "", err
 	}
-	if _, err := s.files.root.Stat(rel); err != nil {
+	rel, err := f.rel(p)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.root.Stat(rel); err != nil {
 		return "", fsError(p, err)
 	}
 	return filepath.Join(s.cfg.SharedDir, rel), nil
@@ -54,7 +58,7 @@ func (s *Server) resolveApp(ctx context.Context, r AppResolver, p protocol.Resol
 	if err != nil {
 		return protocol.ResolvedApp{}, err
 	}
-	facts, err := s.files.facts(p.Path)
+	facts, err := withShared(s, func(f *files) (protocol.FileFacts, error) { return f.facts(p.Path) })
 	if err != nil {
 		return protocol.ResolvedApp{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -50,11 +51,14 @@ type Config struct {
 
 // Server serves the guest protocol on any number of connections.
 type Server struct {
-	cfg   Config
-	files *files
-	docs  *documents.Reader
-	shell *shellRunner
-	start time.Time
+	cfg Config
+	// filesMu guards files, which is nil while the OS refuses the shared
+	// folder (macOS: a volume the agent may not yet read).
+	filesMu sync.Mutex
+	files   *files
+	docs    *documents.Reader
+	shell   *shellRunner
+	start   time.Time
 	// png encodes PNG screenshots, reusing what did not change.
 	png frame.Encoder
 	// handlers is the method table, built once and shared by connections.
@@ -76,14 +80,14 @@ func New(cfg Config) (*Server, error) {
 	if !filepath.IsAbs(cfg.SharedDir) {
 		return nil, fmt.Errorf("shared folder %q must be an absolute path", cfg.SharedDir)
 	}
-	for _, d := range []string{protocol.InboxDir, protocol.OutboxDir, protocol.WorkspaceDir} {
-		if err := os.MkdirAll(filepath.Join(cfg.SharedDir, d), 0o755); err != nil {
-			return nil, fmt.Errorf("shared folder: %w", err)
-		}
-	}
-	f, err := openFiles(cfg.SharedDir)
-	if err != nil {
-		return nil, fmt.Errorf("shared folder: %w", err)
+	f, err := prepareShared(cfg.SharedDir)
+	if errors.Is(err, fs.ErrPermission) {
+		// macOS asks before a process reads a volume: the agent runs, the
+		// file methods answer that they may not, health_check says so, and
+		// the folder is opened at the first use after the grant.
+		cfg.Log.Warn("the shared folder is refused: file methods wait for the grant", "err", err)
+	} else if err != nil {
+		return nil, err
 	}
 	if cfg.ShellOutputCap <= 0 {
 		cfg.ShellOutputCap = DefaultShellOutputCap
@@ -92,7 +96,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.HeartbeatInterval = protocol.HeartbeatIntervalSeconds * time.Second
 	}
 	if cfg.Key != nil && len(cfg.Key) != protocol.KeyBytes {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 		return nil, fmt.Errorf("the boot key has %d bytes, want %d", len(cfg.Key), protocol.KeyBytes)
 	}
 	s := &Server{cfg: cfg, files: f, docs: documents.New(documents.Config{Extractor: cfg.Documents}), start: time.Now(), key: cfg.Key}
@@ -101,8 +107,60 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// prepareShared creates the shared folder's inbox/, outbox/ and
+// workspace/ if they are missing and opens it.
+func prepareShared(dir string) (*files, error) {
+	for _, d := range []string{protocol.InboxDir, protocol.OutboxDir, protocol.WorkspaceDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("shared folder: %w", err)
+		}
+	}
+	f, err := openFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("shared folder: %w", err)
+	}
+	return f, nil
+}
+
+// shared returns the open shared folder, opening it if the OS refused it
+// before (the grant may have come since).
+func (s *Server) shared() (*files, error) {
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
+	if s.files != nil {
+		return s.files, nil
+	}
+	f, err := prepareShared(s.cfg.SharedDir)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodePermissionDenied, "%s (%s)", err.Error(), sharedGrantHint)
+	}
+	s.files = f
+	return f, nil
+}
+
+// sharedGrantHint says where a macOS user allows the shared folder.
+const sharedGrantHint = "macOS: System Settings > Privacy & Security > Files and Folders > hivecrew-guestagent: allow Network Volumes and Removable Volumes"
+
+// withShared runs do on the open shared folder.
+func withShared[T any](s *Server, do func(*files) (T, error)) (T, error) {
+	f, err := s.shared()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return do(f)
+}
+
 // Close releases the shared folder and removes the documents' copies.
-func (s *Server) Close() error { return errors.Join(s.files.Close(), s.docs.Close()) }
+func (s *Server) Close() error {
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
+	err := s.docs.Close()
+	if s.files != nil {
+		err = errors.Join(s.files.Close(), err)
+	}
+	return err
+}
 
 // Serve accepts connections on ln until ctx ends, serving each concurrently.
 // It returns nil when ctx ends, or the accept error.
@@ -345,18 +403,21 @@ func (s *Server) methods() handler.Map {
 			return s.shell.run(ctx, id, p)
 		}),
 		protocol.MethodReadFile: method(func(_ context.Context, p protocol.ReadFileParams) (protocol.ReadFileResult, error) {
-			return s.files.read(p)
+			return withShared(s, func(f *files) (protocol.ReadFileResult, error) { return f.read(p) })
 		}),
 		protocol.MethodReadDocument: method(func(ctx context.Context, p protocol.ReadDocumentParams) (protocol.DocumentResult, error) {
 			return s.readDocument(ctx, p)
 		}),
 		protocol.MethodWriteFile: method(func(_ context.Context, p protocol.WriteFileParams) (protocol.WriteFileResult, error) {
-			return s.files.write(p)
+			return withShared(s, func(f *files) (protocol.WriteFileResult, error) { return f.write(p) })
 		}),
 		protocol.MethodListDirectory: method(func(_ context.Context, p protocol.ListDirectoryParams) (protocol.ListDirectoryResult, error) {
-			return s.files.list(p)
+			return withShared(s, func(f *files) (protocol.ListDirectoryResult, error) { return f.list(p) })
 		}),
-		protocol.MethodMoveFile: action(func(_ context.Context, p protocol.MoveFileParams) error { return s.files.move(p) }),
+		protocol.MethodMoveFile: action(func(_ context.Context, p protocol.MoveFileParams) error {
+			_, err := withShared(s, func(f *files) (none, error) { return none{}, f.move(p) })
+			return err
+		}),
 
 		protocol.MethodClipboardRead: method(func(ctx context.Context, _ none) (protocol.ClipboardText, error) {
 			t, err := d.ClipboardRead(ctx)

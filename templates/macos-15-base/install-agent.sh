@@ -8,9 +8,10 @@
 # (asking for the administrator password once), allows it to shut the guest
 # down cleanly (/etc/sudoers.d/hivecrew-guestagent: `shutdown -h now` only),
 # installs its LaunchAgent in
-# ~/Library/LaunchAgents, loads it in this GUI session, and opens the two
+# ~/Library/LaunchAgents, loads it in this GUI session, and opens the
 # Privacy & Security panes where the agent must be allowed (Screen
-# Recording, Accessibility). Running it again updates the agent.
+# Recording, Accessibility, and Files and Folders if macOS asks for the
+# shared folder's volume). Running it again updates the agent.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +25,16 @@ dest=/usr/local/bin/hivecrew-guestagent
 [ "$(id -u)" != 0 ] || { echo "install-agent.sh: run this as the auto-login user, not root" >&2; exit 1; }
 
 echo "Installing the guest agent ($("$agent" --version 2>/dev/null || echo unknown)) to $dest"
+# TCC keeps a grant for the agent's designated requirement. Signed with a
+# certificate (make build SIGN_IDENTITY=...), that is its identifier and
+# the certificate: a rebuilt agent keeps its grants. Signed ad hoc (or not
+# at all) it is the binary's hash: every new agent must be allowed again.
+sig=$(codesign -dv "$agent" 2>&1 || true)
+case "$sig" in
+*"Signature=adhoc"* | *"not signed"*)
+	echo "Note: this agent is signed ad hoc: after an update, allow it again under Screen Recording,"
+	echo "Accessibility and Files and Folders (sign it with a certificate to keep the grants: see the README)." ;;
+esac
 sudo mkdir -p /usr/local/bin /Users/Shared/Hivecrew
 sudo install -m 0755 "$agent" "$dest"
 sudo chmod 1777 /Users/Shared/Hivecrew
@@ -55,8 +66,13 @@ launchctl bootstrap "$domain" "$HOME/Library/LaunchAgents/$label.plist"
 launchctl enable "$domain/$label"
 launchctl kickstart -k "$domain/$label"
 
-echo "Allow hivecrew-guestagent under Screen Recording and under Accessibility,"
-echo "then log out and back in once."
+# The unattended setup opens the panes itself (unattended.sh).
+[ "${HIVECREW_UNATTENDED:-}" = 1 ] && exit 0
+echo "Allow hivecrew-guestagent under Screen Recording and under Accessibility, and, if macOS"
+echo "asks whether it may access files on a volume (the shared folder), allow that too"
+echo "(Files and Folders). Then log out and back in once; health_check reports each grant."
 open "x-apple.systempreferences:com.apple.preference.security?Privacy_ScreenCapture" || true
 sleep 1
 open "x-apple.systempreferences:com.apple.preference.security?Privacy_Accessibility" || true
+sleep 1
+open "x-apple.systempreferences:com.apple.preference.security?Privacy_FilesAndFolders" || true

@@ -66,13 +66,14 @@ func TestMacSmokeRunsOffAMac(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"platform", "sdk", "check-darwin", "entitlement", "bundle", "psn", "app-front", "warm-restore", "vsock-fds", "logout",
-		"menu-bar", "notification", "notify-front", "notify-open", "paste", "confirm", "file-picker", "new-window", "kill-hotkey"} {
+		"menu-bar", "notification", "notify-front", "notify-open", "paste", "confirm", "file-picker", "new-window", "kill-hotkey",
+		"unattended", "grants", "typing", "settle"} {
 		if table[id] != "NOT RUN" {
 			t.Errorf("Mac-only check %s: %q off a Mac, want NOT RUN", id, table[id])
 		}
 	}
-	if len(table) != 30 {
-		t.Errorf("the table has %d rows, want 30: %v", len(table), table)
+	if len(table) != 34 {
+		t.Errorf("the table has %d rows, want 34: %v", len(table), table)
 	}
 	if n := len(llm.Requests("smoke.txt")); n == 0 {
 		t.Error("the smoke task never reached the provider")

@@ -41,6 +41,17 @@ type Driver struct {
 	clipboard string
 	// x, y is where the pointer is.
 	x, y float64
+	// denied are the OS permissions the guest reports missing (as a
+	// macOS guest without its TCC grants would).
+	denied protocol.Permissions
+}
+
+// DenyPermissions makes the guest report the permissions set in p as
+// missing (health_check's problems name them), until called again.
+func (d *Driver) DenyPermissions(p protocol.Permissions) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.denied = p
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -95,11 +106,21 @@ func (d *Driver) WidgetAt(x, y float64) (Widget, bool) {
 func (d *Driver) Screen() protocol.Screen { return d.screen }
 
 func (d *Driver) Describe(context.Context) (server.Description, error) {
-	return server.Description{
+	d.mu.Lock()
+	denied := d.denied
+	d.mu.Unlock()
+	desc := server.Description{
 		OS: "linux", OSVersion: "fake", Screen: d.screen,
 		Capabilities: []string{protocol.CapScreenshot, protocol.CapInput, protocol.CapInputV2, protocol.CapAccessibility, protocol.CapClipboard, protocol.CapApps},
-		Permissions:  protocol.Permissions{ScreenRecording: true, Accessibility: true},
-	}, nil
+		Permissions:  protocol.Permissions{ScreenRecording: !denied.ScreenRecording, Accessibility: !denied.Accessibility},
+	}
+	if denied.ScreenRecording {
+		desc.Problems = append(desc.Problems, "Screen Recording permission is missing")
+	}
+	if denied.Accessibility {
+		desc.Problems = append(desc.Problems, "Accessibility permission is missing")
+	}
+	return desc, nil
 }
 
 // Capture draws the widgets at the screen's pixel scale on a grey desktop.

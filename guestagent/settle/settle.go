@@ -1,0 +1,272 @@
+// Package settle decides when a screenshot taken after input shows what
+// the input did: the capture waits until the screen has gone Quiet (30 ms)
+// without a redraw since the last input, Max (1 s) at most (an animation,
+// a video or a blinking caret never goes quiet), and not at all when there
+// was no input since the previous capture.
+//
+// Redraws come from a FrameSource: the X DAMAGE extension on Linux,
+// ScreenCaptureKit's frame updates on macOS. The Settler starts its source
+// at the first input and may stop it after a while without input (a
+// macOS capture stream costs power and may show the recording indicator);
+// while the source is starting the wait holds, and once it reports the
+// screen must stay quiet for Quiet from then on. Without a source, or
+// after it failed, only the time since the input counts. The portable
+// logic is tested with a fake source; the sources are the platforms'.
+package settle
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// DefaultQuiet is how long the screen must go undrawn after input:
+	// applications redraw within a frame or two of an event, and a
+	// terminal or an editor draws a line in several passes.
+	DefaultQuiet = 30 * time.Millisecond
+	// DefaultMax bounds the wait.
+	DefaultMax = time.Second
+	// startTimeout bounds a source's Start.
+	startTimeout = 5 * time.Second
+)
+
+// FrameSource reports the screen's redraws.
+type FrameSource interface {
+	// Start begins the reports: from when it returns nil until Stop
+	// returns, drawn is called (on any goroutine) each time the screen is
+	// redrawn, and lost at most once if the source stops by itself (the
+	// Settler then starts it again at the next input). Start may block
+	// until the source reports; ctx bounds it.
+	Start(ctx context.Context, drawn func(), lost func(error)) error
+	// Stop ends the reports. The source may be started again.
+	Stop()
+}
+
+// Config configures a Settler. All fields are optional.
+type Config struct {
+	// Source reports redraws; nil: only the time since input counts.
+	Source FrameSource
+	// Quiet and Max default to DefaultQuiet and DefaultMax.
+	Quiet, Max time.Duration
+	// IdleStop stops the source after this long without input or
+	// capture; 0 keeps it running from the first input until Close.
+	IdleStop time.Duration
+	// Log says when the source fails (once per distinct error).
+	Log *slog.Logger
+}
+
+// sourceState is where the source is.
+type sourceState int
+
+const (
+	stopped sourceState = iota
+	starting
+	live
+)
+
+// Settler notes input and redraws and makes captures wait. It is safe for
+// concurrent use.
+type Settler struct {
+	cfg Config
+	// lastDraw, lastInput and lastCapture are Unix nanoseconds.
+	lastDraw, lastInput, lastCapture atomic.Int64
+
+	// mu guards the fields below.
+	mu    sync.Mutex
+	state sourceState
+	// liveSince is when the source began reporting (Unix nanoseconds).
+	liveSince int64
+	// run counts the source's starts: reports of an earlier run are
+	// ignored.
+	run     int
+	idle    *time.Timer
+	lastErr string
+	closed  bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a Settler; Close it.
+func New(cfg Config) *Settler {
+	if cfg.Quiet <= 0 {
+		cfg.Quiet = DefaultQuiet
+	}
+	if cfg.Max <= 0 {
+		cfg.Max = DefaultMax
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Settler{cfg: cfg, ctx: ctx, cancel: cancel}
+}
+
+// Close stops the source and waits for a start under way.
+func (s *Settler) Close() {
+	s.mu.Lock()
+	s.closed = true
+	wasLive := s.state == live
+	s.state = stopped
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	if wasLive {
+		s.cfg.Source.Stop()
+	}
+}
+
+// Drawn notes a redraw (sources of their own call it through Start's
+// drawn; the Linux event loop may call it directly).
+func (s *Settler) Drawn() { s.lastDraw.Store(time.Now().UnixNano()) }
+
+// Input notes that input was posted, and starts the source if it is not
+// running.
+func (s *Settler) Input() {
+	s.lastInput.Store(time.Now().UnixNano())
+	if s.cfg.Source == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.state == stopped {
+		s.state = starting
+		s.run++
+		s.wg.Add(1)
+		go s.start(s.run)
+	}
+	s.armIdle()
+}
+
+// start runs the source's Start for run number run.
+func (s *Settler) start(run int) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(s.ctx, startTimeout)
+	defer cancel()
+	err := s.cfg.Source.Start(ctx, s.Drawn, func(err error) { s.lost(run, err) })
+	s.mu.Lock()
+	if err != nil || s.closed || s.run != run {
+		if s.state == starting && s.run == run {
+			s.state = stopped
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.logFailure(err)
+		} else {
+			s.cfg.Source.Stop() // closed meanwhile
+		}
+		return
+	}
+	s.state, s.liveSince, s.lastErr = live, time.Now().UnixNano(), ""
+	s.armIdle()
+	s.mu.Unlock()
+}
+
+// lost notes that run's source stopped by itself.
+func (s *Settler) lost(run int, err error) {
+	s.mu.Lock()
+	mine := s.run == run && s.state == live
+	if mine {
+		s.state = stopped
+	}
+	s.mu.Unlock()
+	if mine {
+		s.logFailure(err)
+	}
+}
+
+func (s *Settler) logFailure(err error) {
+	if err == nil {
+		err = errors.New("the frame source stopped")
+	}
+	s.mu.Lock()
+	repeat := s.lastErr == err.Error()
+	s.lastErr = err.Error()
+	s.mu.Unlock()
+	if !repeat && s.cfg.Log != nil {
+		s.cfg.Log.Warn("screen redraws are not reported: captures after input wait a fixed time", "err", err)
+	}
+}
+
+// armIdle (re)starts the idle stop; s.mu is held.
+func (s *Settler) armIdle() {
+	if s.cfg.IdleStop <= 0 {
+		return
+	}
+	if s.idle == nil {
+		s.idle = time.AfterFunc(s.cfg.IdleStop, s.idleStop)
+		return
+	}
+	s.idle.Reset(s.cfg.IdleStop)
+}
+
+// idleStop stops a live source nothing has used for IdleStop.
+func (s *Settler) idleStop() {
+	s.mu.Lock()
+	used := time.Unix(0, max(s.lastInput.Load(), s.lastCapture.Load()))
+	if s.state != live || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if rest := s.cfg.IdleStop - time.Since(used); rest > 0 {
+		s.idle.Reset(rest)
+		s.mu.Unlock()
+		return
+	}
+	s.state = stopped
+	s.mu.Unlock()
+	s.cfg.Source.Stop()
+}
+
+// Wait returns once the screen has gone Quiet without a redraw since the
+// last input, at once when there was no input since the previous Wait,
+// and after Max at most (or when ctx ends). It returns how long it waited.
+func (s *Settler) Wait(ctx context.Context) time.Duration {
+	start := time.Now()
+	defer s.lastCapture.Store(time.Now().UnixNano())
+	if s.lastInput.Load() <= s.lastCapture.Load() {
+		return 0
+	}
+	deadline := start.Add(s.cfg.Max)
+	for {
+		now := time.Now()
+		if !now.Before(deadline) {
+			return now.Sub(start)
+		}
+		s.mu.Lock()
+		state, liveSince := s.state, s.liveSince
+		s.mu.Unlock()
+		var pause time.Duration
+		switch state {
+		case starting:
+			// Nothing is known of the screen until the source reports.
+			pause = s.cfg.Quiet / 3
+		default:
+			last := s.lastInput.Load()
+			if state == live {
+				last = max(last, s.lastDraw.Load(), liveSince)
+			}
+			quiet := now.Sub(time.Unix(0, last))
+			if quiet >= s.cfg.Quiet {
+				return now.Sub(start)
+			}
+			pause = s.cfg.Quiet - quiet
+		}
+		t := time.NewTimer(min(pause, deadline.Sub(now)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return time.Since(start)
+		case <-t.C:
+		}
+	}
+}

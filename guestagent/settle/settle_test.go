@@ -1,0 +1,259 @@
+package settle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// fakeSource is a frame source the test drives: Start takes startDelay
+// (or fails with startErr), draw reports a redraw of the current run, die
+// makes the source stop by itself.
+type fakeSource struct {
+	startDelay time.Duration
+	startErr   error
+
+	// mu guards the fields below.
+	mu            sync.Mutex
+	drawn         func()
+	lost          func(error)
+	starts, stops int
+	running       bool
+}
+
+func (f *fakeSource) Start(ctx context.Context, drawn func(), lost func(error)) error {
+	select {
+	case <-time.After(f.startDelay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts++
+	if f.startErr != nil {
+		return f.startErr
+	}
+	f.drawn, f.lost, f.running = drawn, lost, true
+	return nil
+}
+
+func (f *fakeSource) Stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stops++
+	f.running, f.drawn, f.lost = false, nil, nil
+}
+
+func (f *fakeSource) draw() {
+	f.mu.Lock()
+	d := f.drawn
+	f.mu.Unlock()
+	if d != nil {
+		d()
+	}
+}
+
+func (f *fakeSource) die() {
+	f.mu.Lock()
+	l := f.lost
+	f.running, f.drawn, f.lost = false, nil, nil
+	f.mu.Unlock()
+	l(errors.New("the display went away"))
+}
+
+func (f *fakeSource) counts() (starts, stops int, running bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.starts, f.stops, f.running
+}
+
+// drawEvery redraws every period for length, or until the returned stop
+// is called (a goroutine of the bubble, which must end with the test).
+func drawEvery(f *fakeSource, period, length time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		end := time.Now().Add(length)
+		for time.Now().Before(end) {
+			select {
+			case <-done:
+				return
+			case <-time.After(period):
+			}
+			f.draw()
+		}
+	}()
+	return func() { close(done) }
+}
+
+// settler returns a Settler of src, closed when the test ends.
+func settler(t *testing.T, src *fakeSource) *Settler {
+	s := New(Config{Source: src})
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestWaitsUntilTheScreenIsQuiet: an application drawing for 200 ms after
+// the input holds the capture until 30 ms after its last redraw.
+func TestWaitsUntilTheScreenIsQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{startDelay: 5 * time.Millisecond}
+		s := settler(t, src)
+		s.Input()
+		drawEvery(src, 10*time.Millisecond, 200*time.Millisecond)
+		waited := s.Wait(context.Background())
+		if waited < 200*time.Millisecond+DefaultQuiet || waited > 200*time.Millisecond+DefaultQuiet+10*time.Millisecond {
+			t.Errorf("waited %s, want 30 ms after the last redraw at 200 ms", waited)
+		}
+	})
+}
+
+// TestWaitsAtMostMax: a screen that never goes quiet (a video) holds the
+// capture for Max, not forever.
+func TestWaitsAtMostMax(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{}
+		s := settler(t, src)
+		s.Input()
+		defer drawEvery(src, 5*time.Millisecond, time.Hour)()
+		if waited := s.Wait(context.Background()); waited != DefaultMax {
+			t.Errorf("waited %s, want %s", waited, DefaultMax)
+		}
+	})
+}
+
+// TestNoInputNoWait: a capture with no input since the previous one is
+// taken at once, however busy the screen.
+func TestNoInputNoWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{}
+		s := settler(t, src)
+		s.Input()
+		s.Wait(context.Background())
+		defer drawEvery(src, 5*time.Millisecond, time.Hour)()
+		if waited := s.Wait(context.Background()); waited != 0 {
+			t.Errorf("waited %s without input", waited)
+		}
+	})
+}
+
+// TestQuietScreenWaitsOnlyQuiet: input that draws nothing costs the quiet
+// period after the source reports, no more.
+func TestQuietScreenWaitsOnlyQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{startDelay: 50 * time.Millisecond}
+		s := settler(t, src)
+		s.Input()
+		// The source takes 50 ms to report: nothing is known before.
+		if waited := s.Wait(context.Background()); waited != 50*time.Millisecond+DefaultQuiet {
+			t.Errorf("first wait %s, want the start (50 ms) and the quiet period", waited)
+		}
+		// Live now: the next input waits the quiet period only.
+		s.Input()
+		if waited := s.Wait(context.Background()); waited != DefaultQuiet {
+			t.Errorf("second wait %s, want %s", waited, DefaultQuiet)
+		}
+	})
+}
+
+// TestWithoutSourceTheTimeSinceInputCounts: no source (or one that fails)
+// makes the capture wait the quiet period after the input, as on an X
+// server without DAMAGE.
+func TestWithoutSourceTheTimeSinceInputCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{})
+		defer s.Close()
+		s.Input()
+		if waited := s.Wait(context.Background()); waited != DefaultQuiet {
+			t.Errorf("waited %s, want %s", waited, DefaultQuiet)
+		}
+		failing := &fakeSource{startErr: errors.New("no Screen Recording permission")}
+		f := New(Config{Source: failing})
+		defer f.Close()
+		f.Input()
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if waited := f.Wait(context.Background()); waited != DefaultQuiet-time.Millisecond {
+			t.Errorf("with a failing source: waited %s, want the rest of the quiet period", waited)
+		}
+		// The next input tries the source again.
+		f.Input()
+		synctest.Wait()
+		if starts, _, _ := failing.counts(); starts != 2 {
+			t.Errorf("%d starts after two inputs with a failing source, want 2", starts)
+		}
+	})
+}
+
+// TestCancelEndsTheWait: the kill switch is not held up by a busy screen.
+func TestCancelEndsTheWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{}
+		s := settler(t, src)
+		s.Input()
+		defer drawEvery(src, 5*time.Millisecond, time.Hour)()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if waited := s.Wait(ctx); waited != 100*time.Millisecond {
+			t.Errorf("waited %s, want the context's 100 ms", waited)
+		}
+	})
+}
+
+// TestSourceStopsWhenIdleAndRestarts: the source runs only while input
+// comes (a capture stream may show macOS's recording indicator), starts again
+// at the next input, and again after it stopped by itself.
+func TestSourceStopsWhenIdleAndRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{}
+		s := New(Config{Source: src, IdleStop: 10 * time.Second})
+		s.Input()
+		s.Wait(context.Background())
+		if _, _, running := src.counts(); !running {
+			t.Fatal("the source did not start at the first input")
+		}
+		time.Sleep(9 * time.Second)
+		s.Input()
+		s.Wait(context.Background())
+		time.Sleep(9 * time.Second)
+		synctest.Wait()
+		if starts, stops, running := src.counts(); !running || starts != 1 || stops != 0 {
+			t.Fatalf("in use: starts %d stops %d running %v; want it running since the first input", starts, stops, running)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if _, stops, running := src.counts(); running || stops != 1 {
+			t.Fatalf("idle 11 s: stops %d running %v; want it stopped", stops, running)
+		}
+		s.Input()
+		s.Wait(context.Background())
+		if starts, _, running := src.counts(); !running || starts != 2 {
+			t.Fatalf("after idling: starts %d running %v; want a second start", starts, running)
+		}
+		src.die()
+		s.Input()
+		s.Wait(context.Background())
+		if starts, _, running := src.counts(); !running || starts != 3 {
+			t.Fatalf("after it died: starts %d running %v; want a third start", starts, running)
+		}
+		s.Close()
+		if _, _, running := src.counts(); running {
+			t.Error("Close left the source running")
+		}
+	})
+}
+
+// TestStartingSourceHoldsTheCapture: redraws before the source reports
+// are unknown, not quiet: the capture waits for the source (Max at most).
+func TestStartingSourceHoldsTheCapture(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{startDelay: 2 * time.Second}
+		s := settler(t, src)
+		s.Input()
+		if waited := s.Wait(context.Background()); waited != DefaultMax {
+			t.Errorf("waited %s for a source that takes 2 s to start, want Max (%s)", waited, DefaultMax)
+		}
+	})
+}
