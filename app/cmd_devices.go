@@ -13,7 +13,7 @@ import (
 // or anything built on its API).
 func cmdDevices(e *env, args []string) error {
 	return runTable(e, "devices", []command{
-		{"pending", "", "list the devices asking to pair: their code, user agent and time", devicesPending},
+		{"pending", "", "list the devices asking to pair: their code, address, user agent and time", devicesPending},
 		{"approve", "CODE", "approve the device showing CODE (only when it is the code it shows): it gets a session of its own",
 			devicesAnswer((*client.Client).ApprovePairing, "Approved %s (code %s): it is signed in at its next check, within seconds. `hivecrew devices rm ID` revokes it.")},
 		{"deny", "CODE", "refuse the device showing CODE", devicesAnswer((*client.Client).DenyPairing, "Refused %s (code %s).")},
@@ -29,8 +29,8 @@ func devicesPending(e *env, args []string) error {
 	}, func(l wire.PairingList) error {
 		now := time.Now()
 		return printTable(e, l.Pairings, "No device asks to pair.",
-			[]string{"CODE", "DEVICE", "ASKED", "EXPIRES", "USER AGENT"}, func(p wire.Pairing) []string {
-				return []string{p.Code, p.DeviceName, ago(p.CreatedAt, now), "in " + p.ExpiresAt.Sub(now).Round(time.Second).String(), oneLine(p.UserAgent)}
+			[]string{"CODE", "DEVICE", "ADDRESS", "ASKED", "EXPIRES", "USER AGENT"}, func(p wire.Pairing) []string {
+				return []string{p.Code, p.DeviceName, p.Address, ago(p.CreatedAt, now), "in " + p.ExpiresAt.Sub(now).Round(time.Second).String(), oneLine(p.UserAgent)}
 			})
 	})
 }
@@ -56,8 +56,8 @@ func devicesLs(e *env, args []string) error {
 	}, func(l wire.DeviceList) error {
 		now := time.Now()
 		return printTable(e, l.Devices, "No paired devices.",
-			[]string{"ID", "NAME", "PAIRED", "LAST SEEN", "USER AGENT"}, func(d wire.Device) []string {
-				return []string{d.ID, d.Name, ago(d.AuthorizedAt, now), ago(d.LastSeenAt, now), oneLine(d.UserAgent)}
+			[]string{"ID", "NAME", "ADDRESS", "PAIRED", "LAST SEEN", "USER AGENT"}, func(d wire.Device) []string {
+				return []string{d.ID, d.Name, d.Address, ago(d.AuthorizedAt, now), ago(d.LastSeenAt, now), oneLine(d.UserAgent)}
 			})
 	})
 }

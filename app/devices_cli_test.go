@@ -10,12 +10,15 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// TestDevicesCommands: a device asks to pair over HTTP; the CLI lists it
-// (code, a printable user agent), approves it by the code as shown,
-// lists the paired device and revokes it, which ends its session.
+// TestDevicesCommands: a device asks to pair over HTTP, through the
+// machine's network address (pairing is refused from loopback); the CLI
+// lists it (code, address, a printable user agent), approves it by the
+// code as shown, lists the paired device and revokes it, which ends its
+// session.
 func TestDevicesCommands(t *testing.T) {
 	t.Parallel()
-	h := startHelper(t)
+	h := startNetHelper(t)
+	ip, _, _ := strings.Cut(h.addr, ":")
 	base := "http://" + h.addr + "/api/v1/auth"
 	req, _ := http.NewRequest("POST", base+"/pair/request", nil)
 	req.Header.Set("User-Agent", "Mozilla/5.0 (Linux; Android 15) Chrome/140.0 Mobile \u202eevil")
@@ -31,7 +34,7 @@ func TestDevicesCommands(t *testing.T) {
 	}
 
 	pending := h.ok("devices", "pending").stdout
-	if !regexp.MustCompile(`(?m)^`+p.Code+`\s+Chrome on Android\s+\d+s ago\s+in (4m5\ds|5m0s)\s+Mozilla/5\.0 .*Mobile \\u202eevil$`).MatchString(pending) || strings.Contains(pending, "\u202e") {
+	if !regexp.MustCompile(`(?m)^`+p.Code+`\s+Chrome on Android\s+`+regexp.QuoteMeta(ip)+`\s+\d+s ago\s+in (4m5\ds|5m0s)\s+Mozilla/5\.0 .*Mobile \\u202eevil$`).MatchString(pending) || strings.Contains(pending, "\u202e") {
 		t.Fatalf("devices pending:\n%s", pending)
 	}
 	if r := h.cli("devices", "approve", "000000"); r.code != 1 || !strings.Contains(r.stderr, "no device waits with the pairing code") {
@@ -73,7 +76,10 @@ func TestDevicesCommands(t *testing.T) {
 	if len(list.Devices) != 1 || list.Devices[0].Name != "Chrome on Android" {
 		t.Fatalf("devices ls --json: %+v", list)
 	}
-	if ls := h.ok("devices", "ls").stdout; !strings.Contains(ls, list.Devices[0].ID) || !strings.Contains(ls, "Chrome on Android") {
+	if list.Devices[0].Address != ip {
+		t.Fatalf("devices ls --json: the address %q; want %s, where it paired from", list.Devices[0].Address, ip)
+	}
+	if ls := h.ok("devices", "ls").stdout; !regexp.MustCompile(regexp.QuoteMeta(list.Devices[0].ID) + `\s+Chrome on Android\s+` + regexp.QuoteMeta(ip) + `\s`).MatchString(ls) {
 		t.Fatalf("devices ls:\n%s", ls)
 	}
 	if r := h.ok("devices", "rm", list.Devices[0].ID); !strings.Contains(r.stdout, "its session has ended") {

@@ -74,13 +74,25 @@ type helper struct {
 // test fails. It prints no API key (the CLI creates the only ones).
 func startHelper(t *testing.T) *helper {
 	t.Helper()
+	return startHelperWith(t, daemontest.Start)
+}
+
+// startNetHelper is startHelper on this machine's network address with
+// remote access on (daemontest.StartOnNetwork), as devices pair.
+func startNetHelper(t *testing.T) *helper {
+	t.Helper()
+	return startHelperWith(t, daemontest.StartOnNetwork)
+}
+
+func startHelperWith(t *testing.T, start func(testing.TB, func(*daemon.Config)) *daemontest.Helper) *helper {
+	t.Helper()
 	logs := &syncBuffer{}
 	t.Cleanup(func() { // after the helper stops
 		if t.Failed() {
 			t.Logf("helper log:\n%s", logs.String())
 		}
 	})
-	d := daemontest.Start(t, func(c *daemon.Config) {
+	d := start(t, func(c *daemon.Config) {
 		c.PrintAPIKey = false
 		c.Log = slog.New(slog.NewTextHandler(logs, nil))
 		c.DrainTimeout = 5 * time.Second

@@ -32,8 +32,8 @@ func PairingEntries(ps []wire.Pairing, slots int) []PairingEntry {
 	for _, p := range ps[:min(len(ps), slots)] {
 		out = append(out, PairingEntry{Code: p.Code,
 			Label: fmt.Sprintf("Pair %s? Code %s", cut(p.DeviceName, 30), SpacedCode(p.Code)),
-			Tooltip: fmt.Sprintf("Asked at %s by %s. Approve only if the device shows this code.",
-				p.CreatedAt.Local().Format(time.Kitchen), cut(p.UserAgent, 120))})
+			Tooltip: fmt.Sprintf("Asked at %s from %s by %s. Approve only if the device shows this code.",
+				p.CreatedAt.Local().Format(time.Kitchen), p.Address, cut(p.UserAgent, 120))})
 	}
 	return out
 }
@@ -48,8 +48,8 @@ func PairingNotices(before map[string]bool, now []wire.Pairing) []Notice {
 			continue
 		}
 		out = append(out, Notice{Title: p.DeviceName + " asks to pair",
-			Body: fmt.Sprintf("Code %s. Approve it in the menu, or with `hivecrew devices approve %s`, only if the device shows this code.",
-				SpacedCode(p.Code), p.Code)})
+			Body: fmt.Sprintf("Code %s, from %s. Approve it in the menu, or with `hivecrew devices approve %s`, only if the device shows this code.",
+				SpacedCode(p.Code), p.Address, p.Code)})
 	}
 	return out
 }

@@ -392,6 +392,8 @@ func classify(err error) (int, string) {
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, errStepUp):
 		return http.StatusForbidden, "step_up_required"
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden, "forbidden"
 	case errors.Is(err, errTooMany):
 		return http.StatusTooManyRequests, "too_many_requests"
 	case errors.Is(err, errdefs.ErrUnsupported):
@@ -414,6 +416,10 @@ var errUnauthorized = errors.New("unauthorized")
 // errTooMany is the class of a request past a rate or count limit (429
 // too_many_requests, with Retry-After).
 var errTooMany = errors.New("too many requests")
+
+// errForbidden is the class of a request refused for where it comes
+// from (403 forbidden).
+var errForbidden = errors.New("forbidden")
 
 // errStepUp is the class of a change a web session may make only soon
 // after its login link (403 step_up_required).

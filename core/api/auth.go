@@ -116,7 +116,7 @@ func (a *API) authenticate(r *http.Request, strict bool) (*webSession, int, erro
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return nil, http.StatusUnauthorized, fmt.Errorf("an API key is required: send \"Authorization: Bearer hc_...\" (create one with `hivecrew apikey create`), or pair this device (POST /api/v1/auth/pair/request)")
+		return nil, http.StatusUnauthorized, fmt.Errorf("an API key is required: send \"Authorization: Bearer hc_...\" (create one with `hivecrew apikey create`), or, from another device, pair it through this machine's network address (POST /api/v1/auth/pair/request); on this machine, `hivecrew open` signs the web UI in")
 	}
 	if strings.HasPrefix(c.Value, store.DeviceTokenPrefix) {
 		return a.authenticateDevice(r, c.Value, strict)

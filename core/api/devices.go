@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 // never a key (the step-up rules hold for it, its window running from its
 // approval); a request with that cookie alone is accepted only when the
 // browser says it comes from this site (fromThisSite); asking and polling
-// are limited (core/pairing); and a session is handed out once.
+// are limited (core/pairing); a session is handed out once; and it is
+// bound to the network address the device asked, polled and was approved
+// from (pairFrom, authenticateDevice).
 
 // Paired devices' sessions: Swift's cookie lasts 180 days; ours also ends
 // after 30 days unused.
@@ -74,12 +77,21 @@ func fromThisSite(r *http.Request, strict bool) error {
 	return fmt.Errorf("a paired device's session changes nothing unless the request says it comes from this site (Origin, or Sec-Fetch-Site: same-origin, as browsers send); scripts use an API key")
 }
 
-// authenticateDevice accepts a paired device's session cookie (see
-// fromThisSite).
+// authenticateDevice accepts a paired device's session cookie from the
+// address the device was paired from (see fromThisSite, too). Browsers
+// send a host's cookies to every port of it, so a program on another
+// port of the helper's host can receive a device's cookie; replayed from
+// any address but the device's, it is refused, and the device's session
+// goes on: a replay cannot sign the device out either.
 func (a *API) authenticateDevice(r *http.Request, cookie string, strict bool) (*webSession, int, error) {
-	d, err := a.st.DeviceSession(r.Context(), cookie, deviceSessionIdle)
-	if errors.Is(err, store.ErrBadDeviceSession) {
-		return nil, http.StatusUnauthorized, fmt.Errorf("this device's session has ended (signed out, revoked, expired or unused for %d days): pair it again", int(deviceSessionIdle.Hours()/24))
+	from, _ := pairing.AddrOf(r.RemoteAddr)
+	d, err := a.st.DeviceSession(r.Context(), cookie, from, deviceSessionIdle)
+	switch {
+	case errors.Is(err, store.ErrBadDeviceSession):
+		return nil, http.StatusUnauthorized, fmt.Errorf("this device's session has ended (signed out, revoked, expired, unused for %d days, or paired before sessions were bound to an address): pair it again", int(deviceSessionIdle.Hours()/24))
+	case errors.Is(err, store.ErrDeviceElsewhere):
+		a.cfg.Log.Warn("a paired device's cookie sent from another address was refused", "from", from)
+		return nil, http.StatusUnauthorized, errors.New("this device's session was paired from another network address: pair it again")
 	}
 	if err != nil {
 		return nil, http.StatusInternalServerError, err
@@ -126,13 +138,34 @@ func limited(w http.ResponseWriter, err error) error {
 	return errdefs.New(errTooMany, le.Error())
 }
 
+// pairFrom is the address a device may pair from: the request's, unless
+// it is this machine's loopback (every program here shares it, so the
+// device's cookie would be its whole key) or there is none (the unix
+// socket).
+func pairFrom(r *http.Request) (netip.Addr, error) {
+	addr, ok := pairing.AddrOf(r.RemoteAddr)
+	switch {
+	case !ok:
+		return netip.Addr{}, errdefs.New(errForbidden, "a device pairs over the network (TCP), from its own address; the CLI needs no pairing")
+	case addr.IsLoopback() || addr.IsUnspecified():
+		return netip.Addr{}, errdefs.New(errForbidden, fmt.Sprintf("pairing is refused from a loopback address (%s): every program on the helper's machine shares it, so a paired device's cookie would be its whole key. "+
+			"On this machine, open the web UI with `hivecrew open` (a login link) or use an API key (`hivecrew apikey create`); "+
+			"pair a phone or another computer through this machine's network address (the helper listening on it, `hivecrew-helper serve --addr`, and remote access on in Settings)", addr))
+	}
+	return addr, nil
+}
+
 // pairRequest gives a device a code to show and a secret id to poll with.
 func (a *API) pairRequest(w http.ResponseWriter, r *http.Request) error {
-	p, err := a.pairings.Request(pairing.ClientOf(r.RemoteAddr), r.UserAgent())
+	addr, err := pairFrom(r)
+	if err != nil {
+		return err
+	}
+	p, err := a.pairings.Request(addr, r.UserAgent())
 	if err != nil {
 		return limited(w, err)
 	}
-	a.cfg.Log.Info("a device asks to pair", "code", p.Code, "device", p.DeviceName, "client", p.Client)
+	a.cfg.Log.Info("a device asks to pair", "code", p.Code, "device", p.DeviceName, "address", p.Addr)
 	return writeJSON(w, http.StatusCreated, wire.PairingRequest{PairingID: p.ID, Code: p.Code,
 		ExpiresIn: int(a.pairings.TTL().Seconds()), ExpiresAt: ts(p.ExpiresAt)})
 }
@@ -144,7 +177,11 @@ func (a *API) pairStatus(w http.ResponseWriter, r *http.Request) error {
 	if id == "" {
 		return errdefs.Invalidf("id: the pairingId of POST /auth/pair/request is required")
 	}
-	p, err := a.pairings.Status(pairing.ClientOf(r.RemoteAddr), id)
+	from, _ := pairing.AddrOf(r.RemoteAddr)
+	p, err := a.pairings.Status(from, id)
+	if errors.Is(err, pairing.ErrOtherAddress) {
+		return errdefs.New(errForbidden, "this pairing was asked for from another network address, and its session goes only there: ask for a new code from this one")
+	}
 	if err != nil {
 		return limited(w, err)
 	}
@@ -152,11 +189,11 @@ func (a *API) pairStatus(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, wire.PairingStatus{Status: string(p.Status)})
 	}
 	token, d, err := a.st.CreateDevice(r.Context(), store.Device{Name: p.DeviceName, UserAgent: p.UserAgent,
-		StepUpUntil: p.StepUpUntil, ExpiresAt: time.Now().Add(deviceSessionTTL)})
+		StepUpUntil: p.StepUpUntil, ExpiresAt: time.Now().Add(deviceSessionTTL), Address: p.Addr.String()})
 	if err != nil {
 		return fmt.Errorf("the pairing %s was approved, but its session could not be made (pair again): %w", p.Code, err)
 	}
-	a.cfg.Log.Info("device paired", "device", d.ID, "name", d.Name)
+	a.cfg.Log.Info("device paired", "device", d.ID, "name", d.Name, "address", d.Address)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(deviceSessionTTL.Seconds())})
 	return writeJSON(w, http.StatusOK, wire.PairingStatus{Status: string(p.Status), DeviceName: d.Name})
@@ -192,7 +229,7 @@ func (a *API) listDevices(w http.ResponseWriter, r *http.Request) error {
 		k := pairing.Describe(d.UserAgent)
 		out.Devices = append(out.Devices, wire.Device{ID: d.ID, Name: d.Name, DeviceType: k.Type, Browser: k.Browser, OS: k.OS,
 			AuthorizedAt: ts(d.CreatedAt), LastSeenAt: ts(d.LastSeenAt), UserAgent: d.UserAgent, ExpiresAt: ts(d.ExpiresAt),
-			Current: sess != nil && sess.device == d.ID})
+			Address: d.Address, Current: sess != nil && sess.device == d.ID})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -246,6 +283,6 @@ func (a *API) denyPairing(w http.ResponseWriter, r *http.Request) error {
 }
 
 func pairingOut(p pairing.Pairing) wire.Pairing {
-	return wire.Pairing{Code: p.Code, DeviceName: p.DeviceName, UserAgent: p.UserAgent, Status: string(p.Status),
+	return wire.Pairing{Code: p.Code, DeviceName: p.DeviceName, UserAgent: p.UserAgent, Address: p.Addr.String(), Status: string(p.Status),
 		CreatedAt: ts(p.CreatedAt), ExpiresAt: ts(p.ExpiresAt)}
 }

@@ -19,7 +19,7 @@ import (
 // get a fresh window: a device approved by a session ends its window when
 // the approver's ends.
 func TestPairedDeviceIsNeverAKey(t *testing.T) {
-	h := startHelper(t, func(c *daemon.Config) { c.WebStepUp = stepUpWindow })
+	h := startNetHelper(t, func(c *daemon.Config) { c.WebStepUp = stepUpWindow })
 	h.addProvider()
 	origin := []string{"Origin", "http://" + h.addr}
 	// The approval happens between these two times.

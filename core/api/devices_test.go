@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/daemon"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/tests/daemontest"
+	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
 
 const iPhone = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 Mobile/15E148 Safari/604.1"
@@ -21,6 +24,21 @@ const iPhone = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebK
 // (name, value pairs) and the cookie, if any. It returns the status, the
 // body and the answer's header.
 func (h *helper) bare(cookie *http.Cookie, method, path, body string, hdr ...string) (int, string, http.Header) {
+	h.t.Helper()
+	return h.send(http.DefaultClient, cookie, method, path, body, hdr...)
+}
+
+// bareFrom is bare from the address from of this machine: another
+// program of it, a device elsewhere stands for.
+func (h *helper) bareFrom(from netip.Addr, cookie *http.Cookie, method, path, body string, hdr ...string) (int, string, http.Header) {
+	h.t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: from.AsSlice()}}
+	c := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	defer c.CloseIdleConnections()
+	return h.send(c, cookie, method, path, body, hdr...)
+}
+
+func (h *helper) send(c *http.Client, cookie *http.Cookie, method, path, body string, hdr ...string) (int, string, http.Header) {
 	h.t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -36,13 +54,34 @@ func (h *helper) bare(cookie *http.Cookie, method, path, body string, hdr ...str
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(out), resp.Header
+}
+
+// startNetHelper runs a helper on this machine's network address with
+// remote access on (daemontest.StartOnNetwork): devices pair with it
+// from that address, as a phone does from its own. Pairing is refused
+// from loopback.
+func startNetHelper(t *testing.T, mutate func(*daemon.Config)) *helper {
+	t.Helper()
+	llm := llmtest.New(t) // closed after the helper stops
+	return newHelper(t, daemontest.StartOnNetwork(t, mutate), llm)
+}
+
+// ip is the address the helper listens on, and the one this machine's
+// requests to it come from.
+func (h *helper) ip() netip.Addr {
+	h.t.Helper()
+	ap, err := netip.ParseAddrPort(h.addr)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return ap.Addr()
 }
 
 // askToPair asks for a code as a device with user agent ua would.
@@ -89,7 +128,7 @@ func pair(t *testing.T, h *helper, ua string) *http.Cookie {
 // TestGetAuthCheckIsHonest: Swift answers authenticated for any Bearer
 // header; ours checks what it is sent, and never answers 401.
 func TestGetAuthCheckIsHonest(t *testing.T) {
-	h := startHelper(t, nil)
+	h := startNetHelper(t, nil)
 	loginCookie, _, _ := signIn(t, h, "")
 	deviceCookie := pair(t, h, iPhone)
 	for _, c := range []struct {
@@ -133,7 +172,7 @@ func TestGetAuthCheckIsHonest(t *testing.T) {
 // what its cookie may do: read, and change anything only when the
 // browser says the request comes from this site.
 func TestPairedDeviceIsASessionFromThisSiteOnly(t *testing.T) {
-	h := startHelper(t, nil)
+	h := startNetHelper(t, nil)
 	h.addProvider()
 	ctx := context.Background()
 	p := askToPair(t, h, iPhone+" \u202eevil")
@@ -143,7 +182,7 @@ func TestPairedDeviceIsASessionFromThisSiteOnly(t *testing.T) {
 	// The desktop sees the code, the user agent (printable) and the time;
 	// never the secret id.
 	pending, err := h.unix.Pairings(ctx)
-	if err != nil || len(pending) != 1 || pending[0].Code != p.Code || pending[0].DeviceName != "Safari on iOS" ||
+	if err != nil || len(pending) != 1 || pending[0].Code != p.Code || pending[0].DeviceName != "Safari on iOS" || pending[0].Address != h.ip().String() ||
 		!strings.HasSuffix(pending[0].UserAgent, `Safari/604.1 \u202eevil`) || time.Since(pending[0].CreatedAt) > time.Minute {
 		t.Fatalf("pending pairings: %+v, %v", pending, err)
 	}
@@ -198,7 +237,8 @@ func TestPairedDeviceIsASessionFromThisSiteOnly(t *testing.T) {
 	_, body, _ := h.bare(cookie, "GET", "/api/v1/auth/devices", "")
 	var list wire.DeviceList
 	json.Unmarshal([]byte(body), &list)
-	if len(list.Devices) != 1 || !list.Devices[0].Current || list.Devices[0].Browser != "Safari" || list.Devices[0].OS != "iOS" || list.Devices[0].DeviceType != "mobile" {
+	if len(list.Devices) != 1 || !list.Devices[0].Current || list.Devices[0].Browser != "Safari" || list.Devices[0].OS != "iOS" || list.Devices[0].DeviceType != "mobile" ||
+		list.Devices[0].Address != h.ip().String() {
 		t.Fatalf("GET /auth/devices as the device: %s", body)
 	}
 
@@ -217,7 +257,7 @@ func TestPairedDeviceIsASessionFromThisSiteOnly(t *testing.T) {
 // TestRevokedDeviceEndsAtOnce: revoking a device on the desktop refuses
 // its very next request.
 func TestRevokedDeviceEndsAtOnce(t *testing.T) {
-	h := startHelper(t, nil)
+	h := startNetHelper(t, nil)
 	ctx := context.Background()
 	phone := pair(t, h, iPhone)
 	laptop := pair(t, h, "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0")
@@ -252,7 +292,7 @@ func TestRevokedDeviceEndsAtOnce(t *testing.T) {
 // word of Swift's client) and gets no session; an expired one cannot be
 // approved.
 func TestDeniedAndExpiredPairings(t *testing.T) {
-	h := startHelper(t, func(c *daemon.Config) { c.PairingTTL = time.Second })
+	h := startNetHelper(t, func(c *daemon.Config) { c.PairingTTL = time.Second })
 	ctx := context.Background()
 	denied := askToPair(t, h, iPhone)
 	if _, err := h.unix.DenyPairing(ctx, denied.Code); err != nil {
@@ -281,7 +321,7 @@ func TestDeniedAndExpiredPairings(t *testing.T) {
 // it can gets five, then 429 with Retry-After, while the helper keeps
 // answering everyone else at once.
 func TestPairingBurstStopsAtTheLimit(t *testing.T) {
-	h := startHelper(t, nil)
+	h := startNetHelper(t, nil)
 	const burst = 200
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -338,7 +378,7 @@ func TestPairingBurstStopsAtTheLimit(t *testing.T) {
 // against the contract's schemas along the way the Swift web client goes.
 func TestSwiftAuthContract(t *testing.T) {
 	c := loadContract(t)
-	h := startHelper(t, nil)
+	h := startNetHelper(t, nil)
 	ctx := context.Background()
 	status, body, _ := h.bare(nil, "POST", "/api/v1/auth/pair/request", "", "Content-Type", "application/json", "User-Agent", iPhone)
 	if status != 201 {

@@ -47,14 +47,22 @@ func (a *API) mcpEndpoint(routes func() http.Handler) http.Handler {
 			WriteError(w, http.StatusInternalServerError, "internal_error", err.Error())
 		})
 	}
-	return mcpserve.HTTPHandler(srv, mcp.StreamableHTTPOptions{
+	h := mcpserve.HTTPHandler(srv, mcp.StreamableHTTPOptions{
 		// The guard checks the Host, as it does for every request (and
 		// lets remote access through when Settings allow it).
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        maxJSONBytes,
 		Logger:                     a.cfg.Log,
 	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerAddrKey{}, r.RemoteAddr)))
+	})
 }
+
+// callerAddrKey is the context key of the address an MCP request came
+// from: its tools' requests come from there too (a paired device's
+// session is bound to its address).
+type callerAddrKey struct{}
 
 // mcpCaller is the client of one MCP request's tool: its requests go to
 // routes with the credentials of the MCP request (extra's header).
@@ -72,8 +80,9 @@ func (a *API) mcpCaller(routes http.Handler, extra *mcp.RequestExtra) (mcpserve.
 }
 
 // callerTransport hands a request to the API's routes in this process,
-// as its caller: with the caller's credentials, authenticated as any
-// request is (strictly), and its answer streamed back through a pipe.
+// as its caller: with the caller's credentials and address, authenticated
+// as any request is (strictly), and its answer streamed back through a
+// pipe.
 type callerTransport struct {
 	a      *API
 	routes http.Handler
@@ -90,7 +99,7 @@ func (t *callerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.Header[k] = v
 	}
 	r.RequestURI = r.URL.RequestURI()
-	r.RemoteAddr = "mcp"
+	r.RemoteAddr, _ = req.Context().Value(callerAddrKey{}).(string)
 	if r.Body == nil {
 		r.Body = http.NoBody
 	}

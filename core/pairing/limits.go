@@ -2,7 +2,7 @@ package pairing
 
 import (
 	"fmt"
-	"net"
+	"net/netip"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -103,20 +103,31 @@ func (l *limits) forget(now time.Time) {
 	}
 }
 
-// ClientOf is who sent a request from remoteAddr (http.Request.RemoteAddr),
-// for the limits: its IPv4 address, or its IPv6 /64 (one machine is
-// usually given a whole /64).
-func ClientOf(remoteAddr string) string {
-	host, _, err := net.SplitHostPort(remoteAddr)
+// AddrOf is the exact address a request came from (remoteAddr is
+// http.Request.RemoteAddr): an IPv4-mapped IPv6 address is its IPv4
+// address, an IPv6 zone is kept. It is false when remoteAddr names no IP
+// address (the unix socket).
+func AddrOf(remoteAddr string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(remoteAddr); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	a, err := netip.ParseAddr(remoteAddr)
 	if err != nil {
-		host = remoteAddr
+		return netip.Addr{}, false
 	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return "local" // the unix socket
+	return a.Unmap(), true
+}
+
+// clientOf is who sent a request from addr, for the limits: its IPv4
+// address, or its IPv6 /64 (one machine is usually given a whole /64).
+func clientOf(addr netip.Addr) string {
+	if !addr.IsValid() {
+		return "local"
 	}
-	if v4 := ip.To4(); v4 != nil {
-		return v4.String()
+	addr = addr.Unmap()
+	if addr.Is4() {
+		return addr.String()
 	}
-	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
+	p, _ := addr.WithZone("").Prefix(64)
+	return p.String()
 }

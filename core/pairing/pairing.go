@@ -9,7 +9,11 @@
 // only when it is the code the device shows. The device polls with its id
 // (Status): pending, rejected, expired, or approved, and an approved
 // pairing is answered approved exactly once (the caller then hands the
-// device its session) and is gone after that. A code expires TTL after it
+// device its session) and is gone after that. A pairing belongs to the
+// exact address it was asked from (Addr, shown on the desktop): a poll
+// from any other address is refused with ErrOtherAddress and changes
+// nothing, so the session goes to the address the user approved, and the
+// caller binds it there. A code expires TTL after it
 // was asked for; a rejected or expired pairing is still answered for a
 // minute, then forgotten. Requests and polls are limited per client (an
 // IPv4 address, or an IPv6 /64) by token buckets, a client holds at most
@@ -21,8 +25,10 @@ package pairing
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math/big"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -64,7 +70,10 @@ type Pairing struct {
 	ID string
 	// Code is the six digits the device shows and the user compares.
 	Code string
-	// Client is who asked (ClientOf).
+	// Addr is the exact address the device asked from (AddrOf): only it
+	// may poll, and the device's session is bound to it.
+	Addr netip.Addr
+	// Client is who asked, for the limits: Addr, or its IPv6 /64.
 	Client string
 	// UserAgent is the device's, printable and at most 300 characters;
 	// DeviceName is what it says in a few words ("Firefox on Android").
@@ -123,10 +132,16 @@ func New(cfg Config) *Book {
 // TTL is how long a code waits for the user.
 func (b *Book) TTL() time.Duration { return b.cfg.TTL }
 
-// Request records a new pending pairing for client (ClientOf) and its user
-// agent. It fails with a *LimitError when the client asks too often or
-// too many codes wait.
-func (b *Book) Request(client, userAgent string) (Pairing, error) {
+// ErrOtherAddress refuses a poll from an address other than the one the
+// pairing was asked from.
+var ErrOtherAddress = errors.New("this pairing was asked for from another network address")
+
+// Request records a new pending pairing asked for from addr (AddrOf) with
+// userAgent. It fails with a *LimitError when the client asks too often
+// or too many codes wait. Which addresses may pair at all is the
+// caller's to decide.
+func (b *Book) Request(addr netip.Addr, userAgent string) (Pairing, error) {
+	client := clientOf(addr)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.cfg.Now()
@@ -154,27 +169,32 @@ func (b *Book) Request(client, userAgent string) (Pairing, error) {
 		return Pairing{}, &LimitError{What: fmt.Sprintf("%d devices already wait for an answer on the desktop", pending), RetryAfter: b.cfg.TTL}
 	}
 	ua := printableUA(userAgent)
-	p := &Pairing{ID: secretID(), Code: b.newCode(), Client: client, UserAgent: ua, DeviceName: Describe(ua).Name(),
+	p := &Pairing{ID: secretID(), Code: b.newCode(), Addr: addr, Client: client, UserAgent: ua, DeviceName: Describe(ua).Name(),
 		Status: Pending, CreatedAt: now, ExpiresAt: now.Add(b.cfg.TTL)}
 	b.pairings[p.ID] = p
 	return *p, nil
 }
 
-// Status returns the pairing of id as its device sees it. An approved
-// pairing is returned once, and forgotten: the caller gives the device its
-// session. An unknown or forgotten id is of class not found; a client
-// polling too often gets a *LimitError.
-func (b *Book) Status(client, id string) (Pairing, error) {
+// Status returns the pairing of id as its device, polling from addr,
+// sees it. An approved pairing is returned once, and forgotten: the
+// caller gives the device its session. An unknown or forgotten id is of
+// class not found; a client polling too often gets a *LimitError; a poll
+// from an address other than the pairing's is ErrOtherAddress, and the
+// pairing stays as it was.
+func (b *Book) Status(addr netip.Addr, id string) (Pairing, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.cfg.Now()
 	b.prune(now)
-	if err := b.limits.allow(client, polling, now); err != nil {
+	if err := b.limits.allow(clientOf(addr), polling, now); err != nil {
 		return Pairing{}, err
 	}
 	p, ok := b.pairings[id]
 	if !ok {
 		return Pairing{}, errdefs.NotFoundf("no such pairing: it expired, was answered, or never was (ask for a new code)")
+	}
+	if p.Addr != addr {
+		return Pairing{}, ErrOtherAddress
 	}
 	if p.Status == Approved {
 		delete(b.pairings, id)

@@ -3,6 +3,7 @@ package pairing
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func newBook(t *testing.T) (*Book, *clock) {
 func TestApprovedPairingIsHandedOverOnce(t *testing.T) {
 	b, c := newBook(t)
 	chrome := "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0 Safari/537.36"
-	p, err := b.Request("10.0.0.5", chrome)
+	p, err := b.Request(ip("10.0.0.5"), chrome)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestApprovedPairingIsHandedOverOnce(t *testing.T) {
 	if len(pending) != 1 || pending[0].Code != p.Code {
 		t.Fatalf("pending %+v", pending)
 	}
-	if got, _ := b.Status("10.0.0.5", p.ID); got.Status != Pending {
+	if got, _ := b.Status(ip("10.0.0.5"), p.ID); got.Status != Pending {
 		t.Fatalf("status before the answer: %s", got.Status)
 	}
 	until := c.now.Add(10 * time.Minute)
@@ -50,11 +51,11 @@ func TestApprovedPairingIsHandedOverOnce(t *testing.T) {
 	if len(b.Pending()) != 0 {
 		t.Fatal("an approved pairing is still pending")
 	}
-	got, err := b.Status("10.0.0.5", p.ID)
+	got, err := b.Status(ip("10.0.0.5"), p.ID)
 	if err != nil || got.Status != Approved || !got.StepUpUntil.Equal(until) {
 		t.Fatalf("status after approval: %+v, %v", got, err)
 	}
-	if _, err := b.Status("10.0.0.5", p.ID); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := b.Status(ip("10.0.0.5"), p.ID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Fatalf("an approved pairing answered twice (its session would be handed out twice): %v", err)
 	}
 	if _, err := b.Approve(p.Code, until); !errors.Is(err, errdefs.ErrNotFound) {
@@ -64,19 +65,19 @@ func TestApprovedPairingIsHandedOverOnce(t *testing.T) {
 
 func TestDeniedAndExpiredCodes(t *testing.T) {
 	b, c := newBook(t)
-	denied, _ := b.Request("10.0.0.5", "curl/8")
-	late, _ := b.Request("10.0.0.6", "curl/8")
+	denied, _ := b.Request(ip("10.0.0.5"), "curl/8")
+	late, _ := b.Request(ip("10.0.0.6"), "curl/8")
 	if _, err := b.Deny(denied.Code); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := b.Status("10.0.0.5", denied.ID); got.Status != Rejected {
+	if got, _ := b.Status(ip("10.0.0.5"), denied.ID); got.Status != Rejected {
 		t.Fatalf("denied pairing: %s", got.Status)
 	}
 	if _, err := b.Approve(denied.Code, c.now); !errors.Is(err, errdefs.ErrConflict) {
 		t.Fatalf("approving a denied code: %v", err)
 	}
 	c.advance(DefaultTTL)
-	if got, _ := b.Status("10.0.0.6", late.ID); got.Status != Expired {
+	if got, _ := b.Status(ip("10.0.0.6"), late.ID); got.Status != Expired {
 		t.Fatalf("a code past its time: %s", got.Status)
 	}
 	if _, err := b.Approve(late.Code, c.now); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "expired") {
@@ -87,11 +88,11 @@ func TestDeniedAndExpiredCodes(t *testing.T) {
 	}
 	c.advance(linger + time.Second)
 	for _, p := range []Pairing{denied, late} {
-		if _, err := b.Status(p.Client, p.ID); !errors.Is(err, errdefs.ErrNotFound) {
+		if _, err := b.Status(p.Addr, p.ID); !errors.Is(err, errdefs.ErrNotFound) {
 			t.Fatalf("pairing %s a minute after it expired: %v", p.Code, err)
 		}
 	}
-	if _, err := b.Status("10.0.0.5", "forged"); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := b.Status(ip("10.0.0.5"), "forged"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Fatalf("an unknown id: %v", err)
 	}
 }
@@ -100,20 +101,20 @@ func TestRequestsAreLimitedPerClient(t *testing.T) {
 	b, c := newBook(t)
 	var codes []string
 	for i := range requestBurst {
-		p, err := b.Request("10.0.0.5", "curl/8")
+		p, err := b.Request(ip("10.0.0.5"), "curl/8")
 		if err != nil {
 			t.Fatalf("request %d of the burst: %v", i+1, err)
 		}
 		codes = append(codes, p.Code)
 		c.advance(time.Millisecond) // oldest first, as in life
 	}
-	_, err := b.Request("10.0.0.5", "curl/8")
+	_, err := b.Request(ip("10.0.0.5"), "curl/8")
 	var le *LimitError
 	if !errors.As(err, &le) || le.RetryAfter <= 0 || le.RetryAfter > requestEvery {
 		t.Fatalf("a request past the burst: %v", err)
 	}
 	// Another client is not held back by this one.
-	if _, err := b.Request("10.0.0.6", "curl/8"); err != nil {
+	if _, err := b.Request(ip("10.0.0.6"), "curl/8"); err != nil {
 		t.Fatalf("another client: %v", err)
 	}
 	// One client holds at most three codes: the oldest give way.
@@ -130,37 +131,37 @@ func TestRequestsAreLimitedPerClient(t *testing.T) {
 		t.Fatalf("%d codes of one client pending; want %d", mine, perClientPending)
 	}
 	c.advance(requestEvery)
-	if _, err := b.Request("10.0.0.5", "curl/8"); err != nil {
+	if _, err := b.Request(ip("10.0.0.5"), "curl/8"); err != nil {
 		t.Fatalf("a request once the bucket refilled: %v", err)
 	}
 }
 
 func TestPollsAreLimitedAndCodesCounted(t *testing.T) {
 	b, _ := newBook(t)
-	p, _ := b.Request("10.0.0.5", "curl/8")
+	p, _ := b.Request(ip("10.0.0.5"), "curl/8")
 	for i := range pollBurst {
-		if _, err := b.Status("10.0.0.5", p.ID); err != nil {
+		if _, err := b.Status(ip("10.0.0.5"), p.ID); err != nil {
 			t.Fatalf("poll %d: %v", i+1, err)
 		}
 	}
 	var le *LimitError
-	if _, err := b.Status("10.0.0.5", p.ID); !errors.As(err, &le) {
+	if _, err := b.Status(ip("10.0.0.5"), p.ID); !errors.As(err, &le) {
 		t.Fatalf("a poll past the burst: %v", err)
 	}
 	// At most MaxPending codes wait, whoever asks.
 	for i := 1; i < DefaultMaxPending; i++ {
-		if _, err := b.Request(fmt.Sprintf("10.0.1.%d", i), "curl/8"); err != nil {
+		if _, err := b.Request(ip(fmt.Sprintf("10.0.1.%d", i)), "curl/8"); err != nil {
 			t.Fatalf("code %d: %v", i+1, err)
 		}
 	}
-	if _, err := b.Request("10.0.2.1", "curl/8"); !errors.As(err, &le) || !strings.Contains(err.Error(), "wait for an answer") {
+	if _, err := b.Request(ip("10.0.2.1"), "curl/8"); !errors.As(err, &le) || !strings.Contains(err.Error(), "wait for an answer") {
 		t.Fatalf("code %d: %v", DefaultMaxPending+1, err)
 	}
 }
 
 func TestUserAgentIsShownSafely(t *testing.T) {
 	b, _ := newBook(t)
-	p, err := b.Request("10.0.0.5", "Evil\x1b[2K\u202eBrowser "+strings.Repeat("x", 1000))
+	p, err := b.Request(ip("10.0.0.5"), "Evil\x1b[2K\u202eBrowser "+strings.Repeat("x", 1000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,25 +171,63 @@ func TestUserAgentIsShownSafely(t *testing.T) {
 	if n := len([]rune(p.UserAgent)); n > maxUserAgent {
 		t.Fatalf("user agent of %d characters", n)
 	}
-	if q, _ := b.Request("10.0.0.6", ""); q.UserAgent != "unknown" {
+	if q, _ := b.Request(ip("10.0.0.6"), ""); q.UserAgent != "unknown" {
 		t.Fatalf("no user agent: %q", q.UserAgent)
 	}
 }
 
-func TestClientOf(t *testing.T) {
-	for in, want := range map[string]string{
-		"192.168.1.20:51234":          "192.168.1.20",
-		"[::ffff:192.168.1.20]:51234": "192.168.1.20",
-		"[2001:db8:1:2:aaaa::1]:443":  "2001:db8:1:2::/64",
-		"[2001:db8:1:2:bbbb::9]:80":   "2001:db8:1:2::/64",
-		"@":                           "local",
-		"":                            "local",
+func TestAddrOfAndClients(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"192.168.1.20:51234":          {"192.168.1.20", "192.168.1.20"},
+		"[::ffff:192.168.1.20]:51234": {"192.168.1.20", "192.168.1.20"},
+		"[2001:db8:1:2:aaaa::1]:443":  {"2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		"[2001:db8:1:2:bbbb::9]:80":   {"2001:db8:1:2:bbbb::9", "2001:db8:1:2::/64"},
+		"[fe80::1%eth0]:80":           {"fe80::1%eth0", "fe80::/64"},
+		"127.0.0.1:5482":              {"127.0.0.1", "127.0.0.1"},
 	} {
-		if got := ClientOf(in); got != want {
-			t.Errorf("ClientOf(%q) = %q; want %q", in, got, want)
+		a, ok := AddrOf(in)
+		if !ok || a.String() != want[0] || clientOf(a) != want[1] {
+			t.Errorf("AddrOf(%q) = %v, %v (client %q); want %s (client %s)", in, a, ok, clientOf(a), want[0], want[1])
+		}
+	}
+	for _, in := range []string{"@", "", "localhost:80"} {
+		if a, ok := AddrOf(in); ok {
+			t.Errorf("AddrOf(%q) = %v; want none (the unix socket)", in, a)
 		}
 	}
 }
+
+// TestPollFromAnotherAddress: only the address that asked may poll; a
+// poll from another, even of the same IPv6 /64 or with the pairing's
+// secret id, is refused and leaves the pairing (approved or not) to its
+// device.
+func TestPollFromAnotherAddress(t *testing.T) {
+	b, _ := newBook(t)
+	p, err := b.Request(ip("2001:db8:1:2::5"), "curl/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Addr != ip("2001:db8:1:2::5") {
+		t.Fatalf("pairing address %v", p.Addr)
+	}
+	for _, other := range []string{"2001:db8:1:2::6", "192.0.2.2", "127.0.0.1"} {
+		if _, err := b.Status(ip(other), p.ID); !errors.Is(err, ErrOtherAddress) {
+			t.Fatalf("a poll from %s while pending: %v; want ErrOtherAddress", other, err)
+		}
+	}
+	if _, err := b.Approve(p.Code, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Status(ip("2001:db8:1:2::6"), p.ID); !errors.Is(err, ErrOtherAddress) {
+		t.Fatalf("a poll from another address after approval: %v; want ErrOtherAddress", err)
+	}
+	if got, err := b.Status(ip("2001:db8:1:2::5"), p.ID); err != nil || got.Status != Approved {
+		t.Fatalf("the device's own poll after another address polled: %+v, %v; want approved", got, err)
+	}
+}
+
+// ip is an address, as AddrOf returns it.
+func ip(s string) netip.Addr { return netip.MustParseAddr(s).Unmap() }
 
 func TestDescribe(t *testing.T) {
 	for ua, want := range map[string]Kind{

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -20,13 +21,20 @@ import (
 const DeviceTokenPrefix = "hcd_"
 
 // ErrBadDeviceSession is returned by DeviceSession for a token that is
-// malformed, unknown, revoked, expired or idle too long; callers answer
-// 401 without saying which.
+// malformed, unknown, revoked, expired or idle too long, or of a device
+// paired before sessions were bound to an address; callers answer 401
+// without saying which.
 var ErrBadDeviceSession = errors.New("invalid device session")
 
+// ErrDeviceElsewhere is returned by DeviceSession for a live session's
+// token sent from an address other than the one its device was paired
+// from. The session goes on: whoever replays a token cannot end it.
+var ErrDeviceElsewhere = errors.New("device session sent from another address")
+
 // Device is a browser paired with the helper (a pairing code the user
-// approved on the desktop): its session, found by the hash of its token.
-// Deleting the row ends the session.
+// approved on the desktop): its session, found by the hash of its token,
+// and bound to the address it was paired from. Deleting the row ends the
+// session.
 type Device struct {
 	ID        string `gorm:"primaryKey"`
 	Name      string `gorm:"not null"`
@@ -39,12 +47,20 @@ type Device struct {
 	// needs step-up (API keys, providers, safety settings, grants).
 	StepUpUntil time.Time `gorm:"not null"`
 	ExpiresAt   time.Time `gorm:"not null"`
+	// Address is the exact network address (netip.Addr's form, IPv4 for
+	// an IPv4-mapped one) the device was paired from: the session is
+	// accepted from it alone. Empty for a device paired before schema 21,
+	// whose session has ended.
+	Address string `gorm:"not null;default:''"`
 }
 
-// CreateDevice records a paired device (Name, UserAgent, StepUpUntil and
-// ExpiresAt as given) and returns its session token in clear, once; only
-// its hash is stored.
+// CreateDevice records a paired device (Name, UserAgent, StepUpUntil,
+// ExpiresAt and Address as given; Address is required) and returns its
+// session token in clear, once; only its hash is stored.
 func (s *Store) CreateDevice(ctx context.Context, d Device) (string, Device, error) {
+	if d.Address == "" {
+		return "", Device{}, errdefs.Invalidf("device %q: the address it was paired from is required", d.Name)
+	}
 	var secret [32]byte
 	if _, err := rand.Read(secret[:]); err != nil {
 		return "", Device{}, fmt.Errorf("create device session: %w", err)
@@ -60,11 +76,14 @@ func (s *Store) CreateDevice(ctx context.Context, d Device) (string, Device, err
 	return token, d, nil
 }
 
-// DeviceSession returns the device whose session token is token and marks
-// it seen (at most once a minute). A device past ExpiresAt, or unseen for
-// longer than idle, is deleted: ErrBadDeviceSession, as for any token
-// that is not a live session.
-func (s *Store) DeviceSession(ctx context.Context, token string, idle time.Duration) (Device, error) {
+// DeviceSession returns the device whose session token is token, sent
+// from the address from, and marks it seen (at most once a minute). A
+// device past ExpiresAt, unseen for longer than idle, or paired without an
+// address, is deleted: ErrBadDeviceSession, as for any token that is not
+// a live session. A live session's token sent from an address other than
+// the device's is ErrDeviceElsewhere, and the device is left as it was
+// (not deleted, not marked seen).
+func (s *Store) DeviceSession(ctx context.Context, token string, from netip.Addr, idle time.Duration) (Device, error) {
 	if !strings.HasPrefix(token, DeviceTokenPrefix) || len(token) > 128 {
 		return Device{}, ErrBadDeviceSession
 	}
@@ -77,11 +96,14 @@ func (s *Store) DeviceSession(ctx context.Context, token string, idle time.Durat
 		return Device{}, ErrBadDeviceSession
 	}
 	d, now := found[0], time.Now().UTC()
-	if now.After(d.ExpiresAt) || now.Sub(d.LastSeenAt) > idle {
+	if now.After(d.ExpiresAt) || now.Sub(d.LastSeenAt) > idle || d.Address == "" {
 		if err := s.DeleteDevice(ctx, d.ID); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 			return Device{}, err
 		}
 		return Device{}, ErrBadDeviceSession
+	}
+	if !from.IsValid() || d.Address != from.String() {
+		return Device{}, ErrDeviceElsewhere
 	}
 	if now.Sub(d.LastSeenAt) >= lastUsedGranularity {
 		// Best effort: a busy database must not fail an authenticated request.

@@ -67,6 +67,15 @@ func migrations() []migration {
 			return tx.Migrator().AutoMigrate(&Schedule{}, &Task{})
 		}},
 		{20, "paired devices", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Device{}) }},
+		// A device's session is bound to the address it was paired from.
+		// Those paired before had none: their sessions end here, and the
+		// devices pair again.
+		{21, "device sessions bound to their address", func(tx *gorm.DB) error {
+			if err := tx.Migrator().AutoMigrate(&Device{}); err != nil {
+				return err
+			}
+			return tx.Where("address = ''").Delete(&Device{}).Error
+		}},
 	}
 }
 

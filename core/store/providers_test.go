@@ -67,28 +67,15 @@ func TestProviderTypeDefaults(t *testing.T) {
 func TestProviderTypeMigration(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTemp(t)
-	for _, q := range []string{
+	execAll(t, s,
 		"ALTER TABLE providers DROP COLUMN type",
 		"DELETE FROM schema_versions WHERE version >= 16",
-		"INSERT INTO providers (id, display_name, base_url, backend_mode, auth_mode, is_default, default_model_id, created_at) " +
-			"VALUES ('p1', 'Local', 'http://localhost:11434/v1', 'responses', 'api_key', 1, 'qwen', '2026-01-02 03:04:05')",
-	} {
-		if err := s.db.Exec(q).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+		"INSERT INTO providers (id, display_name, base_url, backend_mode, auth_mode, is_default, default_model_id, created_at) "+
+			"VALUES ('p1', 'Local', 'http://localhost:11434/v1', 'responses', 'api_key', 1, 'qwen', '2026-01-02 03:04:05')")
 	if s.db.Migrator().HasColumn(&Provider{}, "Type") {
 		t.Fatal("the schema 15 table has a type column: the test does not rebuild the old schema")
 	}
-	s.Close()
-	s2, err := Open(ctx, path, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	if v, err := s2.SchemaVersion(ctx); err != nil || v != LatestSchemaVersion() {
-		t.Fatalf("schema version %d, %v; want %d", v, err, LatestSchemaVersion())
-	}
+	s2 := reopen(t, s, path)
 	p, err := s2.FindProvider(ctx, "Local")
 	if err != nil {
 		t.Fatal(err)

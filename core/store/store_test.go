@@ -215,3 +215,30 @@ func TestAPIKeys(t *testing.T) {
 		t.Fatalf("key without a name = %v, want invalid", err)
 	}
 }
+
+// execAll runs SQL statements on s: a test rebuilding an old schema.
+func execAll(t testing.TB, s *Store, queries ...string) {
+	t.Helper()
+	for _, q := range queries {
+		if err := s.db.Exec(q).Error; err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// reopen closes s and opens the database at path again, migrating it to
+// the latest schema (checked); the new store is closed when the test
+// ends.
+func reopen(t testing.TB, s *Store, path string) *Store {
+	t.Helper()
+	s.Close()
+	s2, err := Open(context.Background(), path, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	if v, err := s2.SchemaVersion(context.Background()); err != nil || v != LatestSchemaVersion() {
+		t.Fatalf("schema version %d, %v; want %d", v, err, LatestSchemaVersion())
+	}
+	return s2
+}

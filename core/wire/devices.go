@@ -30,12 +30,15 @@ type PairingStatus struct {
 // Pairing (extension) is a device waiting for the user's answer, as the
 // desktop shows it: never its secret id.
 type Pairing struct {
-	Code       string    `json:"code"`
-	DeviceName string    `json:"deviceName"`
-	UserAgent  string    `json:"userAgent"`
-	Status     string    `json:"status"`
-	CreatedAt  time.Time `json:"createdAt"`
-	ExpiresAt  time.Time `json:"expiresAt"`
+	Code       string `json:"code"`
+	DeviceName string `json:"deviceName"`
+	UserAgent  string `json:"userAgent"`
+	// Address is the network address the device asked from; only it
+	// receives the session, which is bound to it.
+	Address   string    `json:"address"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // PairingList answers GET /auth/pairings.
@@ -56,6 +59,9 @@ type Device struct {
 	LastSeenAt   time.Time `json:"lastSeenAt"`
 	UserAgent    string    `json:"userAgent"`
 	ExpiresAt    time.Time `json:"expiresAt"`
+	// Address is the network address the device was paired from: its
+	// session is accepted from there only.
+	Address string `json:"address"`
 	// Current marks the device the request came from.
 	Current bool `json:"current,omitempty"`
 }

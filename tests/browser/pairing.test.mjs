@@ -1,24 +1,35 @@
 // Device pairing (issue 39), as the Swift app's web client does it: a page
-// with no credentials asks for a code, the user approves it from the CLI,
-// the page's poll receives an HttpOnly cookie, and with it the page (its
-// requests from its own origin, as a browser sends them) creates a task.
-// The refusals: a denied code and an expired one get no session; the
-// cookie with a forged Origin, or alone with no sign of its site, or sent
-// by a form on another port of this host, gets 403; a device past its
+// with no credentials asks for a code through the machine's network
+// address (the helper listens on every address, remote access on; the
+// desktop's pages use loopback, and pairing is refused from there: every
+// program here shares it), the user approves it
+// from the CLI, the page's poll receives an HttpOnly cookie, and with it
+// the page (its requests from its own origin, as a browser sends them)
+// creates a task. The refusals: asking from loopback gets 403; a denied
+// code and an expired one get no session; the cookie with a forged
+// Origin, or alone with no sign of its site, or sent by a form on another
+// port of this host, gets 403; the cookie a program on another port of
+// this host received (browsers send it to every port), replayed from
+// another address, gets 401 and the device goes on; a device past its
 // step-up window cannot give a task more than Settings (403); a revoked
 // device gets 401. And the desktop: the dashboard's "Waiting for you"
-// strip shows the code, the browser notifies it, Approve there signs the
-// device in, and Settings › Devices revokes it.
+// strip shows the code and the address, the browser notifies it, Approve
+// there signs the device in, and Settings › Devices shows where it paired
+// from and revokes it.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { recordNotifications, signIn, watch } from './lib/browser.mjs';
-import { buildCLI } from './lib/helper.mjs';
+import { buildCLI, networkIP } from './lib/helper.mjs';
 import { eventually, suite } from './lib/suite.mjs';
 
 const STEP_UP_MS = 10000;
 const TTL_MS = 8000;
-const env = suite('pairing', { helperArgs: ['--web-step-up', '10s', '--pairing-ttl', '8s'] });
+const env = suite('pairing', { helperArgs: ['--web-step-up', '10s', '--pairing-ttl', '8s'], network: true });
+// The address devices pair through and from here: the machine's, as this
+// browser runs on the helper's machine.
+const IP = networkIP();
+const ipRe = IP.replaceAll('.', '\\.');
 // The CLI is built once, when a test first needs it (env.bin is ready then).
 let built = null;
 const cli = async (...args) => {
@@ -28,25 +39,52 @@ const cli = async (...args) => {
 };
 
 // Another server on this host (another port): a page of it posts a form
-// to the helper.
+// to the helper, and it keeps the cookies browsers send it.
 let other;
+const otherGot = [];
 before(async () => {
   other = http.createServer((req, res) => {
+    if (req.headers.cookie) otherGot.push(req.headers.cookie);
     res.setHeader('Content-Type', 'text/html');
     const action = new URL(req.url, 'http://x').searchParams.get('action');
     res.end(`<!doctype html><form id="f" method="POST" enctype="text/plain" action="${action}">` +
       '<input name=\'{"description":"Posted by another site","x":"\' value=\'"}\'></form>');
   });
-  await new Promise((r) => other.listen(0, '127.0.0.1', r));
+  await new Promise((r) => other.listen(0, IP, r));
 });
 after(() => other?.close());
 
-/** A browser page of its own (no login link) on the helper's origin. */
-async function devicePage() {
+/**
+ * A request to the helper from this machine's loopback address, as
+ * another program of this host may send it, with headers as given:
+ * answers {status, body (parsed JSON)}.
+ */
+function fromLoopback(method, urlPath, headers = {}, body) {
+  const u = new URL(env.deviceBase + urlPath);
+  const data = body === undefined ? null : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, localAddress: '127.0.0.1',
+      headers: { ...headers, ...(data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {}) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => { text += c; });
+      res.on('end', () => resolve({ status: res.statusCode, body: text ? JSON.parse(text) : null }));
+    });
+    req.on('error', reject);
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+/**
+ * A browser page of its own (no login link) on the helper's origin at
+ * base: by default its network address, as devices reach it.
+ */
+async function devicePage(base = env.deviceBase) {
   const ctx = await env.browser.newContext();
   const page = watch(await ctx.newPage());
   page.setDefaultTimeout(20000);
-  await page.goto(`${env.helper.base}/api/v1/auth/check`);
+  await page.goto(`${base}/api/v1/auth/check`);
   return page;
 }
 
@@ -80,6 +118,19 @@ async function sessionCookie(page) {
 test('a page pairs by the pairing routes, approved from the CLI, and its cookie works only from its own origin', { timeout: 180000 }, async () => {
   const { helper } = env;
   await cli('version'); // built before any code starts to expire
+  // From loopback, which every program here shares, no device pairs: not
+  // a page of this machine's loopback origin, nor a program asking from
+  // loopback through the network address.
+  const localPage = await devicePage(helper.base);
+  const fromPage = await call(localPage, 'POST', '/auth/pair/request');
+  await localPage.context().close();
+  const local = await fromLoopback('POST', '/api/v1/auth/pair/request', { 'User-Agent': 'curl/8' });
+  for (const r of [fromPage, local]) {
+    assert.equal(r.status, 403, JSON.stringify(r.body));
+    assert.match(r.body.error.message, /refused from a loopback address \(127\.0\.0\.1\).*`hivecrew open`.*API key.*network address/);
+  }
+  assert.deepEqual((await helper.api('GET', '/api/v1/auth/pairings')).pairings, [], 'no code waits for them');
+
   const page = await devicePage();
   assert.deepEqual((await call(page, 'GET', '/auth/check')).body, { authenticated: false });
   // Without credentials, as Swift's client asks.
@@ -88,7 +139,7 @@ test('a page pairs by the pairing routes, approved from the CLI, and its cookie 
 
   const pending = await cli('devices', 'pending');
   assert.equal(pending.code, 0, pending.stderr);
-  assert.match(pending.stdout, new RegExp(`^${p.code}\\s+Chrome on Linux\\s+.*HeadlessChrome/`, 'm'));
+  assert.match(pending.stdout, new RegExp(`^${p.code}\\s+Chrome on Linux\\s+${ipRe}\\s+.*HeadlessChrome/`, 'm'));
   const approved = await cli('devices', 'approve', p.code);
   assert.equal(approved.code, 0, approved.stderr);
   const approvedAt = Date.now();
@@ -112,7 +163,7 @@ test('a page pairs by the pairing routes, approved from the CLI, and its cookie 
   assert.equal((await helper.task(made.body.id)).description, 'Tidy up [[paired]]');
 
   // The cookie with a forged Origin, or alone (a script, an old form).
-  const url = `${helper.base}/api/v1/tasks`;
+  const url = `${env.deviceBase}/api/v1/tasks`;
   const forged = await page.context().request.post(url, { headers: { Origin: 'http://evil.example' }, data: { description: 'forged' } });
   assert.equal(forged.status(), 403);
   const bare = await page.context().request.post(url, { data: { description: 'bare' } });
@@ -125,10 +176,20 @@ test('a page pairs by the pairing routes, approved from the CLI, and its cookie 
   const evilCtx = await env.browser.newContext();
   await evilCtx.addCookies(await page.context().cookies());
   const evil = watch(await evilCtx.newPage());
-  await evil.goto(`http://127.0.0.1:${other.address().port}/?action=${encodeURIComponent(url)}`);
+  await evil.goto(`http://${IP}:${other.address().port}/?action=${encodeURIComponent(url)}`);
   const [answer] = await Promise.all([evil.waitForResponse((r) => r.url() === url), evil.evaluate(() => document.getElementById('f').submit())]);
   assert.equal(answer.status(), 403);
   await evilCtx.close();
+  // That server got the cookie, and replays it from another address with
+  // every header a page of this site sends: refused, and the device goes on.
+  const stolen = otherGot.join('; ').match(/hivecrew_session=(hcd_[^;\s]+)/);
+  assert.ok(stolen && stolen[1] === cookie.value, `the other port got the device's cookie (it got ${JSON.stringify(otherGot)})`);
+  const replayHeaders = { Cookie: `hivecrew_session=${stolen[1]}`, Origin: env.deviceBase, 'Sec-Fetch-Site': 'same-origin' };
+  const replayed = await fromLoopback('POST', '/api/v1/tasks', replayHeaders, { description: 'replayed' });
+  assert.equal(replayed.status, 401, JSON.stringify(replayed.body));
+  assert.match(replayed.body.error.message, /paired from another network address/);
+  assert.equal((await fromLoopback('POST', '/api/v1/auth/logout', replayHeaders)).status, 401, 'a replay cannot sign the device out');
+  assert.deepEqual((await call(page, 'GET', '/auth/check')).body, { authenticated: true, method: 'cookie' });
   assert.equal((await helper.api('GET', '/api/v1/tasks')).tasks.length, 1, 'no refused request made a task');
 
   // Past its step-up window (from its approval), a grant needs a fresh sign-in.
@@ -187,13 +248,13 @@ test('the dashboard shows a device asking, notifies it, approves it; Settings re
   const code = `${p.code.slice(0, 3)} ${p.code.slice(3)}`;
   const item = dash.locator(`#attention-list li[data-pairing="${p.code}"]`);
   await item.waitFor();
-  assert.match(await item.textContent(), new RegExp(`Chrome on Linux asks to pair${code}asked at .*HeadlessChrome/`));
+  assert.match(await item.textContent(), new RegExp(`Chrome on Linux asks to pair${code}asked at .* from ${ipRe} · .*HeadlessChrome/`));
   assert.equal(await dash.isHidden('#attention-empty'), true);
   const notes = await eventually('a notification of the device', async () => {
     const shown = await dash.evaluate(() => window.shownNotes);
     return shown.some((n) => n.title === 'Chrome on Linux asks to pair') && shown;
   });
-  assert.match(notes.find((n) => n.title === 'Chrome on Linux asks to pair').body, new RegExp(`Code ${code}\\. Approve it only if the device shows this code`));
+  assert.match(notes.find((n) => n.title === 'Chrome on Linux asks to pair').body, new RegExp(`Code ${code}, from ${ipRe}\\. Approve it only if the device shows this code`));
 
   // A fresh sign-in (another tab) so that the page may approve: approving
   // makes a session, and needs step-up.
@@ -209,7 +270,7 @@ test('the dashboard shows a device asking, notifies it, approves it; Settings re
   await dash.goto(`${helper.base}/settings#devices`);
   const row = dash.locator('#device-rows tr[data-device]');
   await row.waitFor();
-  assert.match(await row.textContent(), /Chrome on Linux.*HeadlessChrome\//);
+  assert.match(await row.textContent(), new RegExp(`^Chrome on Linux${ipRe}.*HeadlessChrome/`));
   dash.once('dialog', (d) => d.accept());
   await row.locator('button', { hasText: 'Revoke' }).click();
   await dash.locator('.toast', { hasText: 'Revoked Chrome on Linux' }).waitFor();

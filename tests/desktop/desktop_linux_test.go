@@ -17,16 +17,18 @@ import (
 	"github.com/hivecrew/hivecrew/app/desktop"
 	"github.com/hivecrew/hivecrew/app/killswitch"
 	"github.com/hivecrew/hivecrew/app/menubar"
+	"github.com/hivecrew/hivecrew/core/daemon"
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/tests/daemontest"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 	"github.com/hivecrew/hivecrew/tests/xenv"
 )
 
-// busy starts a helper with n agents that keep working until stopped.
-func busy(t *testing.T, n int, titles ...string) (*daemontest.Helper, []string) {
+// busy starts a helper (by start: daemontest.Start, or StartOnNetwork
+// where devices pair) with n agents that keep working until stopped.
+func busy(t *testing.T, start func(testing.TB, func(*daemon.Config)) *daemontest.Helper, n int, titles ...string) (*daemontest.Helper, []string) {
 	t.Helper()
-	h := daemontest.Start(t, nil)
+	h := start(t, nil)
 	llm := llmtest.New(t)
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
@@ -67,7 +69,7 @@ func expectCancelled(t *testing.T, h *daemontest.Helper, ids []string) {
 // XTEST on an Xvfb display stops the helper's running agents.
 func TestKillSwitchShortcutStopsAgents(t *testing.T) {
 	env := xenv.Start(t, xenv.Options{NoWM: true})
-	h, ids := busy(t, 2, "First busy agent", "Second busy agent")
+	h, ids := busy(t, daemontest.Start, 2, "First busy agent", "Second busy agent")
 	sc, err := killswitch.Parse("ctrl+shift+escape")
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +211,7 @@ func flatten(n node, depth int, out *[]entry) {
 // agents and every item of the menu; it answers devices asking to pair;
 // clicking Stop All Agents stops the agents.
 func TestTrayMenuOverDBus(t *testing.T) {
-	h, ids := busy(t, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
+	h, ids := busy(t, daemontest.StartOnNetwork, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
 	if _, err := h.Unix.CreatePreset(context.Background(), wire.SavePreset{Name: "Morning sweep", Task: &wire.CreateTask{Description: "Sweep the inbox\n[[busy]]"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,11 @@ import (
 	"github.com/hivecrew/hivecrew/tests/daemontest"
 )
 
-// trayAnswersPairing: a device that asks to pair shows in the tray with
-// its code and is notified; the tray's Approve signs it in, its Deny
-// refuses another, and an answered one leaves the menu. (Part of
-// TestTrayMenuOverDBus: the tray runs once in a process.)
+// trayAnswersPairing: a device that asks to pair (through the machine's
+// network address: h listens there, as pairing is refused from loopback)
+// shows in the tray with its code and is notified; the tray's Approve
+// signs it in, its Deny refuses another, and an answered one leaves the
+// menu. (Part of TestTrayMenuOverDBus: the tray runs once in a process.)
 func trayAnswersPairing(t *testing.T, h *daemontest.Helper, tr *tray) {
 	ask := func(ua string) wire.PairingRequest {
 		req, _ := http.NewRequest("POST", "http://"+h.Addr+"/api/v1/auth/pair/request", nil)
@@ -81,7 +82,7 @@ func trayAnswersPairing(t *testing.T, h *daemontest.Helper, tr *tray) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	want := "Firefox on Android asks to pair: Code " + phone.Code[:3] + " " + phone.Code[3:] + "."
+	want := "Firefox on Android asks to pair: Code " + phone.Code[:3] + " " + phone.Code[3:] + ", from " + strings.Split(h.Addr, ":")[0] + "."
 	if !strings.Contains(tr.notes.all(), want) {
 		t.Fatalf("notifications %q; want %q", tr.notes.all(), want)
 	}

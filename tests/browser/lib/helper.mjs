@@ -34,10 +34,28 @@ export async function buildCLI(bin) {
   await run('go', ['build', '-o', path.join(bin, 'hivecrew'), './app'], { cwd: ROOT });
 }
 
+/**
+ * An IPv4 address of this machine that is not loopback (the first, by
+ * interface), where devices pair with the helper: pairing is refused from
+ * loopback. Throws when there is none.
+ */
+export function networkIP() {
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    const a = addrs.find((x) => x.family === 'IPv4' && !x.internal && !x.address.startsWith('169.254.'));
+    if (a) return a.address;
+  }
+  throw new Error('this machine has no IPv4 address but loopback: devices pair through the helper\'s network address');
+}
+
 /** A running helper. */
 export class Helper {
-  /** Starts the helper from bin and waits for its banner. name labels its log under out/logs. */
-  static async start(bin, name, args = []) {
+  /**
+   * Starts the helper from bin, listening on listen, and waits for its
+   * banner. name labels its log under out/logs. A helper listening on
+   * every address (0.0.0.0 or [::]) is reached through loopback (addr,
+   * base).
+   */
+  static async start(bin, name, args = [], listen = '127.0.0.1:0') {
     const h = new Helper();
     h.name = name;
     h.home = fs.mkdtempSync('/tmp/hcb-'); // short: unix socket paths are limited
@@ -48,7 +66,7 @@ export class Helper {
     fs.mkdirSync(path.join(OUT, 'logs'), { recursive: true });
     h.logPath = path.join(OUT, 'logs', `${name}-helper.log`);
     const log = fs.openSync(h.logPath, 'w');
-    h.proc = spawn(path.join(bin, 'hivecrew-helper'), ['serve', '--home', h.home, '--addr', '127.0.0.1:0', '--print-api-key', ...args], {
+    h.proc = spawn(path.join(bin, 'hivecrew-helper'), ['serve', '--home', h.home, '--addr', listen, '--print-api-key', ...args], {
       env: { ...process.env, HOME: h.userHome, XDG_DATA_HOME: path.join(h.userHome, '.local', 'share') },
       stdio: ['ignore', 'pipe', log],
     });
@@ -66,9 +84,10 @@ export class Helper {
       h.exited.then(() => { clearTimeout(timer); reject(new Error(`helper ${name} exited at start; log: ${h.logPath}`)); });
     });
     h.proc.stdout.resume();
-    h.addr = banner.addr;
+    h.addr = banner.addr.replace(/^(0\.0\.0\.0|\[::\]):/, '127.0.0.1:');
+    h.port = Number(h.addr.slice(h.addr.lastIndexOf(':') + 1));
     h.key = banner.key;
-    h.base = `http://${banner.addr}`;
+    h.base = `http://${h.addr}`;
     return h;
   }
 
@@ -119,7 +138,9 @@ export class Helper {
 
   /** A one-time login link for the browser. */
   async loginLink() {
-    return (await this.api('POST', '/api/v1/auth/login-link')).url;
+    const url = new URL((await this.api('POST', '/api/v1/auth/login-link')).url);
+    url.host = this.addr; // the link names the address listened on: [::] when every one
+    return url.href;
   }
 
   /** Adds the scripted provider (the default, with a default model). */

@@ -3,20 +3,27 @@
 import fs from 'node:fs';
 import { after, before } from 'node:test';
 import { assertNoProblems, launch, openPage, signIn } from './browser.mjs';
-import { buildBinaries, Helper } from './helper.mjs';
+import { buildBinaries, Helper, networkIP } from './helper.mjs';
 import { ScriptedLLM } from './llm.mjs';
 
 /**
  * Registers before/after hooks that start and stop everything; the
  * returned object is filled in before the first test runs. With provider,
- * the scripted provider is added as the default.
+ * the scripted provider is added as the default. With network, the helper
+ * listens on every address with remote access on: the desktop reaches it
+ * through loopback (helper.base), devices through this machine's network
+ * address (env.deviceBase, networkIP), as they pair; else on loopback.
  */
-export function suite(name, { provider = true, helperArgs = [] } = {}) {
-  const env = { bin: null, helper: null, llm: null, browser: null, pages: [] };
+export function suite(name, { provider = true, helperArgs = [], network = false } = {}) {
+  const env = { bin: null, helper: null, deviceBase: null, llm: null, browser: null, pages: [] };
   before(async () => {
     const [bin, llm, browser] = await Promise.all([buildBinaries(), new ScriptedLLM().start(), launch()]);
     Object.assign(env, { bin, llm, browser });
-    env.helper = await Helper.start(bin, name, helperArgs);
+    env.helper = await Helper.start(bin, name, helperArgs, network ? '0.0.0.0:0' : undefined);
+    if (network) {
+      await env.helper.api('PATCH', '/api/v1/settings', { allowRemoteAccess: true });
+      env.deviceBase = `http://${networkIP()}:${env.helper.port}`;
+    }
     if (provider) await env.helper.addProvider(llm);
   });
   after(async () => {

@@ -2,8 +2,9 @@
 // Hivecrew app's web client, or another client of its API), and those
 // paired. The dashboard's "Waiting for you" strip lists the codes waiting
 // with Approve and Deny, and this browser notifies each new one; Settings
-// lists the paired devices, each with Revoke. A user agent is the device's
-// own words: it only ever becomes text.
+// lists the paired devices, each with Revoke. Each shows the network
+// address it asks or was paired from: its session is accepted from there
+// only. A user agent is the device's own words: it only ever becomes text.
 import { $, del, fill, fmtClock, fmtTime, get, h, post, report, seg, toast } from './common.js';
 import { browserNotifies } from './notify.js';
 
@@ -33,7 +34,7 @@ export function pairingItems(pairings, answered) {
     return h('li', { 'data-pairing': p.code },
       h('span', { class: 'name' }, `${p.deviceName} asks to pair`),
       h('strong', { class: 'pairing-code', title: 'Approve only if the device shows this code' }, code),
-      h('span', { class: 'what', title: p.userAgent }, `asked at ${fmtClock(p.createdAt)} · ${p.userAgent}`),
+      h('span', { class: 'what', title: p.userAgent }, `asked at ${fmtClock(p.createdAt)} from ${p.address} · ${p.userAgent}`),
       approve, deny);
   });
 }
@@ -53,7 +54,7 @@ export function pairingNotifier() {
     if (!prev || !browserNotifies()) return;
     for (const p of pairings) {
       if (prev.has(p.code)) continue;
-      new Notification(`${p.deviceName} asks to pair`, { body: `Code ${spaced(p.code)}. Approve it only if the device shows this code.`, tag: `pairing:${p.code}` });
+      new Notification(`${p.deviceName} asks to pair`, { body: `Code ${spaced(p.code)}, from ${p.address}. Approve it only if the device shows this code.`, tag: `pairing:${p.code}` });
     }
   };
 }
@@ -61,9 +62,10 @@ export function pairingNotifier() {
 /** Settings › Devices: the paired devices, each with Revoke. */
 export async function loadDevices() {
   const { devices } = await get('/auth/devices');
-  fill($('#device-rows'), devices.length === 0 ? h('tr', null, h('td', { colspan: '5', class: 'muted' }, 'No paired devices.')) : devices.map((d) =>
+  fill($('#device-rows'), devices.length === 0 ? h('tr', null, h('td', { colspan: '6', class: 'muted' }, 'No paired devices.')) : devices.map((d) =>
     h('tr', { 'data-device': d.id },
       h('td', null, d.name, d.current ? h('span', { class: 'badge' }, 'this device') : null),
+      h('td', { class: 'address' }, d.address),
       h('td', { class: 'hide-narrow ua' }, d.userAgent),
       h('td', { class: 'hide-narrow' }, fmtTime(d.authorizedAt)),
       h('td', null, fmtTime(d.lastSeenAt)),
