@@ -82,7 +82,7 @@ type Menu struct {
 	// when there are none, and Manage Schedules….
 	scheduled, noRuns, manageSchedules *systray.MenuItem
 	scheduleItems                      [ScheduleSlots]*systray.MenuItem
-	pairItems                                                                   [PairingSlots]pairSlot
+	pairItems                          [PairingSlots]pairSlot
 
 	// mu guards shown (the agents in the slots), last (the previous view
 	// of the active tasks), since/told (the tasks that ended after since
