@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -176,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 
-	c, err := startCore(ctx, cfg, st, defaults, settings, "http://"+tcpLn.Addr().String())
+	c, err := startCore(ctx, cfg, st, defaults, settings, browserURL(tcpLn.Addr()))
 	if err != nil {
 		return err
 	}
@@ -281,4 +282,19 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("restrict socket: %w", err)
 	}
 	return ln, nil
+}
+
+// browserURL is the base of the links the helper hands out (`hivecrew
+// open`'s login link) for the address it listens on: a helper listening
+// on every address ("0.0.0.0", "[::]") is opened at loopback, which it
+// also listens on, not at an address no browser can open.
+func browserURL(a net.Addr) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err == nil && ap.Addr().IsUnspecified() {
+		ap = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port())
+	}
+	if err != nil {
+		return "http://" + a.String()
+	}
+	return "http://" + ap.String()
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -222,5 +223,19 @@ func TestStopsCleanlyWithAnUnusedConnection(t *testing.T) {
 	r.wait(t)
 	if took := time.Since(began); took > shutdownGrace+2*time.Second {
 		t.Errorf("stop took %s", took)
+	}
+}
+
+func TestBrowserURLOfEveryAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.0.0.0:8423":   "http://127.0.0.1:8423",
+		"[::]:8423":      "http://127.0.0.1:8423",
+		"127.0.0.1:5482": "http://127.0.0.1:5482",
+		"192.0.2.2:5482": "http://192.0.2.2:5482",
+		"[::1]:5482":     "http://[::1]:5482",
+	} {
+		if got := browserURL(net.TCPAddrFromAddrPort(netip.MustParseAddrPort(in))); got != want {
+			t.Errorf("listening on %s: links to %s, want %s", in, got, want)
+		}
 	}
 }
