@@ -66,6 +66,7 @@ func migrations() []migration {
 		{19, "schedules with every option of a task; plan revisions and a task's checklist", func(tx *gorm.DB) error {
 			return tx.Migrator().AutoMigrate(&Schedule{}, &Task{})
 		}},
+		{22, "a subagent's domain: a VM of its own or the host (20 and 21 are other branches')", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 	}
 }
 
