@@ -98,10 +98,10 @@ func (c *children) spawn(ctx context.Context, raw json.RawMessage) (string, erro
 		return "", fmt.Errorf("this task has started its %d subagents, the most it may", MaxSubagents)
 	case host && (in.Template != "" || len(in.Files) > 0):
 		return "", errors.New("a subagent of domain host has no VM, so no template and no files: put what it needs in its task, or use domain vm")
-	case !host && settings.MaxConcurrentVMs < 2:
-		return "", errors.New("a subagent of domain vm needs a VM of its own, and Settings › maxConcurrentVMs is 1: use domain host for research, or do the work yourself")
 	case !host && c.parent.host:
 		return "", errors.New("a research subagent may start subagents of domain host only")
+	case !host && settings.MaxConcurrentVMs < 2:
+		return "", errors.New("a subagent of domain vm needs a VM of its own, and Settings › maxConcurrentVMs is 1: use domain host for research, or do the work yourself")
 	}
 	runner, _, _ := c.parent.get()
 	if runner == nil {
