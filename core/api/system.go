@@ -165,7 +165,8 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 }
 
 // checkWorker refuses a worker model whose provider does not exist, when
-// the patch names one; the name is stored as the provider's display name.
+// the patch names one (by display name, any case, or ID, as providers are
+// found everywhere).
 func (a *API) checkWorker(r *http.Request, now, next config.Settings) error {
 	if !next.HasWorker() || (next.WorkerProviderName == now.WorkerProviderName && next.WorkerModelID == now.WorkerModelID) {
 		return nil

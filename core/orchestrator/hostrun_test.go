@@ -294,3 +294,28 @@ func TestResearchSubagentsEndAtRecovery(t *testing.T) {
 		t.Fatalf("a recovered research subagent asked its model %d time(s)", n)
 	}
 }
+
+// The worker model condenses a task's history unless it is the task's own
+// model; a worker whose provider was removed is said in the task's
+// activity, and the task's own model condenses.
+func TestCondenserIsTheWorkerModel(t *testing.T) {
+	e, _ := workerEnv(t)
+	ctx := context.Background()
+	task := store.Task{ID: "t1", ProviderName: "Scripted", ModelID: "scripted"}
+	settings := e.o.cfg.Settings()
+	if c := e.o.condenser(ctx, &run{id: task.ID}, task, settings); c == nil || c.Model() != "small" {
+		t.Fatalf("the condenser of a task of another model: %v", c)
+	}
+	own := store.Task{ID: "t2", ProviderName: "Worker", ModelID: "small"}
+	if c := e.o.condenser(ctx, &run{id: own.ID}, own, settings); c != nil {
+		t.Fatalf("a task of the worker model gets a condenser of %s", c.Model())
+	}
+	task = e.submit("A task [[gone]]", false)
+	settings.WorkerProviderName = "Removed"
+	if c := e.o.condenser(ctx, &run{id: task.ID}, task, settings); c != nil {
+		t.Fatalf("a removed worker condenses with %s", c.Model())
+	}
+	if !e.hasEvent(task.ID, "status_change", `the worker model's provider "Removed"`) {
+		t.Fatal("the task's activity does not say the worker is gone")
+	}
+}

@@ -11,8 +11,8 @@ import (
 
 // The worker model (issue 36.2): Settings' workerProviderName and
 // workerModelId name a provider and a model that serve where a task's own
-// model is not needed: the subagents a task starts (unless it names a
-// model), the titles of new tasks, and the condensing of long histories.
+// model is not needed: the subagents a task starts, the titles of new
+// tasks, and the condensing of long histories.
 // Unset, each task's own model serves them, as before. A worker whose
 // provider is gone is said where it would have served, and the task's own
 // model serves instead.
@@ -45,10 +45,14 @@ func (o *Orchestrator) workerClient(ctx context.Context, settings config.Setting
 // model condenses). A worker that cannot be had is said in the task's
 // activity.
 func (o *Orchestrator) condenser(ctx context.Context, r *run, t store.Task, settings config.Settings) *llm.Client {
-	if !settings.HasWorker() || (settings.WorkerProviderName == t.ProviderName && settings.WorkerModelID == t.ModelID) {
-		return nil
+	p, ok, err := o.worker(ctx, settings)
+	if ok && err == nil && p.DisplayName == t.ProviderName && settings.WorkerModelID == t.ModelID {
+		return nil // the task's own model
 	}
-	c, err := o.workerClient(ctx, settings)
+	var c *llm.Client
+	if ok && err == nil {
+		c, err = o.clientFor(p, settings.WorkerModelID, settings, "")
+	}
 	if err != nil {
 		o.emitInfo(r, fmt.Sprintf("%v: the task's own model condenses its history if it grows long", err))
 		return nil
