@@ -113,5 +113,5 @@ func (r *Runner) hostRefusal(name string) error {
 func (r *Runner) Message(from, text string) {
 	text = r.filter(text)
 	r.ctl.report(fmt.Sprintf("Message from %s: %s", from, text))
-	r.emit(r.Steps(), Event{Type: "subagent_update", ActivityType: "subagent", Summary: "Message from " + from + ": " + text})
+	r.emit(r.Steps(), Event{Type: "subagent_update", ActivityType: "subagent", Summary: "Message from " + from + ": " + text, Subagent: r.task.ID})
 }
