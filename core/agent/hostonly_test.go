@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
+	"github.com/hivecrew/hivecrew/tests/llmtest/responsestest"
 )
 
 // lookupTool is a host tool that answers from a table.
@@ -171,5 +173,49 @@ func TestCondenserCondenses(t *testing.T) {
 	}
 	if !strings.Contains(all, "SUMMARY by the worker") {
 		t.Error("the worker's summary never reached the task's model")
+	}
+}
+
+// Threat: over OpenAI's Responses API, a research subagent's model
+// answers with a computer_call, the provider's own computer tool, which
+// its requests never offered (the strict server is told, and still plays
+// it). The call is refused in words that say a VM is needed, nothing
+// reaches a guest, and the run goes on to its end; the server refused no
+// request that followed.
+func TestHostAgentRefusesAForgedComputerCall(t *testing.T) {
+	var mu sync.Mutex
+	var forged []string
+	s, stop := responsestest.Start(func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		forged = append(forged, fmt.Sprintf(format, args...))
+	})
+	t.Cleanup(stop)
+	s.Script("[[forged]]", append([]responsestest.Turn{responsestest.Computer(map[string]any{"type": "screenshot"})}, responsestest.Done("Nothing to click.")...)...)
+	rc, err := llm.New(llm.Config{Type: llm.TypeOpenAI, BaseURL: s.URL, Model: "gpt-5", BackoffBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, newLLM(t), func(t *Task) { t.Host = true; t.Description = "Research [[forged]]" }, nil, func(c *Config) { c.LLM = rc })
+	if res := wait(t, e.run()); res.Status != store.StatusCompleted || res.Summary != "Nothing to click." {
+		t.Fatalf("result = %+v", res)
+	}
+	mu.Lock()
+	if len(forged) != 1 || !strings.Contains(forged[0], "a computer call") {
+		t.Errorf("the server was told of %q; want the one forged computer_call", forged)
+	}
+	mu.Unlock()
+	reqs := s.Requests("[[forged]]")
+	if len(reqs) < 2 || !strings.Contains(reqs[1], "computer needs a VM, and this subagent has none") {
+		t.Fatalf("the model was not told the computer tool needs a VM: %q", reqs)
+	}
+	if strings.Contains(reqs[0], `"computer_use_preview"`) {
+		t.Error("the first request offers the computer tool")
+	}
+	if acts := e.m.Driver().Actions(); len(acts) != 0 {
+		t.Fatalf("the guest received %+v", acts)
+	}
+	if n := s.Refusals(); n != 0 {
+		t.Errorf("the server refused %d request(s)", n)
 	}
 }
