@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
@@ -23,7 +24,55 @@ func cmdProviders(e *env, args []string) error {
 		{"rm", "NAME|ID", "remove a provider", providersRm},
 		{"test", "NAME|ID", "check a provider's endpoint and key", providersTest},
 		{"models", "NAME|ID", "list a provider's models", providersModels},
+		{"worker", "[NAME|ID MODEL | --off]", "show or set the worker model: it serves subagents, task titles and history condensing (default: each task's own model)", providersWorker},
 	}, args)
+}
+
+// workerText says the worker model of Settings.
+func workerText(s config.Settings) string {
+	if !s.HasWorker() {
+		return "No worker model: each task's own model serves its subagents, its title and the condensing of its history."
+	}
+	return fmt.Sprintf("Worker model: %s of provider %s (subagents, task titles, history condensing).", s.WorkerModelID, s.WorkerProviderName)
+}
+
+// providersWorker shows the worker model, sets it to a provider's model,
+// or turns it off.
+func providersWorker(e *env, args []string) error {
+	fs := e.flags()
+	off := fs.Bool("off", false, "no worker model: each task's own model serves")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 && len(pos) != 2 || *off && len(pos) != 0 {
+		return e.bad(fs, "%s takes NAME MODEL, --off, or nothing (to show the worker model)", e.cmd)
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	var s config.Settings
+	switch {
+	case *off:
+		s, err = c.PatchSettings(e.ctx, map[string]string{"workerProviderName": "", "workerModelId": ""})
+	case len(pos) == 2:
+		p, perr := c.Provider(e.ctx, pos[0])
+		if perr != nil {
+			return perr
+		}
+		s, err = c.PatchSettings(e.ctx, map[string]string{"workerProviderName": p.DisplayName, "workerModelId": pos[1]})
+	default:
+		s, err = c.Settings(e.ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(map[string]string{"workerProviderName": s.WorkerProviderName, "workerModelId": s.WorkerModelID})
+	}
+	e.out("%s", workerText(s))
+	return nil
 }
 
 // typeHelp says the provider types, for the --type flag.

@@ -79,3 +79,32 @@ func TestProvidersTypes(t *testing.T) {
 		t.Fatalf("providers = %+v", ps)
 	}
 }
+
+// TestProvidersWorker: the worker model is shown, set to a provider's
+// model (found by any case of its name, stored as it is named), refused
+// for a provider that does not exist or without its model, and turned off.
+func TestProvidersWorker(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	if r := h.ok("providers", "worker"); !strings.Contains(r.stdout, "No worker model") {
+		t.Fatalf("worker before any: %s", r)
+	}
+	h.ok("providers", "add", "--name", "Claude", "--type", "anthropic", "--api-key", "sk-ant-test-5678", "--model", "claude-x")
+	if r := h.ok("providers", "worker", "claude", "claude-haiku"); !strings.Contains(r.stdout, "Worker model: claude-haiku of provider Claude") {
+		t.Fatalf("worker set: %s", r)
+	}
+	var s map[string]string
+	decodeOne(t, h.ok("providers", "worker", "--json").stdout, &s)
+	if s["workerProviderName"] != "Claude" || s["workerModelId"] != "claude-haiku" {
+		t.Fatalf("worker --json: %v", s)
+	}
+	if r := h.cli("providers", "worker", "Nope", "m"); r.code != 1 || !strings.Contains(r.stderr, "Nope") {
+		t.Fatalf("worker of a provider that does not exist: %s", r)
+	}
+	if r := h.cli("providers", "worker", "Claude"); r.code != 2 || !strings.Contains(r.stderr, "NAME MODEL") {
+		t.Fatalf("worker without a model: %s", r)
+	}
+	if r := h.ok("providers", "worker", "--off"); !strings.Contains(r.stdout, "No worker model") {
+		t.Fatalf("worker --off: %s", r)
+	}
+}

@@ -33,11 +33,18 @@ func (r *Runner) act(ctx context.Context, step int, call llm.ToolCall, m mapping
 	start := Event{Type: "tool_call_start", ActivityType: "tool_call", Tool: call.Name, Summary: call.Name + " " + string(call.Args), Point: actionPoint(call, m)}
 	var o outcome
 	var err error
-	if call.Native != "" {
+	switch {
+	case call.Native != "" && r.task.Host:
+		// A provider's computer tool was never offered to an agent
+		// without a VM: a call of it is refused like any VM tool's.
+		start.Summary = describeNative(call)
+		r.emit(step, start)
+		err = r.hostRefusal(call.Name)
+	case call.Native != "":
 		start.Summary = describeNative(call)
 		r.emit(step, start)
 		o, err = r.runNative(ctx, step, call, m)
-	} else {
+	default:
 		r.emit(step, start)
 		o.text, o.image, err = r.run(ctx, step, call, m)
 		o.ran = err == nil
@@ -108,13 +115,16 @@ func truncate(s string, n int) string {
 // reaches the guest.
 func (r *Runner) run(ctx context.Context, step int, call llm.ToolCall, m mapping) (string, *llm.Image, error) {
 	if !r.offered[call.Name] {
+		if r.task.Host {
+			return "", nil, r.hostRefusal(call.Name)
+		}
 		if call.Name == config.UseCredential && r.task.Policy.For(config.UseCredential) != config.Deny {
 			return "", nil, fmt.Errorf("no credentials are stored (the user adds them in Settings › Credentials): log in with what the user tells you, or ask")
 		}
 		if r.task.TextOnly && slices.Contains(pointerTools, call.Name) {
 			return "", nil, fmt.Errorf("%s aims at a screenshot, and this model gets none: act on elements by id (click_element, set_element_value) and with the keyboard", call.Name)
 		}
-		if slices.Contains(config.AgentTools, call.Name) {
+		if slices.Contains(config.AgentTools, call.Name) || slices.Contains(config.HostToolNames, call.Name) {
 			return "", nil, fmt.Errorf("%s is not allowed for this task", call.Name)
 		}
 		return "", nil, fmt.Errorf("there is no tool %q: the tools you can call are %s", truncate(call.Name, 64), strings.Join(slices.Sorted(maps.Keys(r.offered)), ", "))

@@ -52,6 +52,8 @@ type Event struct {
 	// Point is where a tool_call_start's action aims on the screenshot
 	// the model saw, if it aims at a point.
 	Point *store.EventPoint
+	// Subagent is the subagent a subagent_update event is about.
+	Subagent string
 }
 
 // Live is a piece of the model's answer to a step as it streams.
@@ -98,15 +100,22 @@ type Task struct {
 	// Todo is the checklist the task starts with (todo.go): the approved
 	// plan's items, or what a resumed task had.
 	Todo []store.TodoItem
+	// Host says the agent has no VM (hostonly.go): a research subagent,
+	// with the host tools alone.
+	Host bool
 }
 
-// Config configures a Runner. Task, LLM, Guest, Trace and Log are required.
+// Config configures a Runner. Task, LLM, Guest (not used with Task.Host),
+// Trace and Log are required.
 type Config struct {
-	Task  Task
-	LLM   *llm.Client
-	Guest Guest
-	Trace *trace.Writer
-	Log   *slog.Logger
+	Task Task
+	LLM  *llm.Client
+	// Condenser, if set, condenses long histories (history.go) in the
+	// task's model's stead: the worker model of Settings.
+	Condenser *llm.Client
+	Guest     Guest
+	Trace     *trace.Writer
+	Log       *slog.Logger
 	// Emit, if set, receives every event (after it is in the trace).
 	Emit func(Event)
 	// Vault, if set, holds the credentials use_credential may type.
@@ -248,6 +257,9 @@ var (
 
 // New returns a runner.
 func New(cfg Config) (*Runner, error) {
+	if cfg.Task.Host {
+		cfg.Guest = noVM{} // whatever it was given: nothing reaches a VM
+	}
 	if cfg.LLM == nil || cfg.Guest == nil || cfg.Trace == nil || cfg.Log == nil {
 		return nil, errors.New("agent: LLM, Guest, Trace and Log are required")
 	}

@@ -43,7 +43,9 @@ func (r *Runner) tooLong() (bool, int) {
 func (r *Runner) condense(ctx context.Context, step int, why string) error {
 	cut, seen := -1, 0
 	for i := len(r.msgs) - 1; i >= 1; i-- {
-		if m := r.msgs[i]; m.Role == llm.RoleUser && m.HasImage() {
+		// A step's observation: its screen, or for an agent without a VM
+		// the step's user message.
+		if m := r.msgs[i]; m.Role == llm.RoleUser && (m.HasImage() || r.task.Host) {
 			if seen++; seen == recentObservations {
 				cut = i
 				break
@@ -53,7 +55,11 @@ func (r *Runner) condense(ctx context.Context, step int, why string) error {
 	if cut <= 1 {
 		return errNothingToCondense
 	}
-	reply, err := r.cfg.LLM.Complete(ctx, llm.Request{System: summaryPrompt, NoReasoning: true, Messages: []llm.Message{
+	model := r.cfg.LLM
+	if r.cfg.Condenser != nil {
+		model = r.cfg.Condenser
+	}
+	reply, err := model.Complete(ctx, llm.Request{System: summaryPrompt, NoReasoning: true, Messages: []llm.Message{
 		llm.UserText("The task: " + r.task.Description + "\n\nThe history to condense:\n" + transcript(r.msgs[1:cut])),
 	}})
 	if err != nil {
@@ -73,7 +79,15 @@ func (r *Runner) condense(ctx context.Context, step int, why string) error {
 	r.mu.Lock()
 	r.summaries++
 	r.mu.Unlock()
-	r.emit(step, Event{Type: "status_change", ActivityType: "info", Summary: fmt.Sprintf("Condensed the history before the last %d screens into a summary: %s", recentObservations, why), Usage: reply.Usage})
+	what := "screens"
+	if r.task.Host {
+		what = "steps"
+	}
+	by := ""
+	if model != r.cfg.LLM {
+		by = " (by the worker model, " + model.Model() + ")"
+	}
+	r.emit(step, Event{Type: "status_change", ActivityType: "info", Summary: fmt.Sprintf("Condensed the history before the last %d %s into a summary%s: %s", recentObservations, what, by, why), Usage: reply.Usage})
 	return nil
 }
 

@@ -28,6 +28,10 @@ import (
 // setup prepares what every request of the run carries: the system
 // prompt, the tools, and the display a native computer tool is told of.
 func (r *Runner) setup() {
+	if r.task.Host {
+		r.setupHost()
+		return
+	}
 	hello := r.cfg.Guest.Hello()
 	var creds []CredentialInfo
 	if r.cfg.Vault != nil {
@@ -258,6 +262,10 @@ func (r *Runner) observe(ctx context.Context, step int) (_ observation, _ mappin
 			}
 		}
 	}()
+	if r.task.Host {
+		// No screen: the step's words are the notes and results alone.
+		return r.withNotes(step, observation{text: fmt.Sprintf("Step %d of at most %d.", step, r.task.MaxIterations)}, notes), mapping{}, nil
+	}
 	img, m, err := r.screen(ctx, step)
 	if err != nil {
 		return observation{}, mapping{}, err
@@ -273,6 +281,13 @@ func (r *Runner) observe(ctx context.Context, step int) (_ observation, _ mappin
 	} else {
 		o.image = img
 	}
+	return r.withNotes(step, o, notes), m, nil
+}
+
+// withNotes puts before a step's observation what came in since the last
+// turn: Hivecrew's notes, subagents' results and messages, the user's
+// instructions.
+func (r *Runner) withNotes(step int, o observation, notes []string) observation {
 	if len(notes) > 0 {
 		o.text = "Note from Hivecrew: " + strings.Join(notes, "\n") + "\n\n" + o.text
 	}
@@ -283,7 +298,7 @@ func (r *Runner) observe(ctx context.Context, step int) (_ observation, _ mappin
 		o.text = "New instructions from the user: " + strings.Join(ins, "\n") + "\n\n" + o.text
 		r.emit(step, Event{Type: "status_change", ActivityType: "user_answer", Summary: "Instructions from the user: " + strings.Join(ins, " / ")})
 	}
-	return o, m, nil
+	return o
 }
 
 // screen takes a screenshot, records it, and returns it as the model is
@@ -377,7 +392,11 @@ func (r *Runner) request(msgs []llm.Message) llm.Request {
 
 // check runs the structured completion check.
 func (r *Runner) check(ctx context.Context, step int) (llm.Verdict, error) {
-	ask := append(llm.Compact(r.msgs, 1), llm.UserText("Was the task fully accomplished? Judge by the latest screen and the steps taken. Answer with success and a one-paragraph summary of the result."))
+	judge := "Judge by the latest screen and the steps taken."
+	if r.task.Host {
+		judge = "Judge by the steps taken and what was found; the summary is the result your parent task gets, so give the findings themselves."
+	}
+	ask := append(llm.Compact(r.msgs, 1), llm.UserText("Was the task fully accomplished? "+judge+" Answer with success and a one-paragraph summary of the result."))
 	for {
 		if err := r.withinBudget(ctx); err != nil {
 			return llm.Verdict{}, err

@@ -32,7 +32,7 @@ const setupOutputBytes = 2000
 // here, with res.
 func (r *Runner) provision(ctx context.Context) (res Result, ok bool) {
 	p := r.cfg.Provision
-	if p.Empty() {
+	if p.Empty() || r.task.Host { // no VM, nothing to provision
 		return Result{}, true
 	}
 	var listed []string

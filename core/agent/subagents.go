@@ -27,6 +27,13 @@ type Children interface {
 // Report gives the model a subagent's result at the start of its next turn.
 func (r *Runner) Report(text string) { r.ctl.report(text) }
 
+// SubagentNews records, in the task's activity, news of one of its
+// subagents (its start, its end, a message sent to it), filtered as
+// every event is.
+func (r *Runner) SubagentNews(id, summary string) {
+	r.emit(r.Steps(), Event{Type: "subagent_update", ActivityType: "subagent", Summary: summary, Subagent: id})
+}
+
 // AddChildUsage counts a subagent's LLM use against the task's budget.
 func (r *Runner) AddChildUsage(u llm.Usage) {
 	r.mu.Lock()

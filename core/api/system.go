@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/store"
@@ -150,6 +152,9 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 		if err := a.stepUpForSearch(r, settings, next); err != nil {
 			return err
 		}
+		if err := a.checkWorker(r, settings, next); err != nil {
+			return err
+		}
 	}
 	s, err := a.cfg.SaveSettings(r.Context(), body)
 	if err != nil {
@@ -157,6 +162,21 @@ func (a *API) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	}
 	a.o.Kick()
 	return writeJSON(w, http.StatusOK, s)
+}
+
+// checkWorker refuses a worker model whose provider does not exist, when
+// the patch names one (by display name, any case, or ID, as providers are
+// found everywhere).
+func (a *API) checkWorker(r *http.Request, now, next config.Settings) error {
+	if !next.HasWorker() || (next.WorkerProviderName == now.WorkerProviderName && next.WorkerModelID == now.WorkerModelID) {
+		return nil
+	}
+	if _, err := a.st.FindProvider(r.Context(), next.WorkerProviderName); errors.Is(err, errdefs.ErrNotFound) {
+		return errdefs.Invalidf("workerProviderName %q: there is no such provider (hivecrew providers ls lists them)", next.WorkerProviderName)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // safetySettings are the settings a web session changes only soon after

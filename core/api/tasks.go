@@ -76,6 +76,7 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	w.TitleEdited = t.TitleEdited
 	if t.ParentTaskID != nil {
 		w.ParentTaskID = *t.ParentTaskID
+		w.SubagentDomain = or(t.SubagentDomain, store.DomainVM)
 	}
 	w.MentionedSkillNames = t.SkillNames
 	if t.StartedAt != nil {
@@ -158,7 +159,7 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 		return wire.Task{}, err
 	}
 	for _, k := range kids {
-		w.Subagents = append(w.Subagents, wire.SubagentInfo{ID: k.ID, Title: k.Title, Status: string(k.Status)})
+		w.Subagents = append(w.Subagents, wire.SubagentInfo{ID: k.ID, Title: k.Title, Status: string(k.Status), Domain: or(k.SubagentDomain, store.DomainVM)})
 	}
 	if t.Status == store.StatusWritebackReview {
 		items, err := a.o.Writeback(r.Context(), id)

@@ -261,6 +261,14 @@ type Settings struct {
 	// description instead of asking its model for one.
 	TitleFromDescription bool `json:"titleFromDescription"`
 
+	// WorkerProviderName and WorkerModelID are the worker model: a
+	// provider (by name) and one of its models that serve, where a task's
+	// own model is not needed, its subagents, task titles and the
+	// condensing of long histories. Both empty: the task's own model
+	// serves, as before.
+	WorkerProviderName string `json:"workerProviderName"`
+	WorkerModelID      string `json:"workerModelId"`
+
 	// Advanced.
 	DebugLogging bool `json:"debugLogging"`
 }
@@ -420,6 +428,9 @@ func (s Settings) Validate() error {
 			errs = append(errs, fmt.Errorf("notifyEvents: %q is given twice", e))
 		}
 	}
+	if err := checkWorker(s.WorkerProviderName, s.WorkerModelID); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := shortcut.Parse(s.KillSwitchShortcut); err != nil {
 		errs = append(errs, fmt.Errorf("killSwitchShortcut: %w", err))
 	}
@@ -464,6 +475,27 @@ func (s Settings) Patch(patch []byte) (Settings, error) {
 		out.NotifyEvents = []string{}
 	}
 	return out, nil
+}
+
+// HasWorker reports whether Settings name a worker model.
+func (s Settings) HasWorker() bool { return s.WorkerProviderName != "" }
+
+// checkWorker checks the worker model's names: both or neither, each one
+// line of printable text. That the provider exists is the API's to check
+// (Settings do not know the providers).
+func checkWorker(provider, model string) error {
+	bad := func(v string) bool {
+		return len(v) > 256 || strings.ContainsFunc(v, unicode.IsControl) || strings.TrimSpace(v) != v
+	}
+	switch {
+	case (provider == "") != (model == ""):
+		return errors.New("workerProviderName and workerModelId go together: set both (the worker model), or neither (each task's own model serves)")
+	case bad(provider):
+		return fmt.Errorf("workerProviderName %q is not a provider's name", provider)
+	case bad(model):
+		return fmt.Errorf("workerModelId %q is not a model id", model)
+	}
+	return nil
 }
 
 // hostName is a DNS name: labels of letters, digits and hyphens.

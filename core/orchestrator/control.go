@@ -168,6 +168,9 @@ func (o *Orchestrator) TakeOver(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if err := noVMHere(r, "take over"); err != nil {
+		return err
+	}
 	if runner.TakenOver() {
 		return errdefs.Conflictf("task %s is already taken over", id)
 	}
@@ -184,6 +187,9 @@ func (o *Orchestrator) TakeOver(ctx context.Context, id string) error {
 func (o *Orchestrator) ShowVM(ctx context.Context, id string) error {
 	r, _, err := o.agentOf(ctx, id, "show the VM of")
 	if err != nil {
+		return err
+	}
+	if err := noVMHere(r, "show the VM of"); err != nil {
 		return err
 	}
 	_, lease, _ := r.get()
@@ -417,6 +423,9 @@ func (o *Orchestrator) Input(ctx context.Context, id string, in wire.Input) erro
 func (o *Orchestrator) Frame(ctx context.Context, id string, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
 	r, ok := o.activeRun(id)
 	if ok {
+		if err := noVMHere(r, "watch the screen of"); err != nil {
+			return protocol.ScreenshotResult{}, err
+		}
 		if _, lease, _ := r.get(); lease != nil {
 			return lease.Guest().Screenshot(ctx, p)
 		}

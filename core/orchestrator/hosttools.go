@@ -98,8 +98,13 @@ func (o *Orchestrator) extrasFor(ctx context.Context, r *run, t store.Task, netw
 	if !denied(config.SpawnSubagent) && t.SubagentDepth < MaxSubagentDepth {
 		kids := &children{o: o, parent: r, task: t}
 		x.children = kids
-		x.tools = append(x.tools, kids.tool())
-		x.prompt = append(x.prompt, fmt.Sprintf("Subagents: spawn_subagent starts a helper agent on a part of the task, in a VM of its own (at most %d for this task); it works while you go on, and its result and output files reach you when it ends.", MaxSubagents))
+		x.tools = append(x.tools, kids.tools()...)
+		where := "domain host for research on the host (web, MCP tools, skills; no VM, it starts at once) or domain vm for work in a VM of its own"
+		if r.host {
+			where = "domain host only: research on the host"
+		}
+		x.prompt = append(x.prompt, fmt.Sprintf("Subagents: spawn_subagent starts a helper agent on a part of the task, %s (at most %d for this task); it works while you go on, and its result reaches you when it ends. "+
+			"list_subagents, get_subagent_status, await_subagents, cancel_subagent and send_message follow and steer them.", where, MaxSubagents))
 	}
 	return x
 }

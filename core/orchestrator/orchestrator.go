@@ -122,7 +122,13 @@ func (o *Orchestrator) Recover(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := o.recoverHost(ctx); err != nil {
+		return 0, err
+	}
 	for _, t := range tasks {
+		if t.OnHost() {
+			continue // ended by recoverHost
+		}
 		if legacyPlanReview(t) {
 			if err := o.toPlanReview(ctx, t.ID); err != nil {
 				return 0, err
@@ -208,15 +214,18 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 // holds its slot from VM acquisition to its end, paused included, except
 // while the VM of a held task is released (vmhold.go). Writing
 // a plan takes no slot (it needs no VM): up to maxPlanning plans are
-// written at once, whatever the slots.
+// written at once, whatever the slots; so do research subagents, up to
+// maxHostRuns (hostrun.go).
 func (o *Orchestrator) dispatch(ctx context.Context) {
 	limit := o.cfg.Settings().MaxConcurrentVMs
 	o.mu.Lock()
-	free, planFree := limit, maxPlanning
+	free, planFree, hostFree := limit, maxPlanning, maxHostRuns
 	for _, r := range o.runs {
 		switch {
 		case r.planning:
 			planFree--
+		case r.host:
+			hostFree--
 		case r.holdsSlot():
 			free--
 		}
@@ -236,6 +245,15 @@ func (o *Orchestrator) dispatch(ctx context.Context) {
 		if needsPlan(t) {
 			if planFree > 0 && o.start(t) {
 				planFree--
+			}
+			continue
+		}
+		if t.OnHost() {
+			// A research subagent needs no VM slot (hostrun.go).
+			if hostFree > 0 && o.start(t) {
+				hostFree--
+			} else if hostFree <= 0 && t.StatusReason != hostsBusy() {
+				o.noteQueued(t.ID, hostsBusy())
 			}
 			continue
 		}

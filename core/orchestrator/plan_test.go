@@ -69,6 +69,13 @@ func (e *env) close() {
 
 func newEnv(t *testing.T, home string, llm *llmtest.Server, recover bool) *env {
 	t.Helper()
+	return newEnvWith(t, home, llm, recover, nil)
+}
+
+// newEnvWith is newEnv with Settings as tune leaves them (nil: the
+// defaults: one VM at once, none warm).
+func newEnvWith(t *testing.T, home string, llm *llmtest.Server, recover bool, tune func(*config.Settings)) *env {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	paths := config.Paths{Home: home}
@@ -91,6 +98,9 @@ func newEnv(t *testing.T, home string, llm *llmtest.Server, recover bool) *env {
 	settings := config.Defaults("linux", home)
 	settings.MaxConcurrentVMs, settings.WarmPoolSize = 1, 0
 	settings.OutputDirectory = filepath.Join(home, "out")
+	if tune != nil {
+		tune(&settings)
+	}
 	lim := func() pool.Limits {
 		return pool.Limits{MaxConcurrent: 1, IdleTimeout: time.Hour, CPUs: 1, MemoryMB: 1024}
 	}

@@ -35,6 +35,9 @@ type run struct {
 	// planning marks a run that only writes the task's plan: it holds no
 	// VM and no VM slot, and ends when the plan waits for review.
 	planning bool
+	// host marks a research subagent's run (hostrun.go): it holds no VM
+	// and no VM slot, ever.
+	host bool
 
 	// mu guards everything below.
 	mu        sync.Mutex
@@ -144,7 +147,7 @@ func (o *Orchestrator) start(t store.Task) bool {
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(o.base)
-	r := &run{id: t.ID, ctx: ctx, cancel: cancel, done: make(chan struct{}), planning: needsPlan(t), saved: map[string]bool{}}
+	r := &run{id: t.ID, ctx: ctx, cancel: cancel, done: make(chan struct{}), planning: needsPlan(t), host: t.OnHost(), saved: map[string]bool{}}
 	o.runs[t.ID] = r
 	o.wg.Add(1)
 	o.mu.Unlock()
@@ -171,16 +174,20 @@ func (o *Orchestrator) execute(r *run) {
 	defer o.endRun(r)
 	log := o.cfg.Log.With("task", r.id)
 	var resume *store.TaskResume
+	reason, said := "preparing a VM", "Preparing a VM"
+	if r.host {
+		reason, said = "starting on the host (no VM)", "Starting on the host: a research subagent takes no VM"
+	}
 	t, err := o.update(r.id, store.Update{
 		Mutate: func(t *store.Task) error {
 			if t.Status != store.StatusQueued || needsPlan(*t) {
 				return errdefs.Conflictf("task %s is %s, not queued to run", t.ID, t.Status)
 			}
-			t.Status, t.StatusReason = store.StatusWaitingForVM, "preparing a VM"
+			t.Status, t.StatusReason = store.StatusWaitingForVM, reason
 			resume, t.Resume = t.Resume, nil
 			return nil
 		},
-		Events: []store.Event{statusEvent(store.StatusWaitingForVM, "Preparing a VM")},
+		Events: []store.Event{statusEvent(store.StatusWaitingForVM, said)},
 	})
 	if err != nil {
 		if !errors.Is(err, errdefs.ErrConflict) && !errors.Is(err, errdefs.ErrNotFound) {
@@ -189,7 +196,12 @@ func (o *Orchestrator) execute(r *run) {
 		return
 	}
 	t.Resume = resume
-	out := o.work(r, t)
+	var out outcome
+	if r.host {
+		out = o.workHost(r, t)
+	} else {
+		out = o.work(r, t)
+	}
 	if out.held {
 		if err := o.holdStopped(r.id, out.summary); err != nil {
 			log.Error("hold the task the helper stops under", "err", err)
@@ -229,21 +241,30 @@ func (o *Orchestrator) recordEnd(id string, out outcome) error {
 	}
 }
 
+// runClient is the client of a run's model. A provider that makes the
+// agent wait says so in the activity (a 429 with Retry-After 120 is two
+// minutes of silence otherwise).
+func (o *Orchestrator) runClient(ctx context.Context, r *run, t store.Task, settings config.Settings) (*llm.Client, error) {
+	client, err := o.llmFor(ctx, t, settings)
+	if err != nil {
+		return nil, err
+	}
+	client.SetOnRetry(func(attempt int, wait time.Duration, err error) {
+		at := time.Now().Add(wait).Local().Format("15:04:05")
+		o.emitInfo(r, fmt.Sprintf("LLM: %s; asking again at %s, in %s (attempt %d of %d)", err, at, wait.Round(100*time.Millisecond), attempt+1, client.MaxAttempts()))
+	})
+	return client, nil
+}
+
 // work runs a claimed task and returns how it ended. The VM is destroyed
 // before it returns.
 func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	ctx := r.ctx
 	settings := o.cfg.Settings()
-	client, err := o.llmFor(ctx, t, settings)
+	client, err := o.runClient(ctx, r, t, settings)
 	if err != nil {
 		return failed(err.Error())
 	}
-	// A provider that makes the agent wait says so in the activity (a 429
-	// with Retry-After 120 is two minutes of silence otherwise).
-	client.SetOnRetry(func(attempt int, wait time.Duration, err error) {
-		at := time.Now().Add(wait).Local().Format("15:04:05")
-		o.emitInfo(r, fmt.Sprintf("LLM: %s; asking again at %s, in %s (attempt %d of %d)", err, at, wait.Round(100*time.Millisecond), attempt+1, client.MaxAttempts()))
-	})
 	tmpl, err := o.template(ctx, t.TemplateID, settings)
 	if err != nil {
 		return failed(err.Error())
@@ -358,7 +379,7 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 			ContextTokens: window, BudgetUSD: budgetUSD, BudgetTokens: budgetTokens, Todo: todo,
 			TextOnly:   noVision || slices.Contains(settings.TextOnlyModels, t.ModelID),
 			LimitGrace: fractionMinutes(settings.LimitGraceMinutes)},
-		LLM: client, Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
+		LLM: client, Condenser: o.condenser(ctx, r, t, settings), Guest: runGuest{r: r}, Trace: tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
 		HostTools: x.tools, Prompt: append(x.prompt, foldersPrompt(t)...), Context: joinContext(t.ContextNote, x.context), Children: x.children,
 		Emit:      o.emitter(r, sid, client),
 		Live:      func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
@@ -675,7 +696,7 @@ func (o *Orchestrator) emitter(r *run, sid string, client *llm.Client) func(agen
 			return
 		}
 		ev := store.Event{Type: e.Type, Summary: e.Summary, ActivityType: e.ActivityType, Details: e.Details,
-			Reasoning: e.Reasoning, Status: string(e.Status), Point: e.Point}
+			Reasoning: e.Reasoning, Status: string(e.Status), Point: e.Point, SubagentID: e.Subagent}
 		if e.Screenshot != "" {
 			ev.ScreenshotPath = filepath.ToSlash(filepath.Join("Sessions", sid, e.Screenshot))
 		}

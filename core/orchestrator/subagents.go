@@ -26,18 +26,22 @@ import (
 	"github.com/hivecrew/hivecrew/core/trace"
 )
 
-// Subagents (issue 19.5). spawn_subagent queues a child task: the parent's
-// provider, model, network, policy and allowlist, the template it names or
-// the parent's, the files it names copied from the parent's shared folder
-// as inputs. It is an ordinary task from there (the queue, the VM cap, its
-// own VM, trace and outputs), with the parent's ID. Its limits come out
-// of the parent's: at most the parent's remaining time, half its steps
-// left, and what is left of its budget; its LLM use counts against the
-// parent's budget when it ends. When it ends, its summary reaches the
-// parent's model, and its output files the parent's shared folder
-// (inbox/subagents/ID). Depth and fan-out are bounded; when the parent
-// ends, however it ends, its children still queued or running are
-// cancelled.
+// Subagents (issue 19.5, 36.2). spawn_subagent queues a child task: the
+// worker model of Settings (else the parent's provider and model), the
+// parent's network, policy and allowlist. Its domain says where it works:
+// "vm" in a VM of its own (the template it names or the parent's, the
+// files it names copied from the parent's shared folder as inputs), an
+// ordinary task from there (the queue, the VM cap, its own VM, trace and
+// outputs); "host" on the host with the host tools alone, taking no VM
+// slot (hostrun.go). Either has the parent's ID. Its limits come out of
+// the parent's: at most the parent's remaining time, half its steps left,
+// and what is left of its budget; its LLM use counts against the parent's
+// budget when it ends. When it ends, its summary reaches the parent's
+// model, and a VM subagent's output files the parent's shared folder
+// (inbox/subagents/ID). The parent lists, watches, awaits, cancels and
+// messages its subagents with the tools of subagenttools.go, its own
+// alone. Depth and fan-out are bounded; when the parent ends, however it
+// ends, its children still queued or running are cancelled.
 
 // Bounds.
 const (
@@ -61,9 +65,10 @@ type children struct {
 func (c *children) tool() agent.HostTool {
 	return agent.HostTool{
 		Name: config.SpawnSubagent,
-		Description: "Start a subagent on a part of the task, in a VM of its own. Give it a complete task description: it does not see your conversation. " +
-			"files are paths in your shared folder (e.g. outbox/data.csv) that it gets in its inbox. It works while you go on; its result and files reach you when it ends.",
-		Params:  json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","minLength":1,"maxLength":20000},"template":{"type":"string"},"files":{"type":"array","items":{"type":"string"},"maxItems":16}},"required":["task"],"additionalProperties":false}`),
+		Description: "Start a subagent on a part of the task. Give it a complete task description: it does not see your conversation. " +
+			"domain host (research: web search and reading, MCP tools, skills; no VM, so it starts at once) or vm (a VM of its own, like yours; the default). " +
+			"For domain vm, files are paths in your shared folder (e.g. outbox/data.csv) that it gets in its inbox. It works while you go on; its result (and a VM subagent's files) reach you when it ends.",
+		Params:  json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","minLength":1,"maxLength":20000},"domain":{"type":"string","enum":["host","vm"]},"template":{"type":"string"},"files":{"type":"array","items":{"type":"string"},"maxItems":16}},"required":["task"],"additionalProperties":false}`),
 		Timeout: time.Minute,
 		Run:     c.spawn,
 	}
@@ -73,6 +78,7 @@ func (c *children) tool() agent.HostTool {
 func (c *children) spawn(ctx context.Context, raw json.RawMessage) (string, error) {
 	var in struct {
 		Task     string   `json:"task"`
+		Domain   string   `json:"domain"`
 		Template string   `json:"template"`
 		Files    []string `json:"files"`
 	}
@@ -81,14 +87,21 @@ func (c *children) spawn(ctx context.Context, raw json.RawMessage) (string, erro
 	}
 	o := c.o
 	settings := o.cfg.Settings()
+	host := in.Domain == store.DomainHost
 	c.mu.Lock()
 	n := len(c.spawned)
 	c.mu.Unlock()
-	if n >= MaxSubagents {
+	switch {
+	case c.task.SubagentDepth >= MaxSubagentDepth:
+		return "", fmt.Errorf("a subagent at depth %d may not start subagents of its own", c.task.SubagentDepth)
+	case n >= MaxSubagents:
 		return "", fmt.Errorf("this task has started its %d subagents, the most it may", MaxSubagents)
-	}
-	if settings.MaxConcurrentVMs < 2 {
-		return "", errors.New("a subagent needs a VM of its own, and Settings › maxConcurrentVMs is 1: do the work yourself")
+	case host && (in.Template != "" || len(in.Files) > 0):
+		return "", errors.New("a subagent of domain host has no VM, so no template and no files: put what it needs in its task, or use domain vm")
+	case !host && c.parent.host:
+		return "", errors.New("a research subagent may start subagents of domain host only")
+	case !host && settings.MaxConcurrentVMs < 2:
+		return "", errors.New("a subagent of domain vm needs a VM of its own, and Settings › maxConcurrentVMs is 1: use domain host for research, or do the work yourself")
 	}
 	runner, _, _ := c.parent.get()
 	if runner == nil {
@@ -116,6 +129,13 @@ func (c *children) spawn(ctx context.Context, raw json.RawMessage) (string, erro
 		NetworkMode: parent.NetworkMode, ToolPolicy: parent.ToolPolicy, AllowHosts: parent.AllowHosts,
 		ReasoningEnabled: parent.ReasoningEnabled, ReasoningEffort: parent.ReasoningEffort,
 		ParentTaskID: &parent.ID, SubagentDepth: parent.SubagentDepth + 1, OutputDirectory: parent.OutputDirectory,
+		SubagentDomain: store.DomainVM,
+	}
+	if host {
+		child.SubagentDomain, child.TemplateID = store.DomainHost, ""
+	}
+	if err := c.model(ctx, &child, settings); err != nil {
+		return "", err
 	}
 	if left.BudgetUSD > 0 {
 		child.BudgetUSD = &left.BudgetUSD
@@ -134,9 +154,42 @@ func (c *children) spawn(ctx context.Context, raw json.RawMessage) (string, erro
 	c.mu.Lock()
 	c.spawned = append(c.spawned, child.ID)
 	c.mu.Unlock()
-	o.emitInfo(c.parent, fmt.Sprintf("Started subagent %s: %s", child.ID, child.Title))
-	return fmt.Sprintf("Subagent %s started (%d of %d): at most %d steps and %d minutes. Go on with your part; its result reaches you when it ends.",
-		child.ID, n+1, MaxSubagents, child.MaxIterations, child.TimeoutMinutes), nil
+	where := "in a VM of its own"
+	if host {
+		where = "on the host (research: no VM)"
+	}
+	o.emitSubagent(c.parent, child.ID, fmt.Sprintf("Started subagent %s %s with %s: %s", child.ID, where, child.ModelID, child.Title))
+	return fmt.Sprintf("Subagent %s started %s (%d of %d): at most %d steps and %d minutes. Go on with your part; its result reaches you when it ends "+
+		"(or sooner with get_subagent_status or await_subagents).",
+		child.ID, where, n+1, MaxSubagents, child.MaxIterations, child.TimeoutMinutes), nil
+}
+
+// model gives a child the worker model of Settings, if one is set and can
+// serve it, else leaves it its parent's (with the parent's reasoning).
+func (c *children) model(ctx context.Context, child *store.Task, settings config.Settings) error {
+	p, ok, err := c.o.worker(ctx, settings)
+	if err != nil {
+		c.o.emitInfo(c.parent, fmt.Sprintf("%v: the subagent gets this task's model", err))
+	}
+	if ok && err == nil {
+		child.ProviderName, child.ModelID = p.DisplayName, settings.WorkerModelID
+		child.ReasoningEnabled, child.ReasoningEffort = nil, ""
+	}
+	if child.OnHost() {
+		// OpenAI's computer-use model works only with a computer.
+		prov, err := c.o.cfg.Store.FindProvider(ctx, child.ProviderName)
+		if err != nil {
+			return fmt.Errorf("the subagent's provider %q: %w", child.ProviderName, err)
+		}
+		cl, err := c.o.clientFor(prov, child.ModelID, settings, "")
+		if err != nil {
+			return fmt.Errorf("the subagent's model: %w", err)
+		}
+		if cl.Native() == llm.NativeOpenAI {
+			return fmt.Errorf("%s works only with a computer, and a subagent of domain host has none: use domain vm, or set a worker model in Settings", child.ModelID)
+		}
+	}
+	return nil
 }
 
 // inputs copies the named files out of the parent's shared folder into
@@ -222,15 +275,10 @@ func (c *children) Running() int {
 			running++
 			continue
 		}
-		c.mu.Lock()
-		done := c.reported[id]
-		if c.reported == nil {
-			c.reported = map[string]bool{}
-		}
-		c.reported[id] = true
-		c.mu.Unlock()
-		if !done {
-			c.report(t)
+		if text, ok := c.deliver(t); ok {
+			if runner, _, _ := c.parent.get(); runner != nil {
+				runner.Report(text)
+			}
 		}
 	}
 	return running
@@ -245,27 +293,7 @@ func (c *children) Wait(ctx context.Context) {
 		c.mu.Lock()
 		ids := append([]string(nil), c.spawned...)
 		c.mu.Unlock()
-		woke := make(chan struct{}, 1)
-		stop := make(chan struct{})
-		for _, id := range ids {
-			ch := c.o.Watch(id)
-			go func() {
-				select {
-				case <-ch:
-					select {
-					case woke <- struct{}{}:
-					default:
-					}
-				case <-stop:
-				}
-			}()
-		}
-		select {
-		case <-woke:
-		case <-ctx.Done():
-		case <-time.After(5 * time.Second):
-		}
-		close(stop)
+		c.o.waitChange(ctx, ids, 5*time.Second)
 		if ctx.Err() != nil {
 			return
 		}
@@ -275,10 +303,49 @@ func (c *children) Wait(ctx context.Context) {
 	}
 }
 
-func (c *children) report(t store.Task) {
+// waitChange returns when one of the tasks ids changes, ctx ends, or
+// within passes.
+func (o *Orchestrator) waitChange(ctx context.Context, ids []string, within time.Duration) {
+	woke := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, id := range ids {
+		ch := o.Watch(id)
+		go func() {
+			select {
+			case <-ch:
+				select {
+				case woke <- struct{}{}:
+				default:
+				}
+			case <-stop:
+			}
+		}()
+	}
+	t := time.NewTimer(within)
+	defer t.Stop()
+	select {
+	case <-woke:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// deliver gives the parent what an ended child leaves it, once: its LLM
+// use counted against the parent's budget and a VM subagent's output files
+// in the parent's shared folder; it returns the report for the parent's
+// model, and ok false when the child was reported before.
+func (c *children) deliver(t store.Task) (string, bool) {
+	c.mu.Lock()
+	done := c.reported[t.ID]
+	if c.reported == nil {
+		c.reported = map[string]bool{}
+	}
+	c.reported[t.ID] = true
+	c.mu.Unlock()
 	runner, _, _ := c.parent.get()
-	if runner == nil {
-		return
+	if done || runner == nil {
+		return "", false
 	}
 	runner.AddChildUsage(llm.Usage{Prompt: int(t.PromptTokens), Completion: int(t.CompletionTokens), Total: int(t.PromptTokens + t.CompletionTokens)})
 	var b strings.Builder
@@ -289,17 +356,19 @@ func (c *children) report(t store.Task) {
 	if !strings.HasSuffix(b.String(), ".") {
 		b.WriteString(".")
 	}
-	if t.SessionID != "" {
+	// A research subagent has no outputs, and a research parent no shared
+	// folder (its children are research subagents too).
+	if shared := c.parent.sharedDir(); t.SessionID != "" && !t.OnHost() && shared != "" {
 		from := filepath.Join(c.o.cfg.Paths.Session(t.SessionID), trace.ArtifactsDir)
 		sub := "inbox/subagents/" + t.ID
-		if n, err := files.CarryInto(from, c.parent.sharedDir(), sub); err != nil {
+		if n, err := files.CarryInto(from, shared, sub); err != nil {
 			fmt.Fprintf(&b, " Its output files could not be given to you: %v.", err)
 		} else if n > 0 {
 			fmt.Fprintf(&b, " Its %d output file(s) are in your shared folder's %s.", n, sub)
 		}
 	}
-	runner.Report(b.String())
-	c.o.emitInfo(c.parent, b.String())
+	c.o.emitSubagent(c.parent, t.ID, b.String())
+	return b.String(), true
 }
 
 // cancelAll cancels the children still queued or running (the parent has

@@ -29,9 +29,9 @@ func newTitler() titler {
 	return titler{run: make(chan struct{}, titleRequests), wait: make(chan struct{}, titleRequests+titleWaiting)}
 }
 
-// titleLater asks the task's model for a title for a new task, off the
-// task's way: in its own goroutine, bounded (titler), and with a time
-// limit. The task has its title from the description meanwhile, and keeps
+// titleLater asks the worker model (worker.go), or else the task's model,
+// for a title for a new task, off the task's way: in its own goroutine,
+// bounded (titler), and with a time limit. The task has its title from the description meanwhile, and keeps
 // it if the request fails, if Settings say titleFromDescription, or if the
 // user renames the task first.
 func (o *Orchestrator) titleLater(t store.Task) {
@@ -73,12 +73,7 @@ func (o *Orchestrator) titleLater(t store.Task) {
 // generateTitle makes one title request and stores the answer unless the
 // task was renamed meanwhile. Its tokens count as the task's.
 func (o *Orchestrator) generateTitle(ctx context.Context, t store.Task) error {
-	settings := o.cfg.Settings()
-	p, err := o.cfg.Store.FindProvider(ctx, t.ProviderName)
-	if err != nil {
-		return err
-	}
-	c, err := o.clientFor(p, t.ModelID, settings, "")
+	c, err := o.titleClient(ctx, t, o.cfg.Settings())
 	if err != nil {
 		return err
 	}

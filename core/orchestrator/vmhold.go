@@ -259,6 +259,9 @@ func (o *Orchestrator) releaseVMWithin(ctx context.Context, r *run, t store.Task
 // holdsSlot reports whether the run counts against maxConcurrentVMs: it
 // does unless its VM was released (and no fresh one is being leased).
 func (r *run) holdsSlot() bool {
+	if r.host {
+		return false // a research subagent never has a VM
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.runner == nil || r.lease != nil || r.fresh
@@ -300,6 +303,9 @@ func (o *Orchestrator) reserveSlot(ctx context.Context, r *run, runner *agent.Ru
 // needsFreshVM reports whether a resume must lease a fresh VM first: the
 // run has none, or its guest does not answer.
 func (r *run) needsFreshVM() bool {
+	if r.host {
+		return false
+	}
 	_, l, _ := r.get()
 	return l == nil || !l.Guest().Healthy()
 }

@@ -76,6 +76,7 @@ func migrations() []migration {
 			}
 			return tx.Where("address = ''").Delete(&Device{}).Error
 		}},
+		{22, "a subagent's domain: a VM of its own or the host", func(tx *gorm.DB) error { return tx.Migrator().AutoMigrate(&Task{}) }},
 	}
 }
 

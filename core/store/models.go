@@ -104,8 +104,12 @@ type Task struct {
 	BatchID string `gorm:"index"`
 	// ParentTaskID is the task that started this one as a subagent, and
 	// SubagentDepth how deep it is (1 for a parent's child).
-	ParentTaskID  *string `gorm:"index"`
-	SubagentDepth int
+	// SubagentDomain is where a subagent works: DomainVM (or "", a task
+	// of an older helper) in a VM of its own, DomainHost on the host with
+	// the host tools alone, taking no VM slot.
+	ParentTaskID   *string `gorm:"index"`
+	SubagentDepth  int
+	SubagentDomain string
 	// SkillNames are the skills the user mentioned for the task.
 	SkillNames []string `gorm:"serializer:json"`
 	// HostFolders are the folders of this computer the task was given
@@ -158,6 +162,16 @@ type Task struct {
 	// activity log stay.
 	TraceDeletedAt *time.Time
 }
+
+// Subagent domains (Task.SubagentDomain).
+const (
+	DomainVM   = "vm"
+	DomainHost = "host"
+)
+
+// OnHost reports whether the task runs on the host, without a VM (a
+// research subagent).
+func (t Task) OnHost() bool { return t.SubagentDomain == DomainHost }
 
 // TodoItem is one item of a task's checklist.
 type TodoItem struct {

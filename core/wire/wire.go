@@ -140,10 +140,13 @@ type Task struct {
 	ContinuationSourceTaskID string `json:"continuationSourceTaskId,omitempty"`
 	// BatchID groups the tasks of one POST /tasks/batch (extension).
 	BatchID string `json:"batchId,omitempty"`
-	// ParentTaskID is the task that started this one as a subagent;
-	// Subagents, in GET /tasks/:id, are the ones it started (extension).
-	ParentTaskID string         `json:"parentTaskId,omitempty"`
-	Subagents    []SubagentInfo `json:"subagents,omitempty"`
+	// ParentTaskID is the task that started this one as a subagent, and
+	// SubagentDomain where it works: "vm" (a VM of its own) or "host" (a
+	// research subagent, without a VM); Subagents, in GET /tasks/:id, are
+	// the ones it started (extensions).
+	ParentTaskID   string         `json:"parentTaskId,omitempty"`
+	SubagentDomain string         `json:"subagentDomain,omitempty"`
+	Subagents      []SubagentInfo `json:"subagents,omitempty"`
 	// MentionedSkillNames are the skills the task was asked to use.
 	MentionedSkillNames []string `json:"mentionedSkillNames,omitempty"`
 	// HostFolders are the folders of this computer the task was given
@@ -1014,6 +1017,8 @@ type SubagentInfo struct {
 	ID     string `json:"id"`
 	Title  string `json:"title"`
 	Status string `json:"status"`
+	// Domain is "vm" or "host".
+	Domain string `json:"domain,omitempty"`
 }
 
 // SkillList is the answer of GET /skills. Problems (extension) are the

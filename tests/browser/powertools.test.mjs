@@ -239,3 +239,45 @@ test('the agent window lists its subagents and links a subagent to its parent', 
   assert.equal(await page.isHidden('#subagents-panel'), true, 'a subagent without children has no list');
   await env.done(page);
 });
+
+test('a research subagent runs on the worker model set in Settings, and its window has no screen to show or take over', { timeout: 180000 }, async () => {
+  const { llm } = env;
+  // The worker model, set in Settings › Task defaults.
+  const settings = await env.page('/settings#task-defaults');
+  await settings.locator('#worker-providers option[value="Scripted"]').waitFor({ state: 'attached' });
+  await settings.fill('#s-workerProviderName', 'Scripted');
+  await settings.fill('#s-workerModelId', 'scripted-small');
+  await settings.locator('#task-defaults button[type="submit"]').click();
+  await eventually('the worker model saved', async () => {
+    const s = await api('GET', '/settings');
+    return `${s.workerProviderName}/${s.workerModelId}` === 'Scripted/scripted-small';
+  });
+  await env.done(settings);
+
+  const P = '[[research parent]]';
+  const C = '[[research child]]';
+  llm.script(P, [tool('spawn_subagent', { task: `Look up the tide ${C}`, domain: 'host' }), tool('await_subagents', { timeoutSeconds: 60 }), text('Done.')], { success: true, summary: 'Delegated.' });
+  llm.script(C, [text('It turns at 14:05.')], { success: true, summary: 'The tide turns at 14:05.' });
+  try {
+    const task = await api('POST', '/tasks', { description: `Delegate the research ${P}` });
+    const page = await env.page(`/tasks/${task.id}`);
+    const item = page.locator('#subagents li');
+    await item.waitFor({ timeout: 90000 });
+    assert.match(await item.textContent(), /research, on the host/);
+    await env.helper.waitTask(task.id, 'completion', (t) => t.status === 'completed', 150000);
+    const child = (await api('GET', `/tasks/${task.id}`)).subagents[0];
+    assert.equal(child.domain, 'host');
+    const kid = await api('GET', `/tasks/${child.id}`);
+    assert.equal(`${kid.providerName}/${kid.modelId}/${kid.subagentDomain}`, 'Scripted/scripted-small/host');
+    await item.locator('a').click();
+    await page.waitForURL(`**/tasks/${child.id}`);
+    await page.waitForSelector('#parent-link');
+    assert.match(await page.textContent('#task-meta'), /a research subagent \(on the host, no VM\) of/);
+    for (const sel of ['#screen-panel', '#btn-takeover', '#btn-screenshot']) {
+      assert.equal(await page.isHidden(sel), true, `${sel} is shown for a subagent without a VM`);
+    }
+    await env.done(page);
+  } finally {
+    await api('PATCH', '/settings', { workerProviderName: '', workerModelId: '' });
+  }
+});

@@ -37,6 +37,7 @@ async function loadProviders() {
     return;
   }
   fill(list, res.providers.map(providerCard));
+  fill($('#worker-providers'), res.providers.map((p) => h('option', { value: p.displayName })));
 }
 
 function providerCard(p) {

@@ -62,10 +62,12 @@ function render() {
   const paused = t.status === 'paused';
   const taken = !!t.takenOver;
   const planWaits = PLAN_STATES.has(t.status);
+  // A research subagent works on the host: no VM, no screen to show or take over.
+  const host = t.subagentDomain === 'host';
   document.title = `${t.title} — Hivecrew`;
   $('#task-title').textContent = t.title;
   fill($('#task-meta'), badge(t.status), h('span', null, `${t.providerName} · ${t.modelId}`),
-    t.parentTaskId ? h('span', null, 'a subagent of ', h('a', { href: `/tasks/${seg(t.parentTaskId)}`, id: 'parent-link' }, 'its parent task')) : null,
+    t.parentTaskId ? h('span', null, host ? 'a research subagent (on the host, no VM) of ' : 'a subagent of ', h('a', { href: `/tasks/${seg(t.parentTaskId)}`, id: 'parent-link' }, 'its parent task')) : null,
     t.continuationSourceTaskId ? h('span', null, 'continues ', h('a', { href: `/tasks/${seg(t.continuationSourceTaskId)}`, id: 'source-link' }, 'an earlier task')) : null,
     t.statusReason ? h('span', { class: 'reason' }, t.statusReason) : null);
   renderSubagents(t.subagents || []);
@@ -73,9 +75,11 @@ function render() {
   show($('#btn-pause'), !paused && !taken);
   $('#btn-pause').disabled = !running;
   show($('#btn-resume'), paused && !taken && !planWaits);
-  show($('#btn-takeover'), !taken);
+  show($('#btn-takeover'), !taken && !host);
   $('#btn-takeover').disabled = !(running || paused) || planWaits;
-  show($('#btn-native'), nativeWindow && !taken);
+  show($('#btn-native'), nativeWindow && !taken && !host);
+  show($('#btn-screenshot'), !host);
+  show($('#screen-panel'), !host);
   $('#btn-native').disabled = !(running || paused) || planWaits;
   show($('#btn-handback'), taken);
   show($('#btn-cancel'), !done);
@@ -115,7 +119,8 @@ function render() {
 function renderSubagents(list) {
   $('#subagents-panel').hidden = list.length === 0;
   fill($('#subagents'), list.map((c) => h('li', { 'data-subagent': c.id },
-    h('a', { href: `/tasks/${seg(c.id)}` }, c.title), ' ', badge(c.status))));
+    h('a', { href: `/tasks/${seg(c.id)}` }, c.title), ' ', badge(c.status),
+    c.domain === 'host' ? h('span', { class: 'sub' }, ' research, on the host') : null)));
 }
 
 // ---- Review of the changes to host folders --------------------------------------
@@ -514,6 +519,7 @@ let streamN = 0;
 function isLive() { return task && (task.status === 'running' || task.status === 'paused') && !!task.vmId; }
 
 function updateScreen() {
+  if (task && task.subagentDomain === 'host') return; // no VM, no screen
   if (isLive()) {
     if (mode !== 'stream' && mode !== 'shots') startStream();
   } else if (task && TERMINAL.has(task.status)) {
