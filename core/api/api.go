@@ -41,10 +41,9 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxUploadBytes = 512 << 20
-	sessionCookie         = "hivecrew_session"
-	loginLinkTTL          = 5 * time.Minute
-	webSessionTTL         = 7 * 24 * time.Hour
+	sessionCookie = "hivecrew_session"
+	loginLinkTTL  = 5 * time.Minute
+	webSessionTTL = 7 * 24 * time.Hour
 	// webSessionIdle ends a web session not used for this long.
 	webSessionIdle = 2 * time.Hour
 	// stepUpWindow is how long after its login link a web session may
@@ -85,7 +84,8 @@ type Config struct {
 	// BaseURL is the TCP listener's URL (http://127.0.0.1:5482), for links.
 	BaseURL string
 	Started time.Time
-	// MaxUploadBytes caps a request body with files; default 512 MiB.
+	// MaxUploadBytes, if set, caps a request body with files in place of
+	// Settings' maxUploadMB (tests use caps below a megabyte).
 	MaxUploadBytes int64
 	// LLMBackoff is the first retry wait of provider tests; default 1 s.
 	LLMBackoff time.Duration
@@ -129,9 +129,6 @@ func New(cfg Config) (*API, error) {
 	if cfg.Store == nil || cfg.Orchestrator == nil || cfg.Pool == nil || cfg.Secrets == nil || cfg.Settings == nil ||
 		cfg.SaveSettings == nil || cfg.APIKey == nil || cfg.Log == nil || cfg.Paths.Home == "" {
 		return nil, errors.New("api: Store, Orchestrator, Pool, Secrets, Paths, Settings, SaveSettings, APIKey and Log are required")
-	}
-	if cfg.MaxUploadBytes == 0 {
-		cfg.MaxUploadBytes = DefaultMaxUploadBytes
 	}
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()

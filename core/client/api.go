@@ -238,9 +238,10 @@ func (c *Client) TaskAction(ctx context.Context, id string, a wire.TaskAction) (
 	return t, c.call(ctx, http.MethodPatch, "/api/v1/tasks/"+esc(id), a, &t)
 }
 
-// DeleteTask deletes a task.
-func (c *Client) DeleteTask(ctx context.Context, id string) error {
-	return c.call(ctx, http.MethodDelete, "/api/v1/tasks/"+esc(id), nil, nil)
+// DeleteTask deletes a task and all the helper keeps of it; one that has
+// not ended is cancelled first with cancel, else refused (a conflict).
+func (c *Client) DeleteTask(ctx context.Context, id string, cancel bool) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/tasks/"+esc(id)+"?cancel="+strconv.FormatBool(cancel), nil, nil)
 }
 
 // TaskFiles lists a task's files.

@@ -84,7 +84,8 @@ type Config struct {
 	WebStepUp time.Duration
 	// DrainTimeout bounds the shutdown of agents and VMs; default 30 s.
 	DrainTimeout time.Duration
-	// MaxUploadBytes caps a request with files; default api.DefaultMaxUploadBytes.
+	// MaxUploadBytes, if set, caps a request with files in place of
+	// Settings' maxUploadMB (for tests).
 	MaxUploadBytes int64
 }
 
