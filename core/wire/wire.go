@@ -625,22 +625,25 @@ type PresetList struct {
 // Done the results so far. A run whose results.json cannot be read has
 // only its id, state, updatedAt and Error.
 type EvalRun struct {
-	ID        string      `json:"id"`
-	Suite     string      `json:"suite"`
-	Provider  string      `json:"provider"`
-	Models    []string    `json:"models"`
-	Repeat    int         `json:"repeat"`
-	StartedAt *time.Time  `json:"startedAt,omitempty"`
-	EndedAt   *time.Time  `json:"endedAt,omitempty"`
-	UpdatedAt *time.Time  `json:"updatedAt,omitempty"`
-	State     string      `json:"state"`
-	TaskCount int         `json:"taskCount"`
-	Planned   int         `json:"planned"`
-	Done      int         `json:"done"`
-	Passed    int         `json:"passed"`
-	Scores    []EvalScore `json:"scores"`
-	Problems  int         `json:"problems"`
-	Error     string      `json:"error,omitempty"`
+	ID        string     `json:"id"`
+	Suite     string     `json:"suite"`
+	Provider  string     `json:"provider"`
+	Models    []string   `json:"models"`
+	Repeat    int        `json:"repeat"`
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+	State     string     `json:"state"`
+	TaskCount int        `json:"taskCount"`
+	// SuiteTaskCount is how many tasks the suite has: TaskCount run, the
+	// rest left out by --only or unreadable (Problems).
+	SuiteTaskCount int         `json:"suiteTaskCount"`
+	Planned        int         `json:"planned"`
+	Done           int         `json:"done"`
+	Passed         int         `json:"passed"`
+	Scores         []EvalScore `json:"scores"`
+	Problems       int         `json:"problems"`
+	Error          string      `json:"error,omitempty"`
 }
 
 // EvalScore is how one model of an eval run did: Passes of Runs, Rate
