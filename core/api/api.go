@@ -225,6 +225,8 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 	// Credentials (extension).
 	h("GET /api/v1/credentials", a.listCredentials)
 	h("POST /api/v1/credentials", a.createCredential)
+	h("POST /api/v1/credentials/import", a.importCredentials)
+	h("PATCH /api/v1/credentials/{id}", a.updateCredential)
 	h("DELETE /api/v1/credentials/{id}", a.deleteCredential)
 	h("GET /api/v1/mcp-servers", a.listMCPServers)
 	h("POST /api/v1/mcp-servers", a.createMCPServer)

@@ -31,7 +31,12 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) e
 		}
 		r = bytes.NewReader(b)
 	}
-	resp, err := c.send(ctx, method, path, r, "application/json")
+	return c.callBody(ctx, method, path, r, "application/json", out)
+}
+
+// callBody is call with a body of contentType as it is.
+func (c *Client) callBody(ctx context.Context, method, path string, r io.Reader, contentType string, out any) error {
+	resp, err := c.send(ctx, method, path, r, contentType)
 	if err != nil {
 		return err
 	}
@@ -505,6 +510,19 @@ func (c *Client) AddCredential(ctx context.Context, in wire.CredentialInput) (wi
 	return cr, c.call(ctx, http.MethodPost, "/api/v1/credentials", in, &cr)
 }
 
+// EditCredential changes a credential (by ID or name): the fields given.
+func (c *Client) EditCredential(ctx context.Context, id string, p wire.CredentialPatch) (wire.Credential, error) {
+	var cr wire.Credential
+	return cr, c.call(ctx, http.MethodPatch, "/api/v1/credentials/"+esc(id), p, &cr)
+}
+
+// ImportCredentials stores the logins of a browser's password export
+// (CSV): all of them, or none.
+func (c *Client) ImportCredentials(ctx context.Context, csv io.Reader) ([]wire.Credential, error) {
+	var l wire.CredentialList
+	return l.Credentials, c.callBody(ctx, http.MethodPost, "/api/v1/credentials/import", csv, "text/csv", &l)
+}
+
 // RemoveCredential deletes a credential (by ID or name) and its secrets.
 func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/api/v1/credentials/"+esc(id), nil, nil)
@@ -663,6 +681,12 @@ func (c *Client) AddMCPServer(ctx context.Context, in wire.MCPServerInput) (wire
 func (c *Client) CheckMCPServer(ctx context.Context, id string) (wire.MCPServerCheck, error) {
 	var r wire.MCPServerCheck
 	return r, c.call(ctx, http.MethodPost, "/api/v1/mcp-servers/"+esc(id)+"/check", nil, &r)
+}
+
+// EditMCPServer changes an MCP server (by ID or name): the fields given.
+func (c *Client) EditMCPServer(ctx context.Context, id string, p wire.MCPServerPatch) (wire.MCPServer, error) {
+	var m wire.MCPServer
+	return m, c.call(ctx, http.MethodPatch, "/api/v1/mcp-servers/"+esc(id), p, &m)
 }
 
 // SetMCPServerEnabled turns an MCP server (by ID or name) on or off for new

@@ -746,6 +746,17 @@ type CredentialInput struct {
 	AllowedApps []string `json:"allowedApps,omitempty"`
 }
 
+// CredentialPatch is the body of PATCH /credentials/:id: each field given
+// replaces the stored one. Password and TOTPSeed are write-only; "" removes
+// one of them.
+type CredentialPatch struct {
+	Name        *string   `json:"name,omitempty"`
+	Username    *string   `json:"username,omitempty"`
+	Password    *string   `json:"password,omitempty"`
+	TOTPSeed    *string   `json:"totpSeed,omitempty"`
+	AllowedApps *[]string `json:"allowedApps,omitempty"`
+}
+
 // MCPServer is an MCP server the agents may use (extension). The values
 // of its environment variables and headers are never sent: their names are.
 type MCPServer struct {
@@ -779,6 +790,21 @@ type MCPServerInput struct {
 	Permission     string            `json:"permission,omitempty"`
 	TimeoutSeconds int               `json:"timeoutSeconds,omitempty"`
 	Enabled        *bool             `json:"enabled,omitempty"`
+}
+
+// MCPServerPatch is the body of PATCH /mcp-servers/:id: each field given
+// replaces the stored one. Env and Headers, when given, are the whole
+// set: a value sets a name, null keeps its stored value, a name left out
+// goes. Values are write-only.
+type MCPServerPatch struct {
+	Command        *string            `json:"command,omitempty"`
+	Args           *[]string          `json:"args,omitempty"`
+	URL            *string            `json:"url,omitempty"`
+	Env            map[string]*string `json:"env"`
+	Headers        map[string]*string `json:"headers"`
+	Permission     *string            `json:"permission,omitempty"`
+	TimeoutSeconds *int               `json:"timeoutSeconds,omitempty"`
+	Enabled        *bool              `json:"enabled,omitempty"`
 }
 
 // MCPServerCheck is the answer of POST /mcp-servers/:id/check: the tools
