@@ -114,7 +114,7 @@ func TestMCPEdit(t *testing.T) {
 		t.Fatalf("check at the new address with the kept token: %s", r)
 	}
 	ls := h.ok("mcp", "ls").stdout
-	if !regexp.MustCompile(`(?m)^records +on +allow +7s +` + regexp.QuoteMeta(other.URL) + ` +Authorization$`).MatchString(ls) || strings.Contains(ls, "mcp-edit-token") {
+	if !regexp.MustCompile(`(?m)^records +on +allow +7s +`+regexp.QuoteMeta(other.URL)+` +Authorization$`).MatchString(ls) || strings.Contains(ls, "mcp-edit-token") {
 		t.Fatalf("mcp ls after edits:\n%s", ls)
 	}
 	h.ok("mcp", "edit", "records", "--unset-header", "Authorization", "--env", "A=1")
