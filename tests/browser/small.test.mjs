@@ -58,3 +58,73 @@ test('an eval run counts its tasks from its suite', { timeout: 60000 }, async ()
   assert.equal(await page.textContent('#run-tasks'), "31 of the suite's 41 tasks × 1 run per model");
   await env.done(page);
 });
+
+test('credentials are imported from a browser export and edited', { timeout: 90000 }, async () => {
+  const { helper } = env;
+  const page = await env.page('/settings#credentials');
+  page.on('dialog', (d) => d.accept());
+  await page.waitForSelector('#credential-list p.muted');
+  const csv = (text) => ({ name: 'passwords.csv', mimeType: 'text/csv', buffer: Buffer.from(text) });
+
+  // A row without a password: nothing imported, its line named.
+  await page.click('#import-credentials-box summary');
+  await page.setInputFiles('#import-credentials-file', csv('name,url,username,password,note\nmail,https://mail.example,ada,ml-S3CRET-1,\nbank,https://bank.example,bob,,\n'));
+  await page.click('#import-credentials button[type=submit]');
+  await page.waitForSelector('#import-credentials-status >> text=Nothing was imported: line 3: no password');
+  assert.equal((await helper.api('GET', '/api/v1/credentials')).credentials.length, 0);
+
+  await page.setInputFiles('#import-credentials-file', csv('"url","username","password","httpRealm"\n"https://www.example.org","ada","ff-S3CRET-2",\n"https://mail.example","bob","ml-S3CRET-3",\n'));
+  await page.click('#import-credentials button[type=submit]');
+  await page.waitForSelector('#import-credentials-status >> text=Imported 2 credentials: example.org, mail.example');
+  await page.waitForSelector('li[data-credential="example.org"]');
+  assert.match(await page.textContent('li[data-credential="mail.example"]'), /bob · password stored/);
+
+  // Edit: renamed, an application set; the password left empty stays.
+  await page.click('button[aria-label="Edit example.org"]');
+  assert.equal(await page.inputValue('#new-credential-username'), 'ada');
+  assert.equal(await page.inputValue('#new-credential-password'), '', 'no secret comes back to the form');
+  await page.fill('#new-credential-name', 'example');
+  await page.fill('#new-credential-apps', 'Firefox');
+  await page.click('#credential-submit');
+  await page.waitForSelector('li[data-credential="example"]');
+  const list = (await helper.api('GET', '/api/v1/credentials')).credentials;
+  const ex = list.find((c) => c.name === 'example');
+  assert.deepEqual([ex.username, ex.hasPassword, ex.allowedApps], ['ada', true, ['Firefox']]);
+  assert.equal(await page.textContent('#credential-submit'), 'Add credential', 'the form is an add form again');
+  assert.doesNotMatch(await page.content(), /S3CRET/);
+  await env.done(page);
+});
+
+test('an MCP server is edited: address, environment, headers kept or removed', { timeout: 90000 }, async () => {
+  const { helper } = env;
+  await helper.api('POST', '/api/v1/mcp-servers', { name: 'records', url: 'http://127.0.0.1:9/mcp', headers: { Authorization: 'Bearer mcp-S3CRET', 'X-Team': 'red' } });
+  const page = await env.page('/settings#mcp');
+  await page.click('article[data-mcp="records"] button[aria-label="Edit records"]');
+  assert.equal(await page.isDisabled('#new-mcp-name'), true);
+  assert.equal(await page.inputValue('#new-mcp-headers'), 'Authorization\nX-Team', 'names only, no values');
+  await page.fill('#new-mcp-url', 'http://127.0.0.1:9/moved');
+  await page.fill('#new-mcp-headers', 'Authorization\nX-Extra: yes');
+  await page.fill('#new-mcp-timeout', '9');
+  await page.click('#mcp-submit');
+  await page.waitForSelector('article[data-mcp="records"] >> text=http://127.0.0.1:9/moved');
+  let m = (await helper.api('GET', '/api/v1/mcp-servers')).servers[0];
+  assert.deepEqual([m.url, m.headerNames, m.timeoutSeconds], ['http://127.0.0.1:9/moved', ['Authorization', 'X-Extra'], 9]);
+
+  // Turned into a command: the address and headers go.
+  await page.click('article[data-mcp="records"] button[aria-label="Edit records"]');
+  await page.selectOption('#new-mcp-kind', 'command');
+  await page.fill('#new-mcp-command', '/usr/bin/env');
+  await page.fill('#new-mcp-args', 'mcp-records\n--verbose');
+  await page.fill('#new-mcp-env', 'TOKEN=abc');
+  await page.click('#mcp-submit');
+  await page.waitForSelector('article[data-mcp="records"] >> text="/usr/bin/env mcp-records --verbose"');
+  m = (await helper.api('GET', '/api/v1/mcp-servers')).servers[0];
+  assert.deepEqual([m.url || '', m.command, m.args, m.envNames, m.headerNames], ['', '/usr/bin/env', ['mcp-records', '--verbose'], ['TOKEN'], []]);
+
+  // A name alone that has no stored value: the helper's message.
+  await page.click('article[data-mcp="records"] button[aria-label="Edit records"]');
+  await page.fill('#new-mcp-env', 'TOKEN\nNEWNAME');
+  await page.click('#mcp-submit');
+  await page.waitForSelector('#toasts .toast.error >> text=env NEWNAME: null keeps a stored value, and it has none');
+  await env.done(page);
+});

@@ -340,12 +340,32 @@ async function loadCredentials() {
     ` · ${c.username || 'no username'} · ${c.hasPassword ? 'password stored' : 'no password'}${c.hasTOTP ? ' · one-time codes' : ''}`,
     c.allowedApps.length ? ` · only while ${c.allowedApps.join(' or ')} is in front (a convenience, not a safety control)` : ' · any application',
     ' ',
+    h('button', { type: 'button', class: 'small', 'aria-label': `Edit ${c.name}`, onclick: () => editCredential(c) }, 'Edit'),
+    ' ',
     h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${c.name}`, onclick: () => remove(`Remove the credential ${c.name} and its stored secrets?`, `/credentials/${seg(c.id)}`, c.name, loadCredentials) }, 'Remove')))));
 }
 
 
+/** Turns the credential form into an editor of c, or back into the add form (null). */
+function editCredential(c) {
+  const form = $('#add-credential');
+  form.reset();
+  form.dataset.editing = c ? c.id : '';
+  $('#credential-submit').textContent = c ? `Save ${c.name}` : 'Add credential';
+  $('#credential-cancel-edit').hidden = !c;
+  $('#credential-edit-hint').hidden = !c;
+  if (!c) return;
+  $('#new-credential-name').value = c.name;
+  $('#new-credential-username').value = c.username || '';
+  $('#new-credential-apps').value = c.allowedApps.join('\n');
+  $('#add-credential-box').open = true;
+  $('#new-credential-name').focus();
+}
+$('#credential-cancel-edit').addEventListener('click', () => { editCredential(null); $('#add-credential-box').open = false; });
+
 $('#add-credential').addEventListener('submit', async (e) => {
   e.preventDefault();
+  const editing = e.target.dataset.editing;
   const secretInputs = [$('#new-credential-password'), $('#new-credential-totp')];
   const body = {
     name: $('#new-credential-name').value.trim(),
@@ -354,14 +374,38 @@ $('#add-credential').addEventListener('submit', async (e) => {
     totpSeed: $('#new-credential-totp').value.trim(),
     allowedApps: $('#new-credential-apps').value.split('\n').map((l) => l.trim()).filter((l) => l),
   };
+  // Editing, an empty secret field keeps the stored secret.
+  if (editing && !body.password) delete body.password;
+  if (editing && !body.totpSeed) delete body.totpSeed;
   for (const i of secretInputs) i.value = ''; // never left in the page
   try {
-    const c = await post('/credentials', body);
-    toast(`Stored ${c.name}.`);
-    e.target.reset();
+    const c = editing ? await patch(`/credentials/${seg(editing)}`, body) : await post('/credentials', body);
+    toast(editing ? `Saved ${c.name}.` : `Stored ${c.name}.`);
+    editCredential(null);
     $('#add-credential-box').open = false;
     await loadCredentials();
   } catch (err) { report(err); }
+});
+
+$('#import-credentials').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const input = $('#import-credentials-file');
+  const status = $('#import-credentials-status');
+  const file = input.files[0];
+  if (!file) return;
+  status.textContent = `Importing ${file.name}…`;
+  try {
+    const res = await post('/credentials/import', file);
+    const n = res.credentials.length;
+    status.textContent = `Imported ${n} credential${n === 1 ? '' : 's'}: ${res.credentials.map((c) => c.name).join(', ')}. Delete ${file.name} now: it holds your passwords in plain text.`;
+    toast(`Imported ${n} credential${n === 1 ? '' : 's'}.`);
+    await loadCredentials();
+  } catch (err) {
+    status.textContent = `Nothing was imported: ${err.message}`;
+    report(err);
+  } finally {
+    input.value = ''; // the file is not kept in the page
+  }
 });
 
 // ---- Skills ------------------------------------------------------------------
@@ -494,6 +538,7 @@ function mcpCard(m) {
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'small', onclick: () => checkMCP(m, result) }, 'Check'),
       h('button', { type: 'button', class: 'small', onclick: () => switchMCP(m) }, m.enabled ? 'Turn off' : 'Turn on'),
+      h('button', { type: 'button', class: 'small', 'aria-label': `Edit ${m.name}`, onclick: () => editMCP(m) }, 'Edit'),
       h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${m.name}`, onclick: () => remove(`Remove the MCP server ${m.name} and its stored secrets?`, `/mcp-servers/${seg(m.id)}`, m.name, loadMCP) }, 'Remove')),
     result);
 }
@@ -527,29 +572,58 @@ function showMCPKind() {
 }
 $('#new-mcp-kind').addEventListener('change', showMCPKind);
 
+/** Turns the MCP form into an editor of m, or back into the add form (null). */
+function editMCP(m) {
+  const form = $('#add-mcp');
+  form.reset();
+  form.dataset.editing = m ? m.id : '';
+  $('#new-mcp-name').disabled = !!m; // a server keeps its name (its tools are named by it)
+  $('#mcp-submit').textContent = m ? `Save ${m.name}` : 'Add server';
+  $('#mcp-cancel-edit').hidden = !m;
+  $('#mcp-edit-hint').hidden = !m;
+  if (m) {
+    $('#new-mcp-name').value = m.name;
+    $('#new-mcp-kind').value = m.url ? 'url' : 'command';
+    $('#new-mcp-command').value = m.command || '';
+    $('#new-mcp-args').value = m.args.join('\n');
+    $('#new-mcp-env').value = m.envNames.join('\n');
+    $('#new-mcp-url').value = m.url || '';
+    $('#new-mcp-headers').value = m.headerNames.join('\n');
+    $('#new-mcp-permission').value = m.permission;
+    $('#new-mcp-timeout').value = m.timeoutSeconds;
+    $('#add-mcp-box').open = true;
+  }
+  showMCPKind();
+}
+$('#mcp-cancel-edit').addEventListener('click', () => { editMCP(null); $('#add-mcp-box').open = false; });
+
 $('#add-mcp').addEventListener('submit', async (e) => {
   e.preventDefault();
+  const editing = e.target.dataset.editing;
   const secretInputs = [$('#new-mcp-env'), $('#new-mcp-headers')];
-  const body = { name: $('#new-mcp-name').value.trim(), permission: $('#new-mcp-permission').value, timeoutSeconds: Number($('#new-mcp-timeout').value || 60) };
+  const body = { permission: $('#new-mcp-permission').value, timeoutSeconds: Number($('#new-mcp-timeout').value || 60) };
+  if (!editing) body.name = $('#new-mcp-name').value.trim();
   try {
+    // Editing, the other kind's fields are cleared: a server runs one way.
     if ($('#new-mcp-kind').value === 'url') {
       body.url = $('#new-mcp-url').value.trim();
-      body.headers = pairs($('#new-mcp-headers').value, ':', 'Headers');
+      body.headers = pairs($('#new-mcp-headers').value, ':', 'Headers', !!editing);
+      if (editing) Object.assign(body, { command: '', args: [], env: {} });
     } else {
       body.command = $('#new-mcp-command').value.trim();
       body.args = $('#new-mcp-args').value.split('\n').map((l) => l.trim()).filter((l) => l);
-      body.env = pairs($('#new-mcp-env').value, '=', 'Environment');
+      body.env = pairs($('#new-mcp-env').value, '=', 'Environment', !!editing);
+      if (editing) Object.assign(body, { url: '', headers: {} });
     }
   } catch (err) {
     toast(err.message, 'error');
     return;
   }
   try {
-    const m = await post('/mcp-servers', body);
+    const m = editing ? await patch(`/mcp-servers/${seg(editing)}`, body) : await post('/mcp-servers', body);
     for (const i of secretInputs) i.value = ''; // never left in the page
-    toast(`Added ${m.name}; check it to see its tools.`);
-    e.target.reset();
-    showMCPKind();
+    toast(editing ? `Saved ${m.name}; check it to see its tools.` : `Added ${m.name}; check it to see its tools.`);
+    editMCP(null);
     $('#add-mcp-box').open = false;
     await loadMCP();
   } catch (err) { report(err); }
