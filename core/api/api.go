@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/provision"
+	"github.com/hivecrew/hivecrew/core/reveal"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/template"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -87,6 +89,9 @@ type Config struct {
 	// MaxUploadBytes, if set, caps a request body with files in place of
 	// Settings' maxUploadMB (tests use caps below a megabyte).
 	MaxUploadBytes int64
+	// Launch opens a file or folder on this computer (Show in folder);
+	// default the desktop's opener (reveal.Desktop).
+	Launch reveal.Launch
 	// LLMBackoff is the first retry wait of provider tests; default 1 s.
 	LLMBackoff time.Duration
 	// Web, if set, serves the web UI: every GET outside /api/ and /login.
@@ -132,6 +137,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()
+	}
+	if cfg.Launch == nil {
+		cfg.Launch = reveal.Desktop(runtime.GOOS)
 	}
 	if cfg.LLMBackoff == 0 {
 		cfg.LLMBackoff = time.Second
@@ -183,6 +191,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 	h("DELETE /api/v1/tasks/{id}", a.deleteTask)
 	h("GET /api/v1/tasks/{id}/files", a.taskFiles)
 	h("GET /api/v1/tasks/{id}/files/{name...}", a.taskFile)
+	h("POST /api/v1/tasks/{id}/outputs/{name}/open", a.openOutput)
 	h("GET /api/v1/tasks/{id}/screenshot", a.screenshot)
 	h("GET /api/v1/tasks/{id}/screenshots/{seq}", a.eventScreenshot)
 	h("GET /api/v1/tasks/{id}/activity", a.activity)

@@ -249,6 +249,13 @@ func (c *Client) DeleteTask(ctx context.Context, id string, cancel bool) error {
 	return c.call(ctx, http.MethodDelete, "/api/v1/tasks/"+esc(id)+"?cancel="+strconv.FormatBool(cancel), nil, nil)
 }
 
+// OpenOutput opens a task's output, as saved to its output folder, on the
+// helper's computer with its default application, or with folder shows
+// the folder it is in.
+func (c *Client) OpenOutput(ctx context.Context, id, name string, folder bool) error {
+	return c.call(ctx, http.MethodPost, "/api/v1/tasks/"+esc(id)+"/outputs/"+esc(name)+"/open", wire.OpenOutput{Folder: folder}, nil)
+}
+
 // TaskFiles lists a task's files.
 func (c *Client) TaskFiles(ctx context.Context, id string) (wire.TaskFiles, error) {
 	var f wire.TaskFiles

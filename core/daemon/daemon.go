@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/reveal"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
 )
@@ -87,6 +88,9 @@ type Config struct {
 	// MaxUploadBytes, if set, caps a request with files in place of
 	// Settings' maxUploadMB (for tests).
 	MaxUploadBytes int64
+	// Launch, if set, opens a task's output or its folder in place of the
+	// desktop's opener (for tests).
+	Launch reveal.Launch
 }
 
 // Run runs the helper until ctx is cancelled or a stop request arrives, then

@@ -746,6 +746,12 @@ type CredentialInput struct {
 	AllowedApps []string `json:"allowedApps,omitempty"`
 }
 
+// OpenOutput is the body of POST /tasks/:id/outputs/:name/open: Folder
+// shows the folder the output is in instead of opening it.
+type OpenOutput struct {
+	Folder bool `json:"folder,omitempty"`
+}
+
 // CredentialPatch is the body of PATCH /credentials/:id: each field given
 // replaces the stored one. Password and TOTPSeed are write-only; "" removes
 // one of them.

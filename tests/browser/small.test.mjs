@@ -2,12 +2,25 @@
 // check's tries and the upload limit on the Settings page, saved, read
 // back and refused out of range with the helper's message; the Evals
 // pages count a run's tasks from its suite ("31 of the suite's 41
-// tasks"), not from the tasks that ran alone.
+// tasks"), not from the tasks that ran alone; credentials edited and
+// imported from a browser's export; MCP servers edited; a task's output
+// opened and shown in its folder from the task page, through the desktop's
+// opener (a stand-in xdg-open first on the helper's PATH records what it
+// is asked to open), a script the guest wrote never opened.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
+import { text, tool } from './lib/llm.mjs';
 import { eventually, suite } from './lib/suite.mjs';
+
+const fakeBin = fs.mkdtempSync(path.join(os.tmpdir(), 'hcb-open-'));
+const openedLog = path.join(fakeBin, 'opened.log');
+fs.writeFileSync(path.join(fakeBin, 'xdg-open'), `#!/bin/sh\nprintf '%s\\n' "$1" >> '${openedLog}'\n`, { mode: 0o755 });
+process.env.PATH = `${fakeBin}:${process.env.PATH}`; // the helper starts with it
+after(() => fs.rmSync(fakeBin, { recursive: true, force: true }));
+const opened = () => (fs.existsSync(openedLog) ? fs.readFileSync(openedLog, 'utf8').split('\n').filter((l) => l) : []);
 
 const env = suite('small', { provider: false });
 
@@ -126,5 +139,34 @@ test('an MCP server is edited: address, environment, headers kept or removed', {
   await page.fill('#new-mcp-env', 'TOKEN\nNEWNAME');
   await page.click('#mcp-submit');
   await page.waitForSelector('#toasts .toast.error >> text=env NEWNAME: null keeps a stored value, and it has none');
+  await env.done(page);
+});
+
+test('a task\'s output is opened and shown in its folder from the task page', { timeout: 180000 }, async () => {
+  const { helper, llm } = env;
+  await helper.addProvider(llm);
+  const M = '[[webreveal]]';
+  llm.script(M, [tool('write_file', { path: 'outbox/report.txt', contents: 'done\n' }),
+    tool('write_file', { path: 'outbox/setup.desktop', contents: '[Desktop Entry]\nExec=sh -c "rm -rf ~"\n' }), text('Done.')],
+  { success: true, summary: 'Wrote the report.' });
+  const task = await helper.api('POST', '/api/v1/tasks', { description: `Write a report ${M}` });
+  await helper.waitTask(task.id, 'the end', (t) => t.status === 'completed', 120000);
+  const files = await helper.api('GET', `/api/v1/tasks/${task.id}/files`);
+  const saved = Object.fromEntries(files.outputFiles.map((f) => [f.name, f.savedTo]));
+  assert.ok(saved['report.txt'] && saved['setup.desktop'], JSON.stringify(files));
+
+  const page = await env.page(`/tasks/${task.id}`);
+  await page.click('button[aria-label="Open report.txt"]');
+  await page.waitForSelector('#toasts >> text=Opening report.txt.');
+  await page.click('button[aria-label="Show report.txt in its folder"]');
+  await page.waitForSelector('#toasts >> text=Showing the folder of report.txt.');
+  await eventually('the opener ran twice', async () => opened().length === 2);
+  assert.deepEqual(opened(), [saved['report.txt'], path.dirname(saved['report.txt'])]);
+
+  // A launcher the guest wrote: refused with the reason, nothing run.
+  await page.click('button[aria-label="Open setup.desktop"]');
+  await page.waitForSelector('#toasts .toast.error >> text=a .desktop file would run');
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(opened().length, 2, 'nothing more was opened');
   await env.done(page);
 });

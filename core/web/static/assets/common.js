@@ -362,7 +362,22 @@ export function fileList(taskId, files, type) {
   return h('ul', { class: 'files' }, files.map((f) => h('li', null,
     h('a', { href: fileURL(taskId, f.name, type), download: f.name, class: 'file-link' }, f.name),
     h('span', { class: 'muted' }, fmtBytes(f.size)),
-    f.savedTo ? h('span', { class: 'muted hint' }, `saved to ${f.savedTo}`) : null)));
+    f.savedTo ? h('span', { class: 'muted hint' }, `saved to ${f.savedTo}`) : null,
+    type === 'output' && f.savedTo ? h('span', { class: 'file-actions' },
+      h('button', { type: 'button', class: 'small', 'aria-label': `Open ${f.name}`, onclick: () => openOutput(taskId, f.name, false) }, 'Open'),
+      h('button', { type: 'button', class: 'small', 'aria-label': `Show ${f.name} in its folder`, onclick: () => openOutput(taskId, f.name, true) }, 'Show in folder')) : null)));
+}
+
+/**
+ * Has the helper open a task's saved output on this computer, or show the
+ * folder it is in; says so, or why not (a file that would run is shown,
+ * never opened).
+ */
+async function openOutput(taskId, name, folder) {
+  try {
+    await post(`/tasks/${seg(taskId)}/outputs/${seg(name)}/open`, { folder });
+    toast(folder ? `Showing the folder of ${name}.` : `Opening ${name}.`);
+  } catch (err) { report(err); }
 }
 
 /**
