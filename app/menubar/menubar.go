@@ -42,6 +42,8 @@ type Client interface {
 	Presets(ctx context.Context) (wire.PresetList, error)
 	RunPreset(ctx context.Context, idOrName string, in wire.RunPreset) (wire.Task, error)
 	Schedules(ctx context.Context) (wire.ScheduleList, error)
+	TaskFiles(ctx context.Context, id string) (wire.TaskFiles, error)
+	OpenOutput(ctx context.Context, id, name string, folder bool) error
 }
 
 // Config configures the menu. Client, Open and Log are required.
@@ -79,6 +81,9 @@ type Menu struct {
 	// when there are none, and Manage Schedules….
 	scheduled, noRuns, manageSchedules *systray.MenuItem
 	scheduleItems                      [ScheduleSlots]*systray.MenuItem
+	// results is the Recent Results submenu (finished tasks with outputs).
+	results     *systray.MenuItem
+	resultItems [ResultSlots]*systray.MenuItem
 
 	// mu guards shown (the agents in the slots), last (the previous view
 	// of the active tasks), since/told (the tasks that ended after since
@@ -91,6 +96,7 @@ type Menu struct {
 	// shownPresets are the presets in presetItems; polls counts refreshes
 	// (the presets are read every presetEvery).
 	shownPresets [PresetSlots]wire.Preset
+	shownResults [ResultSlots]string
 	polls        int
 
 	stop chan struct{}
@@ -146,6 +152,12 @@ func (m *Menu) Ready() {
 	m.noRuns = m.scheduled.AddSubMenuItem("Nothing scheduled", "")
 	m.noRuns.Disable()
 	m.manageSchedules = m.scheduled.AddSubMenuItem("Manage Schedules…", "Create, edit, turn on or off and run schedules")
+	m.results = systray.AddMenuItem("Recent Results", "Show the folder of a finished task's outputs")
+	for i := range m.resultItems {
+		m.resultItems[i] = m.results.AddSubMenuItem("", "")
+		m.resultItems[i].Hide()
+	}
+	m.results.Hide()
 	systray.AddSeparator()
 	for i := range m.slots {
 		s := &m.slots[i]
@@ -261,6 +273,9 @@ func (m *Menu) handleClicks() {
 	}
 	for _, item := range m.scheduleItems {
 		m.forward(item, slotClicks, func() { m.open("/schedules") })
+	}
+	for i, item := range m.resultItems {
+		m.forward(item, slotClicks, func() { m.showResult(i) })
 	}
 	for i := range m.slots {
 		s, i := &m.slots[i], i
@@ -486,6 +501,7 @@ func (m *Menu) refresh() {
 	if readPresets {
 		m.refreshPresets(ctx)
 		m.refreshSchedules(ctx)
+		m.refreshResults(ctx)
 	}
 	now := make(map[string]wire.Task, len(list.Tasks))
 	for _, t := range list.Tasks {

@@ -1,12 +1,14 @@
 // Package menubar is the Hivecrew menu-bar (tray) menu: its icon shows
 // whether agents are idle, working or waiting for the user; it lists the
 // running agents (open, pause or resume, cancel), starts presets, lists
-// the next scheduled runs, stops
+// the next scheduled runs and recent results (a click shows the folder
+// of their outputs), stops
 // every agent, opens the dashboard and settings, toggles start at login and
 // quits (the helper and its agents keep running). It uses fyne.io/systray: on Linux a
 // StatusNotifierItem with a dbusmenu, on macOS an NSStatusItem. The menu's
 // content comes from the helper's API; what it shows is decided by pure,
-// tested functions (Summarize, Notices, PresetEntries, ScheduleEntries).
+// tested functions (Summarize, Notices, PresetEntries, ScheduleEntries,
+// ResultEntries).
 package menubar
 
 import (

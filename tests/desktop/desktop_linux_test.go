@@ -16,17 +16,19 @@ import (
 	"github.com/hivecrew/hivecrew/app/desktop"
 	"github.com/hivecrew/hivecrew/app/killswitch"
 	"github.com/hivecrew/hivecrew/app/menubar"
+	"github.com/hivecrew/hivecrew/core/daemon"
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/tests/daemontest"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 	"github.com/hivecrew/hivecrew/tests/xenv"
 )
 
-// busy starts a helper with n agents that keep working until stopped.
-func busy(t *testing.T, n int, titles ...string) (*daemontest.Helper, []string) {
+// busy starts a helper (mutate, if set, changes its configuration) with n
+// agents that keep working until stopped; llm plays their scripts.
+func busy(t *testing.T, mutate func(*daemon.Config), n int, titles ...string) (h *daemontest.Helper, llm *llmtest.Server, ids []string) {
 	t.Helper()
-	h := daemontest.Start(t, nil)
-	llm := llmtest.New(t)
+	h = daemontest.Start(t, mutate)
+	llm = llmtest.New(t)
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
 	llm.Script("[[busy]]", llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: hold, Repeat: true})
@@ -38,7 +40,6 @@ func busy(t *testing.T, n int, titles ...string) (*daemontest.Helper, []string) 
 	if _, err := h.Unix.PatchSettings(ctx, map[string]any{"maxConcurrentVMs": n}); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
 	for i := range n {
 		task, err := h.Unix.CreateTask(ctx, wire.CreateTask{Description: titles[i] + "\n[[busy]]"})
 		if err != nil {
@@ -49,7 +50,7 @@ func busy(t *testing.T, n int, titles ...string) (*daemontest.Helper, []string) 
 	for _, id := range ids {
 		daemontest.WaitTask(t, h.Unix, id, "running", 20*time.Second, func(t wire.Task) bool { return t.Status == "running" })
 	}
-	return h, ids
+	return h, llm, ids
 }
 
 func expectCancelled(t *testing.T, h *daemontest.Helper, ids []string) {
@@ -66,7 +67,7 @@ func expectCancelled(t *testing.T, h *daemontest.Helper, ids []string) {
 // XTEST on an Xvfb display stops the helper's running agents.
 func TestKillSwitchShortcutStopsAgents(t *testing.T) {
 	env := xenv.Start(t, xenv.Options{NoWM: true})
-	h, ids := busy(t, 2, "First busy agent", "Second busy agent")
+	h, _, ids := busy(t, nil, 2, "First busy agent", "Second busy agent")
 	sc, err := killswitch.Parse("ctrl+shift+escape")
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +240,12 @@ func TestTrayMenuOverDBus(t *testing.T) {
 		t.Fatalf("own the notifications name: %v %v", reply, err)
 	}
 
-	h, ids := busy(t, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
+	// Show in Folder reaches the desktop's opener through the helper,
+	// which checks the path first (core/reveal): recorded here.
+	shownFolders := make(chan string, 4)
+	h, llm, ids := busy(t, func(c *daemon.Config) {
+		c.Launch = func(_ context.Context, p string) error { shownFolders <- p; return nil }
+	}, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
 	if _, err := h.Unix.CreatePreset(context.Background(), wire.SavePreset{Name: "Morning sweep", Task: &wire.CreateTask{Description: "Sweep the inbox\n[[busy]]"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -397,6 +403,38 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	}
 	if strings.Contains(notes.all(), "Finish unnoticed") {
 		t.Fatalf("a completed task was notified with completed turned off: %q", notes.all())
+	}
+	// A finished task with an output is under Recent Results; a click
+	// shows the folder its output was saved in.
+	outDir := t.TempDir()
+	llm.Script("[[report]]", append([]llmtest.Turn{llmtest.Tool("write_file", map[string]any{"path": "outbox/report.txt", "contents": "ok\n"})},
+		llmtest.Done("Wrote the report.")...)...)
+	report, err := h.Unix.CreateTask(context.Background(), wire.CreateTask{Description: "Write the report\n[[report]]", OutputDirectory: outDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemontest.WaitTask(t, h.Unix, report.ID, "completed", 20*time.Second, func(t wire.Task) bool { return t.Status == "completed" })
+	var result entry
+	deadline = time.Now().Add(5 * time.Second)
+	for result.label == "" {
+		for _, e := range read() {
+			if e.visible && e.label == "Write the report — 1 file" {
+				result = e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Recent Results does not list the finished task")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	click(t, menu, result.id)
+	select {
+	case p := <-shownFolders:
+		if p != outDir {
+			t.Fatalf("Show in Folder opened %s, want %s", p, outDir)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Recent Results entry showed no folder")
 	}
 	// A preset is started from the Start Preset submenu; its task opens.
 	click(t, menu, byLabel["Morning sweep"].id)
