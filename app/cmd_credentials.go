@@ -13,7 +13,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// cmdCredentials: hivecrew credentials add|ls|rm — logins the agent types
+// cmdCredentials: hivecrew credentials add|edit|import|ls|rm — logins the agent types
 // without seeing them (use_credential).
 func cmdCredentials(e *env, args []string) error {
 	return runTable(e, "credentials", []command{

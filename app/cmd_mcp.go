@@ -12,7 +12,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// cmdMCP: hivecrew mcp add|ls|check|on|off|rm — the MCP servers whose tools
+// cmdMCP: hivecrew mcp add|edit|ls|check|on|off|rm — the MCP servers whose tools
 // the agent is offered (as mcp__SERVER__TOOL) — and mcp serve, Hivecrew as
 // an MCP server for other agents.
 func cmdMCP(e *env, args []string) error {
