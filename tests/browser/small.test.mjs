@@ -22,7 +22,7 @@ process.env.PATH = `${fakeBin}:${process.env.PATH}`; // the helper starts with i
 after(() => fs.rmSync(fakeBin, { recursive: true, force: true }));
 const opened = () => (fs.existsSync(openedLog) ? fs.readFileSync(openedLog, 'utf8').split('\n').filter((l) => l) : []);
 
-const env = suite('small', { provider: false });
+const env = suite('small');
 
 test('completion checks and the upload limit are settings', { timeout: 90000 }, async () => {
   const { helper } = env;
@@ -144,7 +144,6 @@ test('an MCP server is edited: address, environment, headers kept or removed', {
 
 test('a task\'s output is opened and shown in its folder from the task page', { timeout: 180000 }, async () => {
   const { helper, llm } = env;
-  await helper.addProvider(llm);
   const M = '[[webreveal]]';
   llm.script(M, [tool('write_file', { path: 'outbox/report.txt', contents: 'done\n' }),
     tool('write_file', { path: 'outbox/setup.desktop', contents: '[Desktop Entry]\nExec=sh -c "rm -rf ~"\n' }), text('Done.')],
