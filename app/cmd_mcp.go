@@ -8,16 +8,18 @@ import (
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/client"
+	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// cmdMCP: hivecrew mcp add|ls|check|on|off|rm — the MCP servers whose tools
+// cmdMCP: hivecrew mcp add|edit|ls|check|on|off|rm — the MCP servers whose tools
 // the agent is offered (as mcp__SERVER__TOOL) — and mcp serve, Hivecrew as
 // an MCP server for other agents.
 func cmdMCP(e *env, args []string) error {
 	return runTable(e, "mcp", []command{
 		{"add", "--name N (--url URL | -- COMMAND [ARG]...) [--env NAME=VALUE]... [--header NAME=VALUE]... [--permission P] [--timeout S] [--off]", "add an MCP server", mcpAdd},
 		{"ls", "", "list the MCP servers (never their secret values)", mcpLs},
+		{"edit", "NAME|ID [--url URL | -- COMMAND [ARG]...] [--env NAME=VALUE]... [--unset-env NAME]... [--header NAME=VALUE]... [--unset-header NAME]... [--permission P] [--timeout S]", "change a server (values not given stay)", mcpEdit},
 		{"check", "NAME|ID", "start a server as a task would and list its tools", mcpCheck},
 		{"on", "NAME|ID", "offer a server's tools to new tasks", func(e *env, args []string) error { return mcpSwitch(e, args, true) }},
 		{"off", "NAME|ID", "stop offering a server's tools", func(e *env, args []string) error { return mcpSwitch(e, args, false) }},
@@ -189,4 +191,107 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+func mcpEdit(e *env, args []string) error {
+	fs := e.flags()
+	url := fs.String("url", "", "run it as a streamable HTTP server at `URL` (instead of its command)")
+	var env, headers, unsetEnv, unsetHeaders listFlag
+	fs.Var(&env, "env", "set `NAME=VALUE` in its environment (repeatable; VALUE \"-\" reads it from stdin)")
+	fs.Var(&unsetEnv, "unset-env", "remove the variable `NAME` (repeatable)")
+	fs.Var(&headers, "header", "send the HTTP header `NAME=VALUE` (repeatable; VALUE \"-\" reads it from stdin)")
+	fs.Var(&unsetHeaders, "unset-header", "stop sending the header `NAME` (repeatable)")
+	permission := fs.String("permission", "", "what its tools may do without asking: allow, ask or deny (`P`)")
+	timeout := fs.Int("timeout", 0, "longest a tool call may take, in `SECONDS`")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return e.bad(fs, "mcp edit needs the server's NAME or ID")
+	}
+	if *url != "" && len(pos) > 1 {
+		return e.bad(fs, "give --url or a command after --, not both")
+	}
+	var p wire.MCPServerPatch
+	switch {
+	case *url != "":
+		p.URL, p.Command, p.Args = url, new(string), &[]string{}
+	case len(pos) > 1:
+		cmdArgs := pos[2:]
+		p.Command, p.Args, p.URL = &pos[1], &cmdArgs, new(string)
+	}
+	if *permission != "" {
+		p.Permission = permission
+	}
+	if *timeout != 0 {
+		p.TimeoutSeconds = timeout
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	stdin := lazyLine{r: e.stdin()}
+	if len(env)+len(unsetEnv)+len(headers)+len(unsetHeaders) > 0 {
+		old, err := findMCPServer(e, c, pos[0])
+		if err != nil {
+			return err
+		}
+		if p.Env, err = editPairs(fs, e, "env", old.EnvNames, env, unsetEnv, &stdin); err != nil {
+			return err
+		}
+		if p.Headers, err = editPairs(fs, e, "header", old.HeaderNames, headers, unsetHeaders, &stdin); err != nil {
+			return err
+		}
+	}
+	m, err := c.EditMCPServer(e.ctx, pos[0], p)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(m)
+	}
+	e.out("Changed MCP server %s; check it with: hivecrew mcp check %s", m.Name, m.Name)
+	return nil
+}
+
+// findMCPServer is the server named or numbered nameOrID.
+func findMCPServer(e *env, c *client.Client, nameOrID string) (wire.MCPServer, error) {
+	ms, err := c.MCPServers(e.ctx)
+	if err != nil {
+		return wire.MCPServer{}, err
+	}
+	for _, m := range ms {
+		if m.Name == nameOrID || m.ID == nameOrID {
+			return m, nil
+		}
+	}
+	return wire.MCPServer{}, errdefs.NotFoundf("MCP server %q not found", nameOrID)
+}
+
+// editPairs is the whole set of an edited server's variables or headers:
+// the stored names kept (null), --flag NAME=VALUE set, --unset-flag NAME
+// removed; nil when neither flag is given.
+func editPairs(fs *flag.FlagSet, e *env, flagName string, stored, set, unset []string, stdin *lazyLine) (map[string]*string, error) {
+	if len(set)+len(unset) == 0 {
+		return nil, nil
+	}
+	values, err := pairs(fs, e, flagName, set, stdin)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*string{}
+	for _, k := range stored {
+		out[k] = nil
+	}
+	for k, v := range values {
+		out[k] = &v
+	}
+	for _, k := range unset {
+		if _, ok := out[k]; !ok {
+			return nil, e.bad(fs, "--unset-%s %s: the server has no such %s", flagName, k, flagName)
+		}
+		delete(out, k)
+	}
+	return out, nil
 }

@@ -45,6 +45,8 @@ type Client interface {
 	Pairings(ctx context.Context) ([]wire.Pairing, error)
 	ApprovePairing(ctx context.Context, code string) (wire.Pairing, error)
 	DenyPairing(ctx context.Context, code string) (wire.Pairing, error)
+	TaskFiles(ctx context.Context, id string) (wire.TaskFiles, error)
+	OpenOutput(ctx context.Context, id, name string, folder bool) error
 }
 
 // Config configures the menu. Client, Open and Log are required.
@@ -84,6 +86,10 @@ type Menu struct {
 	scheduleItems                      [ScheduleSlots]*systray.MenuItem
 	pairItems                          [PairingSlots]pairSlot
 
+	// results is the Recent Results submenu (finished tasks with outputs).
+	results     *systray.MenuItem
+	resultItems [ResultSlots]*systray.MenuItem
+
 	// mu guards shown (the agents in the slots), last (the previous view
 	// of the active tasks), since/told (the tasks that ended after since
 	// and were notified), for notifications, and shownPresets and polls.
@@ -95,6 +101,7 @@ type Menu struct {
 	// shownPresets are the presets in presetItems; polls counts refreshes
 	// (the presets are read every presetEvery).
 	shownPresets [PresetSlots]wire.Preset
+	shownResults [ResultSlots]string
 	polls        int
 	// shownPairings are the codes in pairItems; asked holds every code
 	// pending at the last poll (nil before the first), for notices.
@@ -166,6 +173,12 @@ func (m *Menu) Ready() {
 	m.noRuns = m.scheduled.AddSubMenuItem("Nothing scheduled", "")
 	m.noRuns.Disable()
 	m.manageSchedules = m.scheduled.AddSubMenuItem("Manage Schedules…", "Create, edit, turn on or off and run schedules")
+	m.results = systray.AddMenuItem("Recent Results", "Show the folder of a finished task's outputs")
+	for i := range m.resultItems {
+		m.resultItems[i] = m.results.AddSubMenuItem("", "")
+		m.resultItems[i].Hide()
+	}
+	m.results.Hide()
 	systray.AddSeparator()
 	for i := range m.slots {
 		s := &m.slots[i]
@@ -303,6 +316,9 @@ func (m *Menu) handleClicks() {
 				}
 			}
 		}()
+	}
+	for i, item := range m.resultItems {
+		m.forward(item, slotClicks, func() { m.showResult(i) })
 	}
 	for i := range m.slots {
 		s, i := &m.slots[i], i
@@ -592,6 +608,7 @@ func (m *Menu) refresh() {
 	if readPresets {
 		m.refreshPresets(ctx)
 		m.refreshSchedules(ctx)
+		m.refreshResults(ctx)
 	}
 	now := make(map[string]wire.Task, len(list.Tasks))
 	for _, t := range list.Tasks {

@@ -2,13 +2,14 @@
 // whether agents are idle, working or waiting for the user; it lists the
 // running agents (open, pause or resume, cancel), lists the devices asking
 // to pair with their code (approve or deny; each one notified), starts
-// presets, lists the next scheduled runs, stops every agent, opens the
-// dashboard and settings, toggles start at login and quits (the helper
-// and its agents keep running). It uses fyne.io/systray: on Linux a
-// StatusNotifierItem with a dbusmenu, on macOS an NSStatusItem. The menu's
-// content comes from the helper's API; what it shows is decided by pure,
-// tested functions (Summarize, Notices, PresetEntries, ScheduleEntries,
-// PairingEntries, PairingNotices).
+// presets, lists the next scheduled runs and recent results (a click shows
+// the folder of their outputs), stops every agent, opens the dashboard and
+// settings, toggles start at login and quits (the helper and its agents
+// keep running). It uses fyne.io/systray: on Linux a StatusNotifierItem
+// with a dbusmenu, on macOS an NSStatusItem. The menu's content comes from
+// the helper's API; what it shows is decided by pure, tested functions
+// (Summarize, Notices, PresetEntries, ScheduleEntries, PairingEntries,
+// PairingNotices, ResultEntries).
 package menubar
 
 import (

@@ -3,6 +3,7 @@ package menubar
 import (
 	"bytes"
 	"image/png"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +200,26 @@ func TestScheduleEntries(t *testing.T) {
 	}
 	if len(ScheduleEntries(nil, now, berlin, 5)) != 0 {
 		t.Fatal("entries of no schedules")
+	}
+}
+
+// TestResultEntries: Recent Results lists finished tasks that have output
+// files, newest first as listed, at most the slots, with their file count.
+func TestResultEntries(t *testing.T) {
+	n := func(i int) *int { return &i }
+	task := func(id, title, status string, outputs *int) wire.TaskSummary {
+		return wire.TaskSummary{Task: wire.Task{ID: id, Title: title, Status: status, OutputFileCount: outputs}}
+	}
+	got := ResultEntries([]wire.TaskSummary{
+		task("a", "Quarterly summary", "completed", n(2)),
+		task("b", "Nothing made", "completed", n(0)),
+		task("c", "Still going", "running", n(1)),
+		task("d", "Counts unknown", "completed", nil),
+		task("e", strings.Repeat("Long title ", 6), "failed", n(1)),
+		task("f", "Third", "completed", n(3)),
+	}, 2)
+	want := []ResultEntry{{TaskID: "a", Label: "Quarterly summary — 2 files"}, {TaskID: "e", Label: "Long title Long title Long title Long t… — 1 file"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ResultEntries = %q\nwant %q", got, want)
 	}
 }

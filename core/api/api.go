@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/pairing"
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/provision"
+	"github.com/hivecrew/hivecrew/core/reveal"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/template"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -44,10 +46,9 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxUploadBytes = 512 << 20
-	sessionCookie         = "hivecrew_session"
-	loginLinkTTL          = 5 * time.Minute
-	webSessionTTL         = 7 * 24 * time.Hour
+	sessionCookie = "hivecrew_session"
+	loginLinkTTL  = 5 * time.Minute
+	webSessionTTL = 7 * 24 * time.Hour
 	// webSessionIdle ends a web session not used for this long.
 	webSessionIdle = 2 * time.Hour
 	// stepUpWindow is how long after its login link a web session may
@@ -88,8 +89,12 @@ type Config struct {
 	// BaseURL is the TCP listener's URL (http://127.0.0.1:5482), for links.
 	BaseURL string
 	Started time.Time
-	// MaxUploadBytes caps a request body with files; default 512 MiB.
+	// MaxUploadBytes, if set, caps a request body with files in place of
+	// Settings' maxUploadMB (tests use caps below a megabyte).
 	MaxUploadBytes int64
+	// Launch opens a file or folder on this computer (Show in folder);
+	// default the desktop's opener (reveal.Desktop).
+	Launch reveal.Launch
 	// LLMBackoff is the first retry wait of provider tests; default 1 s.
 	LLMBackoff time.Duration
 	// Web, if set, serves the web UI: every GET outside /api/ and /login.
@@ -139,11 +144,11 @@ func New(cfg Config) (*API, error) {
 		cfg.SaveSettings == nil || cfg.APIKey == nil || cfg.Log == nil || cfg.Paths.Home == "" {
 		return nil, errors.New("api: Store, Orchestrator, Pool, Secrets, Paths, Settings, SaveSettings, APIKey and Log are required")
 	}
-	if cfg.MaxUploadBytes == 0 {
-		cfg.MaxUploadBytes = DefaultMaxUploadBytes
-	}
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()
+	}
+	if cfg.Launch == nil {
+		cfg.Launch = reveal.Desktop(runtime.GOOS)
 	}
 	if cfg.LLMBackoff == 0 {
 		cfg.LLMBackoff = time.Second
@@ -196,6 +201,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 	h("DELETE /api/v1/tasks/{id}", a.deleteTask)
 	h("GET /api/v1/tasks/{id}/files", a.taskFiles)
 	h("GET /api/v1/tasks/{id}/files/{name...}", a.taskFile)
+	h("POST /api/v1/tasks/{id}/outputs/{name}/open", a.openOutput)
 	h("GET /api/v1/tasks/{id}/screenshot", a.screenshot)
 	h("GET /api/v1/tasks/{id}/screenshots/{seq}", a.eventScreenshot)
 	h("GET /api/v1/tasks/{id}/activity", a.activity)
@@ -238,6 +244,8 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 	// Credentials (extension).
 	h("GET /api/v1/credentials", a.listCredentials)
 	h("POST /api/v1/credentials", a.createCredential)
+	h("POST /api/v1/credentials/import", a.importCredentials)
+	h("PATCH /api/v1/credentials/{id}", a.updateCredential)
 	h("DELETE /api/v1/credentials/{id}", a.deleteCredential)
 	h("GET /api/v1/mcp-servers", a.listMCPServers)
 	h("POST /api/v1/mcp-servers", a.createMCPServer)

@@ -35,7 +35,7 @@ const ReportPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src dat
 // evalRun is a brief as the API sends it.
 func evalRun(b eval.Brief, now time.Time) wire.EvalRun {
 	out := wire.EvalRun{ID: b.ID, Suite: b.Suite, Provider: b.Provider, Models: b.Models, Repeat: b.Repeat,
-		State: b.State(now), TaskCount: b.Tasks, Planned: b.Planned, Done: b.Done, Passed: b.Passed,
+		State: b.State(now), TaskCount: b.Tasks, SuiteTaskCount: b.SuiteTasks, Planned: b.Planned, Done: b.Done, Passed: b.Passed,
 		Problems: b.Problems, Scores: make([]wire.EvalScore, len(b.Scores)), Error: b.Err}
 	if out.Models == nil {
 		out.Models = []string{}

@@ -71,7 +71,7 @@ func TestEvalRuns(t *testing.T) {
 	now := time.Now()
 	finished := writeEvalRun(t, evals, finishedRun("20260301-100000-aaaa"), now.Add(-time.Hour))
 	running := eval.Record{ID: "20260302-100000-bbbb", Suite: "linux-desktop", Provider: "Scripted", Models: []string{"big"}, Repeat: 3,
-		StartedAt: now.Add(-time.Minute), Tasks: []string{"a", "b"}, Results: []eval.Result{{Task: "a", Model: "big", Attempt: 1, Success: true, Category: eval.Passed}}}
+		StartedAt: now.Add(-time.Minute), Tasks: []string{"a", "b"}, SuiteTasks: 41, Results: []eval.Result{{Task: "a", Model: "big", Attempt: 1, Success: true, Category: eval.Passed}}}
 	writeEvalRun(t, evals, running, now)
 	os.MkdirAll(filepath.Join(evals, "20260303-100000-cccc"), 0o700)
 	os.WriteFile(filepath.Join(evals, "20260303-100000-cccc", "results.json"), []byte(`{"id": "20260303-100000-cccc", "results": [{"task": 1`), 0o600)
@@ -84,11 +84,11 @@ func TestEvalRuns(t *testing.T) {
 	if bad := list.Runs[0]; !strings.Contains(bad.Error, "malformed") || bad.State != "interrupted" || bad.Models == nil || bad.Scores == nil {
 		t.Errorf("the malformed run: %+v", bad)
 	}
-	if r := list.Runs[1]; r.State != "running" || r.EndedAt != nil || r.Planned != 6 || r.Done != 1 || r.Passed != 1 || r.TaskCount != 2 || r.Repeat != 3 {
+	if r := list.Runs[1]; r.State != "running" || r.EndedAt != nil || r.Planned != 6 || r.Done != 1 || r.Passed != 1 || r.TaskCount != 2 || r.SuiteTaskCount != 41 || r.Repeat != 3 {
 		t.Errorf("the running run: %+v", r)
 	}
 	f := list.Runs[2]
-	if f.State != "finished" || f.EndedAt == nil || f.Planned != 4 || f.Done != 4 || f.Passed != 2 || f.Problems != 1 ||
+	if f.State != "finished" || f.EndedAt == nil || f.Planned != 4 || f.Done != 4 || f.Passed != 2 || f.Problems != 1 || f.TaskCount != 2 || f.SuiteTaskCount != 3 ||
 		len(f.Scores) != 2 || f.Scores[0] != (wire.EvalScore{Model: "big", Runs: 2, Passes: 2, Rate: 1}) || f.Scores[1] != (wire.EvalScore{Model: "small", Runs: 2, Passes: 0, Rate: 0}) {
 		t.Errorf("the finished run: %+v", f)
 	}

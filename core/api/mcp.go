@@ -75,16 +75,92 @@ func (a *API) createMCPServer(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, mcpServerJSON(m))
 }
 
+// updateMCPServer changes an MCP server: each field given replaces the
+// stored one. env and headers, when given, are the whole set: a name with
+// a value sets it, a name with null keeps its stored value, a name left
+// out goes. Anything but turning it off needs step-up: the server is a
+// program the helper runs, or an address it sends tokens to.
 func (a *API) updateMCPServer(w http.ResponseWriter, r *http.Request) error {
-	on, err := decodeSwitch(w, r, "an MCP server", "server")
+	var in wire.MCPServerPatch
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	onlySwitch := in.Command == nil && in.Args == nil && in.URL == nil && in.Env == nil && in.Headers == nil &&
+		in.Permission == nil && in.TimeoutSeconds == nil
+	if onlySwitch && in.Enabled == nil {
+		return errdefs.Invalidf("nothing to change: give command, args, url, env, headers, permission, timeoutSeconds or enabled")
+	}
+	if !onlySwitch || *in.Enabled {
+		if err := requireStepUp(r, "Changing an MCP server"); err != nil {
+			return err
+		}
+	}
+	old, err := a.st.FindMCPServer(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	m, err := a.st.SetMCPServerEnabled(r.Context(), r.PathValue("id"), on)
+	secret, _ := a.cfg.Secrets.Get(old.SecretRef())
+	srv, err := mcp.FromStore(old, secret)
+	if err != nil {
+		return errdefs.Invalidf("%v: remove the server and add it again", err)
+	}
+	m := old
+	m.Command, m.URL = deref(in.Command, m.Command), deref(in.URL, m.URL)
+	m.Args = deref(in.Args, m.Args)
+	m.Permission, m.TimeoutSeconds = deref(in.Permission, m.Permission), deref(in.TimeoutSeconds, m.TimeoutSeconds)
+	m.Enabled = deref(in.Enabled, m.Enabled)
+	env, err := mergeSecrets("env", srv.Env, in.Env)
 	if err != nil {
 		return err
+	}
+	headers, err := mergeSecrets("headers", srv.Headers, in.Headers)
+	if err != nil {
+		return err
+	}
+	next := mcp.Server{Name: m.Name, Command: m.Command, Args: m.Args, URL: m.URL, Env: env, Headers: headers, Permission: config.Permission(m.Permission)}
+	if err := next.Check(); err != nil {
+		return errdefs.Invalidf("%v", err)
+	}
+	if m.TimeoutSeconds < 1 || m.TimeoutSeconds > 3600 {
+		return errdefs.Invalidf("timeoutSeconds must be between 1 and 3600")
+	}
+	m.EnvNames, m.HeaderNames = slices.Sorted(maps.Keys(env)), slices.Sorted(maps.Keys(headers))
+	if err := a.st.UpdateMCPServer(r.Context(), m); err != nil {
+		return err
+	}
+	if in.Env != nil || in.Headers != nil {
+		err := a.cfg.Secrets.Delete(m.SecretRef())
+		if len(env)+len(headers) > 0 {
+			b, _ := json.Marshal(mcp.Stored{Env: env, Headers: headers})
+			err = a.cfg.Secrets.Set(m.SecretRef(), string(b))
+		}
+		if err != nil {
+			a.st.UpdateMCPServer(context.WithoutCancel(r.Context()), old)
+			return errdefs.Unavailablef("store the MCP server's environment and headers: %v", err)
+		}
 	}
 	return writeJSON(w, http.StatusOK, mcpServerJSON(m))
+}
+
+// mergeSecrets is an edit's env or headers over the stored ones (see
+// updateMCPServer); nil leaves them as they are.
+func mergeSecrets(field string, stored map[string]string, given map[string]*string) (map[string]string, error) {
+	if given == nil {
+		return stored, nil
+	}
+	out := make(map[string]string, len(given))
+	for k, v := range given {
+		if v != nil {
+			out[k] = *v
+			continue
+		}
+		old, ok := stored[k]
+		if !ok {
+			return nil, errdefs.Invalidf("%s %s: null keeps a stored value, and it has none: give its value", field, k)
+		}
+		out[k] = old
+	}
+	return out, nil
 }
 
 // decodeSwitch reads a PATCH that turns something on or off

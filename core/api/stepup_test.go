@@ -125,9 +125,9 @@ func allowedStale(t *testing.T, stale session, changes []change) {
 // now needs a fresh sign-in: the search key's address (a new URL, Brave
 // turned on again), a provider's address cleared to its vendor's, a
 // template renamed to, or created under, the name that template-scoped
-// provisioning (a secret variable) goes to. MCP servers' and webhooks'
-// addresses and headers cannot be changed at all (remove and add, which
-// needs step-up). What sends no secret anywhere new needs nothing.
+// provisioning (a secret variable) goes to, an MCP server's address and
+// headers. Webhooks' addresses cannot be changed at all (remove and add,
+// which needs step-up). What sends no secret anywhere new needs nothing.
 func TestStaleSessionCannotRedirectASecret(t *testing.T) {
 	h := startHelper(t, func(c *daemon.Config) { c.WebStepUp = stepUpWindow })
 	h.addProvider()
@@ -192,12 +192,23 @@ func TestStaleSessionCannotRedirectASecret(t *testing.T) {
 		{what: "a template's description", method: "PATCH", path: "/api/v1/templates/host", body: `{"name":"work","description":"Mine"}`, fresh: 200},
 	})
 
-	// An MCP server's or a webhook's address and headers are not
-	// changeable, fresh or stale: a PATCH is refused or changes only
-	// whether it is on.
+	// An MCP server's address and headers change with a fresh sign-in
+	// only (its stored headers go where it points); turning it off needs
+	// none.
+	refusedUntilStepUp(t, h, stale, []change{
+		{what: "an MCP server's address, its header kept", method: "PATCH", path: "/api/v1/mcp-servers/files", body: `{"url":"http://127.0.0.1:9/moved","headers":{"Authorization":null}}`, fresh: 200},
+		{what: "an MCP server turned off and its header changed", method: "PATCH", path: "/api/v1/mcp-servers/files", body: `{"enabled":false,"headers":{"Authorization":"x"}}`, fresh: 200},
+	})
+	allowedStale(t, stale, []change{{what: "an MCP server turned off", method: "PATCH", path: "/api/v1/mcp-servers/files", body: `{"enabled":false}`, fresh: 200}})
+	// A credential is changed or imported as it is added: fresh only.
+	h.expect(201, "POST", "/api/v1/credentials", map[string]any{"name": "intranet", "password": "in-secret"})
+	refusedUntilStepUp(t, h, stale, []change{
+		{what: "a credential's password", method: "PATCH", path: "/api/v1/credentials/intranet", body: `{"password":"new-secret"}`, fresh: 200},
+		{what: "a browser's export imported", method: "POST", path: "/api/v1/credentials/import", body: "name,url,username,password\nbank,https://bank.example,ada,bk-secret\n", contentType: "text/csv", fresh: 201},
+	})
+	// A webhook's address is not changeable, fresh or stale: a PATCH is
+	// refused or changes only whether it is on.
 	for _, c := range []struct{ path, body string }{
-		{"/api/v1/mcp-servers/files", `{"url":"http://127.0.0.1:9/steal"}`},
-		{"/api/v1/mcp-servers/files", `{"enabled":false,"url":"http://127.0.0.1:9/steal","headers":{"Authorization":"x"}}`},
 		{"/api/v1/webhooks/ops", `{"url":"` + steal.URL + `"}`},
 		{"/api/v1/webhooks/ops", `{"enabled":false,"url":"` + steal.URL + `"}`},
 	} {
@@ -209,8 +220,8 @@ func TestStaleSessionCannotRedirectASecret(t *testing.T) {
 	}
 	var mcps wire.MCPServerList
 	json.Unmarshal(h.expect(200, "GET", "/api/v1/mcp-servers", nil), &mcps)
-	if len(mcps.Servers) != 1 || mcps.Servers[0].URL != "http://127.0.0.1:9/mcp" {
-		t.Errorf("after PATCHes of its address: MCP servers %+v", mcps.Servers)
+	if len(mcps.Servers) != 1 || mcps.Servers[0].URL != "http://127.0.0.1:9/moved" || mcps.Servers[0].Enabled {
+		t.Errorf("after the fresh session's PATCHes: MCP servers %+v", mcps.Servers)
 	}
 	var test wire.WebhookTest
 	json.Unmarshal(h.expect(200, "POST", "/api/v1/webhooks/ops/test", nil), &test)

@@ -443,10 +443,31 @@ func taskFromForm(w http.ResponseWriter, f form, more ...string) (wire.CreateTas
 	return in, nil
 }
 
+// maxUpload is the cap of a request body with files: Settings'
+// maxUploadMB, or the configuration's override.
+func (a *API) maxUpload() (int64, string) {
+	if a.cfg.MaxUploadBytes > 0 {
+		return a.cfg.MaxUploadBytes, fmt.Sprintf("%d bytes", a.cfg.MaxUploadBytes)
+	}
+	mb := a.cfg.Settings().MaxUploadMB
+	return int64(mb) << 20, fmt.Sprintf("%d MB (Settings: maxUploadMB)", mb)
+}
+
 // readMultipart streams a multipart body: form fields into a map, "files"
-// parts into files under tmp. The body is capped at MaxUploadBytes.
+// parts into files under tmp. The body is capped at maxUpload.
 func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, a.cfg.MaxUploadBytes)
+	limit, said := a.maxUpload()
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	fields, ups, err := readParts(r, tmp)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, nil, errdefs.TooLargef("the request with its files is over the upload limit of %s", said)
+	}
+	return fields, ups, err
+}
+
+// readParts is readMultipart's reading, under its cap.
+func readParts(r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, nil, errdefs.Invalidf("bad multipart body: %v", err)
@@ -649,8 +670,18 @@ func waitChange(r *http.Request, ch <-chan struct{}) {
 	}
 }
 
+// deleteTask deletes a task and all the helper keeps of it. As Swift's, a
+// task that has not ended is cancelled first; with cancel=false it is
+// refused (409) instead.
 func (a *API) deleteTask(w http.ResponseWriter, r *http.Request) error {
-	if err := a.o.Delete(r.Context(), r.PathValue("id")); err != nil {
+	cancel := true
+	if v := r.URL.Query().Get("cancel"); v != "" {
+		var err error
+		if cancel, err = strconv.ParseBool(v); err != nil {
+			return errdefs.Invalidf("cancel %q: want true or false", v)
+		}
+	}
+	if err := a.o.Delete(r.Context(), r.PathValue("id"), cancel); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -31,7 +31,12 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) e
 		}
 		r = bytes.NewReader(b)
 	}
-	resp, err := c.send(ctx, method, path, r, "application/json")
+	return c.callBody(ctx, method, path, r, "application/json", out)
+}
+
+// callBody is call with a body of contentType as it is.
+func (c *Client) callBody(ctx context.Context, method, path string, r io.Reader, contentType string, out any) error {
+	resp, err := c.send(ctx, method, path, r, contentType)
 	if err != nil {
 		return err
 	}
@@ -238,9 +243,17 @@ func (c *Client) TaskAction(ctx context.Context, id string, a wire.TaskAction) (
 	return t, c.call(ctx, http.MethodPatch, "/api/v1/tasks/"+esc(id), a, &t)
 }
 
-// DeleteTask deletes a task.
-func (c *Client) DeleteTask(ctx context.Context, id string) error {
-	return c.call(ctx, http.MethodDelete, "/api/v1/tasks/"+esc(id), nil, nil)
+// DeleteTask deletes a task and all the helper keeps of it; one that has
+// not ended is cancelled first with cancel, else refused (a conflict).
+func (c *Client) DeleteTask(ctx context.Context, id string, cancel bool) error {
+	return c.call(ctx, http.MethodDelete, "/api/v1/tasks/"+esc(id)+"?cancel="+strconv.FormatBool(cancel), nil, nil)
+}
+
+// OpenOutput opens a task's output, as saved to its output folder, on the
+// helper's computer with its default application, or with folder shows
+// the folder it is in.
+func (c *Client) OpenOutput(ctx context.Context, id, name string, folder bool) error {
+	return c.call(ctx, http.MethodPost, "/api/v1/tasks/"+esc(id)+"/outputs/"+esc(name)+"/open", wire.OpenOutput{Folder: folder}, nil)
 }
 
 // TaskFiles lists a task's files.
@@ -504,6 +517,19 @@ func (c *Client) AddCredential(ctx context.Context, in wire.CredentialInput) (wi
 	return cr, c.call(ctx, http.MethodPost, "/api/v1/credentials", in, &cr)
 }
 
+// EditCredential changes a credential (by ID or name): the fields given.
+func (c *Client) EditCredential(ctx context.Context, id string, p wire.CredentialPatch) (wire.Credential, error) {
+	var cr wire.Credential
+	return cr, c.call(ctx, http.MethodPatch, "/api/v1/credentials/"+esc(id), p, &cr)
+}
+
+// ImportCredentials stores the logins of a browser's password export
+// (CSV): all of them, or none.
+func (c *Client) ImportCredentials(ctx context.Context, csv io.Reader) ([]wire.Credential, error) {
+	var l wire.CredentialList
+	return l.Credentials, c.callBody(ctx, http.MethodPost, "/api/v1/credentials/import", csv, "text/csv", &l)
+}
+
 // RemoveCredential deletes a credential (by ID or name) and its secrets.
 func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/api/v1/credentials/"+esc(id), nil, nil)
@@ -662,6 +688,12 @@ func (c *Client) AddMCPServer(ctx context.Context, in wire.MCPServerInput) (wire
 func (c *Client) CheckMCPServer(ctx context.Context, id string) (wire.MCPServerCheck, error) {
 	var r wire.MCPServerCheck
 	return r, c.call(ctx, http.MethodPost, "/api/v1/mcp-servers/"+esc(id)+"/check", nil, &r)
+}
+
+// EditMCPServer changes an MCP server (by ID or name): the fields given.
+func (c *Client) EditMCPServer(ctx context.Context, id string, p wire.MCPServerPatch) (wire.MCPServer, error) {
+	var m wire.MCPServer
+	return m, c.call(ctx, http.MethodPatch, "/api/v1/mcp-servers/"+esc(id), p, &m)
 }
 
 // SetMCPServerEnabled turns an MCP server (by ID or name) on or off for new

@@ -173,6 +173,12 @@ func (p ToolPolicy) normalize() {
 // MaxConcurrentVMsCap is the most VMs Settings may allow at once.
 const MaxConcurrentVMsCap = 256
 
+// Bounds of CompletionCheckTries and MaxUploadMB.
+const (
+	MaxCompletionCheckTries = 10
+	MaxUploadMBCap          = 10 << 10 // 10 GB
+)
+
 // Settings are the user's preferences, persisted in the store. JSON names are
 // the wire names of the settings API and the keys of the settings table.
 type Settings struct {
@@ -188,6 +194,10 @@ type Settings struct {
 	DefaultTimeoutMinutes int    `json:"defaultTimeoutMinutes"`
 	DefaultMaxIterations  int    `json:"defaultMaxIterations"`
 	DefaultTemplateID     string `json:"defaultTemplateId"`
+	// CompletionCheckTries is how many completion checks in a row may
+	// say a task is not done (the agent is told why and goes on) before
+	// it ends failed: 1 to 10 (Swift's maxCompletionAttempts).
+	CompletionCheckTries int `json:"completionCheckTries"`
 	// TaskBudgetUSD and TaskBudgetTokens pause a task once its LLM use
 	// reaches them (0: no budget); a task may set its own.
 	TaskBudgetUSD    float64 `json:"taskBudgetUSD"`
@@ -234,6 +244,10 @@ type Settings struct {
 	// task's summary says so.
 	MaxOutputFileMB int `json:"maxOutputFileMB"`
 	MaxOutputTaskMB int `json:"maxOutputTaskMB"`
+	// MaxUploadMB caps a request that carries files (a task's,
+	// schedule's or preset's input files, all of them together), in MB:
+	// 1 to MaxUploadMBCap.
+	MaxUploadMB int `json:"maxUploadMB"`
 
 	// WebSearchBackend is the search backend of the host's web_search tool:
 	// "searxng" (at WebSearchURL), "brave" (the Brave Search API, its key in
@@ -315,6 +329,8 @@ func Defaults(goos, userHome string) Settings {
 		IdleTimeoutMinutes:    30,
 		DefaultTimeoutMinutes: 30,
 		DefaultMaxIterations:  100,
+		CompletionCheckTries:  2,
+		MaxUploadMB:           512,
 		VMCPUCount:            2,
 		VMMemoryMB:            4096,
 		VMDiskGB:              32,
@@ -363,6 +379,8 @@ func (s Settings) Validate() error {
 	inRange("idleTimeoutMinutes", s.IdleTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultTimeoutMinutes", s.DefaultTimeoutMinutes, 1, 7*24*60)
 	inRange("defaultMaxIterations", s.DefaultMaxIterations, 1, 10000)
+	inRange("completionCheckTries", s.CompletionCheckTries, 1, MaxCompletionCheckTries)
+	inRange("maxUploadMB", s.MaxUploadMB, 1, MaxUploadMBCap)
 	if s.LimitGraceMinutes < 0 || s.LimitGraceMinutes > 1440 {
 		errs = append(errs, fmt.Errorf("limitGraceMinutes must be between 0 (end at once) and 1440 (got %g)", s.LimitGraceMinutes))
 	}

@@ -232,3 +232,33 @@ func TestLooser(t *testing.T) {
 		t.Errorf("without a fallback: %v", got)
 	}
 }
+
+// TestCompletionCheckTriesAndUploadLimit: the completion check's tries
+// are 1 to 10 (default 2) and the upload limit 1 MB to 10 GB (default
+// 512 MB); a value out of range is refused naming the setting and its
+// bounds, and nothing changes.
+func TestCompletionCheckTriesAndUploadLimit(t *testing.T) {
+	base := Defaults("linux", "/home/ada")
+	if base.CompletionCheckTries != 2 || base.MaxUploadMB != 512 {
+		t.Fatalf("defaults: completionCheckTries %d, maxUploadMB %d; want 2 and 512", base.CompletionCheckTries, base.MaxUploadMB)
+	}
+	for patch, want := range map[string]string{
+		`{"completionCheckTries": 0}`:     "completionCheckTries must be between 1 and 10 (got 0)",
+		`{"completionCheckTries": 11}`:    "completionCheckTries must be between 1 and 10 (got 11)",
+		`{"maxUploadMB": 0}`:              "maxUploadMB must be between 1 and 10240 (got 0)",
+		`{"maxUploadMB": 10241}`:          "maxUploadMB must be between 1 and 10240 (got 10241)",
+		`{"completionCheckTries": "two"}`: "completionCheckTries",
+	} {
+		got, err := base.Patch([]byte(patch))
+		if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v; want ErrInvalid saying %q", patch, err, want)
+		}
+		if got.CompletionCheckTries != 2 || got.MaxUploadMB != 512 {
+			t.Errorf("%s changed the settings: %d, %d", patch, got.CompletionCheckTries, got.MaxUploadMB)
+		}
+	}
+	got, err := base.Patch([]byte(`{"completionCheckTries": 10, "maxUploadMB": 1}`))
+	if err != nil || got.CompletionCheckTries != 10 || got.MaxUploadMB != 1 {
+		t.Fatalf("in range: %+v, %v", got, err)
+	}
+}

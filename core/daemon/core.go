@@ -212,7 +212,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	}
 	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
 		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
-		LLMBackoff: cfg.LLMBackoff, StepUpWindow: cfg.WebStepUp, PairingTTL: cfg.PairingTTL, MaxUploadBytes: cfg.MaxUploadBytes, Web: web.Handler(), Log: log,
+		LLMBackoff: cfg.LLMBackoff, StepUpWindow: cfg.WebStepUp, PairingTTL: cfg.PairingTTL, MaxUploadBytes: cfg.MaxUploadBytes, Launch: cfg.Launch, Web: web.Handler(), Log: log,
 		Templates: tm, Webhooks: hooks, Provisioning: prov})
 	if err != nil {
 		tm.Close()

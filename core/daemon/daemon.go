@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/reveal"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
 )
@@ -88,8 +89,12 @@ type Config struct {
 	PairingTTL time.Duration
 	// DrainTimeout bounds the shutdown of agents and VMs; default 30 s.
 	DrainTimeout time.Duration
-	// MaxUploadBytes caps a request with files; default api.DefaultMaxUploadBytes.
+	// MaxUploadBytes, if set, caps a request with files in place of
+	// Settings' maxUploadMB (for tests).
 	MaxUploadBytes int64
+	// Launch, if set, opens a task's output or its folder in place of the
+	// desktop's opener (for tests).
+	Launch reveal.Launch
 }
 
 // Run runs the helper until ctx is cancelled or a stop request arrives, then

@@ -42,9 +42,12 @@ type Record struct {
 	StartedAt time.Time `json:"startedAt"`
 	EndedAt   time.Time `json:"endedAt,omitzero"`
 	// Tasks are the ids of the tasks run, in order.
-	Tasks    []string  `json:"tasks"`
-	Problems []Problem `json:"problems,omitempty"`
-	Results  []Result  `json:"results"`
+	Tasks []string `json:"tasks"`
+	// SuiteTasks is how many tasks the suite has, the ones run or not
+	// (left out by --only, or Problems); 0 in records of older runs.
+	SuiteTasks int       `json:"suiteTasks,omitempty"`
+	Problems   []Problem `json:"problems,omitempty"`
+	Results    []Result  `json:"results"`
 }
 
 // Result is one task run by one model once.

@@ -109,7 +109,8 @@ func Run(ctx context.Context, cfg Config) (Record, string, error) {
 		return Record{}, "", fmt.Errorf("eval run: %w", err)
 	}
 	rec := Record{ID: id, Suite: cfg.Suite.Name, SuiteDir: cfg.Suite.Dir, Provider: cfg.Provider, Models: cfg.Models,
-		Repeat: cfg.Repeat, WebBase: cfg.WebBase, StartedAt: time.Now().UTC(), Problems: problems, Results: []Result{}}
+		Repeat: cfg.Repeat, WebBase: cfg.WebBase, StartedAt: time.Now().UTC(), Problems: problems, Results: []Result{},
+		SuiteTasks: len(cfg.Suite.Tasks) + len(cfg.Suite.Problems)}
 	var jobs []job
 	for _, t := range tasks {
 		rec.Tasks = append(rec.Tasks, t.ID)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -278,5 +279,25 @@ func TestInterrupted(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.cancelled) != 3 {
 		t.Fatalf("cancelled %v; want the 3 running tasks", h.cancelled)
+	}
+}
+
+// TestSuiteTasksCounted: a run of some of a suite's tasks (--only) records
+// how many the suite has, and its brief says both numbers; an older record
+// without the count falls back to the tasks run and its problems.
+func TestSuiteTasksCounted(t *testing.T) {
+	h := &fakeHelper{decide: func(wire.CreateTask) (wire.Task, wire.CheckResult, map[string]string) {
+		return wire.Task{Status: "completed"}, wire.CheckResult{}, map[string]string{"out.txt": "ok\n"}
+	}}
+	rec, _, err := Run(context.Background(), Config{Helper: h, Suite: suiteOf(t, 4), Provider: "p", Models: []string{"m"}, Dir: t.TempDir(), Poll: 1, Only: []string{"task-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := brief(rec, time.Now()); len(rec.Tasks) != 1 || rec.SuiteTasks != 4 || b.Tasks != 1 || b.SuiteTasks != 4 {
+		t.Fatalf("record %v of %d, brief %d of %d; want 1 of 4", rec.Tasks, rec.SuiteTasks, b.Tasks, b.SuiteTasks)
+	}
+	old := Record{Tasks: []string{"a", "b"}, Problems: []Problem{{File: "c.json"}}}
+	if b := brief(old, time.Now()); b.SuiteTasks != 3 {
+		t.Fatalf("an older record's suite: %d tasks, want 3", b.SuiteTasks)
 	}
 }

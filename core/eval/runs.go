@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -56,6 +57,9 @@ type Brief struct {
 	// (tasks × models × repeat) and Done the results so far.
 	Tasks, Planned, Done, Passed int
 	Problems                     int
+	// SuiteTasks is how many tasks the suite has (the record's, or for an
+	// older record the tasks run and those that could not).
+	SuiteTasks int
 	// Scores compares the models (Summarize's).
 	Scores []ModelSummary
 	// ModTime is when results.json last changed.
@@ -80,7 +84,8 @@ func brief(r Record, mod time.Time) Brief {
 	s := Summarize(r)
 	b := Brief{ID: r.ID, Suite: r.Suite, Provider: r.Provider, Models: slices.Clone(r.Models), Repeat: r.Repeat,
 		StartedAt: r.StartedAt, EndedAt: r.EndedAt, Tasks: len(r.Tasks), Planned: len(r.Tasks) * len(r.Models) * max(r.Repeat, 1),
-		Done: len(r.Results), Problems: len(r.Problems), Scores: s.Models, ModTime: mod}
+		Done: len(r.Results), Problems: len(r.Problems), Scores: s.Models, ModTime: mod,
+		SuiteTasks: cmp.Or(r.SuiteTasks, len(r.Tasks)+len(r.Problems))}
 	for _, m := range s.Models {
 		b.Passed += m.Passes
 	}

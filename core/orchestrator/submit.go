@@ -396,38 +396,6 @@ func (o *Orchestrator) rerunModel(ctx context.Context, old store.Task, with Reru
 	return p.DisplayName, model, nil
 }
 
-// Delete deletes a task, its files and its traces; an active task is
-// cancelled first.
-func (o *Orchestrator) Delete(ctx context.Context, id string) error {
-	if r, ok := o.activeRun(id); ok {
-		r.stop(errUserCancel)
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	t, err := o.cfg.Store.GetTask(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := o.cfg.Store.DeleteTask(ctx, id); err != nil {
-		return err
-	}
-	// A run that claimed the task meanwhile has nothing left to record.
-	if r, ok := o.activeRun(id); ok {
-		r.stop(errUserCancel)
-		<-r.done
-	}
-	var errs []error
-	errs = append(errs, os.RemoveAll(o.taskDir(id)))
-	if t.SessionID != "" {
-		errs = append(errs, os.RemoveAll(o.cfg.Paths.Session(t.SessionID)))
-	}
-	o.hub.notify(id)
-	return errors.Join(errs...)
-}
-
 // Batch limits: copies per target (as the Swift server) and tasks per batch.
 const (
 	MaxBatchCopies = 8

@@ -34,14 +34,7 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential) error {
 		c.ID = uuid.NewString()
 	}
 	c.CreatedAt = time.Now().UTC()
-	err := s.db.WithContext(ctx).Create(c).Error
-	if errors.Is(err, gorm.ErrDuplicatedKey) || (err != nil && strings.Contains(err.Error(), "UNIQUE")) {
-		return errdefs.Conflictf("a credential named %q exists already", c.Name)
-	}
-	if err != nil {
-		return fmt.Errorf("create credential: %w", classify(err))
-	}
-	return nil
+	return credentialErr(s.db.WithContext(ctx).Create(c).Error, c.Name, "create")
 }
 
 // ListCredentials returns every credential, by name.
@@ -77,4 +70,57 @@ func (s *Store) DeleteCredential(ctx context.Context, nameOrID string) (Credenti
 		return c, fmt.Errorf("delete credential %q: %w", nameOrID, classify(err))
 	}
 	return c, nil
+}
+
+// CreateCredentials stores new credentials in one transaction: all of
+// them, or none when one cannot be (a name taken, say).
+func (s *Store) CreateCredentials(ctx context.Context, cs []*Credential) error {
+	now := time.Now().UTC()
+	for _, c := range cs {
+		c.Name = strings.TrimSpace(c.Name)
+		if err := checkCredentialName(c.Name); err != nil {
+			return err
+		}
+		if c.ID == "" {
+			c.ID = uuid.NewString()
+		}
+		c.CreatedAt = now
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		for _, c := range cs {
+			if err := credentialErr(tx.Create(c).Error, c.Name, "create"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// UpdateCredential saves a credential's name, username, applications and
+// whether it has a TOTP seed (its secrets are the caller's).
+func (s *Store) UpdateCredential(ctx context.Context, c Credential) error {
+	c.Name = strings.TrimSpace(c.Name)
+	if err := checkCredentialName(c.Name); err != nil {
+		return err
+	}
+	res := s.db.WithContext(ctx).Model(&Credential{}).Where("id = ?", c.ID).
+		Updates(map[string]any{"name": c.Name, "username": c.Username, "allowed_apps": c.AllowedApps, "has_totp": c.HasTOTP})
+	if err := credentialErr(res.Error, c.Name, "update"); err != nil {
+		return err
+	}
+	if res.RowsAffected == 0 {
+		return errdefs.NotFoundf("credential %q not found", c.ID)
+	}
+	return nil
+}
+
+// credentialErr classifies an error of writing a credential named name.
+func credentialErr(err error, name, op string) error {
+	if errors.Is(err, gorm.ErrDuplicatedKey) || (err != nil && strings.Contains(err.Error(), "UNIQUE")) {
+		return errdefs.Conflictf("a credential named %q exists already", name)
+	}
+	if err != nil {
+		return fmt.Errorf("%s credential: %w", op, classify(err))
+	}
+	return nil
 }

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
 // CreateMCPServer stores a new MCP server (its secret values are the
@@ -29,4 +32,18 @@ func (s *Store) SetMCPServerEnabled(ctx context.Context, nameOrID string, on boo
 // the caller's to delete).
 func (s *Store) DeleteMCPServer(ctx context.Context, nameOrID string) (MCPServer, error) {
 	return deleteNamed[MCPServer](ctx, s, "MCP server", nameOrID)
+}
+
+// UpdateMCPServer saves an MCP server's command, arguments, URL, the
+// names of its environment variables and headers, its permission,
+// timeout and whether it is on (its secret values are the caller's).
+func (s *Store) UpdateMCPServer(ctx context.Context, m MCPServer) error {
+	res := s.db.WithContext(ctx).Model(&MCPServer{}).Where("id = ?", m.ID).Select("command", "args", "url", "env_names", "header_names", "permission", "timeout_seconds", "enabled").Updates(&m)
+	if res.Error != nil {
+		return fmt.Errorf("update MCP server %s: %w", m.Name, classify(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return errdefs.NotFoundf("MCP server %q not found", m.Name)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,14 +127,43 @@ func (s *Store) TaskFiles(ctx context.Context, taskID string, kind FileKind) ([]
 // DeleteTask deletes a task and, through the foreign keys, everything that
 // belongs to it (files rows, events, sessions, questions, permissions).
 func (s *Store) DeleteTask(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Task{})
-	if res.Error != nil {
-		return fmt.Errorf("delete task %s: %w", id, classify(res.Error))
+	return s.DeleteTasks(ctx, []string{id})
+}
+
+// DeleteTasks deletes tasks (a task and its subagents' tasks) in one
+// transaction, as DeleteTask does each: all of them, or none when one is
+// not found.
+func (s *Store) DeleteTasks(ctx context.Context, ids []string) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		for _, id := range ids {
+			res := tx.Where("id = ?", id).Delete(&Task{})
+			if res.Error != nil {
+				return fmt.Errorf("delete task %s: %w", id, classify(res.Error))
+			}
+			if res.RowsAffected == 0 {
+				return errdefs.NotFoundf("task %s not found", id)
+			}
+		}
+		return nil
+	})
+}
+
+// SessionIDs are the agent sessions a task had (each run one, a resumed
+// run going on in its session), the task's latest among them, oldest
+// first: whose trace folders are the task's.
+func (s *Store) SessionIDs(ctx context.Context, t Task) ([]string, error) {
+	return sessionIDs(s.db.WithContext(ctx), t)
+}
+
+func sessionIDs(db *gorm.DB, t Task) ([]string, error) {
+	var ids []string
+	if err := db.Model(&AgentSession{}).Where("task_id = ?", t.ID).Order("started_at").Pluck("id", &ids).Error; err != nil {
+		return nil, fmt.Errorf("sessions of task %s: %w", t.ID, classify(err))
 	}
-	if res.RowsAffected == 0 {
-		return errdefs.NotFoundf("task %s not found", id)
+	if t.SessionID != "" && !slices.Contains(ids, t.SessionID) {
+		ids = append(ids, t.SessionID)
 	}
-	return nil
+	return ids, nil
 }
 
 // AppendEvents adds events to a task's activity log in one transaction and

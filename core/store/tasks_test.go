@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +262,52 @@ func TestEventPointRoundTrip(t *testing.T) {
 	events, err = s2.ListEvents(ctx, task.ID, 4, 0)
 	if err != nil || len(events) != 1 || events[0].Point == nil || *events[0].Point != *click {
 		t.Fatalf("a point stored after the migration = %+v, %v", events, err)
+	}
+}
+
+// TestDeleteTasksAllOrNothing: a task and its subagent's task are deleted
+// together with their events, file records and sessions; when one of the
+// ids is gone, nothing is deleted. SessionIDs names every session a task
+// had, its latest too.
+func TestDeleteTasksAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	parent, child := newTask("parent"), newTask("child")
+	for _, task := range []*Task{parent, child} {
+		if task == child {
+			child.ParentTaskID = &parent.ID
+		}
+		if err := s.CreateTask(ctx, task, []TaskFile{{Name: "out.txt", Path: "out.txt", Kind: FileOutput}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, sid := range []string{task.Description + "-1", task.Description + "-2"} {
+			if err := s.CreateSession(ctx, &AgentSession{ID: sid, TaskID: task.ID, TracePath: sid}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sids, err := s.SessionIDs(ctx, Task{ID: parent.ID, SessionID: "parent-3"})
+	if err != nil || !slices.Equal(sids, []string{"parent-1", "parent-2", "parent-3"}) {
+		t.Fatalf("SessionIDs = %v, %v", sids, err)
+	}
+	count := func() (n [4]int64) {
+		s.db.Model(&Task{}).Count(&n[0])
+		s.db.Model(&Event{}).Count(&n[1])
+		s.db.Model(&TaskFile{}).Count(&n[2])
+		s.db.Model(&AgentSession{}).Count(&n[3])
+		return n
+	}
+	before := count()
+	if err := s.DeleteTasks(ctx, []string{parent.ID, "missing"}); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("delete with a missing id = %v, want not found", err)
+	}
+	if after := count(); after != before {
+		t.Fatalf("a refused delete removed rows: %v -> %v", before, after)
+	}
+	if err := s.DeleteTasks(ctx, []string{parent.ID, child.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if after := count(); after != [4]int64{} {
+		t.Fatalf("after delete (tasks, events, files, sessions) = %v, want none", after)
 	}
 }

@@ -103,12 +103,9 @@ func (s *Store) TracesEndedBefore(ctx context.Context, t time.Time, limit int) (
 	}
 	out := make([]Trace, 0, len(tasks))
 	for _, task := range tasks {
-		var ids []string
-		if err := s.db.WithContext(ctx).Model(&AgentSession{}).Where("task_id = ?", task.ID).Order("started_at").Pluck("id", &ids).Error; err != nil {
-			return nil, fmt.Errorf("sessions of task %s: %w", task.ID, classify(err))
-		}
-		if task.SessionID != "" && !contains(ids, task.SessionID) {
-			ids = append(ids, task.SessionID)
+		ids, err := sessionIDs(s.db.WithContext(ctx), task)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, Trace{TaskID: task.ID, CompletedAt: *task.CompletedAt, SessionIDs: ids})
 	}
@@ -135,13 +132,4 @@ func (s *Store) MarkTraceDeleted(ctx context.Context, taskID string, at time.Tim
 		return fmt.Errorf("mark the trace of task %s deleted: %w", taskID, err)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -628,22 +628,25 @@ type PresetList struct {
 // Done the results so far. A run whose results.json cannot be read has
 // only its id, state, updatedAt and Error.
 type EvalRun struct {
-	ID        string      `json:"id"`
-	Suite     string      `json:"suite"`
-	Provider  string      `json:"provider"`
-	Models    []string    `json:"models"`
-	Repeat    int         `json:"repeat"`
-	StartedAt *time.Time  `json:"startedAt,omitempty"`
-	EndedAt   *time.Time  `json:"endedAt,omitempty"`
-	UpdatedAt *time.Time  `json:"updatedAt,omitempty"`
-	State     string      `json:"state"`
-	TaskCount int         `json:"taskCount"`
-	Planned   int         `json:"planned"`
-	Done      int         `json:"done"`
-	Passed    int         `json:"passed"`
-	Scores    []EvalScore `json:"scores"`
-	Problems  int         `json:"problems"`
-	Error     string      `json:"error,omitempty"`
+	ID        string     `json:"id"`
+	Suite     string     `json:"suite"`
+	Provider  string     `json:"provider"`
+	Models    []string   `json:"models"`
+	Repeat    int        `json:"repeat"`
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+	State     string     `json:"state"`
+	TaskCount int        `json:"taskCount"`
+	// SuiteTaskCount is how many tasks the suite has: TaskCount run, the
+	// rest left out by --only or unreadable (Problems).
+	SuiteTaskCount int         `json:"suiteTaskCount"`
+	Planned        int         `json:"planned"`
+	Done           int         `json:"done"`
+	Passed         int         `json:"passed"`
+	Scores         []EvalScore `json:"scores"`
+	Problems       int         `json:"problems"`
+	Error          string      `json:"error,omitempty"`
 }
 
 // EvalScore is how one model of an eval run did: Passes of Runs, Rate
@@ -746,6 +749,23 @@ type CredentialInput struct {
 	AllowedApps []string `json:"allowedApps,omitempty"`
 }
 
+// OpenOutput is the body of POST /tasks/:id/outputs/:name/open: Folder
+// shows the folder the output is in instead of opening it.
+type OpenOutput struct {
+	Folder bool `json:"folder,omitempty"`
+}
+
+// CredentialPatch is the body of PATCH /credentials/:id: each field given
+// replaces the stored one. Password and TOTPSeed are write-only; "" removes
+// one of them.
+type CredentialPatch struct {
+	Name        *string   `json:"name,omitempty"`
+	Username    *string   `json:"username,omitempty"`
+	Password    *string   `json:"password,omitempty"`
+	TOTPSeed    *string   `json:"totpSeed,omitempty"`
+	AllowedApps *[]string `json:"allowedApps,omitempty"`
+}
+
 // MCPServer is an MCP server the agents may use (extension). The values
 // of its environment variables and headers are never sent: their names are.
 type MCPServer struct {
@@ -779,6 +799,21 @@ type MCPServerInput struct {
 	Permission     string            `json:"permission,omitempty"`
 	TimeoutSeconds int               `json:"timeoutSeconds,omitempty"`
 	Enabled        *bool             `json:"enabled,omitempty"`
+}
+
+// MCPServerPatch is the body of PATCH /mcp-servers/:id: each field given
+// replaces the stored one. Env and Headers, when given, are the whole
+// set: a value sets a name, null keeps its stored value, a name left out
+// goes. Values are write-only.
+type MCPServerPatch struct {
+	Command        *string            `json:"command,omitempty"`
+	Args           *[]string          `json:"args,omitempty"`
+	URL            *string            `json:"url,omitempty"`
+	Env            map[string]*string `json:"env"`
+	Headers        map[string]*string `json:"headers"`
+	Permission     *string            `json:"permission,omitempty"`
+	TimeoutSeconds *int               `json:"timeoutSeconds,omitempty"`
+	Enabled        *bool              `json:"enabled,omitempty"`
 }
 
 // MCPServerCheck is the answer of POST /mcp-servers/:id/check: the tools

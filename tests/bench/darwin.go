@@ -82,7 +82,7 @@ func (h *helperProc) removeBenchData(ctx context.Context) {
 		}
 		for _, t := range list.Items() {
 			if strings.Contains(t.Description, marker) {
-				h.unix.DeleteTask(ctx, t.ID)
+				h.unix.DeleteTask(ctx, t.ID, true)
 			}
 		}
 	}

@@ -26,10 +26,10 @@ import (
 
 // busy starts a helper (by start: daemontest.Start, or StartOnNetwork
 // where devices pair) with n agents that keep working until stopped.
-func busy(t *testing.T, start func(testing.TB, func(*daemon.Config)) *daemontest.Helper, n int, titles ...string) (*daemontest.Helper, []string) {
+func busy(t *testing.T, start func(testing.TB, func(*daemon.Config)) *daemontest.Helper, mutate func(*daemon.Config), n int, titles ...string) (h *daemontest.Helper, llm *llmtest.Server, ids []string) {
 	t.Helper()
-	h := start(t, nil)
-	llm := llmtest.New(t)
+	h = start(t, mutate)
+	llm = llmtest.New(t)
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
 	llm.Script("[[busy]]", llmtest.Turn{Msg: llmtest.Text("...").Msg, Hold: hold, Repeat: true})
@@ -41,7 +41,6 @@ func busy(t *testing.T, start func(testing.TB, func(*daemon.Config)) *daemontest
 	if _, err := h.Unix.PatchSettings(ctx, map[string]any{"maxConcurrentVMs": n}); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
 	for i := range n {
 		task, err := h.Unix.CreateTask(ctx, wire.CreateTask{Description: titles[i] + "\n[[busy]]"})
 		if err != nil {
@@ -52,7 +51,7 @@ func busy(t *testing.T, start func(testing.TB, func(*daemon.Config)) *daemontest
 	for _, id := range ids {
 		daemontest.WaitTask(t, h.Unix, id, "running", 20*time.Second, func(t wire.Task) bool { return t.Status == "running" })
 	}
-	return h, ids
+	return h, llm, ids
 }
 
 func expectCancelled(t *testing.T, h *daemontest.Helper, ids []string) {
@@ -69,7 +68,7 @@ func expectCancelled(t *testing.T, h *daemontest.Helper, ids []string) {
 // XTEST on an Xvfb display stops the helper's running agents.
 func TestKillSwitchShortcutStopsAgents(t *testing.T) {
 	env := xenv.Start(t, xenv.Options{NoWM: true})
-	h, ids := busy(t, daemontest.Start, 2, "First busy agent", "Second busy agent")
+	h, _, ids := busy(t, daemontest.Start, nil, 2, "First busy agent", "Second busy agent")
 	sc, err := killswitch.Parse("ctrl+shift+escape")
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +210,12 @@ func flatten(n node, depth int, out *[]entry) {
 // agents and every item of the menu; it answers devices asking to pair;
 // clicking Stop All Agents stops the agents.
 func TestTrayMenuOverDBus(t *testing.T) {
-	h, ids := busy(t, daemontest.StartOnNetwork, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
+	// Show in Folder reaches the desktop's opener through the helper,
+	// which checks the path first (core/reveal): recorded here.
+	shownFolders := make(chan string, 4)
+	h, llm, ids := busy(t, daemontest.StartOnNetwork, func(c *daemon.Config) {
+		c.Launch = func(_ context.Context, p string) error { shownFolders <- p; return nil }
+	}, 3, "Summarise the quarterly report", "Book the meeting room", "Quick one")
 	if _, err := h.Unix.CreatePreset(context.Background(), wire.SavePreset{Name: "Morning sweep", Task: &wire.CreateTask{Description: "Sweep the inbox\n[[busy]]"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,6 +332,38 @@ func TestTrayMenuOverDBus(t *testing.T) {
 	}
 	if strings.Contains(notes.all(), "Finish unnoticed") {
 		t.Fatalf("a completed task was notified with completed turned off: %q", notes.all())
+	}
+	// A finished task with an output is under Recent Results; a click
+	// shows the folder its output was saved in.
+	outDir := t.TempDir()
+	llm.Script("[[report]]", append([]llmtest.Turn{llmtest.Tool("write_file", map[string]any{"path": "outbox/report.txt", "contents": "ok\n"})},
+		llmtest.Done("Wrote the report.")...)...)
+	report, err := h.Unix.CreateTask(context.Background(), wire.CreateTask{Description: "Write the report\n[[report]]", OutputDirectory: outDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemontest.WaitTask(t, h.Unix, report.ID, "completed", 20*time.Second, func(t wire.Task) bool { return t.Status == "completed" })
+	var result entry
+	deadline = time.Now().Add(5 * time.Second)
+	for result.label == "" {
+		for _, e := range read() {
+			if e.visible && e.label == "Write the report — 1 file" {
+				result = e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Recent Results does not list the finished task")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	click(t, menu, result.id)
+	select {
+	case p := <-shownFolders:
+		if p != outDir {
+			t.Fatalf("Show in Folder opened %s, want %s", p, outDir)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Recent Results entry showed no folder")
 	}
 	// A preset is started from the Start Preset submenu; its task opens.
 	click(t, menu, byLabel["Morning sweep"].id)

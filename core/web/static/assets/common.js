@@ -45,8 +45,8 @@ function sessionToken() {
 }
 
 /**
- * Calls the API: path is below /api/v1. body is JSON, or FormData for a
- * multipart upload. Answers the parsed JSON (null for 204); throws ApiError.
+ * Calls the API: path is below /api/v1. body is JSON, FormData for a
+ * multipart upload, or a Blob (a file) sent as it is. Answers the parsed JSON (null for 204); throws ApiError.
  * A 401 shows how to sign in.
  */
 export async function api(method, path, body) {
@@ -56,6 +56,9 @@ export async function api(method, path, body) {
   const token = sessionToken();
   if (token && method !== 'GET') init.headers['X-Hivecrew-Session'] = token;
   if (body instanceof FormData) {
+    init.body = body;
+  } else if (body instanceof Blob) {
+    init.headers['Content-Type'] = body.type || 'application/octet-stream';
     init.body = body;
   } else if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
@@ -359,14 +362,37 @@ export function fileList(taskId, files, type) {
   return h('ul', { class: 'files' }, files.map((f) => h('li', null,
     h('a', { href: fileURL(taskId, f.name, type), download: f.name, class: 'file-link' }, f.name),
     h('span', { class: 'muted' }, fmtBytes(f.size)),
-    f.savedTo ? h('span', { class: 'muted hint' }, `saved to ${f.savedTo}`) : null)));
+    f.savedTo ? h('span', { class: 'muted hint' }, `saved to ${f.savedTo}`) : null,
+    type === 'output' && f.savedTo ? h('span', { class: 'file-actions' },
+      h('button', { type: 'button', class: 'small', 'aria-label': `Open ${f.name}`, onclick: () => openOutput(taskId, f.name, false) }, 'Open'),
+      h('button', { type: 'button', class: 'small', 'aria-label': `Show ${f.name} in its folder`, onclick: () => openOutput(taskId, f.name, true) }, 'Show in folder')) : null)));
 }
 
-/** Lines of "NAME=value" (sep "=") or "Name: value" (sep ":") as an object; throws on a bad line. */
-export function pairs(text, sep, what) {
+/**
+ * Has the helper open a task's saved output on this computer, or show the
+ * folder it is in; says so, or why not (a file that would run is shown,
+ * never opened).
+ */
+async function openOutput(taskId, name, folder) {
+  try {
+    await post(`/tasks/${seg(taskId)}/outputs/${seg(name)}/open`, { folder });
+    toast(folder ? `Showing the folder of ${name}.` : `Opening ${name}.`);
+  } catch (err) { report(err); }
+}
+
+/**
+ * Lines of "NAME=value" (sep "=") or "Name: value" (sep ":") as an object;
+ * throws on a bad line. With keep, a name alone is NAME: null (an edit's
+ * "keep the stored value").
+ */
+export function pairs(text, sep, what, keep = false) {
   const out = {};
   for (const line of text.split('\n').map((l) => l.trim()).filter((l) => l)) {
     const i = line.indexOf(sep);
+    if (keep && i < 0) {
+      out[line] = null; // a name alone: its stored value stays
+      continue;
+    }
     if (i <= 0) throw new Error(`${what}: "${line.split(sep)[0]}" has no value (write NAME${sep === '=' ? '=' : ': '}value)`);
     out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
   }

@@ -5,7 +5,7 @@
 // run that has not ended refreshes itself. Text from results.json (a
 // checker's output, the suite's names) only ever becomes text nodes.
 import { $, ApiError, del, every, fill, fmtCost, fmtDuration, fmtTime, get, h, initChrome, report, seg } from './common.js';
-import { complete, pct, progress, score, stateBadge } from './evalparts.js';
+import { complete, pct, progress, score, stateBadge, taskCount } from './evalparts.js';
 
 initChrome();
 
@@ -44,7 +44,7 @@ function render(res) {
   fill($('#run-meta'), r.error ? null : stateBadge(r), h('span', { class: 'mono' }, r.id),
     r.error ? null : [
       h('span', null, `started ${fmtTime(r.startedAt)}`), h('span', null, `provider ${r.provider}`),
-      h('span', null, `${r.taskCount} task${r.taskCount === 1 ? '' : 's'} × ${r.repeat} run${r.repeat === 1 ? '' : 's'} per model`),
+      h('span', { id: 'run-tasks' }, `${taskCount(r)} × ${r.repeat} run${r.repeat === 1 ? '' : 's'} per model`),
       h('span', { id: 'run-progress' }, complete(r) ? `took ${progress(r)}` : `${progress(r)} results`),
     ]);
   const readable = !r.error;

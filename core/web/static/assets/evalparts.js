@@ -35,3 +35,13 @@ export function score(passes, runs, rate) {
     h('meter', { class: 'rate', min: '0', max: '1', value: rate, 'aria-hidden': 'true' }),
     ` ${passes}/${runs} · ${pct(rate)}`);
 }
+
+/**
+ * How many tasks a run ran, from its suite: "41 tasks", or "31 of the
+ * suite's 41 tasks" when some were left out (--only) or could not load.
+ */
+export function taskCount(run) {
+  const n = run.suiteTaskCount || run.taskCount;
+  const tasks = `${n} task${n === 1 ? '' : 's'}`;
+  return run.taskCount === n ? tasks : `${run.taskCount} of the suite's ${tasks}`;
+}

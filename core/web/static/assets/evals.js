@@ -3,7 +3,7 @@
 // how far it got, each model's success and the tasks that could not run.
 // A run opens its page; the list follows runs as their results come in.
 import { $, every, fill, fmtTime, get, h, initChrome, seg } from './common.js';
-import { complete, progress, score, stateBadge } from './evalparts.js';
+import { complete, progress, score, stateBadge, taskCount } from './evalparts.js';
 
 initChrome();
 
@@ -37,7 +37,7 @@ function row(r) {
       h('td', null, '—'), h('td', null, '—'), h('td', { class: 'hide-narrow' }, '—'));
   }
   return h('tr', { 'data-run': r.id, 'data-state': r.state },
-    h('td', null, link, h('div', { class: 'hint' }, h('span', { class: 'mono' }, r.id), ` · ${r.provider}`)),
+    h('td', null, link, h('div', { class: 'hint' }, h('span', { class: 'mono' }, r.id), ` · ${r.provider} · `, h('span', { class: 'run-tasks' }, taskCount(r)))),
     h('td', { class: 'hide-narrow' }, fmtTime(r.startedAt)),
     h('td', { class: 'progress' }, complete(r) ? null : [stateBadge(r), ' '], progress(r)),
     h('td', null, h('ul', { class: 'scores' }, r.scores.map((s) => h('li', { 'data-model': s.model },

@@ -6,6 +6,7 @@
 import { $, del, fill, fmtTime, get, h, initChrome, pairs, patch, post, put, report, seg, toast } from './common.js';
 import { loadDevices } from './devices.js';
 import { apiLabel, followType, providerType, typeOptions } from './providertypes.js';
+import { initCredentials } from './credentials.js';
 import { initProvisioning } from './provisioning.js';
 import { AGENT_TOOLS, HOST_TOOLS, OPEN_TERMINAL, mcpTools } from './tools.js';
 
@@ -328,44 +329,6 @@ $('#new-apikey').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
-// ---- Credentials -----------------------------------------------------------
-
-async function loadCredentials() {
-  const res = await get('/credentials');
-  const list = $('#credential-list');
-  if (res.credentials.length === 0) {
-    fill(list, h('p', { class: 'muted' }, 'No credentials yet.'));
-    return;
-  }
-  fill(list, h('ul', { class: 'plain' }, res.credentials.map((c) => h('li', { 'data-credential': c.name },
-    h('strong', null, c.name),
-    ` · ${c.username || 'no username'} · ${c.hasPassword ? 'password stored' : 'no password'}${c.hasTOTP ? ' · one-time codes' : ''}`,
-    c.allowedApps.length ? ` · only while ${c.allowedApps.join(' or ')} is in front (a convenience, not a safety control)` : ' · any application',
-    ' ',
-    h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${c.name}`, onclick: () => remove(`Remove the credential ${c.name} and its stored secrets?`, `/credentials/${seg(c.id)}`, c.name, loadCredentials) }, 'Remove')))));
-}
-
-
-$('#add-credential').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const secretInputs = [$('#new-credential-password'), $('#new-credential-totp')];
-  const body = {
-    name: $('#new-credential-name').value.trim(),
-    username: $('#new-credential-username').value.trim(),
-    password: $('#new-credential-password').value,
-    totpSeed: $('#new-credential-totp').value.trim(),
-    allowedApps: $('#new-credential-apps').value.split('\n').map((l) => l.trim()).filter((l) => l),
-  };
-  for (const i of secretInputs) i.value = ''; // never left in the page
-  try {
-    const c = await post('/credentials', body);
-    toast(`Stored ${c.name}.`);
-    e.target.reset();
-    $('#add-credential-box').open = false;
-    await loadCredentials();
-  } catch (err) { report(err); }
-});
-
 // ---- Skills ------------------------------------------------------------------
 
 async function loadSkills() {
@@ -496,6 +459,7 @@ function mcpCard(m) {
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'small', onclick: () => checkMCP(m, result) }, 'Check'),
       h('button', { type: 'button', class: 'small', onclick: () => switchMCP(m) }, m.enabled ? 'Turn off' : 'Turn on'),
+      h('button', { type: 'button', class: 'small', 'aria-label': `Edit ${m.name}`, onclick: () => editMCP(m) }, 'Edit'),
       h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove ${m.name}`, onclick: () => remove(`Remove the MCP server ${m.name} and its stored secrets?`, `/mcp-servers/${seg(m.id)}`, m.name, loadMCP) }, 'Remove')),
     result);
 }
@@ -529,29 +493,58 @@ function showMCPKind() {
 }
 $('#new-mcp-kind').addEventListener('change', showMCPKind);
 
+/** Turns the MCP form into an editor of m, or back into the add form (null). */
+function editMCP(m) {
+  const form = $('#add-mcp');
+  form.reset();
+  form.dataset.editing = m ? m.id : '';
+  $('#new-mcp-name').disabled = !!m; // a server keeps its name (its tools are named by it)
+  $('#mcp-submit').textContent = m ? `Save ${m.name}` : 'Add server';
+  $('#mcp-cancel-edit').hidden = !m;
+  $('#mcp-edit-hint').hidden = !m;
+  if (m) {
+    $('#new-mcp-name').value = m.name;
+    $('#new-mcp-kind').value = m.url ? 'url' : 'command';
+    $('#new-mcp-command').value = m.command || '';
+    $('#new-mcp-args').value = m.args.join('\n');
+    $('#new-mcp-env').value = m.envNames.join('\n');
+    $('#new-mcp-url').value = m.url || '';
+    $('#new-mcp-headers').value = m.headerNames.join('\n');
+    $('#new-mcp-permission').value = m.permission;
+    $('#new-mcp-timeout').value = m.timeoutSeconds;
+    $('#add-mcp-box').open = true;
+  }
+  showMCPKind();
+}
+$('#mcp-cancel-edit').addEventListener('click', () => { editMCP(null); $('#add-mcp-box').open = false; });
+
 $('#add-mcp').addEventListener('submit', async (e) => {
   e.preventDefault();
+  const editing = e.target.dataset.editing;
   const secretInputs = [$('#new-mcp-env'), $('#new-mcp-headers')];
-  const body = { name: $('#new-mcp-name').value.trim(), permission: $('#new-mcp-permission').value, timeoutSeconds: Number($('#new-mcp-timeout').value || 60) };
+  const body = { permission: $('#new-mcp-permission').value, timeoutSeconds: Number($('#new-mcp-timeout').value || 60) };
+  if (!editing) body.name = $('#new-mcp-name').value.trim();
   try {
+    // Editing, the other kind's fields are cleared: a server runs one way.
     if ($('#new-mcp-kind').value === 'url') {
       body.url = $('#new-mcp-url').value.trim();
-      body.headers = pairs($('#new-mcp-headers').value, ':', 'Headers');
+      body.headers = pairs($('#new-mcp-headers').value, ':', 'Headers', !!editing);
+      if (editing) Object.assign(body, { command: '', args: [], env: {} });
     } else {
       body.command = $('#new-mcp-command').value.trim();
       body.args = $('#new-mcp-args').value.split('\n').map((l) => l.trim()).filter((l) => l);
-      body.env = pairs($('#new-mcp-env').value, '=', 'Environment');
+      body.env = pairs($('#new-mcp-env').value, '=', 'Environment', !!editing);
+      if (editing) Object.assign(body, { url: '', headers: {} });
     }
   } catch (err) {
     toast(err.message, 'error');
     return;
   }
   try {
-    const m = await post('/mcp-servers', body);
+    const m = editing ? await patch(`/mcp-servers/${seg(editing)}`, body) : await post('/mcp-servers', body);
     for (const i of secretInputs) i.value = ''; // never left in the page
-    toast(`Added ${m.name}; check it to see its tools.`);
-    e.target.reset();
-    showMCPKind();
+    toast(editing ? `Saved ${m.name}; check it to see its tools.` : `Added ${m.name}; check it to see its tools.`);
+    editMCP(null);
     $('#add-mcp-box').open = false;
     await loadMCP();
   } catch (err) { report(err); }
@@ -710,4 +703,4 @@ $('#web-search-form').addEventListener('submit', async (e) => {
   } catch (err) { report(err); }
 });
 
-Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadDevices(), loadCredentials(), loadSkills(), loadMCP(), loadWebSearch(), loadWebhooks(), initProvisioning()]).catch(report);
+Promise.all([loadProviders(), loadSettings(), loadTemplates(), loadAPIKeys(), loadDevices(), initCredentials(remove), loadSkills(), loadMCP(), loadWebSearch(), loadWebhooks(), initProvisioning()]).catch(report);
