@@ -40,6 +40,12 @@ type capacityLevel struct {
 	errors []string
 	// refused, when set, is why admission left agents waiting.
 	refused string
+	// setup is the time from the first task's creation until every agent
+	// was at work (sandboxes booted, terminals open, two steps made),
+	// apart from the window in which steps are measured.
+	setup time.Duration
+	// cond is what the machine did during the window.
+	cond Conditions
 }
 
 // why says why the level misses its target ("" if it meets it): the
@@ -99,7 +105,8 @@ func benchCapacity(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) 
 		fmt.Fprintf(os.Stderr, "bench: capacity: %d agents...\n", n)
 		l, err := capacityRun(ctx, h, p, n, think)
 		if err != nil {
-			return nil, fmt.Errorf("%d agents: %w", n, err)
+			// The levels measured so far are kept (main writes them).
+			return out, fmt.Errorf("%d agents: %w", n, err)
 		}
 		out = append(out, l.metrics(think)...)
 		why := l.why()
@@ -125,24 +132,25 @@ func capacityName(n int, think time.Duration) string {
 // metrics are the level's rows: the step overhead and the sandboxes'
 // memory. Levels up to the goal carry the targets; a level past it is
 // measured to find the machine's limit, with why it would miss them in
-// its note, and fails nothing.
+// its note, and fails nothing, even when its agents never got to work.
 func (l capacityLevel) metrics(think time.Duration) []Metric {
 	why := l.why()
 	beyond := l.agents > capacityGoal
-	over := Metric{Name: capacityName(l.agents, think), Samples: len(l.overhead), Chart: "capacity", X: float64(l.agents)}
+	over := Metric{Name: capacityName(l.agents, think), Samples: len(l.overhead), Chart: "capacity", X: float64(l.agents), Cond: l.cond}
+	setup := fmt.Sprintf("setup %s (booting %d sandboxes until each agent made two steps)", l.setup.Round(time.Second), l.agents)
 	if len(l.overhead) == 0 {
 		if beyond {
-			over.Skipped = fmt.Sprintf("not measured past the goal of %d agents: %s", capacityGoal, why)
+			over.Note = fmt.Sprintf("the machine's limit, past the goal of %d agents (no target): %s; %s", capacityGoal, why, setup)
 		} else {
-			over.Target, over.TargetOnP95, over.Violation = capacityP95, true, why
+			over.Target, over.TargetOnP95, over.Violation, over.Note = capacityP95, true, why, setup
 		}
 		return []Metric{over}
 	}
 	over.P50, over.P95 = percentiles(l.overhead)
-	over.Note = fmt.Sprintf("p99 %s; %.1f steps/s; helper CPU %.0f%% of a core; sandboxes %.0f MB (%.1f MB an agent); %d errors",
-		rank(l.overhead, 0.99).Round(time.Millisecond), l.stepsPerSec, 100*l.cpu, l.pssMB, l.pssMB/float64(l.agents), len(l.errors))
+	over.Note = fmt.Sprintf("p99 %s; %.1f steps/s; helper CPU %.0f%% of a core; sandboxes %.0f MB (%.1f MB an agent); %d errors; %s, then a %s window",
+		rank(l.overhead, 0.99).Round(time.Millisecond), l.stepsPerSec, 100*l.cpu, l.pssMB, l.pssMB/float64(l.agents), len(l.errors), setup, l.cond.Window.Round(time.Second))
 	mem := Metric{Name: fmt.Sprintf("capacity: %d agents, memory of all sandboxes (PSS)", l.agents), P50: Quantity(l.pssMB), P95: Quantity(l.pssMB),
-		Unit: "MB", Samples: 1, Chart: "capacity-memory", X: float64(l.agents),
+		Unit: "MB", Samples: 1, Chart: "capacity-memory", X: float64(l.agents), Cond: l.cond,
 		Note: fmt.Sprintf("%.1f MB an agent: guest agent, Xvfb, D-Bus, window manager, xterm", l.pssMB/float64(l.agents))}
 	if beyond {
 		if why != "" {
@@ -180,8 +188,10 @@ func capacityRun(ctx context.Context, h *helperProc, p *provider, n int, think t
 	}()
 	// Every agent is at work: its terminal open and typed into. Booting n
 	// sandboxes takes a while on 2 cores; an agent admission keeps waiting
-	// (no other agent started meanwhile) says why.
-	ready := time.Now().Add(time.Duration(n)*time.Second + 2*time.Minute)
+	// (no other agent started meanwhile) says why, and one that ended or
+	// never got to work is the level's error, with its reason.
+	created := time.Now()
+	ready := created.Add(time.Duration(n)*time.Second + 2*time.Minute)
 	working, progressed := 0, time.Now()
 	for i, m := range markers {
 		for p.count(m) < 3 {
@@ -197,26 +207,37 @@ func capacityRun(ctx context.Context, h *helperProc, p *provider, n int, think t
 					l.refused = fmt.Sprintf("%d of %d agents at work; the others wait: %s", working, n, t.StatusReason)
 					return l, nil
 				}
-				if now.After(ready) {
-					return l, fmt.Errorf("%s made %d steps and is %s (%s)", m, p.count(m), t.Status, t.StatusReason)
+				if terminal(t) || now.After(ready) {
+					l.errors = append(l.errors, fmt.Sprintf("%s made %d steps in %s and is %s: %s", m, p.count(m), now.Sub(created).Round(time.Second), t.Status, h.why(ctx, t)))
+					return l, nil
 				}
 				progressed = now // it is on its way: booting or stepping
+			}
+			if err := ctx.Err(); err != nil {
+				return l, err
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		working, progressed = working+1, time.Now()
 	}
+	l.setup = time.Since(created)
 	window := max(6*think, 15*time.Second)
 	start := time.Now()
+	machine := startConditions()
 	t0, err := cpuTicks(h.pid)
 	if err != nil {
 		return l, err
 	}
-	time.Sleep(window)
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return l, ctx.Err()
+	}
 	t1, err := cpuTicks(h.pid)
 	if err != nil {
 		return l, err
 	}
+	l.cond = machine.stop()
 	end := time.Now()
 	l.cpu = float64(t1-t0) / clockTicks / end.Sub(start).Seconds()
 	l.pssMB = float64(treePSS(h.pid)-pssKB(h.pid)) / 1024

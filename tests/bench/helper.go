@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -224,6 +225,23 @@ func (h *helperProc) waitTask(ctx context.Context, id, what string, within time.
 }
 
 func terminal(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() }
+
+// why says why a task is where it is, never in no words: its status
+// reason, else its last events, else the end of the helper's log.
+func (h *helperProc) why(ctx context.Context, t wire.Task) string {
+	if r := strings.TrimSpace(t.StatusReason); r != "" {
+		return r
+	}
+	if act, err := h.unix.Activity(ctx, t.ID, 0); err == nil && len(act.Events) > 0 {
+		var last []string
+		for _, e := range act.Events[max(0, len(act.Events)-3):] {
+			last = append(last, fmt.Sprintf("%s %q", e.Type, or(e.Data.Summary, e.Data.Details)))
+		}
+		return "no status reason; its last events: " + strings.Join(last, ", ")
+	}
+	lines := strings.Split(strings.TrimSpace(h.logText()), "\n")
+	return "no status reason and no events; the helper's log ends: " + strings.Join(lines[max(0, len(lines)-3):], " | ")
+}
 
 // firstEvent returns a task's first event of type typ.
 func (h *helperProc) firstEvent(ctx context.Context, id, typ string) (wire.Event, error) {

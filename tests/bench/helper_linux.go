@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,19 +34,9 @@ func cpuTicks(pid int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// pid (comm) state ppid ... utime is field 14, stime 15; comm may hold
-	// spaces, so count from the last ')'.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s, nil
+	st, err := parseStat(b)
+	return st.ticks, err
 }
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times on Linux.
-const clockTicks = 100
 
 // rssKB returns a process's resident set size in kB.
 func rssKB(pid int) (int, error) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -39,6 +40,9 @@ type Metric struct {
 	// Violation, when set, is a requirement the run broke beside the
 	// figure (an error the user would have seen): the metric fails.
 	Violation string
+	// Cond is what the machine was doing while the figure was measured:
+	// the window of a capacity level, else its whole suite (see stamp).
+	Cond Conditions
 	// Chart names the HTML report's chart the metric is drawn on: at X
 	// (its P95; capacity levels), or as its Series (in SeriesUnit; the
 	// soak's resources over tasks). Neither is in the JSON.
@@ -74,6 +78,13 @@ func (m Metric) Pass() bool {
 		return false
 	}
 	return true
+}
+
+// unmeasured says the metric has no figure: a suite that failed, a level
+// whose agents never got to work (a zero that was measured, with a target
+// it meets, is a figure).
+func (m Metric) unmeasured() bool {
+	return m.Samples == 0 && m.P50 == 0 && m.P95 == 0 && (m.Target == 0 || m.Violation != "")
 }
 
 // percentiles returns the p50 and p95 of samples (nearest rank).
@@ -128,11 +139,11 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // writeTable prints the metrics as a Markdown table.
 func writeTable(w io.Writer, metrics []Metric) {
-	fmt.Fprintln(w, "| metric | p50 | p95 | target | baseline p50 | speed-up | pass | note |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|:---:|---|")
+	fmt.Fprintln(w, "| metric | p50 | p95 | target | baseline p50 | speed-up | pass | note | machine |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|:---:|---|---|")
 	for _, m := range metrics {
 		if m.Skipped != "" {
-			fmt.Fprintf(w, "| %s | - | - | - | - | - | skipped | %s |\n", m.Name, m.Skipped)
+			fmt.Fprintf(w, "| %s | - | - | - | - | - | skipped | %s | %s |\n", m.Name, m.Skipped, m.Cond)
 			continue
 		}
 		unit := m.Unit
@@ -165,7 +176,11 @@ func writeTable(w io.Writer, metrics []Metric) {
 		if m.Violation != "" {
 			note = "**" + m.Violation + "**; " + note
 		}
-		fmt.Fprintf(w, "| %s | %.3f %s | %.3f %s | %s | %s | %s | %s | %s |\n", m.Name, ms(m.P50), unit, ms(m.P95), unit, target, base, speed, pass, note)
+		p50, p95 := fmt.Sprintf("%.3f %s", ms(m.P50), unit), fmt.Sprintf("%.3f %s", ms(m.P95), unit)
+		if m.unmeasured() {
+			p50, p95 = "-", "-"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", m.Name, p50, p95, target, base, speed, pass, note, m.Cond)
 	}
 }
 
@@ -173,19 +188,32 @@ func writeTable(w io.Writer, metrics []Metric) {
 // in milliseconds; a metric with a unit (MB) gives it in "unit" and its
 // figures in that unit under the same keys.
 type jsonMetric struct {
-	P50          float64  `json:"p50_ms"`
-	P95          float64  `json:"p95_ms"`
-	Target       *float64 `json:"target_ms"`
-	TargetOn     string   `json:"target_on,omitempty"`
-	AtLeast      bool     `json:"target_is_minimum,omitempty"`
-	Baseline     *float64 `json:"baseline_ms,omitempty"`
-	BaselineName string   `json:"baseline,omitempty"`
-	Unit         string   `json:"unit,omitempty"`
-	Note         string   `json:"note,omitempty"`
-	Samples      int      `json:"samples"`
-	Pass         bool     `json:"pass"`
-	Skipped      string   `json:"skipped,omitempty"`
-	Violation    string   `json:"violation,omitempty"`
+	P50          float64   `json:"p50_ms"`
+	P95          float64   `json:"p95_ms"`
+	Target       *float64  `json:"target_ms"`
+	TargetOn     string    `json:"target_on,omitempty"`
+	AtLeast      bool      `json:"target_is_minimum,omitempty"`
+	Baseline     *float64  `json:"baseline_ms,omitempty"`
+	BaselineName string    `json:"baseline,omitempty"`
+	Unit         string    `json:"unit,omitempty"`
+	Note         string    `json:"note,omitempty"`
+	Samples      int       `json:"samples"`
+	Pass         bool      `json:"pass"`
+	Skipped      string    `json:"skipped,omitempty"`
+	Violation    string    `json:"violation,omitempty"`
+	Conditions   *jsonCond `json:"conditions,omitempty"`
+}
+
+// jsonCond is Conditions in $BENCH_OUT: shares in percent, CPU in cores.
+type jsonCond struct {
+	WindowSec   float64 `json:"window_s"`
+	CPUSomePct  float64 `json:"cpu_pressure_some_pct"`
+	IOSomePct   float64 `json:"io_pressure_some_pct"`
+	IOFullPct   float64 `json:"io_pressure_full_pct"`
+	OthersCores float64 `json:"other_processes_cores"`
+	KernelCores float64 `json:"kernel_threads_cores"`
+	Busy        bool    `json:"machine_busy"`
+	Missing     string  `json:"missing,omitempty"`
 }
 
 // writeJSON writes the metrics to path as an object from metric name to figures.
@@ -204,6 +232,10 @@ func writeJSON(path string, metrics []Metric) error {
 			b := ms(m.Baseline)
 			j.Baseline, j.BaselineName = &b, m.BaselineName
 		}
+		if c := m.Cond; c.Window > 0 {
+			j.Conditions = &jsonCond{WindowSec: c.Window.Seconds(), CPUSomePct: 100 * c.CPUSome, IOSomePct: 100 * c.IOSome, IOFullPct: 100 * c.IOFull,
+				OthersCores: c.Others, KernelCores: c.Kernel, Busy: c.Busy(), Missing: c.Missing}
+		}
 		out[m.Name] = j
 	}
 	var b bytes.Buffer
@@ -213,5 +245,33 @@ func writeJSON(path string, metrics []Metric) error {
 	if err := enc.Encode(out); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return writeFileAtomic(path, b.Bytes())
+}
+
+// writeFileAtomic replaces path with b whole: a bench interrupted while
+// writing leaves the previous figures, never half of them.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// stamp gives the suite's conditions to its metrics that have none of
+// their own, and says in each miss's note whose miss it was.
+func stamp(metrics []Metric, suite Conditions) {
+	for i := range metrics {
+		m := &metrics[i]
+		if m.Cond.Window == 0 {
+			m.Cond = suite
+		}
+		// A verdict is for a figure that missed its target, not for a
+		// suite that failed with an error.
+		if !m.Pass() && m.Skipped == "" && (m.Target > 0 || m.MinSpeedup > 0) {
+			if v := m.Cond.Verdict(); v != "" {
+				m.Note = strings.TrimSuffix(v+"; "+m.Note, "; ")
+			}
+		}
+	}
 }

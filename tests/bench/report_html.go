@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -21,9 +20,9 @@ import (
 
 // reportRow is one metric as the report's table shows it.
 type reportRow struct {
-	Name, P50, P95, Target, Baseline, Speedup, Note string
-	Pass, Skipped                                   bool
-	Violation                                       string
+	Name, P50, P95, Target, Baseline, Speedup, Note, Machine string
+	Pass, Skipped                                            bool
+	Violation                                                string
 }
 
 // reportPage is the template's data.
@@ -32,8 +31,11 @@ type reportPage struct {
 	Host                      string
 	Total, Missed, SkippedRun int
 	Duration                  string
-	Charts                    []template.HTML
-	Rows                      []reportRow
+	// Status, when set, says the report is not a whole run (interrupted,
+	// or written while suites still run).
+	Status string
+	Charts []template.HTML
+	Rows   []reportRow
 }
 
 var reportTmpl = template.Must(template.New("report").Parse(`<!doctype html>
@@ -51,22 +53,25 @@ table { border-collapse: collapse; width: 100%; font-size: 0.88rem; }
 th, td { border-top: 1px solid #d8dde6; padding: 0.35rem 0.5rem; text-align: left; vertical-align: top; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.miss td, tr.miss th { background: #fdecec; } tr.skip td { color: #5b6475; }
+.status { background: #fff4d6; border: 1px solid #e0c36a; border-radius: 6px; padding: 0.4rem 0.7rem; }
 .pass { color: #17733a; font-weight: 600; } .fail { color: #b3261e; font-weight: 700; }
 </style>
 </head>
 <body>
 <h1>Hivecrew benchmark</h1>
 <p class="sub">{{.When}} · {{.Host}} · {{.Total}} metrics, {{.Missed}} missed their target, {{.SkippedRun}} skipped here · {{.Duration}}</p>
+{{if .Status}}<p class="status">{{.Status}}</p>{{end}}
+<p class="sub">Machine: what other processes and the kernel did while each figure was measured (CPU in cores, the bench's own processes aside), and the share of the time tasks stalled on CPU or IO (/proc/pressure). A miss while other processes used ≥ 0.25 cores is the machine's; on a quiet machine it is the product's.</p>
 {{if .Charts}}<div class="charts">{{range .Charts}}{{.}}{{end}}</div>{{end}}
 <table>
-<thead><tr><th scope="col">Metric</th><th scope="col">p50</th><th scope="col">p95</th><th scope="col">Target</th><th scope="col">Baseline p50</th><th scope="col">Speed-up</th><th scope="col">Pass</th><th scope="col">Note</th></tr></thead>
+<thead><tr><th scope="col">Metric</th><th scope="col">p50</th><th scope="col">p95</th><th scope="col">Target</th><th scope="col">Baseline p50</th><th scope="col">Speed-up</th><th scope="col">Pass</th><th scope="col">Note</th><th scope="col">Machine</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr class="{{if .Skipped}}skip{{else if not .Pass}}miss{{end}}">
 <th scope="row">{{.Name}}</th>
-{{if .Skipped}}<td colspan="5">—</td><td>skipped</td><td>{{.Note}}</td>
+{{if .Skipped}}<td colspan="5">—</td><td>skipped</td><td>{{.Note}}</td><td>{{.Machine}}</td>
 {{else}}<td class="num">{{.P50}}</td><td class="num">{{.P95}}</td><td class="num">{{.Target}}</td><td>{{.Baseline}}</td><td class="num">{{.Speedup}}</td>
 <td>{{if .Pass}}<span class="pass">yes</span>{{else}}<span class="fail">no</span>{{end}}</td>
-<td>{{if .Violation}}<strong>{{.Violation}}</strong>; {{end}}{{.Note}}</td>{{end}}
+<td>{{if .Violation}}<strong>{{.Violation}}</strong>; {{end}}{{.Note}}</td><td>{{.Machine}}</td>{{end}}
 </tr>
 {{end}}</tbody>
 </table>
@@ -74,9 +79,11 @@ tr.miss td, tr.miss th { background: #fdecec; } tr.skip td { color: #5b6475; }
 </html>
 `))
 
-// writeHTML writes the report to path.
-func writeHTML(path string, metrics []Metric, took time.Duration) error {
+// writeHTML writes the report to path; status, when set, says it is not a
+// whole run.
+func writeHTML(path string, metrics []Metric, took time.Duration, status string) error {
 	page := reportPage{
+		Status:   status,
 		When:     time.Now().Format("2006-01-02 15:04 MST"),
 		Host:     fmt.Sprintf("%s/%s, %d cores, %.0f GB", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), float64(pool.HostMemoryMB())/1024),
 		Total:    len(metrics),
@@ -96,18 +103,21 @@ func writeHTML(path string, metrics []Metric, took time.Duration) error {
 	if err := reportTmpl.Execute(&b, page); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return writeFileAtomic(path, b.Bytes())
 }
 
 // rowOf formats a metric as the Markdown table does.
 func rowOf(m Metric) reportRow {
-	r := reportRow{Name: m.Name, Note: m.Note, Pass: m.Pass(), Violation: m.Violation, Target: "—", Baseline: "—", Speedup: "—"}
+	r := reportRow{Name: m.Name, Note: m.Note, Pass: m.Pass(), Violation: m.Violation, Target: "—", Baseline: "—", Speedup: "—", Machine: m.Cond.String()}
 	if m.Skipped != "" {
 		r.Skipped, r.Note = true, m.Skipped
 		return r
 	}
 	unit := or(m.Unit, "ms")
 	r.P50, r.P95 = fmt.Sprintf("%.3f %s", ms(m.P50), unit), fmt.Sprintf("%.3f %s", ms(m.P95), unit)
+	if m.unmeasured() {
+		r.P50, r.P95 = "—", "—"
+	}
 	if m.Target > 0 {
 		r.Target = fmt.Sprintf("%.3f %s", ms(m.Target), unit)
 		if m.AtLeast {
@@ -147,37 +157,75 @@ func charts(metrics []Metric) []template.HTML {
 			}
 		}
 		if len(pts) > 0 {
-			out = append(out, lineChart(title, "concurrent agents", unit, pts, target, true))
+			out = append(out, lineChart(title, "concurrent agents", unit, []series{{color: blue, pts: pts}}, target, true))
 		}
 	}
 	curve("capacity", "Capacity: p95 step overhead", "ms", func(m Metric) float64 { return ms(m.P95) })
 	curve("capacity-memory", "Capacity: memory of all sandboxes", "MB", func(m Metric) float64 { return ms(m.P50) })
+	if c := conditionsChart(metrics); c != "" {
+		out = append(out, c)
+	}
 	for _, m := range metrics {
 		if m.Chart == "soak" && len(m.Series) > 0 {
-			out = append(out, lineChart(strings.TrimPrefix(m.Name, "soak: "), "tasks done", m.SeriesUnit, m.Series, 0, false))
+			out = append(out, lineChart(strings.TrimPrefix(m.Name, "soak: "), "tasks done", m.SeriesUnit, []series{{color: blue, pts: m.Series}}, 0, false))
 		}
 	}
 	return out
 }
 
-// lineChart draws pts (sorted by X) as an SVG line with its points
-// labelled, and target as a dashed line when it is set. With logX the x
-// axis is logarithmic (agent levels double).
-func lineChart(title, xLabel, unit string, pts []Point, target float64, logX bool) template.HTML {
+// series is one line of a chart.
+type series struct {
+	name, color string
+	pts         []Point
+}
+
+const blue = "#2f5fd0"
+
+// conditionsChart draws, beside the capacity curve, what the machine did
+// at each level: the shares of its window stalled on CPU and on IO, and
+// the CPU other processes used (in percent of a core).
+func conditionsChart(metrics []Metric) template.HTML {
+	lines := []series{{name: "CPU pressure (some)", color: "#c77800"}, {name: "IO pressure (some)", color: "#7b3fbf"},
+		{name: "IO pressure (full)", color: "#b3261e"}, {name: "other processes, % of a core", color: "#17733a"}}
+	for _, m := range metrics {
+		c := m.Cond
+		if m.Chart != "capacity" || c.Window == 0 {
+			continue
+		}
+		for i, y := range []float64{c.CPUSome, c.IOSome, c.IOFull, c.Others} {
+			lines[i].pts = append(lines[i].pts, Point{X: m.X, Y: 100 * y})
+		}
+	}
+	if len(lines[0].pts) == 0 {
+		return ""
+	}
+	return lineChart("Capacity: the machine during each level's window", "concurrent agents", "%", lines, 0, true)
+}
+
+// lineChart draws each series' points (sorted by X) as an SVG line with
+// its points labelled, a legend when there are several, and target as a
+// dashed line when it is set. With logX the x axis is logarithmic (agent
+// levels double).
+func lineChart(title, xLabel, unit string, lines []series, target float64, logX bool) template.HTML {
 	const w, h, left, right, top, bottom = 560.0, 300.0, 64.0, 20.0, 16.0, 44.0
-	pts = slices.Clone(pts)
-	slices.SortFunc(pts, func(a, b Point) int { return cmpFloat(a.X, b.X) })
 	fx := func(x float64) float64 { return x }
 	if logX {
 		fx = func(x float64) float64 { return math.Log2(max(x, 1)) }
 	}
-	x0, x1 := fx(pts[0].X), fx(pts[len(pts)-1].X)
+	x0, x1, ymax := math.Inf(1), math.Inf(-1), target
+	var xs []float64
+	for i := range lines {
+		lines[i].pts = slices.Clone(lines[i].pts)
+		slices.SortFunc(lines[i].pts, func(a, b Point) int { return cmpFloat(a.X, b.X) })
+		for _, p := range lines[i].pts {
+			x0, x1, ymax = min(x0, fx(p.X)), max(x1, fx(p.X)), max(ymax, p.Y)
+			if !slices.Contains(xs, p.X) {
+				xs = append(xs, p.X)
+			}
+		}
+	}
 	if x1 == x0 {
 		x0, x1 = x0-1, x1+1
-	}
-	ymax := target
-	for _, p := range pts {
-		ymax = max(ymax, p.Y)
 	}
 	ymax = niceCeil(ymax * 1.1)
 	px := func(x float64) float64 { return left + (fx(x)-x0)/(x1-x0)*(w-left-right) }
@@ -192,8 +240,8 @@ func lineChart(title, xLabel, unit string, pts []Point, target float64, logX boo
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e6e9ef"/><text x="%.1f" y="%.1f" font-size="11" text-anchor="end" fill="#5b6475">%s</text>`,
 			left, py(y), w-right, py(y), left-6, py(y)+4, esc(short(y)))
 	}
-	for _, p := range pts {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" fill="#5b6475">%s</text>`, px(p.X), h-bottom+16, esc(short(p.X)))
+	for _, x := range xs {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" fill="#5b6475">%s</text>`, px(x), h-bottom+16, esc(short(x)))
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle" fill="#1d2330">%s</text>`, (left+w-right)/2, h-8, esc(xLabel))
 	fmt.Fprintf(&b, `<text x="14" y="%.1f" font-size="12" text-anchor="middle" fill="#1d2330" transform="rotate(-90 14 %.1f)">%s</text>`, (top+h-bottom)/2, (top+h-bottom)/2, esc(unit))
@@ -201,16 +249,30 @@ func lineChart(title, xLabel, unit string, pts []Point, target float64, logX boo
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#b3261e" stroke-dasharray="6 4"/><text x="%.1f" y="%.1f" font-size="11" text-anchor="end" fill="#b3261e">target %s %s</text>`,
 			left, py(target), w-right, py(target), w-right, py(target)-4, esc(short(target)), esc(unit))
 	}
-	var line []string
-	for _, p := range pts {
-		line = append(line, fmt.Sprintf("%.1f,%.1f", px(p.X), py(p.Y)))
-	}
-	fmt.Fprintf(&b, `<polyline fill="none" stroke="#2f5fd0" stroke-width="2" points="%s"/>`, strings.Join(line, " "))
-	for _, p := range pts {
-		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="#2f5fd0"><title>%s: %s %s</title></circle>`, px(p.X), py(p.Y), esc(short(p.X)), esc(short(p.Y)), esc(unit))
+	for i, l := range lines {
+		var pts []string
+		for _, p := range l.pts {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p.X), py(p.Y)))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, l.color, strings.Join(pts, " "))
+		for _, p := range l.pts {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s%s: %s %s</title></circle>`, px(p.X), py(p.Y), l.color, esc(prefix(l.name)), esc(short(p.X)), esc(short(p.Y)), esc(unit))
+		}
+		if len(lines) > 1 {
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" font-size="11" fill="#1d2330">%s</text>`,
+				left+12, top+4+float64(i)*15, l.color, left+26, top+13+float64(i)*15, esc(l.name))
+		}
 	}
 	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String()) // every text in it is escaped above
+}
+
+// prefix is a series' name as a point's tooltip starts with it.
+func prefix(name string) string {
+	if name == "" {
+		return ""
+	}
+	return name + " at "
 }
 
 func cmpFloat(a, b float64) int {

@@ -101,15 +101,16 @@ func TestHTMLReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "report.html")
 	metrics := []Metric{
 		{Name: "store: <insert>", P50: 2 * time.Millisecond, P95: 3 * time.Millisecond, Target: 5 * time.Millisecond, Baseline: 9 * time.Millisecond, BaselineName: "naive"},
-		{Name: "capacity: 16 agents, step overhead", P50: 30 * time.Millisecond, P95: 60 * time.Millisecond, Target: 100 * time.Millisecond, TargetOnP95: true, Chart: "capacity", X: 16},
+		{Name: "capacity: 16 agents, step overhead", P50: 30 * time.Millisecond, P95: 60 * time.Millisecond, Target: 100 * time.Millisecond, TargetOnP95: true, Chart: "capacity", X: 16,
+			Cond: Conditions{Window: 18 * time.Second, CPUSome: 0.2, IOSome: 0.05, Others: 0.01}},
 		{Name: "capacity: 32 agents, step overhead", P50: 50 * time.Millisecond, P95: 140 * time.Millisecond, Target: 100 * time.Millisecond, TargetOnP95: true, Chart: "capacity", X: 32,
-			Violation: "CPU: p95 step overhead 140ms over 100ms"},
+			Violation: "CPU: p95 step overhead 140ms over 100ms", Cond: Conditions{Window: 18 * time.Second, CPUSome: 0.6, IOSome: 0.31, IOFull: 0.22, Others: 1.4, Kernel: 0.2}},
 		{Name: "capacity: 64 agents, step overhead", Skipped: "not run: 32 agents already missed the target"},
 		{Name: "capacity: 16 agents, memory", P50: Quantity(800), P95: Quantity(800), Target: Quantity(12288), Unit: "MB", Chart: "capacity-memory", X: 16},
 		{Name: "soak: goroutines growth after 100 tasks", P50: Quantity(2), P95: Quantity(2), Target: Quantity(10), Unit: "%", Chart: "soak",
 			Series: []Point{{0, 40}, {100, 52}, {200, 53}}, SeriesUnit: "goroutines"},
 	}
-	if err := writeHTML(path, metrics, 90*time.Second); err != nil {
+	if err := writeHTML(path, metrics, 90*time.Second, "Partial: written after 1 of 2 suites; still to run: soak."); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(path)
@@ -122,14 +123,25 @@ func TestHTMLReport(t *testing.T) {
 		"≤ 100.000 ms (p95)", `<span class="fail">no</span>`, "<strong>CPU: p95 step overhead 140ms over 100ms</strong>",
 		"not run: 32 agents already missed the target", "6 metrics, 1 missed their target, 1 skipped here",
 		"Capacity: p95 step overhead", "Capacity: memory of all sandboxes", "goroutines growth after 100 tasks", "target 100 ms",
+		"Partial: written after 1 of 2 suites; still to run: soak.", "<th scope=\"col\">Machine</th>",
+		"others 1.40 cores, kernel 0.20; pressure cpu 60%, io 31% (full 22%)",
+		"Capacity: the machine during each level&#39;s window", "IO pressure (full)", "other processes, % of a core",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report lacks %q", want)
 		}
 	}
 	svgs := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindAllString(page, -1)
-	if len(svgs) != 3 {
-		t.Fatalf("%d charts, want 3 (overhead, memory, one soak resource)", len(svgs))
+	if len(svgs) != 4 {
+		t.Fatalf("%d charts, want 4 (overhead, memory, the machine's conditions, one soak resource)", len(svgs))
+	}
+	// The conditions chart: 4 series at the 2 measured levels; IO full
+	// pressure 22% at 32 agents is a point of its own.
+	if n := strings.Count(svgs[2], "<circle"); n != 8 {
+		t.Errorf("the conditions chart has %d points, want 8", n)
+	}
+	if !strings.Contains(svgs[2], "IO pressure (full) at 32: 22 %") {
+		t.Errorf("the conditions chart lacks the point IO full 22%% at 32 agents:\n%s", svgs[2])
 	}
 	if n := strings.Count(svgs[0], "<circle"); n != 2 {
 		t.Errorf("the capacity curve has %d points, want 2 (the skipped level is not drawn)", n)

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestALevelPastTheGoalIsALimit: 256 agents whose last one never got to
+// work (the run that lost the whole table) are a row that says the
+// machine's limit and why, failing nothing; the same at the goal fails
+// with its reason.
+func TestALevelPastTheGoalIsALimit(t *testing.T) {
+	stuck := "[[c256_115]] made 0 steps in 6m16s and is failed: no status reason; its last events: error \"VM did not boot\""
+	past := capacityLevel{agents: 256, errors: []string{stuck}, setup: 376 * time.Second}
+	rows := past.metrics(3 * time.Second)
+	if len(rows) != 1 {
+		t.Fatalf("%d rows: %+v", len(rows), rows)
+	}
+	r := rows[0]
+	if !r.Pass() || r.Skipped != "" || !r.unmeasured() {
+		t.Errorf("past the goal: pass %v, skipped %q, unmeasured %v; want a passing row with no figure", r.Pass(), r.Skipped, r.unmeasured())
+	}
+	for _, want := range []string{"the machine's limit, past the goal of 128 agents", stuck, "setup 6m16s"} {
+		if !strings.Contains(r.Note, want) {
+			t.Errorf("note %q lacks %q", r.Note, want)
+		}
+	}
+	at := capacityLevel{agents: 128, errors: []string{stuck}}
+	r = at.metrics(3 * time.Second)[0]
+	if r.Pass() || !strings.Contains(r.Violation, stuck) {
+		t.Errorf("at the goal: pass %v, violation %q; want a failure with the reason", r.Pass(), r.Violation)
+	}
+}

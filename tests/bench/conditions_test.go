@@ -1,0 +1,163 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePSI(t *testing.T) {
+	for _, c := range []struct {
+		name, in   string
+		some, full int64
+		fails      bool
+	}{
+		{"io", "some avg10=1.50 avg60=0.80 avg300=0.20 total=4200000\nfull avg10=0.90 avg60=0.40 avg300=0.10 total=2100000\n", 4200000, 2100000, false},
+		// Kernels before 5.13 have no full line for the CPU.
+		{"cpu before 5.13", "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345\n", 12345, 0, false},
+		{"garbage", "none of it\n", 0, 0, true},
+		{"bad total", "some avg10=0.00 total=x\n", 0, 0, true},
+	} {
+		some, full, err := parsePSI([]byte(c.in))
+		if (err != nil) != c.fails || some != c.some || full != c.full {
+			t.Errorf("%s: %d, %d, %v; want %d, %d, failing %v", c.name, some, full, err, c.some, c.full, c.fails)
+		}
+	}
+}
+
+func TestParseStatCountsFromTheLastParenthesis(t *testing.T) {
+	// A command may hold spaces and parentheses (a process can name
+	// itself anything); the fields are counted after the last ')'.
+	line := "4242 (evil) 1 2 (x) S 77 4242 4242 0 -1 4194560 100 0 0 0 30 12 5 7 20 0 1 0 900 1000 50 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	st, err := parseStat([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ppid != 77 || st.ticks != 42 || st.children != 12 || st.kthread {
+		t.Errorf("parsed %+v; want ppid 77, ticks 42, children 12, no kernel thread", st)
+	}
+	kthread := "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 3 9 0 0 20 0 1 0 5 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 0 1 0 0 0 0 0\n"
+	if st, err := parseStat([]byte(kthread)); err != nil || !st.kthread || st.ticks != 12 {
+		t.Errorf("kthreadd parsed %+v, %v; want a kernel thread with 12 ticks", st, err)
+	}
+}
+
+// spin burns a CPU until stop closes.
+func spin(stop chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+	}
+}
+
+// TestConditionsTellTheBenchFromOthers runs a CPU burner in the bench's
+// own process and another one that is not the bench's (an orphan,
+// reparented away from the test's tree), and checks that the sampler
+// counts the first as the bench's and the second as another process's:
+// the difference between "the product missed" and "the machine was busy".
+func TestConditionsTellTheBenchFromOthers(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the conditions are read from /proc on Linux; elsewhere the row says they are missing")
+	}
+	// The orphan: sh starts a burner in the background and exits at once.
+	out, err := exec.Command("sh", "-c", `timeout 5 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // reparented by now
+	notOurs(t, orphan)
+	before, _ := processTicks(orphan) // timeout and the burner under it
+	treeBefore := ownTicks()
+
+	s := startConditions()
+	stop := make(chan struct{})
+	go spin(stop)
+	time.Sleep(3 * time.Second)
+	close(stop)
+	c := s.stop()
+	after, _ := processTicks(orphan)
+	orphanUsed := float64(after-before) / clockTicks / c.Window.Seconds() // cores
+	treeAfter := ownTicks()
+	ownUsed := float64(treeAfter-treeBefore) / clockTicks / c.Window.Seconds()
+
+	t.Logf("conditions: %s; the orphan used %.2f cores, the bench's tree %.2f", c, orphanUsed, ownUsed)
+	if c.Missing != "" {
+		t.Fatalf("conditions missing on Linux: %s", c.Missing)
+	}
+	if orphanUsed < 0.05 { // 15 ticks: enough to tell
+		t.Fatalf("the orphan burner got %.2f cores; the machine is too loaded to tell", orphanUsed)
+	}
+	// Other processes include at least the orphan's CPU (and whatever else
+	// runs on this machine); the bench's own burner is not among them:
+	// with it counted, others would exceed what the machine did.
+	if c.Others < 0.8*orphanUsed {
+		t.Errorf("others %.2f cores, but the orphan alone used %.2f", c.Others, orphanUsed)
+	}
+	if ownUsed < 0.05 {
+		t.Errorf("the bench's own burner counted %.2f cores in its tree", ownUsed)
+	}
+	if c.Window < 3*time.Second || c.Window > 5*time.Second {
+		t.Errorf("window %s, want about 3s", c.Window)
+	}
+	if !strings.Contains(c.String(), "others ") {
+		t.Errorf("conditions read %q", c)
+	}
+}
+
+// ownTicks is the CPU ticks of this test's process tree.
+func ownTicks() int64 {
+	tree, _ := processTicks(os.Getpid())
+	return tree
+}
+
+// notOurs checks that pid is not a child of the test: its CPU is another
+// process's.
+func notOurs(t *testing.T, pid int) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatalf("the orphan burner %d: %v", pid, err)
+	}
+	st, err := parseStat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ppid == os.Getpid() {
+		t.Fatalf("the orphan %d is still the test's child", pid)
+	}
+}
+
+func TestAMissSaysWhoseItWas(t *testing.T) {
+	quiet := Conditions{Window: 20 * time.Second, Others: 0.03, CPUSome: 0.4}
+	busy := Conditions{Window: 20 * time.Second, Others: 1.2, IOFull: 0.3}
+	ms := []Metric{
+		{Name: "fast", P50: time.Millisecond, Target: 5 * time.Millisecond, Note: "n"},
+		{Name: "slow on a quiet machine", P50: 9 * time.Millisecond, Target: 5 * time.Millisecond, Note: "n"},
+		{Name: "slow on a busy one", P50: 9 * time.Millisecond, Target: 5 * time.Millisecond, Cond: busy},
+		{Name: "skipped", Skipped: "a Mac's"},
+	}
+	stamp(ms, quiet)
+	if ms[0].Note != "n" || ms[0].Cond != quiet {
+		t.Errorf("a met target: note %q, conditions %+v", ms[0].Note, ms[0].Cond)
+	}
+	if !strings.HasPrefix(ms[1].Note, "missed on a quiet machine (other processes 0.03 cores): the product's miss; n") {
+		t.Errorf("a miss on a quiet machine: %q", ms[1].Note)
+	}
+	if ms[2].Cond != busy || !strings.HasPrefix(ms[2].Note, "missed on a busy machine: other processes used 1.20 cores") {
+		t.Errorf("a miss measured with its own busy conditions: %q, %+v", ms[2].Note, ms[2].Cond)
+	}
+	if ms[3].Note != "" {
+		t.Errorf("a skipped metric got a verdict: %q", ms[3].Note)
+	}
+}
