@@ -72,6 +72,12 @@ type helper struct {
 // test fails. It prints no API key (the CLI creates the only ones).
 func startHelper(t *testing.T) *helper {
 	t.Helper()
+	return startHelperWith(t, nil)
+}
+
+// startHelperWith is startHelper with the configuration changed by mutate.
+func startHelperWith(t *testing.T, mutate func(*daemon.Config)) *helper {
+	t.Helper()
 	logs := &syncBuffer{}
 	t.Cleanup(func() { // after the helper stops
 		if t.Failed() {
@@ -82,6 +88,9 @@ func startHelper(t *testing.T) *helper {
 		c.PrintAPIKey = false
 		c.Log = slog.New(slog.NewTextHandler(logs, nil))
 		c.DrainTimeout = 5 * time.Second
+		if mutate != nil {
+			mutate(c)
+		}
 	})
 	return &helper{t: t, home: d.Paths.Home, c: d.Unix}
 }

@@ -241,6 +241,7 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 	h("POST /api/v1/webhooks/{id}/test", a.testWebhook)
 	// Templates, VMs, system.
 	a.templateRoutes(h)
+	a.templateShareRoutes(h)
 	h("GET /api/v1/vms", a.listVMs)
 	h("POST /api/v1/vms/{id}/start", a.startVM)
 	h("POST /api/v1/vms/{id}/stop", a.stopVM)
