@@ -58,8 +58,11 @@ func (m *Manager) UpdateAgent(ctx context.Context, id string) (store.Template, e
 	if err != nil {
 		return store.Template{}, err
 	}
-	m.buildMu.Lock()
-	defer m.buildMu.Unlock()
+	release, err := m.use(id, "an agent update")
+	if err != nil {
+		return store.Template{}, err
+	}
+	defer release()
 	if err := m.quiesce(ctx, id); err != nil {
 		return store.Template{}, err
 	}

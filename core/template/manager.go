@@ -96,11 +96,14 @@ type Manager struct {
 	// buildMu serializes builds and seals (they share the cache and disk).
 	buildMu sync.Mutex
 
-	// mu guards jobs, setups and closed.
+	// mu guards jobs, setups, using and closed.
 	mu   sync.Mutex
 	jobs map[string]*job
 	// setups are macOS templates booted for their guided setup.
 	setups map[string]setupVM
+	// using says what reads or writes a ready template's files
+	// ("an export", "an agent update"), by template.
+	using  map[string]string
 	closed bool
 	wg     sync.WaitGroup
 	// ctx is the manager's lifetime: Close cancels every job.
@@ -140,7 +143,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.CacheDir = DefaultCacheDir()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{cfg: cfg, jobs: map[string]*job{}, setups: map[string]setupVM{}, ctx: ctx, cancel: cancel}, nil
+	return &Manager{cfg: cfg, jobs: map[string]*job{}, setups: map[string]setupVM{}, using: map[string]string{}, ctx: ctx, cancel: cancel}, nil
 }
 
 // Close cancels the builds in progress and waits for them to clean up,

@@ -185,7 +185,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		return errdefs.Conflictf("template %s is in use by %s: wait for the task to end or cancel it, then delete the template", id, strings.Join(busy, ", "))
 	}
 	m.mu.Lock()
-	j := m.jobs[id]
+	j, using := m.jobs[id], m.using[id]
 	var sealing []string
 	for child, other := range m.jobs {
 		if other.parent == id {
@@ -193,6 +193,9 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		}
 	}
 	m.mu.Unlock()
+	if using != "" {
+		return errdefs.Conflictf("template %s is busy with %s: delete it when that is done", id, using)
+	}
 	if len(sealing) > 0 {
 		return errdefs.Conflictf("template %s is being sealed from (into %s): delete it when that is done", id, strings.Join(sealing, ", "))
 	}

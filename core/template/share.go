@@ -71,15 +71,33 @@ func (m *Manager) Export(ctx context.Context, id string, w io.Writer) (tmplarchi
 	if exportVersion.MatchString(m.cfg.HostVersion) {
 		man.ExportedBy = m.cfg.HostVersion
 	}
-	// Builds and seals write template folders: none runs meanwhile.
-	m.buildMu.Lock()
-	defer m.buildMu.Unlock()
+	release, err := m.use(id, "an export")
+	if err != nil {
+		return tmplarchive.Manifest{}, err
+	}
+	defer release()
 	man, stats, err := tmplarchive.Write(ctx, w, man, tmplarchive.Source{Root: root, Kind: kind, GuestUID: guest})
 	if err != nil {
 		return tmplarchive.Manifest{}, fmt.Errorf("export template %s: %w", id, err)
 	}
 	m.cfg.Log.Info("template exported", "template", id, "entries", stats.Entries, "skipped", stats.Skipped, "diskBytes", man.DiskBytes)
 	return man, nil
+}
+
+// use marks a template's files as read or written by what (an export, an
+// agent update) until release; a second use at once is a conflict.
+func (m *Manager) use(id, what string) (release func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if other, ok := m.using[id]; ok {
+		return nil, errdefs.Conflictf("template %s is busy with %s: try again when it is done", id, other)
+	}
+	m.using[id] = what
+	return func() {
+		m.mu.Lock()
+		delete(m.using, id)
+		m.mu.Unlock()
+	}, nil
 }
 
 // archiveKind is the archive kind of a template's files.

@@ -113,6 +113,34 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 }
 
+// TestExportAndUpdateExcludeEachOther: while an agent update writes a
+// template, its export and its deletion are refused, and the other way.
+func TestExportAndUpdateExcludeEachOther(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, vm.KindRootFS)
+	e.addRootFS(t, "desk", "Desk")
+	release, err := e.m.use("desk", "an agent update")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := e.m.Export(ctx, "desk", &b); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "busy with an agent update") || b.Len() != 0 {
+		t.Errorf("export during an update: %v (%d bytes)", err, b.Len())
+	}
+	if err := e.m.Delete(ctx, "desk"); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("delete during an update: %v", err)
+	}
+	release()
+	release, _ = e.m.use("desk", "an export")
+	if _, err := e.m.UpdateAgent(ctx, "desk"); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "busy with an export") {
+		t.Errorf("update during an export: %v", err)
+	}
+	release()
+	if _, err := e.m.Export(ctx, "desk", &b); err != nil {
+		t.Errorf("export once free: %v", err)
+	}
+}
+
 // zstdTar is a tar stream of entries, zstd-compressed.
 func zstdTar(t *testing.T, entries ...tar.Header) []byte {
 	t.Helper()
