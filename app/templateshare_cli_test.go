@@ -105,3 +105,27 @@ func TestTemplatesExportImportUpdateAgent(t *testing.T) {
 		t.Errorf("still outdated:\n%s", ls)
 	}
 }
+
+// TestVMsOpenAndRm: vms open boots a developer VM of a template named by
+// its name, vms ls shows it as one, vms rm removes it.
+func TestVMsOpenAndRm(t *testing.T) {
+	t.Parallel()
+	h := startHelper(t)
+	r := h.ok("vms", "open", "Host desktop")
+	m := regexp.MustCompile(`Developer VM (\S+) of template host is running`).FindStringSubmatch(r.stdout)
+	if m == nil || !strings.Contains(r.stdout, "hivecrew vms rm "+m[1]) {
+		t.Fatalf("vms open: %s", r)
+	}
+	if ls := h.ok("vms", "ls").stdout; !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(m[1]) + `\s+busy\s+developer VM\s+host`).MatchString(ls) {
+		t.Errorf("vms ls:\n%s", ls)
+	}
+	if r := h.ok("vms", "rm", m[1]); !strings.Contains(r.stdout, "Removed VM "+m[1]) {
+		t.Errorf("vms rm: %s", r)
+	}
+	if ls := h.ok("vms", "ls").stdout; strings.Contains(ls, m[1]) {
+		t.Errorf("still listed:\n%s", ls)
+	}
+	if r := h.cli("vms", "open", "nope"); r.code != 1 || !strings.Contains(r.stderr, `no template "nope"`) {
+		t.Errorf("vms open nope: %s", r)
+	}
+}

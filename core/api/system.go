@@ -37,6 +37,7 @@ func (a *API) listVMs(w http.ResponseWriter, r *http.Request) error {
 				vm.TaskTitle = t.Title
 			}
 		}
+		vm.Developer = a.cfg.DevVMs != nil && a.cfg.DevVMs.Has(v.ID)
 		out.VMs[i] = vm
 	}
 	return writeJSON(w, http.StatusOK, out)
@@ -63,9 +64,17 @@ func (a *API) startVM(w http.ResponseWriter, r *http.Request) error {
 	return errdefs.NotFoundf("vm %s not found", id)
 }
 
-// stopVM stops and removes a VM; the task it served fails with that reason.
+// stopVM stops and removes a VM; the task it served fails with that
+// reason. A developer VM is removed as Close does.
 func (a *API) stopVM(w http.ResponseWriter, r *http.Request) error {
-	if err := a.cfg.Pool.Remove(r.Context(), r.PathValue("id"), "stopped by the user"); err != nil {
+	id := r.PathValue("id")
+	var err error
+	if a.cfg.DevVMs != nil && a.cfg.DevVMs.Has(id) {
+		err = a.cfg.DevVMs.Close(r.Context(), id)
+	} else {
+		err = a.cfg.Pool.Remove(r.Context(), id, "stopped by the user")
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
