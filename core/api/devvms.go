@@ -50,7 +50,7 @@ func (a *API) openDevVM(w http.ResponseWriter, r *http.Request) error {
 		if info.ID == v.ID {
 			return writeJSON(w, http.StatusCreated, wire.VM{ID: v.ID, Backend: info.Backend, TemplateID: v.TemplateID, State: string(info.State),
 				CPUCount: info.CPUs, MemoryMB: info.MemoryMB, Network: string(info.Network), Limits: vmLimits(info.Limits),
-				CreatedAt: ts(info.Created), AgentVersion: info.AgentVersion, Developer: true})
+				CreatedAt: ts(info.Created), AgentVersion: info.AgentVersion, Developer: true, ScreenWidth: v.Screen.Width, ScreenHeight: v.Screen.Height})
 		}
 	}
 	return errdefs.Conflictf("developer VM %s stopped as it started", v.ID)

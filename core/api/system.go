@@ -37,8 +37,14 @@ func (a *API) listVMs(w http.ResponseWriter, r *http.Request) error {
 				vm.TaskTitle = t.Title
 			}
 		}
-		vm.Developer = a.cfg.DevVMs != nil && a.cfg.DevVMs.Has(v.ID)
 		out.VMs[i] = vm
+	}
+	if a.cfg.DevVMs != nil {
+		for _, d := range a.cfg.DevVMs.List() {
+			if i := slices.IndexFunc(out.VMs, func(v wire.VM) bool { return v.ID == d.ID }); i >= 0 {
+				out.VMs[i].Developer, out.VMs[i].ScreenWidth, out.VMs[i].ScreenHeight = true, d.Screen.Width, d.Screen.Height
+			}
+		}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

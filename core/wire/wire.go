@@ -939,6 +939,10 @@ type VM struct {
 	// Developer marks a developer VM (hivecrew vms open): no agent, the
 	// user's by hand until removed.
 	Developer bool `json:"developer,omitempty"`
+	// ScreenWidth and ScreenHeight are a developer VM's screen in guest
+	// points (where its input lands).
+	ScreenWidth  int `json:"screenWidth,omitempty"`
+	ScreenHeight int `json:"screenHeight,omitempty"`
 }
 
 // OpenVM is the body of POST /vms: a developer VM of a template.

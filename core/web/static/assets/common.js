@@ -45,8 +45,8 @@ function sessionToken() {
 }
 
 /**
- * Calls the API: path is below /api/v1. body is JSON, or FormData for a
- * multipart upload. Answers the parsed JSON (null for 204); throws ApiError.
+ * Calls the API: path is below /api/v1. body is JSON, FormData for a
+ * multipart upload, or a Blob (a File) sent as it is. Answers the parsed JSON (null for 204); throws ApiError.
  * A 401 shows how to sign in.
  */
 export async function api(method, path, body) {
@@ -56,6 +56,9 @@ export async function api(method, path, body) {
   const token = sessionToken();
   if (token && method !== 'GET') init.headers['X-Hivecrew-Session'] = token;
   if (body instanceof FormData) {
+    init.body = body;
+  } else if (body instanceof Blob) {
+    init.headers['Content-Type'] = body.type || 'application/octet-stream';
     init.body = body;
   } else if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
