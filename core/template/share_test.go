@@ -324,3 +324,23 @@ func TestUpdateAgentStaysInItsRoot(t *testing.T) {
 		t.Errorf("after a failed update: %+v", tm)
 	}
 }
+
+// TestDeveloperVMKeepsItsTemplate: a template a developer VM runs on
+// (busy, no task) is neither deleted nor updated under it, and the
+// refusal says how to remove the VM.
+func TestDeveloperVMKeepsItsTemplate(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, vm.KindRootFS)
+	e.addRootFS(t, "desk", "Desk")
+	e.pool.vms = []pool.Info{{ID: "vm-dev", TemplateID: "desk", State: pool.StateBusy}}
+	if err := e.m.Delete(ctx, "desk"); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "vm-dev (a developer VM)") ||
+		!strings.Contains(err.Error(), "hivecrew vms rm") {
+		t.Errorf("delete under a developer VM: %v", err)
+	}
+	if _, err := e.m.UpdateAgent(ctx, "desk"); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "vm-dev (busy)") {
+		t.Errorf("update under a developer VM: %v", err)
+	}
+	if len(e.pool.removed) != 0 {
+		t.Errorf("the developer VM was removed: %v", e.pool.removed)
+	}
+}
