@@ -18,6 +18,7 @@ require (
 	github.com/jezek/xgb v1.1.1
 	github.com/keybase/dbus v0.0.0-20220506165403-5aa21ea2c23a
 	github.com/keybase/go-keychain v0.0.1
+	github.com/klauspost/compress v1.20.4
 	github.com/mdlayher/vsock v1.4.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pquerna/otp v1.5.0

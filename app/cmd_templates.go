@@ -13,7 +13,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// cmdTemplates: hivecrew templates ls|manifests|create|seal|edit|default|rm|log
+// cmdTemplates: hivecrew templates ls|manifests|create|seal|edit|default|rm|log|setup|export|import|update-agent
 func cmdTemplates(e *env, args []string) error {
 	return runTable(e, "templates", []command{
 		{"ls", "", "list VM templates", templatesLs},
@@ -25,6 +25,9 @@ func cmdTemplates(e *env, args []string) error {
 		{"rm", "ID", "delete a template (refused while a VM uses it)", templatesRm},
 		{"log", "ID", "print a template's build log", templatesLog},
 		{"setup", "ID [--finish [--force]]", "macOS: boot a template for its guided setup, or finish it", templatesSetup},
+		{"export", "ID FILE [--force]", "write a template as one archive (manifest, disk, checksums)", templatesExport},
+		{"import", "FILE [--name N]", "add a template from an archive (every entry checked first)", templatesImport},
+		{"update-agent", "ID", "install the helper's guest agent into a template and reseal it", templatesUpdateAgent},
 	}, args)
 }
 
@@ -260,6 +263,17 @@ func progressBar(p *wire.TemplateProgress, width int) string {
 	return fmt.Sprintf("[%s%s] %3.0f%% %s", strings.Repeat("#", n), strings.Repeat("-", width-n), p.Percent, p.Phase)
 }
 
+// connectTemplate connects for a command whose one argument is a
+// template (id or name) and resolves it.
+func (e *env) connectTemplate(args []string) (*client.Client, string, error) {
+	c, pos, err := e.connect(e.flags(), args, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := e.templateID(c, pos[0])
+	return c, id, err
+}
+
 // templateID resolves a template by id or name.
 func (e *env) templateID(c *client.Client, arg string) (string, error) {
 	l, err := c.Templates(e.ctx)
@@ -327,11 +341,7 @@ func templatesEdit(e *env, args []string) error {
 }
 
 func templatesDefault(e *env, args []string) error {
-	c, pos, err := e.connect(e.flags(), args, 1)
-	if err != nil {
-		return err
-	}
-	id, err := e.templateID(c, pos[0])
+	c, id, err := e.connectTemplate(args)
 	if err != nil {
 		return err
 	}
@@ -347,11 +357,7 @@ func templatesDefault(e *env, args []string) error {
 }
 
 func templatesRm(e *env, args []string) error {
-	c, pos, err := e.connect(e.flags(), args, 1)
-	if err != nil {
-		return err
-	}
-	id, err := e.templateID(c, pos[0])
+	c, id, err := e.connectTemplate(args)
 	if err != nil {
 		return err
 	}
@@ -363,11 +369,7 @@ func templatesRm(e *env, args []string) error {
 }
 
 func templatesLog(e *env, args []string) error {
-	c, pos, err := e.connect(e.flags(), args, 1)
-	if err != nil {
-		return err
-	}
-	id, err := e.templateID(c, pos[0])
+	c, id, err := e.connectTemplate(args)
 	if err != nil {
 		return err
 	}

@@ -8,10 +8,11 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
-// cmdVMs: hivecrew vms ls|stop|rm
+// cmdVMs: hivecrew vms ls|open|stop|rm|rebuild
 func cmdVMs(e *env, args []string) error {
 	return runTable(e, "vms", []command{
 		{"ls", "", "list VMs", vmsLs},
+		{"open", "TEMPLATE", "boot a developer VM of a template: no agent, yours by hand in the web UI until vms rm", vmsOpen},
 		{"stop", "ID", "stop and remove a VM (its task fails)", vmsStop},
 		{"rm", "ID", "stop and remove a VM", vmsRm},
 		{"rebuild", "ID", "replace an idle VM with a fresh clone of its template", vmsRebuild},
@@ -31,6 +32,9 @@ func vmsLs(e *env, args []string) error {
 					state += " (" + v.Reason + ")"
 				}
 				task := "-"
+				if v.Developer {
+					task = "developer VM"
+				}
 				if v.TaskID != "" {
 					task = shortID(v.TaskID)
 					if v.TaskTitle != "" {
@@ -40,6 +44,23 @@ func vmsLs(e *env, args []string) error {
 				return []string{v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), capped(v.Limits), agentCell(v.AgentVersion, v.AgentOutdated), ago(v.CreatedAt, now)}
 			})
 	})
+}
+
+func vmsOpen(e *env, args []string) error {
+	c, id, err := e.connectTemplate(args)
+	if err != nil {
+		return err
+	}
+	v, err := c.OpenVM(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(v)
+	}
+	e.out("Developer VM %s of template %s is running (no agent). Use it in the web UI (hivecrew open): Environments, View.", v.ID, v.TemplateID)
+	e.out("It holds a VM slot until you remove it: hivecrew vms rm %s", v.ID)
+	return nil
 }
 
 func vmsStop(e *env, args []string) error {

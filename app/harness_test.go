@@ -74,17 +74,19 @@ type helper struct {
 // test fails. It prints no API key (the CLI creates the only ones).
 func startHelper(t *testing.T) *helper {
 	t.Helper()
-	return startHelperWith(t, daemontest.Start)
+	return startHelperWith(t, daemontest.Start, nil)
 }
 
 // startNetHelper is startHelper on this machine's network address with
 // remote access on (daemontest.StartOnNetwork), as devices pair.
 func startNetHelper(t *testing.T) *helper {
 	t.Helper()
-	return startHelperWith(t, daemontest.StartOnNetwork)
+	return startHelperWith(t, daemontest.StartOnNetwork, nil)
 }
 
-func startHelperWith(t *testing.T, start func(testing.TB, func(*daemon.Config)) *daemontest.Helper) *helper {
+// startHelperWith is startHelper started by start, with the configuration
+// changed by mutate (if set).
+func startHelperWith(t *testing.T, start func(testing.TB, func(*daemon.Config)) *daemontest.Helper, mutate func(*daemon.Config)) *helper {
 	t.Helper()
 	logs := &syncBuffer{}
 	t.Cleanup(func() { // after the helper stops
@@ -96,6 +98,9 @@ func startHelperWith(t *testing.T, start func(testing.TB, func(*daemon.Config)) 
 		c.PrintAPIKey = false
 		c.Log = slog.New(slog.NewTextHandler(logs, nil))
 		c.DrainTimeout = 5 * time.Second
+		if mutate != nil {
+			mutate(c)
+		}
 	})
 	return &helper{t: t, home: d.Paths.Home, c: d.Unix, addr: d.Addr}
 }

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/devvm"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/eval"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
@@ -102,6 +103,8 @@ type Config struct {
 	// Templates builds, seals, edits and deletes templates; nil leaves
 	// the template routes read-only.
 	Templates *template.Manager
+	// DevVMs runs developer VMs; nil refuses them (unsupported).
+	DevVMs *devvm.Manager
 	// Provisioning keeps what VMs are given as they start; nil answers
 	// GET /provisioning with empty lists and refuses PUT.
 	Provisioning *provision.Store
@@ -259,10 +262,12 @@ func (a *API) routes(handle func(string, http.Handler), unix bool, self func() h
 	h("POST /api/v1/webhooks/{id}/test", a.testWebhook)
 	// Templates, VMs, system.
 	a.templateRoutes(h)
+	a.templateShareRoutes(h)
 	h("GET /api/v1/vms", a.listVMs)
 	h("POST /api/v1/vms/{id}/start", a.startVM)
 	h("POST /api/v1/vms/{id}/stop", a.stopVM)
 	h("DELETE /api/v1/vms/{id}", a.stopVM)
+	a.devVMRoutes(h)
 	h("GET /api/v1/skills", a.listSkills)
 	h("POST /api/v1/skills", a.saveSkill)
 	h("POST /api/v1/skills/import", a.importSkills)

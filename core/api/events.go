@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -277,6 +278,18 @@ func (a *API) serveScreenshot(w http.ResponseWriter, r *http.Request, path strin
 // leaves.
 func (a *API) stream(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
+	if _, err := a.st.GetTask(r.Context(), id); err != nil {
+		return err
+	}
+	return serveFrames(w, r, func(ctx context.Context, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+		return a.o.Frame(ctx, id, p)
+	})
+}
+
+// serveFrames serves the frames frame takes as multipart/x-mixed-replace
+// JPEG at ?fps (default 2, at most 10) and ?maxWidth, until frame fails
+// or the client leaves.
+func serveFrames(w http.ResponseWriter, r *http.Request, frameOf func(context.Context, protocol.ScreenshotParams) (protocol.ScreenshotResult, error)) error {
 	fps, err := intParam(r, "fps", 2, 1, 10)
 	if err != nil {
 		return err
@@ -285,11 +298,8 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.st.GetTask(r.Context(), id); err != nil {
-		return err
-	}
 	p := protocol.ScreenshotParams{Format: protocol.FormatJPEG, MaxWidth: width, MaxHeight: width, Quality: 70}
-	first, err := a.o.Frame(r.Context(), id, p)
+	frame, err := frameOf(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -299,7 +309,6 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request) error {
 	rc := http.NewResponseController(w)
 	tick := time.NewTicker(time.Second / time.Duration(fps))
 	defer tick.Stop()
-	frame := first
 	for {
 		fmt.Fprintf(w, "--%s\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\nX-Frame-Width: %d\r\nX-Frame-Height: %d\r\n\r\n", boundary, len(frame.Data), frame.Width, frame.Height)
 		if _, err := w.Write(frame.Data); err != nil {
@@ -314,7 +323,7 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request) error {
 		case <-r.Context().Done():
 			return nil
 		}
-		if frame, err = a.o.Frame(r.Context(), id, p); err != nil {
+		if frame, err = frameOf(r.Context(), p); err != nil {
 			fmt.Fprintf(w, "--%s--\r\n", boundary)
 			return nil
 		}

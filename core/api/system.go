@@ -41,6 +41,13 @@ func (a *API) listVMs(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.VMs[i] = vm
 	}
+	if a.cfg.DevVMs != nil {
+		for _, d := range a.cfg.DevVMs.List() {
+			if i := slices.IndexFunc(out.VMs, func(v wire.VM) bool { return v.ID == d.ID }); i >= 0 {
+				out.VMs[i].Developer, out.VMs[i].ScreenWidth, out.VMs[i].ScreenHeight = true, d.Screen.Width, d.Screen.Height
+			}
+		}
+	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
@@ -65,9 +72,17 @@ func (a *API) startVM(w http.ResponseWriter, r *http.Request) error {
 	return errdefs.NotFoundf("vm %s not found", id)
 }
 
-// stopVM stops and removes a VM; the task it served fails with that reason.
+// stopVM stops and removes a VM; the task it served fails with that
+// reason. A developer VM is removed as Close does.
 func (a *API) stopVM(w http.ResponseWriter, r *http.Request) error {
-	if err := a.cfg.Pool.Remove(r.Context(), r.PathValue("id"), "stopped by the user"); err != nil {
+	id := r.PathValue("id")
+	var err error
+	if a.cfg.DevVMs != nil && a.cfg.DevVMs.Has(id) {
+		err = a.cfg.DevVMs.Close(r.Context(), id)
+	} else {
+		err = a.cfg.Pool.Remove(r.Context(), id, "stopped by the user")
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

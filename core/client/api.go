@@ -564,6 +564,13 @@ func (c *Client) StopVM(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodPost, "/api/v1/vms/"+esc(id)+"/stop", nil, nil)
 }
 
+// OpenVM boots a developer VM of a template: no agent, the user's by hand
+// until RemoveVM.
+func (c *Client) OpenVM(ctx context.Context, templateID string) (wire.VM, error) {
+	var v wire.VM
+	return v, c.call(ctx, http.MethodPost, "/api/v1/vms", wire.OpenVM{TemplateID: templateID}, &v)
+}
+
 // RemoveVM stops and removes a VM.
 func (c *Client) RemoveVM(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/api/v1/vms/"+esc(id), nil, nil)

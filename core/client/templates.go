@@ -2,8 +2,11 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/hivecrew/hivecrew/core/wire"
 )
@@ -59,4 +62,39 @@ func (c *Client) RebuildVM(ctx context.Context, id string) error {
 func (c *Client) SetupTemplate(ctx context.Context, id string, req wire.TemplateSetupRequest) (wire.TemplateSetup, error) {
 	var s wire.TemplateSetup
 	return s, c.call(ctx, http.MethodPost, "/api/v1/templates/"+esc(id)+"/setup", req, &s)
+}
+
+// ExportTemplate writes a template's archive (manifest, disk, checksums)
+// to w. A download cut short is an error, never a short archive.
+func (c *Client) ExportTemplate(ctx context.Context, id string, w io.Writer) error {
+	return c.stream(ctx, "/api/v1/templates/"+esc(id)+"/export", w)
+}
+
+// ImportTemplate sends a template archive; name, if set, replaces the
+// archive's name. The answer is the new, ready template.
+func (c *Client) ImportTemplate(ctx context.Context, archive io.Reader, name string) (wire.Template, error) {
+	path := "/api/v1/templates/import"
+	if name != "" {
+		path += "?name=" + url.QueryEscape(name)
+	}
+	resp, err := c.send(ctx, http.MethodPost, path, archive, "application/zstd")
+	if err != nil {
+		return wire.Template{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return wire.Template{}, decodeError(resp)
+	}
+	var t wire.Template
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
+		return wire.Template{}, fmt.Errorf("import: decode answer: %w", err)
+	}
+	return t, nil
+}
+
+// UpdateTemplateAgent installs the helper's guest agent into a template
+// (Linux), or boots a macOS template with the agent kit for its steps.
+func (c *Client) UpdateTemplateAgent(ctx context.Context, id string) (wire.Template, error) {
+	var t wire.Template
+	return t, c.call(ctx, http.MethodPost, "/api/v1/templates/"+esc(id)+"/update-agent", nil, &t)
 }

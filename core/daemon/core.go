@@ -16,6 +16,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/api"
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/devvm"
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/pool"
@@ -210,10 +211,15 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	if err != nil {
 		return nil, err
 	}
+	devs, err := devvm.New(devvm.Config{Pool: p, Templates: st, Settings: h.get, Log: log})
+	if err != nil {
+		tm.Close()
+		return nil, err
+	}
 	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
 		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
 		LLMBackoff: cfg.LLMBackoff, StepUpWindow: cfg.WebStepUp, PairingTTL: cfg.PairingTTL, MaxUploadBytes: cfg.MaxUploadBytes, Launch: cfg.Launch, Web: web.Handler(), Log: log,
-		Templates: tm, Webhooks: hooks, Provisioning: prov})
+		Templates: tm, DevVMs: devs, Webhooks: hooks, Provisioning: prov})
 	if err != nil {
 		tm.Close()
 		return nil, err
@@ -255,14 +261,18 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	}
 	cleanups = append(cleanups, func() error {
 		// Template builds first (they may hold a VM being sealed), then
-		// agents (recorded as interrupted), then every VM.
+		// developer VMs, then agents (recorded as interrupted), then every
+		// VM.
 		tm.Close()
+		dctx, dcancel := context.WithTimeout(context.Background(), drain)
+		defer dcancel()
+		if err := devs.Shutdown(dctx); err != nil {
+			log.Warn("remove developer VMs", "err", err)
+		}
 		cancel()
 		<-orchDone
 		hooksCancel()
 		<-hooksDone
-		dctx, dcancel := context.WithTimeout(context.Background(), drain)
-		defer dcancel()
 		err := p.Close(dctx)
 		wg.Wait()
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/agent"
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/guest"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -349,18 +350,11 @@ func (o *Orchestrator) Respond(ctx context.Context, id, permissionID string, app
 	return nil
 }
 
-// inputMethods maps the takeover view's event types to guest methods.
-var inputMethods = map[string]string{
-	"click": protocol.MethodMouseClick, "move": protocol.MethodMouseMove, "drag": protocol.MethodMouseDrag,
-	"scroll": protocol.MethodScroll, "type": protocol.MethodKeyboardType, "key": protocol.MethodKeyboardKey,
-}
-
 // Input forwards one pointer or keyboard event of the user to the guest.
 // Only a taken-over task accepts input; coordinates are guest points.
 func (o *Orchestrator) Input(ctx context.Context, id string, in wire.Input) error {
-	method, ok := inputMethods[in.Type]
-	if !ok {
-		return errdefs.Invalidf("input type %q: want click, move, drag, scroll, type or key", in.Type)
+	if err := guest.CheckInputType(in.Type); err != nil {
+		return err
 	}
 	r, runner, err := o.agentOf(ctx, id, "send input to")
 	if err != nil {
@@ -373,50 +367,7 @@ func (o *Orchestrator) Input(ctx context.Context, id string, in wire.Input) erro
 	if lease == nil {
 		return errdefs.Conflictf("task %s has no VM at the moment", id)
 	}
-	scr := lease.Guest().Hello().Screen
-	inside := func(x, y float64) error {
-		if x < 0 || y < 0 || x >= float64(scr.Width) || y >= float64(scr.Height) {
-			return errdefs.Invalidf("point (%g, %g) is outside the %dx%d screen", x, y, scr.Width, scr.Height)
-		}
-		return nil
-	}
-	var params any
-	switch in.Type {
-	case "click":
-		if err := inside(in.X, in.Y); err != nil {
-			return err
-		}
-		params = protocol.ClickParams{X: in.X, Y: in.Y, Button: or(in.Button, "left"), ClickType: or(in.ClickType, "single")}
-	case "move":
-		if err := inside(in.X, in.Y); err != nil {
-			return err
-		}
-		params = protocol.PointParams{X: in.X, Y: in.Y}
-	case "drag":
-		if err := errors.Join(inside(in.X, in.Y), inside(in.ToX, in.ToY)); err != nil {
-			return err
-		}
-		params = protocol.DragParams{FromX: in.X, FromY: in.Y, ToX: in.ToX, ToY: in.ToY}
-	case "scroll":
-		if err := inside(in.X, in.Y); err != nil {
-			return err
-		}
-		params = protocol.ScrollParams{X: in.X, Y: in.Y, DeltaX: in.DeltaX, DeltaY: in.DeltaY}
-	case "type":
-		if in.Text == "" {
-			return errdefs.Invalidf("type input needs text")
-		}
-		params = protocol.TypeParams{Text: in.Text}
-	case "key":
-		if in.Key == "" {
-			return errdefs.Invalidf("key input needs key")
-		}
-		params = protocol.KeyParams{Key: in.Key, Modifiers: in.Modifiers}
-	}
-	if err := lease.Guest().Call(ctx, method, params, nil); err != nil {
-		return fmt.Errorf("forward %s to the guest: %w", in.Type, err)
-	}
-	return nil
+	return lease.Guest().Input(ctx, in)
 }
 
 // Frame takes a live screenshot of a task's VM for watching.

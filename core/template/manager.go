@@ -2,7 +2,6 @@ package template
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,11 +96,14 @@ type Manager struct {
 	// buildMu serializes builds and seals (they share the cache and disk).
 	buildMu sync.Mutex
 
-	// mu guards jobs, setups and closed.
+	// mu guards jobs, setups, using and closed.
 	mu   sync.Mutex
 	jobs map[string]*job
 	// setups are macOS templates booted for their guided setup.
 	setups map[string]setupVM
+	// using says what reads or writes a ready template's files
+	// ("an export", "an agent update"), by template.
+	using  map[string]string
 	closed bool
 	wg     sync.WaitGroup
 	// ctx is the manager's lifetime: Close cancels every job.
@@ -141,7 +143,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.CacheDir = DefaultCacheDir()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{cfg: cfg, jobs: map[string]*job{}, setups: map[string]setupVM{}, ctx: ctx, cancel: cancel}, nil
+	return &Manager{cfg: cfg, jobs: map[string]*job{}, setups: map[string]setupVM{}, using: map[string]string{}, ctx: ctx, cancel: cancel}, nil
 }
 
 // Close cancels the builds in progress and waits for them to clean up,
@@ -170,6 +172,7 @@ func (m *Manager) Close() error {
 // Recover ends what a previous helper left: templates still building are
 // marked failed and their partial files removed.
 func (m *Manager) Recover(ctx context.Context) error {
+	m.cleanImports()
 	ts, err := m.cfg.Store.ListTemplates(ctx)
 	if err != nil {
 		return err
@@ -466,8 +469,8 @@ func (m *Manager) finish(ctx context.Context, t store.Template, res result, err 
 	}
 	info := templateInfo{ID: t.ID, Name: t.Name, Manifest: t.Manifest, ManifestVersion: t.ManifestVersion, Options: t.Options,
 		ParentID: t.ParentID, SourceVMID: t.SourceVMID, AgentVersion: res.agentVersion, Built: time.Now().UTC()}
-	if b, jerr := json.MarshalIndent(info, "", "  "); jerr == nil {
-		os.WriteFile(filepath.Join(m.dir(t.ID), "template.json"), append(b, '\n'), 0o644)
+	if werr := writeInfo(m.dir(t.ID), info); werr != nil {
+		log.Warn("write template.json", "err", werr)
 	}
 	_, uerr := m.cfg.Store.UpdateTemplate(bg, t.ID, func(t *store.Template) error {
 		t.Status, t.StatusReason, t.AgentVersion = or(res.status, store.TemplateReady), res.reason, res.agentVersion
@@ -495,15 +498,22 @@ func (m *Manager) changed(ctx context.Context) {
 
 // templateInfo is template.json, the record next to a template's files.
 type templateInfo struct {
-	ID              string    `json:"id"`
-	Name            string    `json:"name"`
-	Manifest        string    `json:"manifest,omitempty"`
-	ManifestVersion int       `json:"manifestVersion,omitempty"`
-	Options         []string  `json:"options,omitempty"`
-	ParentID        string    `json:"parentId,omitempty"`
-	SourceVMID      string    `json:"sourceVmId,omitempty"`
-	AgentVersion    string    `json:"agentVersion,omitempty"`
-	Built           time.Time `json:"built"`
+	ID              string   `json:"id"`
+	Name            string   `json:"name"`
+	Manifest        string   `json:"manifest,omitempty"`
+	ManifestVersion int      `json:"manifestVersion,omitempty"`
+	Options         []string `json:"options,omitempty"`
+	ParentID        string   `json:"parentId,omitempty"`
+	SourceVMID      string   `json:"sourceVmId,omitempty"`
+	AgentVersion    string   `json:"agentVersion,omitempty"`
+	// AgentPath is where an imported Linux template's guest agent is.
+	AgentPath string `json:"agentPath,omitempty"`
+	// ImportedFrom is the version of the helper that exported an
+	// imported template.
+	ImportedFrom string `json:"importedFrom,omitempty"`
+	// AgentUpdated is when Update agent last installed the agent.
+	AgentUpdated *time.Time `json:"agentUpdated,omitempty"`
+	Built        time.Time  `json:"built"`
 }
 
 // cleanPartial removes what an unfinished build or seal left in a

@@ -178,14 +178,18 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 			continue
 		}
 		if v.TaskID != "" || v.State == pool.StateBusy {
-			busy = append(busy, fmt.Sprintf("%s (task %s)", v.ID, v.TaskID))
+			what := "a developer VM"
+			if v.TaskID != "" {
+				what = "task " + v.TaskID
+			}
+			busy = append(busy, fmt.Sprintf("%s (%s)", v.ID, what))
 		}
 	}
 	if len(busy) > 0 {
-		return errdefs.Conflictf("template %s is in use by %s: wait for the task to end or cancel it, then delete the template", id, strings.Join(busy, ", "))
+		return errdefs.Conflictf("template %s is in use by %s: wait for the task to end or cancel it (remove a developer VM with hivecrew vms rm), then delete the template", id, strings.Join(busy, ", "))
 	}
 	m.mu.Lock()
-	j := m.jobs[id]
+	j, using := m.jobs[id], m.using[id]
 	var sealing []string
 	for child, other := range m.jobs {
 		if other.parent == id {
@@ -193,6 +197,9 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		}
 	}
 	m.mu.Unlock()
+	if using != "" {
+		return errdefs.Conflictf("template %s is busy with %s: delete it when that is done", id, using)
+	}
 	if len(sealing) > 0 {
 		return errdefs.Conflictf("template %s is being sealed from (into %s): delete it when that is done", id, strings.Join(sealing, ", "))
 	}

@@ -5,7 +5,8 @@
 //
 // Pages: the dashboard (/), an agent window per task (/tasks/{id}), its
 // session replay (/tasks/{id}/replay), the schedules (/schedules), the
-// environments view (/environments), the evaluation runs (/evals) and one
+// environments view (/environments), a developer VM's screen (/vms/{id}),
+// the evaluation runs (/evals) and one
 // run (/evals/{id}), settings (/settings) and onboarding (/welcome). The
 // pages share one frame, static/layout.html (head, top bar, kill switch);
 // each static/NAME.html holds only what differs and is rendered into it
@@ -47,6 +48,7 @@ func pages() map[string]string {
 		"GET /tasks/{id}/replay": "replay.html",
 		"GET /batches/{id}":      "compare.html",
 		"GET /environments":      "environments.html",
+		"GET /vms/{id}":          "vm.html",
 		"GET /evals":             "evals.html",
 		"GET /evals/{id}":        "eval.html",
 		"GET /schedules":         "schedules.html",

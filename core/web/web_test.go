@@ -334,7 +334,7 @@ func TestPagesShareTheLayout(t *testing.T) {
 		}
 	}
 	current := map[string]string{"index.html": "/", "schedules.html": "/schedules", "environments.html": "/environments", "settings.html": "/settings",
-		"evals.html": "/evals", "eval.html": "/evals",
+		"evals.html": "/evals", "eval.html": "/evals", "vm.html": "/environments",
 		"task.html": "", "replay.html": "", "compare.html": "", "welcome.html": "", "notfound.html": ""}
 	navLink := regexp.MustCompile(`<a href="(/[a-z]*)"( aria-current="page")?>`)
 	pages := htmlFiles(t)

@@ -974,6 +974,18 @@ type VM struct {
 	// flags one older than the helper (rebuild the VM's template).
 	AgentVersion  string `json:"agentVersion,omitempty"`
 	AgentOutdated bool   `json:"agentOutdated,omitempty"`
+	// Developer marks a developer VM (hivecrew vms open): no agent, the
+	// user's by hand until removed.
+	Developer bool `json:"developer,omitempty"`
+	// ScreenWidth and ScreenHeight are a developer VM's screen in guest
+	// points (where its input lands).
+	ScreenWidth  int `json:"screenWidth,omitempty"`
+	ScreenHeight int `json:"screenHeight,omitempty"`
+}
+
+// OpenVM is the body of POST /vms: a developer VM of a template.
+type OpenVM struct {
+	TemplateID string `json:"templateId"`
 }
 
 // VMLimits says, per resource, what caps a VM on its host: the mechanism

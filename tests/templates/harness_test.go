@@ -40,7 +40,8 @@ const (
 var (
 	// bin holds hivecrew, hivecrew-helper and hivecrew-guestagent (version).
 	bin string
-	// newerBin holds hivecrew-helper built as newerVersion.
+	// newerBin holds hivecrew-helper and hivecrew-guestagent built as
+	// newerVersion.
 	newerBin string
 	// cacheDir is the download cache the helpers share.
 	cacheDir string
@@ -58,6 +59,7 @@ func TestMain(m *testing.M) {
 		for _, b := range []struct{ pkg, out, version string }{
 			{"./app", "hivecrew", version}, {"./xpchelper", "hivecrew-helper", version},
 			{"./guestagent", "hivecrew-guestagent", version}, {"./xpchelper", "newer/hivecrew-helper", newerVersion},
+			{"./guestagent", "newer/hivecrew-guestagent", newerVersion},
 		} {
 			if err := build(b.pkg, filepath.Join(dir, b.out), b.version); err != nil {
 				fmt.Fprintln(os.Stderr, err)

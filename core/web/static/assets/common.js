@@ -46,7 +46,7 @@ function sessionToken() {
 
 /**
  * Calls the API: path is below /api/v1. body is JSON, FormData for a
- * multipart upload, or a Blob (a file) sent as it is. Answers the parsed JSON (null for 204); throws ApiError.
+ * multipart upload, or a Blob (a File) sent as it is. Answers the parsed JSON (null for 204); throws ApiError.
  * A 401 shows how to sign in.
  */
 export async function api(method, path, body) {

@@ -1,5 +1,6 @@
-// Environments: every VM of the pool with its state and task; stop or
-// delete one, or several at once.
+// Environments: every VM of the pool with its state and task (or, for a
+// developer VM, a link to its screen); stop or delete one, or several at
+// once.
 import { $, del, every, fill, fmtTime, get, h, initChrome, post, report, seg, toast } from './common.js';
 
 initChrome();
@@ -16,7 +17,7 @@ async function refresh() {
   $('#env-summary').textContent = `${st.backend || 'VM'} backend · ${st.vms.active} busy · ${st.vms.available} idle · ${st.vms.pending} starting · ` +
     `up to ${st.agents.maxConcurrent} at once`;
   for (const id of [...selected]) if (!vms.some((v) => v.id === id)) selected.delete(id);
-  const next = JSON.stringify(vms.map((v) => [v.id, v.state, v.taskId, v.taskTitle, v.reason, v.lastUsedAt]));
+  const next = JSON.stringify(vms.map((v) => [v.id, v.state, v.taskId, v.taskTitle, v.reason, v.lastUsedAt, v.developer]));
   if (next !== sig) {
     sig = next;
     render();
@@ -28,9 +29,14 @@ function render() {
   $('#no-vms').hidden = vms.length > 0;
   fill($('#vm-rows'), vms.map((v) => {
     const label = STATE_LABELS[v.state] || v.state;
-    const state = v.state === 'busy' && v.taskId
-      ? h('span', null, `${label}: `, h('a', { href: `/tasks/${seg(v.taskId)}`, 'data-vm-task': v.taskId }, v.taskTitle || v.taskId))
-      : h('span', null, label, v.reason ? h('span', { class: 'hint' }, ` (${v.reason})`) : null);
+    let state;
+    if (v.developer) {
+      state = h('span', null, 'Developer VM: ', h('a', { href: `/vms/${seg(v.id)}`, 'data-vm-view': v.id }, 'View'));
+    } else if (v.state === 'busy' && v.taskId) {
+      state = h('span', null, `${label}: `, h('a', { href: `/tasks/${seg(v.taskId)}`, 'data-vm-task': v.taskId }, v.taskTitle || v.taskId));
+    } else {
+      state = h('span', null, label, v.reason ? h('span', { class: 'hint' }, ` (${v.reason})`) : null);
+    }
     const box = h('input', { type: 'checkbox', 'aria-label': `Select ${v.id}`, 'data-vm': v.id, checked: selected.has(v.id) });
     box.addEventListener('change', () => {
       if (box.checked) selected.add(v.id); else selected.delete(v.id);

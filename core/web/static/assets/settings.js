@@ -5,6 +5,7 @@
 // advanced and API keys. Each section saves only its own settings.
 import { $, del, fill, fmtTime, get, h, initChrome, pairs, patch, post, put, report, seg, toast } from './common.js';
 import { loadDevices } from './devices.js';
+import { initImport, templateActions } from './templateshare.js';
 import { apiLabel, followType, providerType, typeOptions } from './providertypes.js';
 import { initCredentials } from './credentials.js';
 import { initProvisioning } from './provisioning.js';
@@ -280,10 +281,13 @@ async function loadTemplates() {
         toast(`${t.name} is the default template.`);
       } catch (err) { report(err); }
     });
-    return h('tr', null, h('td', null, t.name, t.description ? h('div', { class: 'hint' }, t.description) : null),
-      h('td', null, t.os), h('td', { class: 'hide-narrow' }, t.kind, h('div', { class: 'hint' }, isolation(t.kind))), h('td', null, radio));
+    const agent = t.agentVersion ? `${t.agentVersion}${t.agentOutdated ? ' (outdated)' : ''}` : '–';
+    return h('tr', { 'data-template-row': t.id }, h('td', null, t.name, t.description ? h('div', { class: 'hint' }, t.description) : null),
+      h('td', null, t.os), h('td', { class: 'hide-narrow' }, t.kind, h('div', { class: 'hint' }, isolation(t.kind))),
+      h('td', { class: 'hide-narrow', 'data-template-agent': t.id }, agent), h('td', null, radio), h('td', null, templateActions(t, loadTemplates)));
   }));
 }
+initImport(loadTemplates);
 
 // What a template kind isolates, in a few words.
 function isolation(kind) {
