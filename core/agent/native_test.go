@@ -17,7 +17,7 @@ import (
 )
 
 // Native computer tools against the fake guest (a 1440x900-point screen at
-// scale 2, declared to the model as WXGA, 1280x800) and the strict
+// scale 2, declared to the model as 1024x640, fitted in XGA's box) and the strict
 // scripted servers of each protocol.
 
 // withClient is a runner option: the model is this client's.
@@ -47,7 +47,7 @@ func noRefusals(t *testing.T, s *claudetest.Server) {
 func TestClaudeComputerToolDrivesTheGuest(t *testing.T) {
 	s := claudetest.New(t)
 	s.Script("[[native]]",
-		claudetest.Computer("left_click", map[string]any{"coordinate": []int{844, 462}}),
+		claudetest.Computer("left_click", map[string]any{"coordinate": []int{676, 370}}),
 		claudetest.Reply(claudetest.Computer("type", map[string]any{"text": "hello"}), claudetest.Computer("key", map[string]any{"text": "ctrl+s"})),
 		claudetest.Computer("key", map[string]any{"text": "KP_0 Return shift+Tab"}),
 		claudetest.Computer("left_click", map[string]any{"coordinate": []int{100, 100}, "text": "shift"}),
@@ -73,8 +73,8 @@ func TestClaudeComputerToolDrivesTheGuest(t *testing.T) {
 			t.Errorf("action %d: %+v, want %+v", 1+i, a, w)
 		}
 	}
-	if last := acts[6]; last.Kind != "click" || !slices.Equal(last.Modifiers, []string{"shift"}) || last.X != 113 || last.Y != 113 {
-		t.Errorf("the shift-click: %+v, want at (113, 113) points with shift", last)
+	if last := acts[6]; last.Kind != "click" || !slices.Equal(last.Modifiers, []string{"shift"}) || last.X != 141 || last.Y != 141 {
+		t.Errorf("the shift-click: %+v, want at (141, 141) points with shift", last)
 	}
 	noRefusals(t, s)
 	reqs := s.Received("[[native]]")
@@ -86,12 +86,12 @@ func TestClaudeComputerToolDrivesTheGuest(t *testing.T) {
 			t.Errorf("request %d shows no screen", i)
 		}
 		for _, img := range r.Images {
-			if img.Width != 1280 || img.Height != 800 {
-				t.Errorf("request %d: a screenshot of %dx%d, not the declared 1280x800", i, img.Width, img.Height)
+			if img.Width != 1024 || img.Height != 640 {
+				t.Errorf("request %d: a screenshot of %dx%d, not the declared 1024x640", i, img.Width, img.Height)
 			}
 		}
-		if !strings.Contains(r.Body, `"display_width_px":1280`) || strings.Contains(r.Body, `"name":"mouse_click"`) {
-			t.Errorf("request %d: the computer tool is not declared as 1280x800, or the function pointer tools are offered beside it", i)
+		if !strings.Contains(r.Body, `"display_width_px":1024`) || !strings.Contains(r.Body, `"display_height_px":640`) || strings.Contains(r.Body, `"name":"mouse_click"`) {
+			t.Errorf("request %d: the computer tool is not declared as 1024x640, or the function pointer tools are offered beside it", i)
 		}
 	}
 	// The screen after a step is in its last action's result, as
@@ -121,7 +121,7 @@ func TestNativeActionsFollowThePolicy(t *testing.T) {
 	noRefusals(t, s)
 
 	s = claudetest.New(t)
-	s.Script("[[ask]]", claudetest.Computer("double_click", map[string]any{"coordinate": []int{640, 400}}), claudetest.Text("Done."), claudetest.Verdict(true, "Done."))
+	s.Script("[[ask]]", claudetest.Computer("double_click", map[string]any{"coordinate": []int{512, 320}}), claudetest.Text("Done."), claudetest.Verdict(true, "Done."))
 	e = newEnvWith(t, newLLM(t), func(task *Task) {
 		task.Description = "[[ask]] click"
 		task.Policy = config.ToolPolicy{"mouse_click": config.Ask}
@@ -129,7 +129,7 @@ func TestNativeActionsFollowThePolicy(t *testing.T) {
 	res := e.run()
 	var p *Permission
 	waitFor(t, "the permission request", func() bool { _, p = e.r.Pending(); return p != nil })
-	if p.Tool != "mouse_click" || p.Details != "double-click at (640, 400)" {
+	if p.Tool != "mouse_click" || p.Details != "double-click at (512, 320)" {
 		t.Fatalf("permission %+v", p)
 	}
 	if err := e.r.Respond(p.ID, true); err != nil {
@@ -176,7 +176,7 @@ func TestBadNativeActionsAreRefusedInWords(t *testing.T) {
 // 2880x1800-pixel screen, fitted to the display.
 func TestZoomShowsARegionAtFullResolution(t *testing.T) {
 	s := claudetest.New(t)
-	s.Script("[[zoom]]", claudetest.Computer("zoom", map[string]any{"region": []int{0, 0, 640, 400}}), claudetest.Text("I see it."), claudetest.Verdict(true, "Seen."))
+	s.Script("[[zoom]]", claudetest.Computer("zoom", map[string]any{"region": []int{0, 0, 512, 320}}), claudetest.Text("I see it."), claudetest.Verdict(true, "Seen."))
 	e := newEnvWith(t, newLLM(t), func(task *Task) { task.Description = "[[zoom]] look" }, nil, withClient(claudeClient(t, s, "claude-opus-4-5")))
 	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
 		t.Fatalf("result %+v", r)
@@ -187,11 +187,11 @@ func TestZoomShowsARegionAtFullResolution(t *testing.T) {
 	}
 	found := false
 	for _, img := range reqs[1].Images {
-		if strings.Contains(img.Path, "tool_result") && img.Width == 1280 && img.Height == 800 {
+		if strings.Contains(img.Path, "tool_result") && img.Width == 1024 && img.Height == 640 {
 			found = true
 		}
 	}
-	if !found || !strings.Contains(reqs[1].Body, "The region, 1280x800 pixels") {
+	if !found || !strings.Contains(reqs[1].Body, "The region, 1024x640 pixels") {
 		t.Fatalf("the zoom's image: %+v", reqs[1].Images)
 	}
 	noRefusals(t, s)
