@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"image/color"
 	"slices"
 	"strings"
@@ -276,5 +277,54 @@ func TestKeyNames(t *testing.T) {
 	}
 	if c, err := parseCombo(a.Keys[0]); err != nil || comboText(c) != "control+s" {
 		t.Errorf("OpenAI's CTRL, S: %q, %v", comboText(c), err)
+	}
+}
+
+// TestClaudeCacheBreakpoints: over a 10-step task with Claude's computer
+// tool, every request after the first reads the one before it from the
+// strict server's prompt cache; a request whose screenshots the next one
+// drops (3 of them, the window full) writes nothing to the cache (its
+// newest screenshot is input, not a cache write nobody reads), and the
+// request that drops them reads at least all the text before its screen.
+func TestClaudeCacheBreakpoints(t *testing.T) {
+	s := claudetest.New(t)
+	var turns []claudetest.Turn
+	for i := range 9 {
+		turns = append(turns, claudetest.Reply(claudetest.Text(strings.Repeat("I look and type. ", 40)), claudetest.Computer("type", map[string]any{"text": fmt.Sprint("line ", i)})))
+	}
+	s.Script("[[cache]]", append(turns, claudetest.Text("Typed."), claudetest.Verdict(true, "Typed."))...)
+	e := newEnvWith(t, newLLM(t), func(task *Task) { task.Description = "[[cache]] " + strings.Repeat("Type lines. ", 400) }, nil, withClient(claudeClient(t, s, "claude-sonnet-4-5")))
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
+		t.Fatalf("result %+v", r)
+	}
+	noRefusals(t, s)
+	reqs := s.Received("[[cache]]")
+	if len(reqs) != 11 { // 10 steps and the completion check
+		t.Fatalf("%d requests", len(reqs))
+	}
+	reqs = reqs[:10]
+	full := 0
+	for i, r := range reqs {
+		u := r.Usage
+		if n := strings.Count(r.Body, `"cache_control"`); n > 4 {
+			t.Errorf("request %d: %d breakpoints", i, n)
+		}
+		if i > 0 && u.CacheReadInputTokens == 0 {
+			t.Errorf("request %d read nothing from the cache: %+v", i, u)
+		}
+		if len(r.Images) == 3 {
+			full++
+			if u.CacheCreationInputTokens != 0 || u.InputTokens < 874 {
+				t.Errorf("request %d (its screenshots dropped next): %+v, want no cache writes and its screen as input", i, u)
+			}
+			// (The first window's oldest screenshot is in the task's message:
+			// only the tools and system prompt stay before it.)
+			if next := reqs[i+1]; len(next.Images) != 1 || (i > 2 && next.Usage.CacheReadInputTokens < u.CacheReadInputTokens-3*874-400) {
+				t.Errorf("request %d (dropping the screenshots) read %d tokens; the one before read %d", i+1, next.Usage.CacheReadInputTokens, u.CacheReadInputTokens)
+			}
+		}
+	}
+	if full != 3 {
+		t.Errorf("%d requests with the window full, want 3 (of 10)", full)
 	}
 }

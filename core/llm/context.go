@@ -60,7 +60,7 @@ func ResizedImage(data []byte, src image.Rectangle, w, h int) (*Image, error) {
 
 // omittedNote stands in for an image a request leaves out: a screenshot,
 // or an image file read_file showed.
-const omittedNote = "[an earlier image, omitted to keep the conversation short]"
+const omittedNote = "[earlier image omitted]"
 
 // Compact returns the conversation with only the last keep images left as
 // images (in tool results too); every older image becomes a one-line
@@ -153,6 +153,15 @@ func Window(messages []Message, keep int) []Message {
 		kept = max((n-1)%keep+1, min(last, keep))
 	}
 	return trimOldResults(Compact(messages, kept), resultsFrom(messages, kept, keep))
+}
+
+// WindowDropsNext says the next step's request, one screenshot on, will
+// send none of the images Window(messages, keep) sends: its chunk is
+// full, so nothing after the first of them is a prefix of the next
+// request, and a prompt cache need not keep it.
+func WindowDropsNext(messages []Message, keep int) bool {
+	n := countImages(messages)
+	return keep > 1 && n > 0 && n%keep == 0
 }
 
 // oldResultBytes is the most of a tool result's text sent once it is

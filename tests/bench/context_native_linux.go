@@ -17,7 +17,8 @@ import (
 // the same real sandbox types the same lines into xterm, saying the same
 // few sentences a step, through each model's native computer tool, against
 // the strict scripted server of the protocol (claudetest, responsestest)
-// with the same 32k-token window. Each server counts the tokens of the
+// with the same 32k-token window (computer-use-preview's own, 8,192
+// tokens, for it). Each server counts the tokens of the
 // requests actually sent, images by its vendor's rule, and reads and
 // writes its simulated prompt cache by its vendor's documented semantics;
 // the rows are its usage, request by request.
@@ -145,7 +146,9 @@ func claudeLongTask(marker string, requests int) *nativeBackend {
 func cuaLongTask(marker string, requests int) *nativeBackend {
 	errs := &scriptErrors{}
 	s, stop := responsestest.Start(errs.errorf)
-	s.ContextTokens = longWindow
+	// computer-use-preview's own window (8,192 tokens), not the others'
+	// 32k: the agent knows it and condenses to fit.
+	s.ContextTokens = llm.ContextWindow("computer-use-preview", 0)
 	match := longTaskScript(marker)
 	s.Match = match
 	turns := []responsestest.Turn{responsestest.Items(responsestest.Text(stepText(1)), responsestest.Call("open_app", map[string]any{"name": "xterm"}))}
