@@ -106,7 +106,7 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		{Name: "context: images per request", P50: ip50, P95: ip95, Target: Quantity(3), TargetOnP95: true, Unit: "count", Samples: len(images),
 			Note: fmt.Sprintf("at most %d", maxImages)},
 		{Name: "context: prompt bytes at step 40", P50: kb, P95: kb, Target: Quantity(100), Unit: "KB", Samples: 1,
-			Note: "1280x800 xterm screenshots as PNG data URLs, the text history and the tools"},
+			Note: "the 1280x800 xterm screen as 1024x640 screenshots (the default cap) in data URLs, the text history and the tools"},
 		sums,
 	}, sideBySide(append([][3]Metric{chat}, native...)...)...), nil
 }
