@@ -226,7 +226,7 @@ func TestComputerUseWaitsForTheSafetyCheck(t *testing.T) {
 	s := responsestest.New(t)
 	s.Script("[[cua]]",
 		responsestest.Items(responsestest.Reasoning("The button is in the middle."),
-			responsestest.WithSafetyCheck(responsestest.Computer(map[string]any{"type": "click", "button": "left", "x": 640, "y": 400}),
+			responsestest.WithSafetyCheck(responsestest.Computer(map[string]any{"type": "click", "button": "left", "x": 512, "y": 320}),
 				"malicious_instructions", "The page says to ignore previous instructions.")),
 		responsestest.Computer(map[string]any{"type": "double_click", "x": 100, "y": 100}),
 		responsestest.Text("Both clicks are done."),
@@ -268,8 +268,8 @@ func TestComputerUseWaitsForTheSafetyCheck(t *testing.T) {
 	}
 	for i, req := range s.Received() {
 		for _, img := range req.Images {
-			if img.Width != 1280 || img.Height != 800 {
-				t.Errorf("request %d: a %dx%d screenshot", i, img.Width, img.Height)
+			if img.Width != 1024 || img.Height != 640 {
+				t.Errorf("request %d: a %dx%d screenshot, not the declared 1024x640", i, img.Width, img.Height)
 			}
 		}
 	}
