@@ -271,7 +271,7 @@ func New(cfg Config) (*Runner, error) {
 		t.MaxIterations = 100
 	}
 	if t.ShotW == 0 {
-		t.ShotW, t.ShotH = 1280, 800
+		t.ShotW, t.ShotH = llm.DisplayBoxWidth, llm.DisplayBoxHeight
 	}
 	if t.KeepImages == 0 {
 		t.KeepImages = llm.DefaultKeepImages

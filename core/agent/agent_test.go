@@ -123,7 +123,8 @@ type env struct {
 }
 
 // newEnv starts a fake guest with a 1440x900-point screen at scale 2 (the
-// screenshot the model sees is downscaled to 1280x800) and a runner.
+// screenshot the model sees is downscaled to 1024x640, the default cap)
+// and a runner.
 func newEnv(t *testing.T, l *llmServer, mutate func(*Task)) *env {
 	t.Helper()
 	return newEnvWith(t, l, mutate, nil)
@@ -232,9 +233,9 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // summary and the trace has one screenshot per step.
 func TestClickLandsOnTheWidgetAndTaskCompletes(t *testing.T) {
 	// The widget in guest points: (900, 500) to (1000, 540); in the
-	// 1280x800 screenshot (scale 1280/1440): centre at (844.4, 462.2).
+	// 1024x640 screenshot (scale 1024/1440): centre at (675.6, 369.8).
 	l := newLLM(t, append([]turn{
-		{calls: []openai.ToolCall{call("mouse_click", map[string]any{"x": 844, "y": 462})}},
+		{calls: []openai.ToolCall{call("mouse_click", map[string]any{"x": 676, "y": 370})}},
 		{calls: []openai.ToolCall{call("keyboard_type", map[string]any{"text": "hello"}), call("keyboard_key", map[string]any{"key": "return"})}},
 	}, done(true, "Clicked Save and typed hello.")...)...)
 	e := newEnv(t, l, nil)
@@ -681,7 +682,7 @@ func TestOfferedToolsAreThePolicyVocabulary(t *testing.T) {
 func TestToolArgumentsAreCheckedLikeUserInput(t *testing.T) {
 	l := newLLM(t, append([]turn{
 		{calls: []openai.ToolCall{
-			call("mouse_click", map[string]any{"x": 1280, "y": 100}),
+			call("mouse_click", map[string]any{"x": 1024, "y": 100}),
 			call("mouse_drag", map[string]any{"fromX": 10, "fromY": 10, "toX": 30, "toY": -1}),
 			call("mouse_click", map[string]any{"x": 10, "y": 10, "colour": "red"}),
 			call("keyboard_type", map[string]any{"text": 5}),
@@ -689,7 +690,7 @@ func TestToolArgumentsAreCheckedLikeUserInput(t *testing.T) {
 			call("scroll", map[string]any{"x": 10}),
 			{ID: "c-raw", Type: "function", Function: openai.FunctionCall{Name: "mouse_move", Arguments: `[1,2]`}},
 		}},
-		{calls: []openai.ToolCall{call("mouse_click", map[string]any{"x": 1279.4, "y": 799})}},
+		{calls: []openai.ToolCall{call("mouse_click", map[string]any{"x": 1023.4, "y": 639})}},
 	}, done(true, "ok")...)...)
 	e := newEnv(t, l, nil)
 	res := wait(t, e.run())
@@ -704,7 +705,7 @@ func TestToolArgumentsAreCheckedLikeUserInput(t *testing.T) {
 	}
 	second := l.requests()[1]
 	for _, want := range []string{
-		`mouse_click: (x, y) = (1280, 100) is off the screen: the screenshot is 1280x800 pixels, x from 0 to 1279 and y from 0 to 799`,
+		`mouse_click: (x, y) = (1024, 100) is off the screen: the screenshot is 1024x640 pixels, x from 0 to 1023 and y from 0 to 639`,
 		`mouse_drag: (toX, toY) = (30, -1) is off the screen`,
 		`mouse_click: unexpected additional properties [\"colour\"]`,
 		`keyboard_type: argument text: type: 5 has type \"integer\", want \"string\"`,
@@ -905,14 +906,14 @@ func TestBudgetPausesAndRaisingResumes(t *testing.T) {
 }
 
 // chatTokens estimates a chat request as the agent does (4 bytes of text a
-// token, a 1280x800 screenshot 1105 tokens, the tools' JSON).
+// token, a 1024x640 screenshot 765 tokens, the tools' JSON).
 func chatTokens(req openai.ChatCompletionRequest) int {
 	n := 0
 	for _, m := range req.Messages {
 		n += 4 + len(m.Content)/4
 		for _, p := range m.MultiContent {
 			if p.ImageURL != nil {
-				n += 1105
+				n += 765
 			} else {
 				n += len(p.Text) / 4
 			}

@@ -66,7 +66,7 @@ func (c CredentialInfo) fields() []string {
 
 // credentialSpec is use_credential's tool definition.
 var credentialSpec = toolSpec{"use_credential",
-	"Type a stored credential's username, password or current one-time code (totp) into the focused field. You never see the secret; the user may have to approve.",
+	"Type a stored credential's username, password or one-time code (totp) into the focused field; you never see the secret, and the user may have to approve.",
 	objOpen + `"name":{"type":"string"},"field":{"type":"string","enum":["username","password","totp"]}},"required":["name","field"]}`}
 
 // knowCredentials gives the redactor the password of every credential

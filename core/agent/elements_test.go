@@ -38,8 +38,8 @@ func TestElementActions(t *testing.T) {
 	}
 	reqs := l.requests()
 	// The tree as the model read it: ids, roles, names, frames in the
-	// 1280x800 screenshot's pixels (Save: guest (900,500) is (800,444)).
-	if !strings.Contains(reqs[1], `e3 push button \"Save\" [800,444 89x36]`) || !strings.Contains(reqs[1], `e1 application \"Fake\"`) {
+	// 1024x640 screenshot's pixels (Save: guest (900,500) is (640,356)).
+	if !strings.Contains(reqs[1], `e3 push button \"Save\" [640,356 71x28]`) || !strings.Contains(reqs[1], `e1 application \"Fake\"`) {
 		t.Fatalf("the tree the model read:\n%s", between(reqs[1], `"tool"`, 600))
 	}
 	if strings.Contains(reqs[1], `\u001b`) || strings.Contains(reqs[1], "\u202e") {

@@ -354,7 +354,9 @@ func (r *Runner) decide(ctx context.Context, step int) (llm.Reply, error) {
 				r.cfg.Live(Live{Step: step, Restart: d.Restart, Text: d.Text, Reasoning: d.Reasoning})
 			}
 		}
-		reply, err := r.cfg.LLM.CompleteStream(ctx, r.request(llm.Window(r.msgs, r.task.KeepImages)), onDelta)
+		req := r.request(llm.Window(r.msgs, r.task.KeepImages))
+		req.ImagesDropNext = llm.WindowDropsNext(r.msgs, r.task.KeepImages)
+		reply, err := r.cfg.LLM.CompleteStream(ctx, req, onDelta)
 		if err != nil && llm.IsContextOverflow(err) && !condensed && ctx.Err() == nil {
 			condensed = true
 			if r.condense(ctx, step, "the provider refused the prompt as too long: "+err.Error()) == nil {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"image/color"
 	"slices"
 	"strings"
@@ -17,7 +18,7 @@ import (
 )
 
 // Native computer tools against the fake guest (a 1440x900-point screen at
-// scale 2, declared to the model as WXGA, 1280x800) and the strict
+// scale 2, declared to the model as 1024x640, fitted in XGA's box) and the strict
 // scripted servers of each protocol.
 
 // withClient is a runner option: the model is this client's.
@@ -47,7 +48,7 @@ func noRefusals(t *testing.T, s *claudetest.Server) {
 func TestClaudeComputerToolDrivesTheGuest(t *testing.T) {
 	s := claudetest.New(t)
 	s.Script("[[native]]",
-		claudetest.Computer("left_click", map[string]any{"coordinate": []int{844, 462}}),
+		claudetest.Computer("left_click", map[string]any{"coordinate": []int{676, 370}}),
 		claudetest.Reply(claudetest.Computer("type", map[string]any{"text": "hello"}), claudetest.Computer("key", map[string]any{"text": "ctrl+s"})),
 		claudetest.Computer("key", map[string]any{"text": "KP_0 Return shift+Tab"}),
 		claudetest.Computer("left_click", map[string]any{"coordinate": []int{100, 100}, "text": "shift"}),
@@ -73,8 +74,8 @@ func TestClaudeComputerToolDrivesTheGuest(t *testing.T) {
 			t.Errorf("action %d: %+v, want %+v", 1+i, a, w)
 		}
 	}
-	if last := acts[6]; last.Kind != "click" || !slices.Equal(last.Modifiers, []string{"shift"}) || last.X != 113 || last.Y != 113 {
-		t.Errorf("the shift-click: %+v, want at (113, 113) points with shift", last)
+	if last := acts[6]; last.Kind != "click" || !slices.Equal(last.Modifiers, []string{"shift"}) || last.X != 141 || last.Y != 141 {
+		t.Errorf("the shift-click: %+v, want at (141, 141) points with shift", last)
 	}
 	noRefusals(t, s)
 	reqs := s.Received("[[native]]")
@@ -86,12 +87,12 @@ func TestClaudeComputerToolDrivesTheGuest(t *testing.T) {
 			t.Errorf("request %d shows no screen", i)
 		}
 		for _, img := range r.Images {
-			if img.Width != 1280 || img.Height != 800 {
-				t.Errorf("request %d: a screenshot of %dx%d, not the declared 1280x800", i, img.Width, img.Height)
+			if img.Width != 1024 || img.Height != 640 {
+				t.Errorf("request %d: a screenshot of %dx%d, not the declared 1024x640", i, img.Width, img.Height)
 			}
 		}
-		if !strings.Contains(r.Body, `"display_width_px":1280`) || strings.Contains(r.Body, `"name":"mouse_click"`) {
-			t.Errorf("request %d: the computer tool is not declared as 1280x800, or the function pointer tools are offered beside it", i)
+		if !strings.Contains(r.Body, `"display_width_px":1024`) || !strings.Contains(r.Body, `"display_height_px":640`) || strings.Contains(r.Body, `"name":"mouse_click"`) {
+			t.Errorf("request %d: the computer tool is not declared as 1024x640, or the function pointer tools are offered beside it", i)
 		}
 	}
 	// The screen after a step is in its last action's result, as
@@ -121,7 +122,7 @@ func TestNativeActionsFollowThePolicy(t *testing.T) {
 	noRefusals(t, s)
 
 	s = claudetest.New(t)
-	s.Script("[[ask]]", claudetest.Computer("double_click", map[string]any{"coordinate": []int{640, 400}}), claudetest.Text("Done."), claudetest.Verdict(true, "Done."))
+	s.Script("[[ask]]", claudetest.Computer("double_click", map[string]any{"coordinate": []int{512, 320}}), claudetest.Text("Done."), claudetest.Verdict(true, "Done."))
 	e = newEnvWith(t, newLLM(t), func(task *Task) {
 		task.Description = "[[ask]] click"
 		task.Policy = config.ToolPolicy{"mouse_click": config.Ask}
@@ -129,7 +130,7 @@ func TestNativeActionsFollowThePolicy(t *testing.T) {
 	res := e.run()
 	var p *Permission
 	waitFor(t, "the permission request", func() bool { _, p = e.r.Pending(); return p != nil })
-	if p.Tool != "mouse_click" || p.Details != "double-click at (640, 400)" {
+	if p.Tool != "mouse_click" || p.Details != "double-click at (512, 320)" {
 		t.Fatalf("permission %+v", p)
 	}
 	if err := e.r.Respond(p.ID, true); err != nil {
@@ -176,7 +177,7 @@ func TestBadNativeActionsAreRefusedInWords(t *testing.T) {
 // 2880x1800-pixel screen, fitted to the display.
 func TestZoomShowsARegionAtFullResolution(t *testing.T) {
 	s := claudetest.New(t)
-	s.Script("[[zoom]]", claudetest.Computer("zoom", map[string]any{"region": []int{0, 0, 640, 400}}), claudetest.Text("I see it."), claudetest.Verdict(true, "Seen."))
+	s.Script("[[zoom]]", claudetest.Computer("zoom", map[string]any{"region": []int{0, 0, 512, 320}}), claudetest.Text("I see it."), claudetest.Verdict(true, "Seen."))
 	e := newEnvWith(t, newLLM(t), func(task *Task) { task.Description = "[[zoom]] look" }, nil, withClient(claudeClient(t, s, "claude-opus-4-5")))
 	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
 		t.Fatalf("result %+v", r)
@@ -187,11 +188,11 @@ func TestZoomShowsARegionAtFullResolution(t *testing.T) {
 	}
 	found := false
 	for _, img := range reqs[1].Images {
-		if strings.Contains(img.Path, "tool_result") && img.Width == 1280 && img.Height == 800 {
+		if strings.Contains(img.Path, "tool_result") && img.Width == 1024 && img.Height == 640 {
 			found = true
 		}
 	}
-	if !found || !strings.Contains(reqs[1].Body, "The region, 1280x800 pixels") {
+	if !found || !strings.Contains(reqs[1].Body, "The region, 1024x640 pixels") {
 		t.Fatalf("the zoom's image: %+v", reqs[1].Images)
 	}
 	noRefusals(t, s)
@@ -276,5 +277,54 @@ func TestKeyNames(t *testing.T) {
 	}
 	if c, err := parseCombo(a.Keys[0]); err != nil || comboText(c) != "control+s" {
 		t.Errorf("OpenAI's CTRL, S: %q, %v", comboText(c), err)
+	}
+}
+
+// TestClaudeCacheBreakpoints: over a 10-step task with Claude's computer
+// tool, every request after the first reads the one before it from the
+// strict server's prompt cache; a request whose screenshots the next one
+// drops (3 of them, the window full) writes nothing to the cache (its
+// newest screenshot is input, not a cache write nobody reads), and the
+// request that drops them reads at least all the text before its screen.
+func TestClaudeCacheBreakpoints(t *testing.T) {
+	s := claudetest.New(t)
+	var turns []claudetest.Turn
+	for i := range 9 {
+		turns = append(turns, claudetest.Reply(claudetest.Text(strings.Repeat("I look and type. ", 40)), claudetest.Computer("type", map[string]any{"text": fmt.Sprint("line ", i)})))
+	}
+	s.Script("[[cache]]", append(turns, claudetest.Text("Typed."), claudetest.Verdict(true, "Typed."))...)
+	e := newEnvWith(t, newLLM(t), func(task *Task) { task.Description = "[[cache]] " + strings.Repeat("Type lines. ", 400) }, nil, withClient(claudeClient(t, s, "claude-sonnet-4-5")))
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
+		t.Fatalf("result %+v", r)
+	}
+	noRefusals(t, s)
+	reqs := s.Received("[[cache]]")
+	if len(reqs) != 11 { // 10 steps and the completion check
+		t.Fatalf("%d requests", len(reqs))
+	}
+	reqs = reqs[:10]
+	full := 0
+	for i, r := range reqs {
+		u := r.Usage
+		if n := strings.Count(r.Body, `"cache_control"`); n > 4 {
+			t.Errorf("request %d: %d breakpoints", i, n)
+		}
+		if i > 0 && u.CacheReadInputTokens == 0 {
+			t.Errorf("request %d read nothing from the cache: %+v", i, u)
+		}
+		if len(r.Images) == 3 {
+			full++
+			if u.CacheCreationInputTokens != 0 || u.InputTokens < 874 {
+				t.Errorf("request %d (its screenshots dropped next): %+v, want no cache writes and its screen as input", i, u)
+			}
+			// (The first window's oldest screenshot is in the task's message:
+			// only the tools and system prompt stay before it.)
+			if next := reqs[i+1]; len(next.Images) != 1 || (i > 2 && next.Usage.CacheReadInputTokens < u.CacheReadInputTokens-3*874-400) {
+				t.Errorf("request %d (dropping the screenshots) read %d tokens; the one before read %d", i+1, next.Usage.CacheReadInputTokens, u.CacheReadInputTokens)
+			}
+		}
+	}
+	if full != 3 {
+		t.Errorf("%d requests with the window full, want 3 (of 10)", full)
 	}
 }

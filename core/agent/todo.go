@@ -22,8 +22,7 @@ const (
 )
 
 var todoSpec = toolSpec{"todo",
-	"Keep your checklist for this task; the user sees it as you work. action create replaces it with items, add appends items, " +
-		"complete ticks off the item numbered item (from 1). Complete each item as soon as it is done.",
+	"Your checklist, which the user sees: create replaces it with items, add appends items, complete ticks off item (from 1) as soon as it is done.",
 	objOpen + `"action":{"type":"string","enum":["create","add","complete"]},"items":{"type":"array","items":{"type":"string"}},` +
 		`"item":{"type":"integer","minimum":1}},"required":["action"]}`}
 

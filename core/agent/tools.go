@@ -16,29 +16,29 @@ type toolSpec struct {
 }
 
 const (
-	point   = `"x":{"type":"number","description":"pixels from the left of the last screenshot"},"y":{"type":"number","description":"pixels from the top of the last screenshot"}`
+	point   = `"x":{"type":"number"},"y":{"type":"number"}`
 	noArgs  = `{"type":"object","properties":{}}`
 	objOpen = `{"type":"object","properties":{`
 )
 
 var toolSpecs = []toolSpec{
 	{"screenshot", "Take a new screenshot of the screen.", noArgs},
-	{"mouse_click", "Click at a point of the last screenshot.", objOpen + point + `,"button":{"type":"string","enum":["left","right","middle"]},"clickType":{"type":"string","enum":["single","double","triple"]}},"required":["x","y"]}`},
-	{"mouse_move", "Move the pointer to a point of the last screenshot.", objOpen + point + `},"required":["x","y"]}`},
-	{"mouse_drag", "Drag with the left button from one point of the last screenshot to another.", objOpen + `"fromX":{"type":"number"},"fromY":{"type":"number"},"toX":{"type":"number"},"toY":{"type":"number"}},"required":["fromX","fromY","toX","toY"]}`},
-	{"scroll", "Scroll at a point: positive deltaY scrolls down, positive deltaX right, in lines.", objOpen + point + `,"deltaX":{"type":"number"},"deltaY":{"type":"number"}},"required":["x","y"]}`},
+	{"mouse_click", "Click at x, y: pixels of the last screenshot from its top left.", objOpen + point + `,"button":{"type":"string","enum":["left","right","middle"]},"clickType":{"type":"string","enum":["single","double","triple"]}},"required":["x","y"]}`},
+	{"mouse_move", "Move the pointer to x, y of the last screenshot.", objOpen + point + `},"required":["x","y"]}`},
+	{"mouse_drag", "Drag with the left button between two points of the last screenshot.", objOpen + `"fromX":{"type":"number"},"fromY":{"type":"number"},"toX":{"type":"number"},"toY":{"type":"number"}},"required":["fromX","fromY","toX","toY"]}`},
+	{"scroll", "Scroll at x, y of the last screenshot by lines: positive deltaY down, deltaX right.", objOpen + point + `,"deltaX":{"type":"number"},"deltaY":{"type":"number"}},"required":["x","y"]}`},
 	{"keyboard_type", "Type text (any characters) into the focused element.", objOpen + `"text":{"type":"string"}},"required":["text"]}`},
 	{"keyboard_key", "Press a key with modifiers, e.g. key \"s\" with [\"control\"], or \"return\".", objOpen + `"key":{"type":"string"},"modifiers":{"type":"array","items":{"type":"string","enum":["command","control","option","shift","fn"]}}},"required":["key"]}`},
 	{"open_app", "Open an application by name or bundle/desktop id.", objOpen + `"name":{"type":"string"}},"required":["name"]}`},
 	{"open_file", "Open a file, optionally with a given application.", objOpen + `"path":{"type":"string"},"app":{"type":"string"}},"required":["path"]}`},
 	{"open_url", "Open a URL in the default browser.", objOpen + `"url":{"type":"string"}},"required":["url"]}`},
-	{"run_shell", "Run a shell command in the shared folder; returns exit code, stdout and stderr.", objOpen + `"command":{"type":"string"},"timeoutSeconds":{"type":"number"},"cwd":{"type":"string"}},"required":["command"]}`},
-	{"read_file", "Read a file (paths relative to the shared folder, or absolute inside it): a text file's text; a PDF, Word, Excel, PowerPoint, OpenDocument, RTF or HTML file's text (spreadsheets as CSV, a sheet a page); an image file (PNG, JPEG, GIF, WebP, HEIC) shown as an image. Long text comes a part at a time: the answer says the page and offset to read on from.",
-		objOpen + `"path":{"type":"string"},"page":{"type":"integer","minimum":1,"description":"the page, sheet or slide to start at (default 1)"},"offset":{"type":"integer","minimum":0,"description":"where in that page to start, as the last answer said"}},"required":["path"]}`},
+	{"run_shell", "Run a shell command in the shared folder: exit code, stdout and stderr.", objOpen + `"command":{"type":"string"},"timeoutSeconds":{"type":"number"},"cwd":{"type":"string"}},"required":["command"]}`},
+	{"read_file", "Read a file of the shared folder (relative or absolute path): text; the text of PDF, Word, Excel (CSV, a sheet a page), PowerPoint, OpenDocument, RTF, HTML; an image (PNG, JPEG, GIF, WebP, HEIC) shown. Long text comes in parts: the answer says the page (or sheet, slide; from 1) and offset to go on from.",
+		objOpen + `"path":{"type":"string"},"page":{"type":"integer","minimum":1},"offset":{"type":"integer","minimum":0}},"required":["path"]}`},
 	{"write_file", "Write a text file.", objOpen + `"path":{"type":"string"},"contents":{"type":"string"}},"required":["path","contents"]}`},
 	{"list_directory", "List a folder.", objOpen + `"path":{"type":"string"}},"required":["path"]}`},
 	{"move_file", "Move or rename a file or folder.", objOpen + `"source":{"type":"string"},"destination":{"type":"string"}},"required":["source","destination"]}`},
-	{"traverse_accessibility_tree", "Read the accessibility tree (roles, names, values, frames in screen points).", objOpen + `"app":{"type":"string"},"maxDepth":{"type":"integer"},"onlyVisible":{"type":"boolean"}}}`},
+	{"traverse_accessibility_tree", "Read the accessibility tree (roles, names, values, frames).", objOpen + `"app":{"type":"string"},"maxDepth":{"type":"integer"},"onlyVisible":{"type":"boolean"}}}`},
 	{"get_frontmost_app", "Name the application in front and its window title.", noArgs},
 	{"list_running_apps", "List the applications with windows.", noArgs},
 	{"clipboard_read", "Read the text on the clipboard.", noArgs},
@@ -46,7 +46,7 @@ var toolSpecs = []toolSpec{
 	{"wait", "Wait a number of seconds.", objOpen + `"seconds":{"type":"number"}},"required":["seconds"]}`},
 	{"ask_text_question", "Ask the user a question and wait for the answer.", objOpen + `"question":{"type":"string"}},"required":["question"]}`},
 	{"ask_multiple_choice", "Ask the user to choose one of several options.", objOpen + `"question":{"type":"string"},"options":{"type":"array","items":{"type":"string"},"minItems":2}},"required":["question","options"]}`},
-	{"request_user_intervention", "Ask the user to take over (log in, solve a CAPTCHA); you are paused until they hand back.", objOpen + `"reason":{"type":"string"}},"required":["reason"]}`},
+	{"request_user_intervention", "Ask the user to take over (log in, a CAPTCHA); you wait until they hand back.", objOpen + `"reason":{"type":"string"}},"required":["reason"]}`},
 	credentialSpec,
 	todoSpec,
 }
@@ -54,9 +54,9 @@ var toolSpecs = []toolSpec{
 // elementSpecs are the element tools (elements.go): not policy names of
 // their own, each is gated by the tools in elementGates.
 var elementSpecs = []toolSpec{
-	{"click_element", "Click the centre of an element of the last accessibility tree, by its id (e.g. \"e12\").", objOpen + `"id":{"type":"string"},"button":{"type":"string","enum":["left","right","middle"]},"clickType":{"type":"string","enum":["single","double","triple"]}},"required":["id"]}`},
-	{"set_element_value", "Replace the text of an element of the last accessibility tree (a text field): it is clicked, its text selected and the new text typed.", objOpen + `"id":{"type":"string"},"text":{"type":"string"}},"required":["id","text"]}`},
-	{"read_element", "Show an element of the last accessibility tree: role, name, value and frame, as read.", objOpen + `"id":{"type":"string"}},"required":["id"]}`},
+	{"click_element", "Click the centre of an element of the last accessibility tree by id (\"e12\").", objOpen + `"id":{"type":"string"},"button":{"type":"string","enum":["left","right","middle"]},"clickType":{"type":"string","enum":["single","double","triple"]}},"required":["id"]}`},
+	{"set_element_value", "Replace a text field's text (an element of the last accessibility tree): click, select all, type.", objOpen + `"id":{"type":"string"},"text":{"type":"string"}},"required":["id","text"]}`},
+	{"read_element", "Show an element of the last accessibility tree: role, name, value, frame.", objOpen + `"id":{"type":"string"}},"required":["id"]}`},
 }
 
 // pointerTools need a screenshot to aim: a model without vision is not

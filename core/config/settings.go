@@ -334,10 +334,12 @@ func Defaults(goos, userHome string) Settings {
 		VMCPUCount:            2,
 		VMMemoryMB:            4096,
 		VMDiskGB:              32,
-		ScreenshotMaxWidth:    1280,
-		ScreenshotMaxHeight:   800,
-		APIPort:               5482,
-		OutputDirectory:       filepath.Join(userHome, "Downloads", "Hivecrew"),
+		// XGA's box, as a native computer tool's display (llm.DisplayFor):
+		// a 1280x800 screen is shown at 1024x640, 4 image tiles, not 6.
+		ScreenshotMaxWidth:  1024,
+		ScreenshotMaxHeight: 768,
+		APIPort:             5482,
+		OutputDirectory:     filepath.Join(userHome, "Downloads", "Hivecrew"),
 		// Offline unless the user says otherwise: a safety product's VMs
 		// reach nothing by default (a task or Settings turns internet on).
 		NetworkMode:            NetworkOffline,

@@ -17,7 +17,7 @@ func TestDefaultsAreValidAndAsDocumented(t *testing.T) {
 		}
 		if s.DefaultTimeoutMinutes != 30 || s.DefaultMaxIterations != 100 || s.WarmPoolSize != 1 ||
 			s.IdleTimeoutMinutes != 30 || s.VMCPUCount != 2 || s.VMMemoryMB != 4096 || s.VMDiskGB != 32 ||
-			s.ScreenshotMaxWidth != 1280 || s.ScreenshotMaxHeight != 800 || s.APIPort != 5482 {
+			s.ScreenshotMaxWidth != 1024 || s.ScreenshotMaxHeight != 768 || s.APIPort != 5482 {
 			t.Fatalf("%s defaults differ from the documented ones: %+v", goos, s)
 		}
 		if s.ToolPolicy.For("run_shell") != Ask || s.ToolPolicy.For("mouse_click") != Allow {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -37,8 +38,10 @@ import (
 //     thinking blocks and their signatures, and redacted thinking, go back
 //     unchanged, as the API requires with tool use.
 //   - Prompt caching: breakpoints on the system prompt (which caches the
-//     tools before it) and the last two user turns, three of the four the
-//     API allows, so each request reads the previous one's prefix.
+//     tools before it), the last two user turns and the turn before the
+//     oldest image, the four the API allows (claudeMarks), so each request
+//     reads the previous one's prefix, and the one after Window drops its
+//     images reads all before them.
 //   - 529 overloaded and 429 are retried (after Retry-After); "prompt is too
 //     long" is a context overflow (IsContextOverflow); stop_reason
 //     "refusal" ends the step with an error, never as an answer.
@@ -158,7 +161,7 @@ func (b *anthropicBackend) params(req *Request, zoom bool) (anthropic.BetaMessag
 			}
 		}
 	}
-	msgs, err := claudeMessages(normalize(req.Messages), thinking)
+	msgs, err := claudeMessages(normalize(req.Messages), thinking, req.ImagesDropNext)
 	if err != nil {
 		return p, err
 	}
@@ -207,14 +210,15 @@ func schemaParam(props map[string]any, required []string) anthropic.BetaToolInpu
 // claudeMessages is the conversation in Anthropic's form: consecutive
 // messages of one role are one turn (tool results first), reasoning of
 // other backends is left out (and Claude's own when thinking is off: the
-// API ignores it then), and the last two user turns carry cache
-// breakpoints.
-func claudeMessages(msgs []Message, thinking bool) ([]anthropic.BetaMessageParam, error) {
+// API ignores it then), and user turns carry cache breakpoints
+// (claudeMarks).
+func claudeMessages(msgs []Message, thinking, dropNext bool) ([]anthropic.BetaMessageParam, error) {
 	type turn struct {
 		role   Role
 		blocks []anthropic.BetaContentBlockParamUnion
 	}
 	var turns []turn
+	firstImage := -1 // the turn of the oldest image
 	for _, m := range msgs {
 		var blocks, results []anthropic.BetaContentBlockParamUnion
 		for _, bl := range m.Content {
@@ -234,25 +238,29 @@ func claudeMessages(msgs []Message, thinking bool) ([]anthropic.BetaMessageParam
 		if len(blocks) == 0 {
 			continue
 		}
-		if n := len(turns); n > 0 && turns[n-1].role == m.Role {
-			if len(results) > 0 {
-				// Results must lead their turn.
-				turns[n-1].blocks = append(results, append(turns[n-1].blocks, blocks[len(results):]...)...)
-			} else {
-				turns[n-1].blocks = append(turns[n-1].blocks, blocks...)
-			}
-			continue
+		switch n := len(turns); {
+		case n > 0 && turns[n-1].role == m.Role && len(results) > 0:
+			// Results must lead their turn.
+			turns[n-1].blocks = append(results, append(turns[n-1].blocks, blocks[len(results):]...)...)
+		case n > 0 && turns[n-1].role == m.Role:
+			turns[n-1].blocks = append(turns[n-1].blocks, blocks...)
+		default:
+			turns = append(turns, turn{role: m.Role, blocks: blocks})
 		}
-		turns = append(turns, turn{role: m.Role, blocks: blocks})
+		if firstImage < 0 && m.HasImage() {
+			firstImage = len(turns) - 1
+		}
 	}
 	out := make([]anthropic.BetaMessageParam, len(turns))
-	marked := 0
+	roles := make([]Role, len(turns))
+	for i, t := range turns {
+		roles[i] = t.role
+	}
+	for _, i := range claudeMarks(roles, firstImage, dropNext) {
+		cacheMark(&turns[i].blocks[len(turns[i].blocks)-1])
+	}
 	for i := len(turns) - 1; i >= 0; i-- {
 		t := turns[i]
-		if t.role == RoleUser && marked < 2 {
-			cacheMark(&t.blocks[len(t.blocks)-1])
-			marked++
-		}
 		if t.role == RoleUser {
 			out[i] = anthropic.BetaMessageParam{OfUser: &anthropic.BetaUserMessageParam{Content: t.blocks}}
 		} else {
@@ -260,6 +268,48 @@ func claudeMessages(msgs []Message, thinking bool) ([]anthropic.BetaMessageParam
 		}
 	}
 	return out, nil
+}
+
+// claudeMarks are the user turns (by index) whose last block carries a
+// cache breakpoint, beside the system prompt's (4 in all, the API's
+// most):
+//   - the last two user turns: the next request, the same one step on,
+//     reads all before its newest turns from the cache;
+//   - the last user turn before the one holding the oldest image sent:
+//     the prefix that stays when Window drops the images, read whole at
+//     that step however many blocks the last steps made;
+//   - but not the last user turn when the next request drops the images
+//     (dropNext): nothing from the oldest image on is read again, so the
+//     newest turn, a screenshot mostly, is sent as input (1x) rather than
+//     written to the cache (1.25x).
+//
+// firstImage is the turn of the oldest image, -1 for none.
+func claudeMarks(roles []Role, firstImage int, dropNext bool) []int {
+	var users []int
+	for i, r := range roles {
+		if r == RoleUser {
+			users = append(users, i)
+		}
+	}
+	var marks []int
+	add := func(i int) {
+		if i >= 0 && !slices.Contains(marks, i) {
+			marks = append(marks, i)
+		}
+	}
+	for k := len(users) - 1; k >= 0; k-- {
+		if users[k] < firstImage {
+			add(users[k])
+			break
+		}
+	}
+	if n := len(users); n >= 2 {
+		add(users[n-2])
+	}
+	if n := len(users); n >= 1 && !dropNext {
+		add(users[n-1])
+	}
+	return marks
 }
 
 // cacheMark puts a cache breakpoint on a block of a user turn.

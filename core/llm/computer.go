@@ -35,31 +35,33 @@ const (
 	maxDisplayPixels = 1_150_000
 )
 
-// displayTargets are the sizes Anthropic's computer-use reference scales
-// screens to, by aspect ratio: XGA, WXGA and FWXGA.
-var displayTargets = [][2]int{{1024, 768}, {1280, 800}, {1366, 768}}
+// The box a declared display fits in: XGA. Every screenshot is a prompt's
+// largest part and is billed by its size (Anthropic: width×height/750
+// tokens; OpenAI: 512-pixel tiles once the short side is 768 at most).
+// XGA is the smallest of Anthropic's computer-use reference sizes, and
+// 1024 pixels is two of OpenAI's tiles: a 1280x800 screen declared as
+// 1024x640 costs Claude 874 tokens a screenshot, not 1,366, and
+// computer-use-preview 4 tiles, not 6.
+const (
+	DisplayBoxWidth  = 1024
+	DisplayBoxHeight = 768
+)
 
 // DisplayFor is the display declared to a model for a guest screen of w x
-// h logical points: a screen larger than the target of its aspect ratio
-// (XGA 4:3, WXGA 16:10, FWXGA 16:9) is declared as that target; any other
-// screen past the image limits (long edge 1568, 1.15 megapixels) is
-// scaled down to fit them, keeping its aspect ratio; a smaller one is
-// declared as it is.
+// h logical points: a screen larger than XGA's box (1024x768) is scaled to
+// fit it, keeping its aspect ratio (4:3 to 1024x768, 16:10 to 1024x640,
+// 16:9 to 1024x576); a smaller one is declared as it is. Either is within
+// Claude's image limits (long edge 1568, 1.15 megapixels), so no image is
+// scaled again by the API.
 func DisplayFor(w, h int) Display {
 	if w <= 0 || h <= 0 {
-		return Display{Width: 1280, Height: 800}
+		return Display{Width: DisplayBoxWidth, Height: 640}
 	}
-	ratio := float64(w) / float64(h)
-	for _, t := range displayTargets {
-		if math.Abs(float64(t[0])/float64(t[1])-ratio) < 0.02 && w > t[0] {
-			return Display{Width: t[0], Height: t[1]}
-		}
-	}
-	scale := min(1, float64(maxDisplayEdge)/float64(max(w, h)), math.Sqrt(maxDisplayPixels/float64(w*h)))
+	scale := min(1, float64(DisplayBoxWidth)/float64(w), float64(DisplayBoxHeight)/float64(h))
 	if scale >= 1 {
 		return Display{Width: w, Height: h}
 	}
-	return Display{Width: max(1, int(float64(w)*scale)), Height: max(1, int(float64(h)*scale))}
+	return Display{Width: max(1, int(math.Round(float64(w)*scale))), Height: max(1, int(math.Round(float64(h)*scale)))}
 }
 
 // Action kinds.

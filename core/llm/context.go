@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/image/draw"
 
@@ -59,7 +60,7 @@ func ResizedImage(data []byte, src image.Rectangle, w, h int) (*Image, error) {
 
 // omittedNote stands in for an image a request leaves out: a screenshot,
 // or an image file read_file showed.
-const omittedNote = "[an earlier image, omitted to keep the conversation short]"
+const omittedNote = "[earlier image omitted]"
 
 // Compact returns the conversation with only the last keep images left as
 // images (in tool results too); every older image becomes a one-line
@@ -130,19 +131,107 @@ func countImages(messages []Message) int {
 // loop. The images of the last message (the screen, and the image files
 // the last tool calls read) are always sent, keep at most: a model is
 // shown what it asked to see. messages is not modified.
+//
+// Long tool results (a file read, a command's output) older than the
+// window's screens and the 2×keep steps before them are cut to
+// oldResultBytes, with a note: they are read again at every step until
+// the history is condensed, and the model acted on them long ago. Their
+// boundary moves with the image window's, keep steps at a time, so it
+// breaks the prefix only where dropping images already does.
 func Window(messages []Message, keep int) []Message {
-	if keep <= 1 {
-		return Compact(messages, 1)
-	}
+	keep = max(keep, 1)
 	n := countImages(messages)
-	if n == 0 {
-		return Compact(messages, 0)
+	kept := 0
+	switch {
+	case keep == 1:
+		kept = 1
+	case n > 0:
+		last := 0
+		if len(messages) > 0 {
+			last = countImages(messages[len(messages)-1:])
+		}
+		kept = max((n-1)%keep+1, min(last, keep))
 	}
-	last := 0
-	if len(messages) > 0 {
-		last = countImages(messages[len(messages)-1:])
+	return trimOldResults(Compact(messages, kept), resultsFrom(messages, kept, keep))
+}
+
+// WindowDropsNext says the next step's request, one screenshot on, will
+// send none of the images Window(messages, keep) sends: its chunk is
+// full, so nothing after the first of them is a prefix of the next
+// request, and a prompt cache need not keep it.
+func WindowDropsNext(messages []Message, keep int) bool {
+	n := countImages(messages)
+	return keep > 1 && n > 0 && n%keep == 0
+}
+
+// oldResultBytes is the most of a tool result's text sent once it is
+// older than Window's recent steps.
+const oldResultBytes = 1500
+
+// oldResultNote ends a tool result Window cut.
+const oldResultNote = "\n[… %d more bytes of this earlier result left out to keep the conversation short; call the tool again to see them]"
+
+// resultsFrom is the index of the first message whose tool results Window
+// sends whole: 2×keep user messages before the oldest one holding a
+// screenshot it sends (kept of them), or, with no image sent, before the
+// oldest of the last ((u-1) mod keep)+1 of the u user messages.
+func resultsFrom(messages []Message, kept, keep int) int {
+	var users, withImage []int
+	for i, m := range messages {
+		if m.Role != RoleUser {
+			continue
+		}
+		users = append(users, i)
+		for range countImages(messages[i : i+1]) {
+			withImage = append(withImage, i)
+		}
 	}
-	return Compact(messages, max((n-1)%keep+1, min(last, keep)))
+	if len(users) == 0 {
+		return 0
+	}
+	start := users[len(users)-1-(len(users)-1)%keep]
+	if kept > 0 && len(withImage) >= kept {
+		start = withImage[len(withImage)-kept]
+	}
+	k := max(0, slices.Index(users, start)-2*keep)
+	return users[k]
+}
+
+// trimOldResults returns messages with the text of the tool results
+// before index from cut to oldResultBytes; messages is not modified.
+func trimOldResults(messages []Message, from int) []Message {
+	long := func(c Block) bool { return c.Type == BlockText && len(c.Text) > oldResultBytes+len(oldResultNote)+8 }
+	var out []Message
+	for i, m := range messages[:from] {
+		for j, b := range m.Content {
+			if b.Type != BlockToolResult || b.Result == nil || !slices.ContainsFunc(b.Result.Content, long) {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(messages)
+			}
+			if len(out[i].Content) > 0 && &out[i].Content[0] == &m.Content[0] {
+				out[i].Content = slices.Clone(m.Content)
+			}
+			r := *b.Result
+			r.Content = slices.Clone(r.Content)
+			for k, c := range r.Content {
+				if !long(c) {
+					continue
+				}
+				cut := oldResultBytes
+				for cut > 0 && !utf8.RuneStart(c.Text[cut]) {
+					cut--
+				}
+				r.Content[k] = Text(c.Text[:cut] + fmt.Sprintf(oldResultNote, len(c.Text)-cut))
+			}
+			out[i].Content[j].Result = &r
+		}
+	}
+	if out == nil {
+		return messages
+	}
+	return out
 }
 
 // Token estimates. Text counts 4 bytes a token (English prose and JSON
@@ -226,6 +315,8 @@ var knownWindows = []struct {
 	tokens int
 }{
 	{"gpt-4.1", 1_047_576}, {"gpt-5", 400_000}, {"gpt-4o", 128_000}, {"o1", 200_000}, {"o3", 200_000}, {"o4", 200_000},
+	// OpenAI's model page: an 8,192-token window (and 1,024 output tokens).
+	{"computer-use-preview", 8_192},
 	{"claude", 200_000}, {"gemini", 1_048_576},
 }
 

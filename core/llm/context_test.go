@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
+	"strings"
 	"testing"
 )
 
@@ -60,6 +62,92 @@ func TestWindowKeepsThePrefix(t *testing.T) {
 	// Steps 2..40: the prefix breaks at steps 4, 7, ..., 40 (13 of 39).
 	if kept != 26 {
 		t.Fatalf("the previous request was sent again whole at %d of 39 steps, want 26", kept)
+	}
+}
+
+// TestWindowCutsOldResults: over 40 steps each answered by a 5,000-byte
+// tool result, the results of the window's screens and the 6 steps before
+// them go whole and older ones are cut to 1,500 bytes with a note of what
+// was left out; the cut moves with the image window, so the prefix still
+// breaks only where screenshots drop (13 of 39 steps), and with no
+// screenshots at all at most once in 3 steps. The conversation itself keeps every result
+// whole.
+func TestWindowCutsOldResults(t *testing.T) {
+	for _, withImages := range []bool{true, false} {
+		img := shot(t, 64, 40)
+		messages := []Message{UserText("Task: x")}
+		var prev [][]byte
+		kept, lastBreak := 0, -3
+		for step := 1; step <= 40; step++ {
+			m := UserMessage(Text("Step"))
+			if step > 1 {
+				id := fmt.Sprint("c", step-1)
+				m.Content = append([]Block{{Type: BlockToolResult, Result: &ToolResult{CallID: id, Content: []Block{Text(strings.Repeat(fmt.Sprint(step-1, " "), 2500)[:5000])}}}}, m.Content...)
+			}
+			if withImages {
+				m.Content = append(m.Content, img)
+			}
+			messages = append(messages, m)
+			w := Window(messages, 3)
+			var cur [][]byte
+			for _, m := range chatMessages(&Request{System: "system", Messages: w}) {
+				b, _ := json.Marshal(m)
+				cur = append(cur, b)
+			}
+			same := prev != nil
+			for i := range prev {
+				if !bytes.Equal(prev[i], cur[i]) {
+					same = false
+					break
+				}
+			}
+			switch {
+			case same:
+				kept++
+			case prev != nil:
+				if step-lastBreak < 3 {
+					t.Fatalf("images %v: the prefix broke at steps %d and %d", withImages, lastBreak, step)
+				}
+				lastBreak = step
+			}
+			prev = cur
+			whole, cut := 0, 0
+			for i, m := range w {
+				for _, b := range m.Content {
+					if b.Type != BlockToolResult {
+						continue
+					}
+					switch text := b.Result.Text(); {
+					case len(text) == 5000:
+						whole++
+					case len(text) < 1700 && strings.HasSuffix(text, "[… 3500 more bytes of this earlier result left out to keep the conversation short; call the tool again to see them]"):
+						cut++
+						if whole > 0 {
+							t.Fatalf("step %d: message %d's result is cut after a whole one", step, i)
+						}
+					default:
+						t.Fatalf("step %d: a result of %d bytes: %.80q", step, len(text), text)
+					}
+				}
+			}
+			// The window's 1 to 3 screens and the 6 steps before them.
+			if step > 1 && (whole < min(step-1, 7) || whole > 9 || whole+cut != step-1) {
+				t.Fatalf("images %v, step %d: %d results whole, %d cut", withImages, step, whole, cut)
+			}
+			messages = append(messages, Message{Role: RoleAssistant, Content: []Block{{Type: BlockToolCall, Call: &ToolCall{ID: fmt.Sprint("c", step), Name: "run_shell", Args: json.RawMessage(`{}`)}}}})
+		}
+		// With screenshots the prefix breaks where they drop; without, no
+		// more often (and only once results are cut).
+		if (withImages && kept != 26) || kept < 26 {
+			t.Fatalf("images %v: the previous request was sent again whole at %d of 39 steps, want 26", withImages, kept)
+		}
+		for _, m := range messages {
+			for _, b := range m.Content {
+				if b.Type == BlockToolResult && len(b.Result.Text()) != 5000 {
+					t.Fatal("Window cut a result of the conversation itself")
+				}
+			}
+		}
 	}
 }
 
@@ -132,10 +220,32 @@ func TestContextWindow(t *testing.T) {
 		model  string
 		listed int
 		want   int
-	}{{"gpt-4.1-mini", 0, 1_047_576}, {"openai/gpt-4o", 0, 128_000}, {"anthropic/claude-sonnet-4.5", 0, 200_000}, {"local-model", 32_768, 32_768}, {"llama3", 0, DefaultContextTokens}} {
+	}{{"gpt-4.1-mini", 0, 1_047_576}, {"openai/gpt-4o", 0, 128_000}, {"anthropic/claude-sonnet-4.5", 0, 200_000}, {"local-model", 32_768, 32_768}, {"llama3", 0, DefaultContextTokens},
+		{"computer-use-preview", 0, 8_192}, {"computer-use-preview-2025-03-11", 0, 8_192}} {
 		if got := ContextWindow(c.model, c.listed); got != c.want {
 			t.Errorf("%s (%d listed): %d, want %d", c.model, c.listed, got, c.want)
 		}
+	}
+}
+
+// TestDisplayForFitsXGA: a screen larger than XGA's box is declared
+// fitted in it with its aspect ratio, the size of the screenshots a model
+// is billed for (Claude: 874 tokens for 1024x640, not 1,366 for 1280x800;
+// OpenAI: 4 tiles, not 6); a smaller one as it is.
+func TestDisplayForFitsXGA(t *testing.T) {
+	for _, c := range []struct{ w, h, dw, dh int }{
+		{1280, 800, 1024, 640}, {1440, 900, 1024, 640}, {2880, 1800, 1024, 640}, {1920, 1080, 1024, 576}, {1366, 768, 1024, 576},
+		{1600, 1200, 1024, 768}, {1024, 768, 1024, 768}, {800, 600, 800, 600}, {1080, 1920, 432, 768}, {0, 0, 1024, 640},
+	} {
+		if d := DisplayFor(c.w, c.h); d.Width != c.dw || d.Height != c.dh {
+			t.Errorf("%dx%d is declared as %dx%d, want %dx%d", c.w, c.h, d.Width, d.Height, c.dw, c.dh)
+		}
+	}
+	if n := claudeImageTokens(1024, 640); n != 873 {
+		t.Errorf("a 1024x640 screenshot costs Claude %d tokens", n)
+	}
+	if n := imageTokens(1024, 640); n != 765 {
+		t.Errorf("a 1024x640 screenshot costs %d tokens by OpenAI's rule", n)
 	}
 }
 

@@ -33,6 +33,10 @@ type Request struct {
 	// NoReasoning asks without the client's reasoning effort (titles,
 	// summaries, the completion check).
 	NoReasoning bool
+	// ImagesDropNext says the next request will send this one's images as
+	// notes (WindowDropsNext): a backend that writes a prompt cache by
+	// breakpoints (Anthropic) leaves out what would not be read again.
+	ImagesDropNext bool
 
 	// verdict asks for the completion check's structured answer
 	// (verdictTool, or a JSON schema).

@@ -112,8 +112,9 @@ func claudeRefusals(t *testing.T, s *claudetest.Server) {
 	}
 }
 
-// TestClaudeClickLandsWhereItPoints: on a 1280x800 screen (declared as it
-// is) and a 1920x1080 one (declared as FWXGA, 1366x768, and scaled), the
+// TestClaudeClickLandsWhereItPoints: on a 1280x800 screen (declared as
+// 1024x640) and a 1920x1080 one (declared as 1024x576), both fitted in
+// XGA's box and scaled, the
 // points Claude names on the screenshots it was sent land on the guest
 // pixels they stand for, as a real GTK window receives them; every
 // screenshot it was sent is exactly the declared display's size.
@@ -121,7 +122,7 @@ func TestClaudeClickLandsWhereItPoints(t *testing.T) {
 	for _, c := range []struct {
 		w, h   int
 		dw, dh int
-	}{{1280, 800, 1280, 800}, {1920, 1080, 1366, 768}} {
+	}{{1280, 800, 1024, 640}, {1920, 1080, 1024, 576}} {
 		t.Run(fmt.Sprintf("%dx%d", c.w, c.h), func(t *testing.T) {
 			m, g, data := startSizedGuest(t, fmt.Sprintf("click%d", c.w), c.w, c.h)
 			clicks := startClicksApp(t, m, g)
@@ -225,7 +226,7 @@ func TestComputerUseWaitsForTheSafetyCheck(t *testing.T) {
 	s := responsestest.New(t)
 	s.Script("[[cua]]",
 		responsestest.Items(responsestest.Reasoning("The button is in the middle."),
-			responsestest.WithSafetyCheck(responsestest.Computer(map[string]any{"type": "click", "button": "left", "x": 640, "y": 400}),
+			responsestest.WithSafetyCheck(responsestest.Computer(map[string]any{"type": "click", "button": "left", "x": 512, "y": 320}),
 				"malicious_instructions", "The page says to ignore previous instructions.")),
 		responsestest.Computer(map[string]any{"type": "double_click", "x": 100, "y": 100}),
 		responsestest.Text("Both clicks are done."),
@@ -267,8 +268,8 @@ func TestComputerUseWaitsForTheSafetyCheck(t *testing.T) {
 	}
 	for i, req := range s.Received() {
 		for _, img := range req.Images {
-			if img.Width != 1280 || img.Height != 800 {
-				t.Errorf("request %d: a %dx%d screenshot", i, img.Width, img.Height)
+			if img.Width != 1024 || img.Height != 640 {
+				t.Errorf("request %d: a %dx%d screenshot, not the declared 1024x640", i, img.Width, img.Height)
 			}
 		}
 	}

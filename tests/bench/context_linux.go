@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -53,15 +52,18 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		return nil, err
 	}
 	took := time.Since(t0)
-	var agentReqs []exchange
+	var agentReqs, others []exchange
 	summaries, overflows := 0, 0
 	for _, e := range p.exchanges(marker) {
 		switch {
-		case e.summary:
-			summaries++
 		case e.overflow:
 			overflows++
-		case !e.check:
+		case e.summary:
+			summaries++
+			others = append(others, e)
+		case e.check:
+			others = append(others, e)
+		default:
 			agentReqs = append(agentReqs, e)
 		}
 	}
@@ -85,7 +87,7 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		maxImages = max(maxImages, e.images)
 	}
 	kb := Quantity(float64(agentReqs[39].bytes) / 1024)
-	chat := chatTokenRows(chatRun(agentReqs, summaries, took), mean)
+	chat := chatTokenRows(chatRun(agentReqs, others, summaries, took), mean)
 	// The same workload on Claude's and OpenAI's own protocols, as many
 	// agent requests as the chat run made.
 	native, err := nativeTokenRows(ctx, h, len(agentReqs))
@@ -104,7 +106,7 @@ func benchContext(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) {
 		{Name: "context: images per request", P50: ip50, P95: ip95, Target: Quantity(3), TargetOnP95: true, Unit: "count", Samples: len(images),
 			Note: fmt.Sprintf("at most %d", maxImages)},
 		{Name: "context: prompt bytes at step 40", P50: kb, P95: kb, Target: Quantity(100), Unit: "KB", Samples: 1,
-			Note: "1280x800 xterm screenshots as PNG data URLs, the text history and the tools"},
+			Note: "the 1280x800 xterm screen as 1024x640 screenshots (the default cap) in data URLs, the text history and the tools"},
 		sums,
 	}, sideBySide(append([][3]Metric{chat}, native...)...)...), nil
 }
@@ -121,18 +123,23 @@ func stepText(n int) string {
 }
 
 // chatRun is the chat provider's run of the long task as a backend: its
-// tokenizer's counts (8/7 of the agent's estimate), with the share of each
-// prompt that repeats the previous one's start as what a prompt cache
-// reads.
-func chatRun(reqs []exchange, summaries int, took time.Duration) backendRun {
+// tokenizer's counts (8/7 of the agent's estimate), with the tokens of
+// each prompt's start that repeat the previous one's (the tools, whole
+// messages and blocks) as what a prompt cache reads. others are the task's other requests (condensing, the
+// completion check), billed uncached.
+func chatRun(reqs, others []exchange, summaries int, took time.Duration) backendRun {
 	b := backendRun{typ: llm.TypeOpenAICompatible, model: "scripted", summaries: summaries, took: took,
 		counted: "images counted as the agent estimates them, 8/7 of its estimate as a stricter tokenizer would"}
 	for i, e := range reqs {
 		u := llm.Usage{Prompt: e.promptTokens, Completion: e.answerTokens, Total: e.promptTokens + e.answerTokens}
-		if i > 0 && e.prevBytes > 0 {
-			u.CacheRead = int(math.Round(float64(e.promptTokens) * float64(e.prefix) / float64(e.prevBytes)))
+		if i > 0 {
+			u.CacheRead = e.cached
 		}
 		b.usage = append(b.usage, u)
+		b.parts = append(b.parts, e.parts)
+	}
+	for _, e := range others {
+		b.others = append(b.others, llm.Usage{Prompt: e.promptTokens, Completion: e.answerTokens, Total: e.promptTokens + e.answerTokens})
 	}
 	return b
 }

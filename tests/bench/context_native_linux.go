@@ -17,7 +17,8 @@ import (
 // the same real sandbox types the same lines into xterm, saying the same
 // few sentences a step, through each model's native computer tool, against
 // the strict scripted server of the protocol (claudetest, responsestest)
-// with the same 32k-token window. Each server counts the tokens of the
+// with the same 32k-token window (computer-use-preview's own, 8,192
+// tokens, for it). Each server counts the tokens of the
 // requests actually sent, images by its vendor's rule, and reads and
 // writes its simulated prompt cache by its vendor's documented semantics;
 // the rows are its usage, request by request.
@@ -76,8 +77,28 @@ type nativeBackend struct {
 	// results reads, after the task, each agent request's usage, how many
 	// requests condensed the history, a note on the run, and what the
 	// server refused or could not play.
-	results func() (usage []llm.Usage, summaries int, note string, problems []string)
+	results func() (run nativeResults)
 	stop    func()
+}
+
+// nativeResults are what a scripted server counted of the long task.
+type nativeResults struct {
+	// usage and parts are each agent request's; others the usage of the
+	// task's other requests (condensing, the completion check).
+	usage, others []llm.Usage
+	parts         []promptParts
+	// summaries is how many requests condensed the history; note says
+	// more of the run, problems what the server refused or could not play.
+	summaries int
+	note      string
+	problems  []string
+}
+
+// claudeUsage is claudetest's usage in the helper's terms.
+func claudeUsage(u claudetest.Usage) llm.Usage {
+	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	return llm.Usage{Prompt: prompt, Completion: u.OutputTokens, Total: prompt + u.OutputTokens,
+		CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
 }
 
 // claudeLongTask is claudetest scripted with the long task's requests
@@ -101,19 +122,20 @@ func claudeLongTask(marker string, requests int) *nativeBackend {
 	// does: the same target.
 	return &nativeBackend{label: " — anthropic", typ: llm.TypeAnthropic, model: "claude-sonnet-4-5", url: s.URL, stop: stop, target: 0.6,
 		counted: "claudetest's usage of the requests sent (text and tool JSON at 4 bytes a token, an image at width×height/750): input_tokens + cache_creation_input_tokens + cache_read_input_tokens",
-		results: func() ([]llm.Usage, int, string, []string) {
-			var usage []llm.Usage
+		results: func() (run nativeResults) {
 			for _, r := range s.Received(marker) {
-				u := r.Usage
-				prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-				usage = append(usage, llm.Usage{Prompt: prompt, Completion: u.OutputTokens, Total: prompt + u.OutputTokens,
-					CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens})
+				run.usage = append(run.usage, claudeUsage(r.Usage))
+				run.parts = append(run.parts, claudeParts(r.Body))
 			}
-			problems := errs.list()
+			for _, r := range append(s.Received(summaryScript), s.Received(checkScript)...) {
+				run.others = append(run.others, claudeUsage(r.Usage))
+			}
+			run.problems = errs.list()
 			for _, r := range s.Refusals() {
-				problems = append(problems, fmt.Sprintf("claudetest refused a request (%d %s): %s", r.Status, r.Type, r.Message))
+				run.problems = append(run.problems, fmt.Sprintf("claudetest refused a request (%d %s): %s", r.Status, r.Type, r.Message))
 			}
-			return usage, len(s.Received(summaryScript)), "", problems
+			run.summaries = len(s.Received(summaryScript))
+			return run
 		}}
 }
 
@@ -124,7 +146,9 @@ func claudeLongTask(marker string, requests int) *nativeBackend {
 func cuaLongTask(marker string, requests int) *nativeBackend {
 	errs := &scriptErrors{}
 	s, stop := responsestest.Start(errs.errorf)
-	s.ContextTokens = longWindow
+	// computer-use-preview's own window (8,192 tokens), not the others'
+	// 32k: the agent knows it and condenses to fit.
+	s.ContextTokens = llm.ContextWindow("computer-use-preview", 0)
 	match := longTaskScript(marker)
 	s.Match = match
 	turns := []responsestest.Turn{responsestest.Items(responsestest.Text(stepText(1)), responsestest.Call("open_app", map[string]any{"name": "xterm"}))}
@@ -138,34 +162,37 @@ func cuaLongTask(marker string, requests int) *nativeBackend {
 	s.Script(checkScript, verdict)
 	return &nativeBackend{label: " — openai", typ: llm.TypeOpenAI, model: "computer-use-preview", url: s.URL, stop: stop,
 		counted: "responsestest's usage of the requests sent (text at 4 bytes a token, a screenshot by OpenAI's tile rule for computer-use-preview): input_tokens",
-		results: func() ([]llm.Usage, int, string, []string) {
-			var usage []llm.Usage
-			summaries, truncated := 0, 0
-			problems := errs.list()
+		results: func() (run nativeResults) {
+			truncated := 0
+			run.problems = errs.list()
 			for _, r := range s.Received() {
 				if r.Status != http.StatusOK {
-					problems = append(problems, fmt.Sprintf("responsestest refused a request (%d %s): %s", r.Status, r.Code, r.Error))
+					run.problems = append(run.problems, fmt.Sprintf("responsestest refused a request (%d %s): %s", r.Status, r.Code, r.Error))
 					continue
 				}
+				u := r.Usage
+				usage := llm.Usage{Prompt: u.InputTokens, Completion: u.OutputTokens, Total: u.TotalTokens, CacheRead: u.CachedTokens}
 				switch match(r.Body) {
 				case summaryScript:
-					summaries++
+					run.summaries++
+					run.others = append(run.others, usage)
+				case checkScript:
+					run.others = append(run.others, usage)
 				case marker:
-					u := r.Usage
-					usage = append(usage, llm.Usage{Prompt: u.InputTokens, Completion: u.OutputTokens, Total: u.TotalTokens, CacheRead: u.CachedTokens})
+					run.usage = append(run.usage, usage)
+					run.parts = append(run.parts, responsesParts(r.Body))
 					if r.Truncated > 0 {
 						truncated++
 					}
 				}
 			}
-			note := ""
 			if truncated > 0 {
-				// OpenAI's model list says no window: the agent assumes
-				// one, and OpenAI truncates what passes the real one.
-				note = fmt.Sprintf("; the agent, told no window (OpenAI's model list says none), assumes %dk for computer-use-preview and did not condense: the server's truncation \"auto\" dropped items from %d requests past the %dk window, which breaks their cached prefix",
-					llm.ContextWindow("computer-use-preview", 0)/1000, truncated, longWindow/1024)
+				// The agent's window is larger than the server's: OpenAI
+				// truncates what passes the real one.
+				run.note = fmt.Sprintf("; the agent assumes a %dk window for computer-use-preview: the server's truncation \"auto\" dropped items from %d requests past its %dk window, which breaks their cached prefix",
+					llm.ContextWindow("computer-use-preview", 0)/1000, truncated, s.ContextTokens/1024)
 			}
-			return usage, summaries, note, problems
+			return run
 		}}
 }
 
@@ -211,13 +238,12 @@ func runLongTask(ctx context.Context, h *helperProc, b *nativeBackend, marker st
 		return backendRun{}, err
 	}
 	run := backendRun{label: b.label, typ: b.typ, model: b.model, took: time.Since(t0)}
-	var note string
-	var problems []string
-	run.usage, run.summaries, note, problems = b.results()
-	run.counted = b.counted + note
+	res := b.results()
+	run.usage, run.parts, run.others, run.summaries = res.usage, res.parts, res.others, res.summaries
+	run.counted = b.counted + res.note
 	if done.Status != "completed" {
-		problems = append(problems, fmt.Sprintf("the task ended %s (%s)", done.Status, done.StatusReason))
+		res.problems = append(res.problems, fmt.Sprintf("the task ended %s (%s)", done.Status, done.StatusReason))
 	}
-	run.violation = violationOf(problems)
+	run.violation = violationOf(res.problems)
 	return run, nil
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
-	"image"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -37,13 +35,16 @@ type provider struct {
 	// think delays every answer (0: at once).
 	think time.Duration
 
-	// mu guards scripts, log and last.
+	// mu guards scripts, log, last and lastSegs.
 	mu      sync.Mutex
 	scripts map[string]script
 	log     map[string][]exchange
 	// last is each marker's previous agent request (not a summary or a
 	// check), for the prefix the next one shares with it.
 	last map[string][]byte
+	// lastSegs is the same request's prompt in segments, for the tokens
+	// the next one repeats at its start.
+	lastSegs map[string][]segment
 }
 
 // exchange is one request and its answer.
@@ -60,11 +61,14 @@ type exchange struct {
 	// longer than the window.
 	check, summary, overflow bool
 	// prefix is how many bytes the request shares at its start with the
-	// marker's previous agent request, of prevBytes.
-	prefix, prevBytes int
+	// marker's previous agent request, of prevBytes, and cached the
+	// tokens it repeats of it (what a prefix cache reads).
+	prefix, prevBytes, cached int
 	// promptTokens is the request's prompt as this provider's tokenizer
 	// counts it, and answerTokens its answer's (both only with a window).
 	promptTokens, answerTokens int
+	// parts is an agent request's prompt by part (with a window).
+	parts promptParts
 }
 
 // script answers a task's n-th request (from 1); check says it is the
@@ -92,7 +96,7 @@ func findMarker(body []byte) string {
 }
 
 func newProvider() *provider {
-	p := &provider{scripts: map[string]script{}, log: map[string][]exchange{}, last: map[string][]byte{}}
+	p := &provider{scripts: map[string]script{}, log: map[string][]exchange{}, last: map[string][]byte{}, lastSegs: map[string][]segment{}}
 	p.srv = httptest.NewServer(p)
 	p.URL = p.srv.URL + "/v1"
 	return p
@@ -160,6 +164,10 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		prev := p.last[marker]
 		ex.prefix, ex.prevBytes = commonPrefix(prev, prompt), len(prev)
 		p.last[marker] = prompt
+		ex.parts = chatParts(body)
+		segs := chatSegments(body)
+		ex.cached = cachedTokens(p.lastSegs[marker], segs)
+		p.lastSegs[marker] = segs
 	}
 	p.log[marker] = append(p.log[marker], ex)
 	p.mu.Unlock()
@@ -328,16 +336,8 @@ func neutral(msgs []openai.ChatCompletionMessage) []llm.Message {
 		for _, p := range m.MultiContent {
 			switch {
 			case p.ImageURL != nil:
-				img := &llm.Image{MediaType: "image/png"}
-				if _, data, ok := strings.Cut(p.ImageURL.URL, ";base64,"); ok {
-					head := data[:min(len(data), 8192)]
-					if raw, err := base64.StdEncoding.DecodeString(head[:len(head)/4*4]); err == nil {
-						if cfg, _, err := image.DecodeConfig(bytes.NewReader(raw)); err == nil {
-							img.Width, img.Height = cfg.Width, cfg.Height
-						}
-					}
-				}
-				n.Content = append(n.Content, llm.ImageBlock(img))
+				w, h := imageSize(p.ImageURL.URL)
+				n.Content = append(n.Content, llm.ImageBlock(&llm.Image{MediaType: "image/png", Width: w, Height: h}))
 			default:
 				n.Content = append(n.Content, llm.Text(p.Text))
 			}

@@ -40,6 +40,11 @@ type backendRun struct {
 	// typ and model are the provider's type and model, for the prices.
 	typ, model string
 	usage      []llm.Usage
+	// parts are each agent request's prompt by part.
+	parts []promptParts
+	// others are what the task's other requests used (condensing the
+	// history, the completion check): part of its cost.
+	others []llm.Usage
 	// counted says how the provider counted the tokens (for the notes).
 	counted string
 	// summaries is how many times the history was condensed; took is the
@@ -83,6 +88,11 @@ func backendRows(b backendRun, cacheNote string, target float64) [3]Metric {
 		out = append(out, Quantity(float64(u.Completion)))
 		sum = sum.Add(u)
 	}
+	var other llm.Usage
+	for _, u := range b.others {
+		other = other.Add(u)
+	}
+	sum = sum.Add(other)
 	withCache, _ := referencePrices.Cost(b.typ, b.model, sum)
 	noCache, _ := referencePrices.Cost(b.typ, b.model, llm.Usage{Prompt: sum.Prompt, Completion: sum.Completion})
 	i50, i95 := percentiles(in)
@@ -91,13 +101,18 @@ func backendRows(b backendRun, cacheNote string, target float64) [3]Metric {
 	if b.took > 0 {
 		run = fmt.Sprintf("; the history condensed %d time%s; the task took %s", b.summaries, map[bool]string{true: "s"}[b.summaries != 1], b.took.Round(time.Second))
 	}
+	breakdown := ""
+	if len(b.parts) > 0 {
+		m := meanParts(b.parts)
+		breakdown = fmt.Sprintf("; a step's prompt, mean %.0f tokens: %s; %.1f images a request", m.total(), m, float64(m.imageCount)/float64(len(b.parts)))
+	}
 	prompt := Metric{Name: names[0], P50: i50, P95: i95, Unit: "tokens", Samples: len(in), Violation: b.violation,
-		Note: fmt.Sprintf("%d in all over %d agent requests; %s%s", sum.Prompt, len(in), b.counted, run)}
+		Note: fmt.Sprintf("%d in all over %d agent requests%s; %s%s", sum.Prompt-other.Prompt, len(in), breakdown, b.counted, run)}
 	completion := Metric{Name: names[1], P50: o50, P95: o95, Unit: "tokens", Samples: len(out), Violation: b.violation,
-		Note: fmt.Sprintf("%d in all: a few sentences and one tool call a step", sum.Completion)}
+		Note: fmt.Sprintf("%d in all: a few sentences and one tool call a step", sum.Completion-other.Completion)}
 	cost := Metric{Name: names[2], P50: Quantity(withCache), P95: Quantity(withCache), Unit: "USD", Samples: 1,
 		Baseline: Quantity(noCache), BaselineName: "no prompt cache", Violation: b.violation,
-		Note: fmt.Sprintf("%s at %s; %s", b.model, priceNote(b.typ, b.model), cacheNote)}
+		Note: fmt.Sprintf("%s at %s; with the task's %d other requests (condensing the history, the completion check: %d prompt tokens); %s", b.model, priceNote(b.typ, b.model), len(b.others), other.Prompt, cacheNote)}
 	if target > 0 {
 		cost.Target = Quantity(noCache * target)
 		cost.Note += fmt.Sprintf("; target: at most %.0f%% of the uncached cost", 100*target)

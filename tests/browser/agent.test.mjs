@@ -100,11 +100,12 @@ test('a task made with the form runs live in the agent window, completes, and it
   assert.equal(download.suggestedFilename(), 'receipt.txt');
   assert.equal(fs.readFileSync(await download.path(), 'utf8'), 'Order received: 3 apples\n');
 
-  // A step of the activity shows the screen it saw.
+  // A step of the activity shows the screen it saw (as the model saw it:
+  // the 1280x800 screen at the default cap, 1024x640).
   const step = page.locator('#activity li[data-type="tool_call_result"] .step-link').last();
   const shotURL = await step.getAttribute('data-shot');
   await step.click();
-  await page.waitForFunction(() => { const i = document.getElementById('step-shot'); return !i.hidden && i.naturalWidth === 1280; });
+  await page.waitForFunction(() => { const i = document.getElementById('step-shot'); return !i.hidden && i.naturalWidth === 1024; });
   assert.equal(new URL(await page.getAttribute('#step-shot', 'src'), helper.base).pathname, shotURL);
   assert.match(shotURL, /\/api\/v1\/tasks\/[^/]+\/screenshots\/\d+$/);
   await page.click('#back-to-live');

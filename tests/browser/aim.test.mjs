@@ -43,7 +43,7 @@ async function assertMarkAt(page, imgId, fx, fy, what) {
 test('a click is marked where it aimed on the step\'s screenshot, in the agent window and the replay', { timeout: 150000 }, async () => {
   const { helper, llm } = env;
   const M = '[[aim]]';
-  llm.script(M, [tool('mouse_click', { x: 412, y: 310 }), tool('mouse_drag', { fromX: 900, fromY: 600, toX: 1100, toY: 200 }), text('Clicked.')],
+  llm.script(M, [tool('mouse_click', { x: 412, y: 310 }), tool('mouse_drag', { fromX: 700, fromY: 500, toX: 900, toY: 150 }), text('Clicked.')],
     { success: true, summary: 'Clicked once.' });
   const created = await helper.api('POST', '/api/v1/tasks', { description: `Click the point ${M}` });
   await helper.waitTask(created.id, 'the end', (t) => t.status === 'completed', 90000);
@@ -85,7 +85,7 @@ test('a click is marked where it aimed on the step\'s screenshot, in the agent w
   // The drag: a line from its start to its end.
   const drag = events.find((e) => e.type === 'tool_call_start' && e.data.point && e.data.point.toX !== undefined);
   const d = drag.data.point;
-  assert.deepEqual([d.x, d.y, d.toX, d.toY], [900, 600, 1100, 200]);
+  assert.deepEqual([d.x, d.y, d.toX, d.toY], [700, 500, 900, 150]);
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.locator(`#activity li[data-seq="${drag.seq}"] button`).click();
   const line = await eventually('the drag\'s line', () => page.evaluate(() => {
