@@ -72,7 +72,7 @@ func TestOpenOutput(t *testing.T) {
 		t.Fatalf("opened %q; want the report, then %s", got, out)
 	}
 
-	if body := h.expect(400, "POST", base+"run.sh/open", nil); !strings.Contains(string(body), "a .sh file would run") {
+	if body := h.expect(400, "POST", base+"run.sh/open", nil); !strings.Contains(string(body), "a .sh file may run") {
 		t.Fatalf("a script opened: %s", body)
 	}
 	h.expect(204, "POST", base+"run.sh/open", map[string]any{"folder": true})

@@ -6,7 +6,9 @@
 // from it without a link in any component, through folders the user (or
 // root) owns, and be a regular file. A file the opener would run rather
 // than show (executable, or a launcher such as .desktop) is shown in its
-// folder but never opened.
+// folder but never opened: only documents, images and media of known kinds
+// are opened (an allowlist, as the terminal gate prefers one: a name the
+// list does not know is shown in its folder, not guessed about).
 package reveal
 
 import (
@@ -26,11 +28,14 @@ import (
 // default application) or a folder (shown in the file manager).
 type Launch func(ctx context.Context, path string) error
 
-// runnable are extensions whose default "open" runs them on common
-// desktops.
-var runnable = []string{".desktop", ".sh", ".bash", ".zsh", ".command", ".tool", ".app", ".appimage", ".run", ".bin",
-	".jar", ".py", ".pl", ".rb", ".exe", ".msi", ".bat", ".cmd", ".ps1", ".vbs", ".scpt", ".applescript", ".workflow",
-	".terminal", ".webloc", ".inetloc", ".fileloc", ".pkg", ".mpkg", ".dmg", ".deb", ".rpm", ".flatpakref", ".snap", ".service"}
+// viewable are the extensions the opener is given: documents, images,
+// audio and video that desktops show in a viewer. Pages and drawings that
+// carry scripts (.html, .svg) and anything unknown are shown in their
+// folder instead.
+var viewable = []string{".txt", ".md", ".csv", ".tsv", ".json", ".log", ".xml", ".yaml", ".yml",
+	".pdf", ".rtf", ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".odg", ".pages", ".numbers", ".key", ".epub",
+	".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".heic", ".avif",
+	".mp3", ".m4a", ".wav", ".flac", ".ogg", ".opus", ".aac", ".mp4", ".m4v", ".mov", ".webm", ".mkv", ".avi"}
 
 // Target is what to open: the file SavedPath, placed for the user below
 // the output folder Root.
@@ -54,8 +59,12 @@ func Open(ctx context.Context, t Target, owners hostpath.Owners, launch Launch) 
 	if mode.Perm()&0o111 != 0 {
 		return errdefs.Invalidf("%s is executable: not opened (use Show in folder)", filepath.Base(t.SavedPath))
 	}
-	if ext := strings.ToLower(filepath.Ext(t.SavedPath)); slices.Contains(runnable, ext) {
-		return errdefs.Invalidf("%s is not opened from here: a %s file would run, not show (use Show in folder)", filepath.Base(t.SavedPath), ext)
+	if ext := strings.ToLower(filepath.Ext(t.SavedPath)); !slices.Contains(viewable, ext) {
+		kind := "a " + ext + " file"
+		if ext == "" {
+			kind = "a file with no extension"
+		}
+		return errdefs.Invalidf("%s is not opened from here: %s may run or carry scripts rather than show; documents, images and media are opened (use Show in folder)", filepath.Base(t.SavedPath), kind)
 	}
 	return launch(ctx, t.SavedPath)
 }

@@ -61,6 +61,11 @@ func TestRefusesWhatTheGuestCouldAimAt(t *testing.T) {
 	write(t, filepath.Join(root, "task", "run.sh"), 0o644)
 	write(t, filepath.Join(root, "task", "tool"), 0o755)
 	write(t, filepath.Join(root, "task", "evil.desktop"), 0o644)
+	// Names no list of runnable kinds would know: only known documents,
+	// images and media are opened.
+	for _, n := range []string{"app.jnlp", "page.html", "drawing.svg", "README"} {
+		write(t, filepath.Join(root, "task", n), 0o644)
+	}
 	if err := os.Symlink(secret, filepath.Join(root, "task", "link.txt")); err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +88,12 @@ func TestRefusesWhatTheGuestCouldAimAt(t *testing.T) {
 		{filepath.Join(root, "task", "link.txt"), false, errdefs.ErrInvalid, "is a link"},
 		{filepath.Join(root, "task", "folder.txt"), false, errdefs.ErrInvalid, "not a regular file"},
 		{filepath.Join(root, "task", "tool"), false, errdefs.ErrInvalid, "is executable"},
-		{filepath.Join(root, "task", "run.sh"), false, errdefs.ErrInvalid, "a .sh file would run"},
-		{filepath.Join(root, "task", "evil.desktop"), false, errdefs.ErrInvalid, "a .desktop file would run"},
+		{filepath.Join(root, "task", "run.sh"), false, errdefs.ErrInvalid, "a .sh file may run"},
+		{filepath.Join(root, "task", "evil.desktop"), false, errdefs.ErrInvalid, "a .desktop file may run"},
+		{filepath.Join(root, "task", "app.jnlp"), false, errdefs.ErrInvalid, "a .jnlp file may run"},
+		{filepath.Join(root, "task", "page.html"), false, errdefs.ErrInvalid, "a .html file may run or carry scripts"},
+		{filepath.Join(root, "task", "drawing.svg"), false, errdefs.ErrInvalid, "a .svg file may run or carry scripts"},
+		{filepath.Join(root, "task", "README"), false, errdefs.ErrInvalid, "a file with no extension"},
 		{filepath.Join(root, "task", "gone.pdf"), false, errdefs.ErrNotFound, "no longer in"},
 		{"", false, errdefs.ErrInvalid, "no saved output"},
 		{"task/relative.pdf", false, errdefs.ErrInvalid, "no saved output"},

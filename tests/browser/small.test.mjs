@@ -164,7 +164,7 @@ test('a task\'s output is opened and shown in its folder from the task page', { 
 
   // A launcher the guest wrote: refused with the reason, nothing run.
   await page.click('button[aria-label="Open setup.desktop"]');
-  await page.waitForSelector('#toasts .toast.error >> text=a .desktop file would run');
+  await page.waitForSelector('#toasts .toast.error >> text=a .desktop file may run');
   await new Promise((r) => setTimeout(r, 500));
   assert.equal(opened().length, 2, 'nothing more was opened');
   await env.done(page);
