@@ -169,8 +169,12 @@ func TestWebToolsFollowTheTasksNetwork(t *testing.T) {
 	if slices.Contains(tools, "web_search") || slices.Contains(tools, "read_webpage") {
 		t.Fatalf("an offline task is offered %v", tools)
 	}
-	if all := strings.Join(reqs, "\n"); !strings.Contains(all, `there is no tool \"read_webpage\"`) || strings.Contains(all, "5.6 metres") {
-		t.Fatalf("an offline task read the page")
+	// The forged call is refused in words (the tool is not offered; its
+	// gate says no), and the page never reaches the model.
+	all = strings.Join(reqs, "\n")
+	refused := strings.Contains(all, `there is no tool \"read_webpage\"`) || strings.Contains(all, "read_webpage is not allowed for this task")
+	if !refused || strings.Contains(all, "5.6 metres") || len(queries) != 1 {
+		t.Fatalf("an offline task's read_webpage was not refused, or reached the page or search:\n%s", all)
 	}
 }
 
