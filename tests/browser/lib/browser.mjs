@@ -44,8 +44,21 @@ export function assertNoProblems(page) {
 /** Signs the page in with a one-time login link from the helper. */
 export async function signIn(page, helper, next) {
   const url = await helper.loginLink();
-  await page.goto(url);
-  if (next) await page.goto(helper.base + next);
+  if (!next) {
+    await page.goto(url);
+    return;
+  }
+  // The link lands on next itself (its next parameter), not on the
+  // dashboard first: with no provider the dashboard sends itself to
+  // /welcome once its data arrives, which could land after a navigation to
+  // next had begun. The link's landing drops next's fragment: load next
+  // whole with it (a change of fragment alone reloads nothing).
+  const [path, hash] = next.split('#');
+  await page.goto(`${url}&next=${encodeURIComponent(path)}`);
+  if (hash !== undefined) {
+    await page.goto(helper.base + next);
+    await page.reload();
+  }
 }
 
 /**

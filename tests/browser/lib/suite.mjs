@@ -37,8 +37,7 @@ export function suite(name, { provider = true, helperArgs = [], network = false 
   env.page = async (path, opts) => {
     const page = await openPage(env.browser, opts);
     env.pages.push(page);
-    await signIn(page, env.helper);
-    if (path) await page.goto(env.helper.base + path);
+    await signIn(page, env.helper, path || undefined);
     return page;
   };
   /** Closes a page after checking it reported no problem. */
