@@ -16,10 +16,18 @@ import (
 //     share of the window in which some task waited for a CPU or for IO,
 //     and in which every task waited for IO (full);
 //   - the CPU that processes other than the bench's used, in cores: the
-//     machine's busy time (/proc/stat) less the bench's own process tree
-//     (itself, the helper and the sandboxes, with the children they have
-//     reaped) and less kernel threads, which are given apart (loop devices
-//     and writeback work there, for the bench as for anyone).
+//     machine's busy time (/proc/stat) less what the bench's own processes
+//     used in the window (itself, the helper and the sandboxes: each
+//     followed by pid and start time, so that one that outlives its parent
+//     stays the bench's, with what they reaped of their children, less
+//     the part a reaped child had used before the window) and less kernel
+//     threads, which are given apart (loop devices and writeback work
+//     there, for the bench as for anyone). A process whose parent ended
+//     is reparented to init, and init reaps it: the sandboxes' bwrap
+//     processes end that way. What init reaped in the window is given
+//     apart too (Orphans) and not counted as other processes': it may be
+//     anyone's, and on a machine where only the bench runs it is the
+//     bench's, so a miss is never put on the machine for it.
 //
 // Pressure is caused by the bench's own load too (128 agents on 2 cores
 // keep CPUs busy), so it explains a miss but does not assign it; the
@@ -28,6 +36,9 @@ type Conditions struct {
 	Window                  time.Duration
 	CPUSome, IOSome, IOFull float64 // shares of the window, 0..1
 	Others, Kernel          float64 // cores
+	// Orphans is what init reaped of processes whose parents had ended,
+	// in cores: the bench's sandboxes' among them (see above).
+	Orphans float64
 	// Missing, when set, says what could not be read (no PSI in this
 	// kernel, not Linux); the figures it names are 0.
 	Missing string
@@ -50,8 +61,8 @@ func (c Conditions) String() string {
 	if c.Window == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("others %.2f cores, kernel %.2f; pressure cpu %.0f%%, io %.0f%% (full %.0f%%)",
-		c.Others, c.Kernel, 100*c.CPUSome, 100*c.IOSome, 100*c.IOFull)
+	s := fmt.Sprintf("others %.2f cores, kernel %.2f, orphans %.2f; pressure cpu %.0f%%, io %.0f%% (full %.0f%%)",
+		c.Others, c.Kernel, c.Orphans, 100*c.CPUSome, 100*c.IOSome, 100*c.IOFull)
 	if c.Missing != "" {
 		s += "; " + c.Missing
 	}
@@ -73,8 +84,11 @@ func (c Conditions) Verdict() string {
 type snapshot struct {
 	at                      time.Time
 	cpuSome, ioSome, ioFull int64 // µs stalled since boot
-	busy, bench, kernel     int64 // clock ticks
-	missing                 []string
+	busy                    int64 // the machine's non-idle clock ticks
+	reaped                  int64 // what init reaped of its children, ticks
+	// bench are the bench's processes, kthreads the kernel's, by pid.
+	bench, kthreads map[int]procStat
+	missing         []string
 }
 
 // sampler measures Conditions between start and stop.
@@ -86,14 +100,14 @@ type sampler struct {
 // startConditions starts measuring the machine's conditions.
 func startConditions() *sampler {
 	s := &sampler{self: os.Getpid()}
-	s.first = s.take()
+	s.first = s.take(nil)
 	return s
 }
 
 // stop returns the conditions since start.
 func (s *sampler) stop() Conditions {
-	b := s.take()
 	a := s.first
+	b := s.take(a.bench)
 	c := Conditions{Window: b.at.Sub(a.at)}
 	if c.Window <= 0 {
 		return c
@@ -103,13 +117,47 @@ func (s *sampler) stop() Conditions {
 	c.IOSome = float64(b.ioSome-a.ioSome) / us
 	c.IOFull = float64(b.ioFull-a.ioFull) / us
 	secs := c.Window.Seconds() * clockTicks
-	c.Kernel = float64(b.kernel-a.kernel) / secs
-	c.Others = max(0, float64((b.busy-a.busy)-(b.bench-a.bench)-(b.kernel-a.kernel))/secs)
+	bench, kernel, orphans := used(a.bench, b.bench), used(a.kthreads, b.kthreads), b.reaped-a.reaped
+	c.Kernel, c.Orphans = float64(kernel)/secs, float64(orphans)/secs
+	c.Others = max(0, float64(b.busy-a.busy-bench-kernel-orphans)/secs)
 	c.Missing = strings.Join(dedupe(append(a.missing, b.missing...)), "; ")
 	return c
 }
 
-func (s *sampler) take() snapshot {
+// used is the CPU ticks a set of processes used between two snapshots of
+// it: each one's own time since the first (all of it for one started
+// since), and what each reaped of its children meanwhile less what the
+// children that were in the first had used before it (a parent's reaped
+// time holds all of a child's life). A child that ended may have been
+// reaped by init instead (orphaned): what is taken off a parent is at most
+// what it reaped, so a parent never counts less than nothing.
+func used(before, after map[int]procStat) int64 {
+	same := func(m map[int]procStat, pid int, start int64) bool {
+		p, ok := m[pid]
+		return ok && p.start == start
+	}
+	earlier := map[int]int64{} // by parent: its ended children's time before the window
+	for pid, q := range before {
+		if !same(after, pid, q.start) {
+			earlier[q.ppid] += q.ticks + q.children
+		}
+	}
+	var n int64
+	for pid, p := range after {
+		if !same(before, pid, p.start) {
+			n += p.ticks + p.children
+			continue
+		}
+		q := before[pid]
+		reaped := p.children - q.children
+		n += p.ticks - q.ticks + reaped - min(reaped, earlier[pid])
+	}
+	return n
+}
+
+// take reads the counters; prev, when set, are the bench's processes of
+// the first snapshot, which stay the bench's if they were reparented.
+func (s *sampler) take(prev map[int]procStat) snapshot {
 	n := snapshot{at: time.Now()}
 	var err error
 	if n.cpuSome, _, err = psi("cpu"); err != nil {
@@ -122,7 +170,12 @@ func (s *sampler) take() snapshot {
 		n.missing = append(n.missing, "no CPU time of other processes: "+err.Error())
 		return n
 	}
-	n.bench, n.kernel = processTicks(s.self)
+	n.bench, n.kthreads = processes(s.self, prev)
+	if b, err := os.ReadFile("/proc/1/stat"); err == nil {
+		if st, err := parseStat(b); err == nil {
+			n.reaped = st.children
+		}
+	}
 	return n
 }
 
@@ -195,13 +248,14 @@ type procStat struct {
 	ppid            int
 	kthread         bool
 	ticks, children int64 // utime+stime; cutime+cstime
+	start           int64 // clock ticks after boot: with the pid, one process
 }
 
-// processTicks sums the CPU ticks of root's process tree (with what its
-// members have reaped of their children) and of kernel threads.
-func processTicks(root int) (tree, kernel int64) {
+// processes reads every process and returns root's descendants (and
+// those of prev still alive, reparented or not) and the kernel threads.
+func processes(root int, prev map[int]procStat) (tree, kthreads map[int]procStat) {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	procs := make(map[int]procStat, len(dirs))
+	all := make(map[int]procStat, len(dirs))
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
@@ -212,23 +266,39 @@ func processTicks(root int) (tree, kernel int64) {
 			continue // it exited meanwhile
 		}
 		if st, err := parseStat(b); err == nil {
-			procs[pid] = st
+			all[pid] = st
 		}
 	}
-	for pid, st := range procs {
+	tree, kthreads = map[int]procStat{}, map[int]procStat{}
+	for pid, st := range all {
 		if st.kthread {
-			kernel += st.ticks
+			kthreads[pid] = st
+			continue
+		}
+		if q, ok := prev[pid]; ok && q.start == st.start {
+			tree[pid] = st
 			continue
 		}
 		for p, hops := pid, 0; p > 1 && hops < 64; hops++ {
 			if p == root {
-				tree += st.ticks + st.children
+				tree[pid] = st
 				break
 			}
-			p = procs[p].ppid
+			p = all[p].ppid
 		}
 	}
-	return tree, kernel
+	return tree, kthreads
+}
+
+// processTicks sums the CPU ticks of root's process tree, with what its
+// members reaped of their children.
+func processTicks(root int) int64 {
+	tree, _ := processes(root, nil)
+	var n int64
+	for _, p := range tree {
+		n += p.ticks + p.children
+	}
+	return n
 }
 
 // pfKthread is the kernel's PF_KTHREAD flag in /proc/PID/stat's flags.
@@ -241,9 +311,10 @@ func parseStat(b []byte) (procStat, error) {
 	if i < 0 {
 		return procStat{}, fmt.Errorf("stat %q: no command", b)
 	}
-	// Fields from 3 (state) on: ppid is 4, flags 9, utime..cstime 14..17.
+	// Fields from 3 (state) on: ppid is 4, flags 9, utime..cstime 14..17,
+	// starttime 22.
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 15 {
+	if len(f) < 20 {
 		return procStat{}, fmt.Errorf("stat %q: %d fields", b, len(f))
 	}
 	num := func(field int) int64 {
@@ -251,7 +322,7 @@ func parseStat(b []byte) (procStat, error) {
 		return n
 	}
 	return procStat{ppid: int(num(4)), kthread: uint64(num(9))&pfKthread != 0,
-		ticks: num(14) + num(15), children: num(16) + num(17)}, nil
+		ticks: num(14) + num(15), children: num(16) + num(17), start: num(22)}, nil
 }
 
 func dedupe(ss []string) []string {

@@ -37,8 +37,8 @@ func TestParseStatCountsFromTheLastParenthesis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ppid != 77 || st.ticks != 42 || st.children != 12 || st.kthread {
-		t.Errorf("parsed %+v; want ppid 77, ticks 42, children 12, no kernel thread", st)
+	if st.ppid != 77 || st.ticks != 42 || st.children != 12 || st.kthread || st.start != 900 {
+		t.Errorf("parsed %+v; want ppid 77, ticks 42, children 12, start 900, no kernel thread", st)
 	}
 	kthread := "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 3 9 0 0 20 0 1 0 5 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 0 1 0 0 0 0 0\n"
 	if st, err := parseStat([]byte(kthread)); err != nil || !st.kthread || st.ticks != 12 {
@@ -77,7 +77,7 @@ func TestConditionsTellTheBenchFromOthers(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // reparented by now
 	notOurs(t, orphan)
-	before, _ := processTicks(orphan) // timeout and the burner under it
+	before := processTicks(orphan) // timeout and the burner under it
 	treeBefore := ownTicks()
 
 	s := startConditions()
@@ -86,7 +86,7 @@ func TestConditionsTellTheBenchFromOthers(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	close(stop)
 	c := s.stop()
-	after, _ := processTicks(orphan)
+	after := processTicks(orphan)
 	orphanUsed := float64(after-before) / clockTicks / c.Window.Seconds() // cores
 	treeAfter := ownTicks()
 	ownUsed := float64(treeAfter-treeBefore) / clockTicks / c.Window.Seconds()
@@ -117,8 +117,7 @@ func TestConditionsTellTheBenchFromOthers(t *testing.T) {
 
 // ownTicks is the CPU ticks of this test's process tree.
 func ownTicks() int64 {
-	tree, _ := processTicks(os.Getpid())
-	return tree
+	return processTicks(os.Getpid())
 }
 
 // notOurs checks that pid is not a child of the test: its CPU is another
@@ -159,5 +158,32 @@ func TestAMissSaysWhoseItWas(t *testing.T) {
 	}
 	if ms[3].Note != "" {
 		t.Errorf("a skipped metric got a verdict: %q", ms[3].Note)
+	}
+}
+
+// TestUsedFollowsEachProcess: the CPU of a set of processes over a window
+// is each one's own time in it and what it reaped, less what a reaped
+// child had used before the window (its parent's reaped time holds all of
+// it); a child orphaned and reaped by init takes nothing off its parent.
+func TestUsedFollowsEachProcess(t *testing.T) {
+	before := map[int]procStat{
+		10: {ppid: 1, ticks: 100, children: 5, start: 1}, // the bench: goes on
+		11: {ppid: 10, ticks: 40, start: 2},              // a child: ends, reaped by 10
+		13: {ppid: 10, ticks: 7, start: 4},               // ends, reaped by 10; its pid reused
+	}
+	after := map[int]procStat{
+		10: {ppid: 1, ticks: 150, children: 5 + 46 + 7, start: 1}, // 11 used 6 more in the window
+		13: {ppid: 10, ticks: 9, start: 99},                       // new: all of its 9
+		14: {ppid: 10, ticks: 3, children: 2, start: 100},         // new
+	}
+	if got, want := used(before, after), int64(50+6+9+5); got != want {
+		t.Errorf("used %d ticks, want %d", got, want)
+	}
+	// A child orphaned (reaped by init): its parent reaped nothing, and
+	// counts its own time only.
+	before = map[int]procStat{10: {ppid: 1, ticks: 100, start: 1}, 12: {ppid: 10, ticks: 30, start: 3}}
+	after = map[int]procStat{10: {ppid: 1, ticks: 120, start: 1}}
+	if got := used(before, after); got != 20 {
+		t.Errorf("with an orphan reaped by init: used %d ticks, want 20", got)
 	}
 }

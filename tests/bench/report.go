@@ -206,14 +206,15 @@ type jsonMetric struct {
 
 // jsonCond is Conditions in $BENCH_OUT: shares in percent, CPU in cores.
 type jsonCond struct {
-	WindowSec   float64 `json:"window_s"`
-	CPUSomePct  float64 `json:"cpu_pressure_some_pct"`
-	IOSomePct   float64 `json:"io_pressure_some_pct"`
-	IOFullPct   float64 `json:"io_pressure_full_pct"`
-	OthersCores float64 `json:"other_processes_cores"`
-	KernelCores float64 `json:"kernel_threads_cores"`
-	Busy        bool    `json:"machine_busy"`
-	Missing     string  `json:"missing,omitempty"`
+	WindowSec    float64 `json:"window_s"`
+	CPUSomePct   float64 `json:"cpu_pressure_some_pct"`
+	IOSomePct    float64 `json:"io_pressure_some_pct"`
+	IOFullPct    float64 `json:"io_pressure_full_pct"`
+	OthersCores  float64 `json:"other_processes_cores"`
+	KernelCores  float64 `json:"kernel_threads_cores"`
+	OrphansCores float64 `json:"reaped_by_init_cores"`
+	Busy         bool    `json:"machine_busy"`
+	Missing      string  `json:"missing,omitempty"`
 }
 
 // writeJSON writes the metrics to path as an object from metric name to figures.
@@ -234,7 +235,7 @@ func writeJSON(path string, metrics []Metric) error {
 		}
 		if c := m.Cond; c.Window > 0 {
 			j.Conditions = &jsonCond{WindowSec: c.Window.Seconds(), CPUSomePct: 100 * c.CPUSome, IOSomePct: 100 * c.IOSome, IOFullPct: 100 * c.IOFull,
-				OthersCores: c.Others, KernelCores: c.Kernel, Busy: c.Busy(), Missing: c.Missing}
+				OthersCores: c.Others, KernelCores: c.Kernel, OrphansCores: c.Orphans, Busy: c.Busy(), Missing: c.Missing}
 		}
 		out[m.Name] = j
 	}

@@ -124,7 +124,7 @@ func TestHTMLReport(t *testing.T) {
 		"not run: 32 agents already missed the target", "6 metrics, 1 missed their target, 1 skipped here",
 		"Capacity: p95 step overhead", "Capacity: memory of all sandboxes", "goroutines growth after 100 tasks", "target 100 ms",
 		"Partial: written after 1 of 2 suites; still to run: soak.", "<th scope=\"col\">Machine</th>",
-		"others 1.40 cores, kernel 0.20; pressure cpu 60%, io 31% (full 22%)",
+		"others 1.40 cores, kernel 0.20, orphans 0.00; pressure cpu 60%, io 31% (full 22%)",
 		"Capacity: the machine during each level&#39;s window", "IO pressure (full)", "other processes, % of a core",
 	} {
 		if !strings.Contains(page, want) {
