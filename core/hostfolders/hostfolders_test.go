@@ -339,7 +339,7 @@ func TestStageMeetsTheDataFolderMounted(t *testing.T) {
 	write(t, filepath.Join(project, "a.txt"), "a", 0o644)
 	os.Mkdir(filepath.Join(project, "mnt"), 0o755)
 	if err := syscall.Mount(data, filepath.Join(project, "mnt"), "", syscall.MS_BIND, ""); err != nil {
-		t.Skipf("bind mount: %v", err)
+		t.Fatalf("bind mount (the test runs as root): %v", err)
 	}
 	defer syscall.Unmount(filepath.Join(project, "mnt"), syscall.MNT_DETACH)
 	fence, _ := hostpath.NewFence(hostpath.Folder{Name: "the helper's data folder", Path: data})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,7 +121,7 @@ func (s *sampler) stop() Conditions {
 	bench, kernel, orphans := used(a.bench, b.bench), used(a.kthreads, b.kthreads), b.reaped-a.reaped
 	c.Kernel, c.Orphans = float64(kernel)/secs, float64(orphans)/secs
 	c.Others = max(0, float64(b.busy-a.busy-bench-kernel-orphans)/secs)
-	c.Missing = strings.Join(dedupe(append(a.missing, b.missing...)), "; ")
+	c.Missing = strings.Join(slices.Compact(slices.Sorted(slices.Values(append(a.missing, b.missing...)))), "; ")
 	return c
 }
 
@@ -290,17 +291,6 @@ func processes(root int, prev map[int]procStat) (tree, kthreads map[int]procStat
 	return tree, kthreads
 }
 
-// processTicks sums the CPU ticks of root's process tree, with what its
-// members reaped of their children.
-func processTicks(root int) int64 {
-	tree, _ := processes(root, nil)
-	var n int64
-	for _, p := range tree {
-		n += p.ticks + p.children
-	}
-	return n
-}
-
 // pfKthread is the kernel's PF_KTHREAD flag in /proc/PID/stat's flags.
 const pfKthread = 0x00200000
 
@@ -323,16 +313,4 @@ func parseStat(b []byte) (procStat, error) {
 	}
 	return procStat{ppid: int(num(4)), kthread: uint64(num(9))&pfKthread != 0,
 		ticks: num(14) + num(15), children: num(16) + num(17), start: num(22)}, nil
-}
-
-func dedupe(ss []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -187,3 +187,14 @@ func TestUsedFollowsEachProcess(t *testing.T) {
 		t.Errorf("with an orphan reaped by init: used %d ticks, want 20", got)
 	}
 }
+
+// processTicks sums the CPU ticks of root's process tree, with what its
+// members reaped of their children.
+func processTicks(root int) int64 {
+	tree, _ := processes(root, nil)
+	var n int64
+	for _, p := range tree {
+		n += p.ticks + p.children
+	}
+	return n
+}
