@@ -191,7 +191,7 @@ func reg(name string, data []byte) entry {
 
 // tarOf writes entries as a tar stream; size overrides a header's size
 // when it is not the data's (a lying size).
-func tarOf(t *testing.T, es ...entry) []byte {
+func tarOf(t testing.TB, es ...entry) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
@@ -213,7 +213,7 @@ func tarOf(t *testing.T, es ...entry) []byte {
 	return b.Bytes()
 }
 
-func zstdOf(t *testing.T, data []byte) []byte {
+func zstdOf(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw, _ := zstd.NewWriter(&b)
@@ -233,7 +233,7 @@ type crafted struct {
 	extra    []entry
 }
 
-func manifestJSON(t *testing.T, m Manifest) []byte {
+func manifestJSON(t testing.TB, m Manifest) []byte {
 	t.Helper()
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -242,7 +242,7 @@ func manifestJSON(t *testing.T, m Manifest) []byte {
 	return b
 }
 
-func (c crafted) bytes(t *testing.T) []byte {
+func (c crafted) bytes(t testing.TB) []byte {
 	t.Helper()
 	if c.manifest == nil {
 		m := testManifest()
