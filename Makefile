@@ -17,7 +17,7 @@ AGENT_CGO := 0
 endif
 # The identity `make build` signs the helper with on macOS: "-" is ad hoc.
 # A self-signed code-signing certificate's name keeps the keychain from
-# asking again after every rebuild (README, "Verifying on a Mac").
+# asking again after every rebuild (docs/macos.md, "The guest agent's grants").
 SIGN_IDENTITY ?= -
 # The guest agent's signing identifier. A guest's TCC grants (Screen
 # Recording, Accessibility, Files and Folders) follow its designated

@@ -1,4 +1,4 @@
-// Package agent runs one task's agent: the loop of DESIGN.md. Each step it
+// Package agent runs one task's agent (docs/architecture.md). Each step it
 // observes (a screenshot), decides (the LLM with the tools), acts (guest
 // calls, or host tools that ask the user), records (events, screenshots,
 // tokens) and checks (cancel, pause, timeout, max iterations). A turn without

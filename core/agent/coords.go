@@ -3,7 +3,8 @@ package agent
 import "math"
 
 // mapping converts the pixels of the screenshot the model saw to the
-// guest's logical points (DESIGN.md, "Coordinates").
+// guest's logical points (docs/providers.md: screenshots are fitted in
+// XGA's box and the points the model names mapped back).
 type mapping struct {
 	shotW, shotH     int // screenshot pixels
 	screenW, screenH int // guest logical points

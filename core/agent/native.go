@@ -31,7 +31,7 @@ import (
 // app's macro editor as readily as into a text field, if one is on the
 // screen. The terminal gate (terminal.go) keeps the tools from starting
 // such a program without the user's say; it does not follow the keys into
-// a program that is already open (README, "What a permission means").
+// a program that is already open (docs/security.md, "What a permission means").
 
 // Guest methods of input.v2 (guestagent/protocol/PROTOCOL.md).
 const (

@@ -32,8 +32,8 @@ import (
 //
 // It cannot close every route a GUI offers (a file manager's "open
 // terminal here", a browser's developer tools, an office suite's macros,
-// keys typed into whatever is in front); the settings page and the README
-// say so.
+// keys typed into whatever is in front); the settings page and
+// docs/security.md ("What a permission means") say so.
 
 // runsCodeNames are programs, desktop-file ids and macOS bundle ids that
 // run what they are given or what is typed into them, compared in lower

@@ -12,7 +12,7 @@ import (
 // minMacOS is the one macOS release Hivecrew requires, everywhere: the
 // deployment target of every darwin build (clang's -target, the cgo
 // files' -mmacosx-version-min), LSMinimumSystemVersion in both
-// Info.plists, scripts/mac-smoke's platform check and the README
+// Info.plists, scripts/mac-smoke's platform check, the README and docs/macos.md
 // (TestOneMacOSVersion holds them to it). macOS 15: SCScreenshotManager,
 // the Virtualization framework's save and restore, and the hotkey rules
 // the kill switch follows.

@@ -32,7 +32,7 @@ func TestSDKCheckRefusesAnOlderSDK(t *testing.T) {
 
 // TestOneMacOSVersion: every place that names the macOS release Hivecrew
 // requires names minMacOS: both Info.plists, every cgo file's deployment
-// target, scripts/mac-smoke, the Makefile's message and the README.
+// target, scripts/mac-smoke, the Makefile's message, the README and docs/.
 func TestOneMacOSVersion(t *testing.T) {
 	root := "../.."
 	major := strings.TrimSuffix(minMacOS, ".0")
@@ -95,13 +95,23 @@ func TestOneMacOSVersion(t *testing.T) {
 	if mk := read("Makefile"); !strings.Contains(mk, "macOS "+major+"+") || !strings.Contains(mk, "-sdk-check") {
 		t.Errorf("the Makefile's app target does not say macOS %s+ or does not check the SDK", major)
 	}
-	readme := read("README.md")
-	if !strings.Contains(readme, "macOS "+major+" or later") {
-		t.Errorf("the README does not require macOS %s", major)
+	// The README and the macOS page say what a Mac needs; no page of the
+	// documentation names another release.
+	for _, doc := range []string{"README.md", "docs/macos.md"} {
+		if !strings.Contains(read(doc), "macOS "+major+" or later") {
+			t.Errorf("%s does not require macOS %s", doc, major)
+		}
 	}
-	for _, m := range regexp.MustCompile(`arm64-apple-macos[0-9]+|macOS 1[0-9] or later`).FindAllString(readme, -1) {
-		if !strings.HasSuffix(m, "macos"+major) && !strings.Contains(m, "macOS "+major+" ") {
-			t.Errorf("the README says %q", m)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("docs/*.md: %v %v", docs, err)
+	}
+	for _, doc := range append([]string{"README.md"}, docs...) {
+		doc = strings.TrimPrefix(doc, root+string(filepath.Separator))
+		for _, m := range regexp.MustCompile(`arm64-apple-macos[0-9]+|macOS 1[0-9] or later`).FindAllString(read(doc), -1) {
+			if !strings.HasSuffix(m, "macos"+major) && !strings.Contains(m, "macOS "+major+" ") {
+				t.Errorf("%s says %q", doc, m)
+			}
 		}
 	}
 }

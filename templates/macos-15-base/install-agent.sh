@@ -33,7 +33,7 @@ sig=$(codesign -dv "$agent" 2>&1 || true)
 case "$sig" in
 *"Signature=adhoc"* | *"not signed"*)
 	echo "Note: this agent is signed ad hoc: after an update, allow it again under Screen Recording,"
-	echo "Accessibility and Files and Folders (sign it with a certificate to keep the grants: see the README)." ;;
+	echo "Accessibility and Files and Folders (sign it with a certificate to keep the grants: see docs/macos.md in Hivecrew)." ;;
 esac
 sudo mkdir -p /usr/local/bin /Users/Shared/Hivecrew
 sudo install -m 0755 "$agent" "$dest"
