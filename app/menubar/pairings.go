@@ -1,6 +1,7 @@
 package menubar
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -52,4 +53,65 @@ func PairingNotices(before map[string]bool, now []wire.Pairing) []Notice {
 				SpacedCode(p.Code), p.Address, p.Code)})
 	}
 	return out
+}
+
+// answerPairing approves or denies the pairing in slot i.
+func (m *Menu) answerPairing(i int, approve bool) {
+	m.mu.Lock()
+	code := m.shownPairings[i]
+	m.mu.Unlock()
+	if code == "" {
+		return
+	}
+	ctx, cancel := m.ctx()
+	defer cancel()
+	answer, verb := m.cfg.Client.DenyPairing, "deny"
+	if approve {
+		answer, verb = m.cfg.Client.ApprovePairing, "approve"
+	}
+	if _, err := answer(ctx, code); err != nil {
+		m.cfg.Log.Error("answer pairing", "code", code, "action", verb, "err", err)
+		m.notify("", fmt.Sprintf("Could not %s the device with code %s", verb, SpacedCode(code)), err.Error())
+	}
+	m.refresh()
+}
+
+// refreshPairings lists the devices asking to pair, tells of new ones, and
+// says whether any waits.
+func (m *Menu) refreshPairings(ctx context.Context) bool {
+	ps, err := m.cfg.Client.Pairings(ctx)
+	if err != nil {
+		m.cfg.Log.Debug("read pairings", "err", err)
+		return false
+	}
+	shown := PairingEntries(ps, PairingSlots)
+	now := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		now[p.Code] = true
+	}
+	m.mu.Lock()
+	before := m.asked
+	m.asked = now
+	for i := range m.shownPairings {
+		m.shownPairings[i] = ""
+		if i < len(shown) {
+			m.shownPairings[i] = shown[i].Code
+		}
+	}
+	m.mu.Unlock()
+	for i, p := range m.pairItems {
+		if i >= len(shown) {
+			p.item.Hide()
+			continue
+		}
+		p.item.SetTitle(shown[i].Label)
+		p.item.SetTooltip(shown[i].Tooltip)
+		p.item.Show()
+	}
+	if before != nil {
+		for _, n := range PairingNotices(before, ps) {
+			m.notify("", n.Title, n.Body) // a click opens the dashboard, which lists it
+		}
+	}
+	return len(ps) > 0
 }

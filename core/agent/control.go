@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/store"
 )
 
 // Question is a question the agent asked the user.
@@ -315,4 +318,91 @@ func (c *control) snapshot() (paused, takenOver bool, reason string, q *Question
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.paused, c.takenOver, c.reason, c.question, c.permission
+}
+
+func (r *Runner) setStatus(s store.TaskStatus, reason string) {
+	reason = r.filter(reason)
+	r.mu.Lock()
+	changed := r.status != s || r.reason != reason
+	r.status, r.reason = s, reason
+	r.mu.Unlock()
+	if changed {
+		r.emit(r.Steps(), Event{Type: "status_change", ActivityType: "info", Status: s, Summary: statusSummary(s, reason)})
+	}
+}
+
+func statusSummary(s store.TaskStatus, reason string) string {
+	if reason != "" {
+		return fmt.Sprintf("%s: %s", s, reason)
+	}
+	return string(s)
+}
+
+// Status returns the task's status and why.
+func (r *Runner) Status() (store.TaskStatus, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status, r.reason
+}
+
+// Steps returns the number of steps taken.
+func (r *Runner) Steps() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.steps
+}
+
+// Usage returns the tokens used so far.
+func (r *Runner) Usage() llm.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.usage
+}
+
+// Pending returns the question or permission request the task waits on.
+func (r *Runner) Pending() (*Question, *Permission) {
+	_, _, _, q, p := r.ctl.snapshot()
+	return q, p
+}
+
+// Pause stops the agent before its next action.
+func (r *Runner) Pause() {
+	r.ctl.pause("paused by the user", false)
+	r.setStatus(store.StatusPaused, "paused by the user")
+}
+
+// TakeOver pauses the agent and hands the VM to the user.
+func (r *Runner) TakeOver() {
+	r.ctl.pause("the user is in control", true)
+	r.setStatus(store.StatusPaused, "the user is in control")
+}
+
+// Resume lets a paused agent go on; instructions, if any, reach the model
+// on its next turn. HandBack after TakeOver is the same call.
+func (r *Runner) Resume(instructions string) bool {
+	if !r.ctl.resume(instructions) {
+		return false
+	}
+	r.setStatus(store.StatusRunning, "")
+	return true
+}
+
+// Instruct adds instructions for the model's next turn without pausing.
+func (r *Runner) Instruct(text string) { r.ctl.instruct(text) }
+
+// Answer answers the pending question.
+func (r *Runner) Answer(id, text string) error { return r.ctl.answer(id, text) }
+
+// Respond approves or denies the pending permission request.
+func (r *Runner) Respond(id string, approved bool) error { return r.ctl.respond(id, approved) }
+
+// Cancel stops the run at once, interrupting an LLM request or guest call
+// in flight.
+func (r *Runner) Cancel() { r.cancel(errCancelled) }
+
+// TakenOver reports whether the user drives the VM (after TakeOver, until
+// Resume).
+func (r *Runner) TakenOver() bool {
+	_, taken, _, _, _ := r.ctl.snapshot()
+	return taken
 }

@@ -7,12 +7,105 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/config"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
+
+// Errors a run ends with.
+var (
+	errCancelled = errors.New("cancelled by the user")
+	errTimedOut  = errors.New("the task's time limit passed")
+)
+
+// Run runs the task to its end and returns how it ended. It never returns
+// a running or paused status.
+func (r *Runner) Run(ctx context.Context) Result {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	follow := context.AfterFunc(r.stop, func() { cancel(context.Cause(r.stop)) })
+	defer follow()
+	r.mu.Lock()
+	r.baseSteps, r.baseTimeout = r.task.MaxIterations, r.task.Timeout
+	r.hard = time.AfterFunc(time.Hour, func() { cancel(errTimedOut) })
+	r.setDeadlineLocked(time.Now().Add(r.task.Timeout))
+	r.mu.Unlock()
+	defer r.hard.Stop()
+
+	res, ok := r.provision(ctx)
+	if ok {
+		res = r.loop(ctx)
+	}
+	res.Steps, res.Usage = r.Steps(), r.Usage()
+	r.mu.Lock()
+	res.Summaries = r.summaries
+	r.mu.Unlock()
+	res.CostUSD, _ = r.cfg.LLM.Cost(res.Usage)
+	res.Summary = r.filter(res.Summary)
+	r.setStatus(res.Status, "")
+	if err := r.cfg.Trace.Sync(); err != nil {
+		r.cfg.Log.Error("trace", "task", r.task.ID, "err", err)
+	}
+	return res
+}
+
+// ended turns a context's end into the run's result.
+func ended(ctx context.Context) Result {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCancelled):
+		return Result{Status: store.StatusCancelled, Summary: "Cancelled by the user."}
+	case errors.Is(cause, errTimedOut):
+		return Result{Status: store.StatusTimedOut, Summary: "The task did not finish within its time limit."}
+	case cause == nil:
+		return Result{Status: store.StatusCancelled, Summary: "Stopped."}
+	default:
+		return Result{Status: store.StatusCancelled, Summary: "Stopped: " + cause.Error()}
+	}
+}
+
+// refused is an LLM error that waiting cannot fix: the provider refused
+// the key, or does not know the model.
+type refused struct{ err error }
+
+func (e refused) Error() string { return e.err.Error() }
+
+// failed turns an error that ended the loop into the run's result.
+func (r *Runner) failed(ctx context.Context, err error) Result {
+	var ref refused
+	if errors.As(err, &ref) {
+		ok := false
+		return Result{Status: store.StatusFailed, Summary: "LLM error: " + ref.Error(), Success: &ok}
+	}
+	return ended(ctx)
+}
+
+// pauseForLLM pauses the task with the provider's error, once the client's
+// retries are spent, and waits for the user to resume (the caller then
+// retries the same call). A refused key or an unknown model fails the task
+// instead: the user has to fix the provider, not resume.
+func (r *Runner) pauseForLLM(ctx context.Context, step int, llmErr error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	reason := "LLM error: " + llmErr.Error()
+	r.emit(step, Event{Type: "llm_response", ActivityType: "error", Summary: reason})
+	var le *llm.Error
+	if errors.As(llmErr, &le) && (le.Status == 401 || le.Status == 403 || le.Status == 404) {
+		return refused{llmErr}
+	}
+	r.ctl.hold(reason)
+	r.setStatus(store.StatusPaused, reason)
+	return r.ctl.waitResumed(ctx)
+}
+
+func (r *Runner) addUsage(u llm.Usage) {
+	r.mu.Lock()
+	r.usage = r.usage.Add(u)
+	r.mu.Unlock()
+}
 
 // The loop. The conversation is provider-neutral (llm.Message): the task
 // first, then for each step a user message (the results of the last

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -219,5 +220,115 @@ func TestAnOlderGuestIsJudgedByName(t *testing.T) {
 	}
 	if !said {
 		t.Fatal("the task was not told that names alone are judged")
+	}
+}
+
+// TestOpeningATerminalFollowsTheShellPolicy answers a model that, barred
+// from run_shell (or made to ask), opens a terminal or a shell script
+// instead and would type its commands there: opening a terminal, a shell
+// or a script is gated by open_terminal, which follows run_shell unless
+// the policy names it. The fake guest cannot resolve names (no
+// resolve_app), so this is the check by name that older guests get;
+// terminal_test.go has the guests that say what runs.
+func TestOpeningATerminalFollowsTheShellPolicy(t *testing.T) {
+	l := newLLM(t, append([]turn{
+		{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "xterm"})}},
+		{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "org.gnome.Terminal.desktop"})}},
+		{calls: []openai.ToolCall{call("open_file", map[string]any{"path": "inbox/run.sh"})}},
+		{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "mousepad"})}},
+	}, done(true, "ok")...)...)
+	e := newEnv(t, l, func(t *Task) { t.Policy = config.ToolPolicy{"run_shell": config.Ask} })
+	res := e.run()
+	// xterm: asked as open_terminal, approved; the GNOME terminal: denied.
+	for _, approve := range []bool{true, false} {
+		var p *Permission
+		waitFor(t, "a permission request", func() bool { _, p = e.r.Pending(); return p != nil })
+		if p.Tool != config.OpenTerminal {
+			t.Fatalf("permission asked for %s, want %s", p.Tool, config.OpenTerminal)
+		}
+		if err := e.r.Respond(p.ID, approve); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the request to clear", func() bool { _, p2 := e.r.Pending(); return p2 == nil || p2.ID != p.ID })
+	}
+	// The script: denied too.
+	var p *Permission
+	waitFor(t, "a permission request", func() bool { _, p = e.r.Pending(); return p != nil })
+	e.r.Respond(p.ID, false)
+	wait(t, res)
+	var opened []string
+	for _, a := range e.m.Driver().Actions() {
+		opened = append(opened, a.Text)
+	}
+	if strings.Join(opened, ",") != "xterm,mousepad" {
+		t.Fatalf("opened %v, want xterm (approved) and mousepad (not a terminal)", opened)
+	}
+
+	// With open_terminal denied outright (run_shell allowed), nothing asks.
+	l2 := newLLM(t, append([]turn{{calls: []openai.ToolCall{call("open_app", map[string]any{"name": "bash"})}}}, done(true, "ok")...)...)
+	e2 := newEnv(t, l2, func(t *Task) {
+		t.Policy = config.ToolPolicy{"run_shell": config.Allow, config.OpenTerminal: config.Deny}
+	})
+	wait(t, e2.run())
+	if acts := e2.m.Driver().Actions(); len(acts) != 0 {
+		t.Fatalf("actions %+v", acts)
+	}
+	if !strings.Contains(l2.requests()[1], "opening a terminal, a shell or an interpreter is not allowed") {
+		t.Fatal("the model was not told why")
+	}
+}
+
+func TestTerminalNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"xterm": true, "XTerm": true, "/usr/bin/bash": true, "org.gnome.Terminal.desktop": true, "Terminal": true,
+		"com.apple.Terminal": true, "iTerm.app": true, "python3": true, "bash -c id": true, "kitty": true,
+		"mousepad": false, "chromium": false, "Firefox": false, "org.gnome.TextEditor": false, "LibreOffice Calc": false,
+	} {
+		if got := terminalName(name); got != want {
+			t.Errorf("terminalName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestShellOutputIsLive: a run_shell command's output reaches the activity
+// feed while it runs, in several events, before its result; output the
+// guest sends while no command runs is dropped.
+func TestShellOutputIsLive(t *testing.T) {
+	cmd := "for i in 1 2 3 4 5; do echo line$i; sleep 0.4; done"
+	l := newLLM(t, append([]turn{{calls: []openai.ToolCall{call("run_shell", map[string]any{"command": cmd})}}}, done(true, "Ran.")...)...)
+	e := newEnv(t, l, func(t *Task) { t.Policy = config.ToolPolicy{"run_shell": config.Allow} })
+	e.r.ShellOutput(json.RawMessage(`{"requestId":1,"stream":"stdout","data":"forged before any command"}`))
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
+		t.Fatalf("%+v", r)
+	}
+	var live []Event
+	resultAt := -1
+	for i := 0; len(e.events) > 0; i++ {
+		ev := <-e.events
+		switch {
+		case ev.Tool == "run_shell" && strings.HasPrefix(ev.Summary, "run_shell output:"):
+			live = append(live, ev)
+			if resultAt >= 0 {
+				t.Errorf("live output after the command's result: %+v", ev)
+			}
+		case ev.Type == "tool_call_result" && ev.Tool == "run_shell":
+			resultAt = i
+		}
+		if strings.Contains(ev.Details, "forged") {
+			t.Errorf("output sent while no command ran reached the feed: %+v", ev)
+		}
+	}
+	if len(live) < 2 {
+		t.Fatalf("%d live output events, want the output as it came (several): %+v", len(live), live)
+	}
+	var all string
+	for _, ev := range live {
+		all += ev.Details
+	}
+	if all != "line1\nline2\nline3\nline4\nline5\n" {
+		t.Errorf("live output %q", all)
+	}
+	if !strings.Contains(live[0].Details, "line1") || strings.Contains(live[0].Details, "line5") {
+		t.Errorf("the first live event holds %q: not streamed", live[0].Details)
 	}
 }

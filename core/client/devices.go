@@ -7,6 +7,12 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
+// LoginLink mints a one-time link to the web UI (unix socket only).
+func (c *Client) LoginLink(ctx context.Context) (wire.LoginLink, error) {
+	var l wire.LoginLink
+	return l, c.call(ctx, http.MethodPost, "/api/v1/auth/login-link", nil, &l)
+}
+
 // Pairings lists the devices waiting for an answer to their pairing code.
 func (c *Client) Pairings(ctx context.Context) ([]wire.Pairing, error) {
 	var l wire.PairingList

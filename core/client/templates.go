@@ -11,6 +11,12 @@ import (
 	"github.com/hivecrew/hivecrew/core/wire"
 )
 
+// Templates lists the templates.
+func (c *Client) Templates(ctx context.Context) (wire.TemplateList, error) {
+	var l wire.TemplateList
+	return l, c.call(ctx, http.MethodGet, "/api/v1/templates", nil, &l)
+}
+
 // Template returns one template (with its build progress while it builds).
 func (c *Client) Template(ctx context.Context, id string) (wire.Template, error) {
 	var t wire.Template

@@ -17,6 +17,18 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
+// APIKey is a bearer key of the REST API, stored as a SHA-256 hash. Prefix is
+// the first characters of the key, shown in listings and used to find the row.
+type APIKey struct {
+	ID         string    `gorm:"primaryKey"`
+	Name       string    `gorm:"not null"`
+	Prefix     string    `gorm:"not null;index"`
+	Hash       []byte    `gorm:"not null;uniqueIndex"`
+	CreatedAt  time.Time `gorm:"not null"`
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
 // APIKeyPrefix starts every API key.
 const APIKeyPrefix = "hc_"
 

@@ -14,6 +14,26 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
+// Credential is a login the agent may use without seeing it: its password
+// and TOTP seed are in the secret store (SecretRef names them), never in
+// the database.
+type Credential struct {
+	ID       string `gorm:"primaryKey"`
+	Name     string `gorm:"not null;uniqueIndex"`
+	Username string
+	// AllowedApps, when set, are the applications (names, comma-separated)
+	// that must be in front for its secrets to be typed.
+	AllowedApps string
+	HasTOTP     bool
+	SecretRef   string
+	CreatedAt   time.Time `gorm:"not null"`
+}
+
+// SecretRefs name a credential's password and TOTP seed in the secret store.
+func (c Credential) SecretRefs() (password, totp string) {
+	return "credential/" + c.ID + "/password", "credential/" + c.ID + "/totp"
+}
+
 // checkCredentialName refuses a name the agent could not say back: empty,
 // over 64 bytes, or with control or format characters.
 func checkCredentialName(name string) error {

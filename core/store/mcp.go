@@ -3,9 +3,34 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
+
+// MCPServer is an MCP server the agents may use (issue 19.2): a stdio
+// command or a streamable-HTTP URL. The values of its environment
+// variables and headers are in the secret store under SecretRef (one JSON
+// object), never in the database; their names are here.
+type MCPServer struct {
+	ID      string `gorm:"primaryKey"`
+	Name    string `gorm:"not null;uniqueIndex"`
+	Command string
+	Args    []string `gorm:"serializer:json"`
+	URL     string
+	// EnvNames and HeaderNames name the secret values.
+	EnvNames    []string `gorm:"serializer:json"`
+	HeaderNames []string `gorm:"serializer:json"`
+	// Permission is allow, ask or deny for its tools when the policy does
+	// not name them.
+	Permission     string `gorm:"not null"`
+	TimeoutSeconds int
+	Enabled        bool      `gorm:"not null"`
+	CreatedAt      time.Time `gorm:"not null"`
+}
+
+// SecretRef names the server's environment and headers in the secret store.
+func (m MCPServer) SecretRef() string { return "mcp/" + m.ID }
 
 // CreateMCPServer stores a new MCP server (its secret values are the
 // caller's to put in the secret store under SecretRef).

@@ -12,7 +12,34 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/wire"
 )
+
+// Preset is a saved task: its configuration (what POST /tasks takes) and
+// input files, launched by name from the dashboard, the menu bar or the CLI.
+type Preset struct {
+	ID   string `gorm:"primaryKey"`
+	Name string `gorm:"not null;uniqueIndex"`
+	// Task is the new task's configuration, checked as POST /tasks checks
+	// it when the preset is saved and again when it is launched.
+	Task       wire.CreateTask `gorm:"serializer:json;not null"`
+	UseCount   int             `gorm:"not null"`
+	LastUsedAt *time.Time
+	CreatedAt  time.Time `gorm:"not null"`
+	UpdatedAt  time.Time
+}
+
+// PresetFile is an input file given to every task a preset launches.
+type PresetFile struct {
+	ID        int64   `gorm:"primaryKey;autoIncrement"`
+	PresetID  string  `gorm:"not null;uniqueIndex:idx_preset_file,priority:1"`
+	Preset    *Preset `gorm:"constraint:OnDelete:CASCADE"`
+	Name      string  `gorm:"not null;uniqueIndex:idx_preset_file,priority:2"`
+	Size      int64   `gorm:"not null"`
+	MimeType  string
+	Path      string    `gorm:"not null"`
+	CreatedAt time.Time `gorm:"not null"`
+}
 
 // MaxPresetName is the longest preset name, in characters.
 const MaxPresetName = 80

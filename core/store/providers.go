@@ -16,6 +16,35 @@ import (
 	"github.com/hivecrew/hivecrew/core/llm"
 )
 
+// Provider is an LLM endpoint. The API key itself never enters the
+// database: SecretRef names it in the secret store.
+type Provider struct {
+	ID          string `gorm:"primaryKey"`
+	DisplayName string `gorm:"not null;uniqueIndex"`
+	// Type is the protocol it speaks (llm.TypeOpenAICompatible,
+	// llm.TypeAnthropic or llm.TypeOpenAI); providers stored before types
+	// existed are openai-compatible.
+	Type    string `gorm:"not null;default:openai-compatible"`
+	BaseURL string `gorm:"not null"`
+	// BackendMode is the API of an openai-compatible or openai provider
+	// (llm.BackendChatCompletions or llm.BackendResponses); an anthropic
+	// provider has only its Messages API and keeps chat_completions here,
+	// unused.
+	BackendMode    string `gorm:"not null;default:chat_completions"`
+	AuthMode       string `gorm:"not null;default:api_key"`
+	IsDefault      bool
+	DefaultModelID string
+	TimeoutSeconds int
+	// OrganizationID is sent as the OpenAI-Organization header.
+	OrganizationID string
+	// DefaultReasoningEffort is the reasoning effort of its tasks that ask
+	// for none of their own ("": the model's default).
+	DefaultReasoningEffort string
+	SecretRef              string
+	CreatedAt              time.Time `gorm:"not null"`
+	UpdatedAt              time.Time
+}
+
 // checkProvider validates a provider's fields and fills the defaults of
 // its type: openai-compatible when none is given; the vendor's base URL
 // for anthropic and openai (openai-compatible has none: its base URL is

@@ -13,6 +13,58 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
+// Schedule creates tasks at a time or on a recurrence.
+type Schedule struct {
+	ID              string `gorm:"primaryKey"`
+	Title           string `gorm:"not null"`
+	Description     string `gorm:"not null"`
+	ProviderName    string `gorm:"not null"`
+	ModelID         string `gorm:"not null"`
+	OutputDirectory string
+	IsEnabled       bool   `gorm:"not null"`
+	ScheduleType    string `gorm:"not null"` // "one-time", "recurring"
+	ScheduledAt     *time.Time
+	RecurrenceType  string // daily, weekly, monthly
+	DaysOfWeek      []int  `gorm:"serializer:json"` // 1 = Sunday .. 7
+	DayOfMonth      int
+	Hour            int
+	Minute          int
+	// TimeZone is the IANA zone the recurrence is computed in.
+	TimeZone       string
+	TemplateID     string
+	TimeoutMinutes int
+	MaxIterations  int
+	NetworkMode    string
+	ToolPolicy     map[string]string `gorm:"serializer:json"`
+	// ReasoningEnabled and ReasoningEffort go to every task it creates.
+	ReasoningEnabled *bool
+	ReasoningEffort  string
+	// PlanFirst, HostFolders (real paths), Provisioning, AllowHosts and the
+	// budgets go to every task it creates, as POST /tasks takes them.
+	PlanFirst    bool
+	HostFolders  []string          `gorm:"serializer:json"`
+	Provisioning *TaskProvisioning `gorm:"serializer:json"`
+	AllowHosts   []string          `gorm:"serializer:json"`
+	BudgetUSD    *float64
+	BudgetTokens *int64
+	NextRunAt    *time.Time `gorm:"index"`
+	LastRunAt    *time.Time
+	CreatedAt    time.Time `gorm:"not null"`
+	UpdatedAt    time.Time
+}
+
+// ScheduleFile is an input file given to every task a schedule creates.
+type ScheduleFile struct {
+	ID         int64     `gorm:"primaryKey;autoIncrement"`
+	ScheduleID string    `gorm:"not null;uniqueIndex:idx_schedule_file,priority:1"`
+	Schedule   *Schedule `gorm:"constraint:OnDelete:CASCADE"`
+	Name       string    `gorm:"not null;uniqueIndex:idx_schedule_file,priority:2"`
+	Size       int64     `gorm:"not null"`
+	MimeType   string
+	Path       string    `gorm:"not null"`
+	CreatedAt  time.Time `gorm:"not null"`
+}
+
 // CreateSchedule stores a schedule and its input files in one transaction.
 func (s *Store) CreateSchedule(ctx context.Context, sc *Schedule, files []ScheduleFile) error {
 	if strings.TrimSpace(sc.Description) == "" {

@@ -6,12 +6,20 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/hivecrew/hivecrew/core/config"
 )
+
+// Setting is one persisted setting: its JSON name and its JSON value.
+type Setting struct {
+	Key       string `gorm:"primaryKey"`
+	Value     string `gorm:"not null"`
+	UpdatedAt time.Time
+}
 
 // LoadSettings returns the persisted settings over defaults. A stored value
 // this version cannot use (a removed setting, a value out of today's range)

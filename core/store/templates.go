@@ -11,6 +11,47 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
+// Template is what VMs are cloned from.
+type Template struct {
+	ID          string `gorm:"primaryKey"`
+	Name        string `gorm:"not null;uniqueIndex"`
+	Description string
+	OS          string `gorm:"not null"` // "macos", "linux"
+	Kind        string `gorm:"not null"` // "vz", "host", "rootfs"
+	Path        string
+	IsDefault   bool
+	CPUCount    int
+	MemoryMB    int
+	DiskGB      int
+	// AgentVersion is the guest agent version installed in the template.
+	AgentVersion string
+	Version      int `gorm:"not null;default:1"`
+	SourceVMID   string
+	CreatedAt    time.Time `gorm:"not null"`
+	UpdatedAt    time.Time
+	// Status is TemplateReady, TemplateBuilding, TemplateSetup or
+	// TemplateFailed; StatusReason says why a build failed.
+	Status       string `gorm:"not null;default:ready"`
+	StatusReason string
+	// Manifest names what the template was built from (a built-in manifest
+	// or a folder), ManifestVersion its revision, Options the build's
+	// choices ("full", extras).
+	Manifest        string
+	ManifestVersion int
+	Options         []string `gorm:"serializer:json"`
+	// ParentID is the template a sealed template's VM was cloned from.
+	ParentID string
+}
+
+// Template statuses.
+const (
+	TemplateReady    = "ready"
+	TemplateBuilding = "building"
+	// TemplateSetup: built, waiting for its guided setup (macOS).
+	TemplateSetup  = "setup"
+	TemplateFailed = "failed"
+)
+
 // UpdateTemplate changes a template in one transaction: mutate gets the
 // current row (an error from it aborts the change) and the result is
 // saved and returned. A name another template has is a conflict.

@@ -1,6 +1,27 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
+
+// Webhook is an address told of task events (core/webhooks). Its signing
+// secret, if any, is in the secret store under SecretRef.
+type Webhook struct {
+	ID   string `gorm:"primaryKey"`
+	Name string `gorm:"not null;uniqueIndex"`
+	URL  string `gorm:"not null"`
+	// Format is json, slack or discord.
+	Format string `gorm:"not null"`
+	// Events it is sent; none: all.
+	Events    []string  `gorm:"serializer:json"`
+	HasSecret bool      `gorm:"not null"`
+	Enabled   bool      `gorm:"not null"`
+	CreatedAt time.Time `gorm:"not null"`
+}
+
+// SecretRef names the webhook's signing secret in the secret store.
+func (w Webhook) SecretRef() string { return "webhook/" + w.ID }
 
 // CreateWebhook stores a new webhook (its secret is the caller's to put in
 // the secret store under SecretRef).

@@ -75,3 +75,10 @@ type DeviceList struct {
 type Logout struct {
 	Status string `json:"status"`
 }
+
+// LoginLink is the answer of POST /auth/login-link: a one-time link that
+// opens the web UI with a session.
+type LoginLink struct {
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}

@@ -2,6 +2,34 @@ package wire
 
 import "time"
 
+// Template is a VM template.
+type Template struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	IsDefault   bool   `json:"isDefault"`
+	CPUCount    int    `json:"cpuCount,omitempty"`
+	MemoryMB    int    `json:"memoryMB,omitempty"`
+	DiskGB      int    `json:"diskGB,omitempty"`
+	// MemoryGB and DiskSizeGB are MemoryMB and DiskGB under the Swift
+	// server's names and units (whole GB, memory rounded up).
+	MemoryGB     int       `json:"memoryGB,omitempty"`
+	DiskSizeGB   int       `json:"diskSizeGB,omitempty"`
+	MacOSVersion string    `json:"macOSVersion,omitempty"`
+	OS           string    `json:"os"`
+	Kind         string    `json:"kind"`
+	AgentVersion string    `json:"agentVersion,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	// Extensions: the build (see templates.go).
+	TemplateBuild
+}
+
+// TemplateList is the answer of GET /templates.
+type TemplateList struct {
+	Templates         []Template `json:"templates"`
+	DefaultTemplateID string     `json:"defaultTemplateId,omitempty"`
+}
+
 // TemplateBuild is what GET /templates adds to a template (extension).
 type TemplateBuild struct {
 	// Status is "ready", "building", "setup" (macOS: waiting for the
