@@ -6,7 +6,6 @@ package fake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -305,19 +304,12 @@ func (m *Machine) Stop(ctx context.Context) error {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
-	if err := m.starts.Delete(ctx); err != nil {
-		return fmt.Errorf("delete %s: %w", m.spec.ID, err)
-	}
-	if err := m.Stop(ctx); err != nil {
-		return err
-	}
-	m.b.mu.Lock()
-	delete(m.b.machines, m.spec.ID)
-	m.b.mu.Unlock()
-	if err := os.RemoveAll(m.spec.Dir); err != nil {
-		return fmt.Errorf("delete %s: %w", m.spec.ID, err)
-	}
-	return nil
+	return vm.DeleteMachine(ctx, &m.starts, m.spec.ID, m.Stop, func() error {
+		m.b.mu.Lock()
+		delete(m.b.machines, m.spec.ID)
+		m.b.mu.Unlock()
+		return nil
+	}, m.spec.Dir)
 }
 
 // GuestKey implements vm.Machine: the key of the guest's current start,
@@ -330,15 +322,7 @@ func (m *Machine) GuestKey() ([]byte, bool) {
 
 // DialGuest implements vm.Machine.
 func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
-	if m.Status().State != vm.StateRunning {
-		return nil, vm.ErrNotRunning
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", m.socket())
-	if err != nil {
-		return nil, errdefs.Unavailablef("dial guest %s: %v", m.spec.ID, errors.Unwrap(err))
-	}
-	return conn, nil
+	return vm.DialSocket(ctx, m, m.socket())
 }
 
 // fakeLimits are a fake machine's: nothing runs, so nothing is capped.
