@@ -13,8 +13,8 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
-// Rows found by their ID or their unique name (MCP servers, webhooks):
-// kind names the row in errors ("MCP server", "webhook").
+// Rows found by their ID or their unique name (MCP servers, webhooks,
+// credentials): kind names the row in errors ("MCP server", "webhook").
 
 // createNamed stores row with a new ID (when *id is empty) and the time
 // now; a name in use is a conflict.
@@ -35,11 +35,7 @@ func createNamed(ctx context.Context, s *Store, row any, kind, name string, id *
 
 // listNamed returns every row of T, by name.
 func listNamed[T any](ctx context.Context, s *Store, kind string) ([]T, error) {
-	var rows []T
-	if err := s.db.WithContext(ctx).Order("name").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list %ss: %w", kind, classify(err))
-	}
-	return rows, nil
+	return list[T](s.db.WithContext(ctx), "name", "list "+kind+"s")
 }
 
 // findNamed returns the row of T whose ID or name is nameOrID.

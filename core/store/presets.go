@@ -92,21 +92,13 @@ func (s *Store) FindPreset(ctx context.Context, idOrName string) (Preset, error)
 
 // PresetFiles returns a preset's input files, by name.
 func (s *Store) PresetFiles(ctx context.Context, id string) ([]PresetFile, error) {
-	var fs []PresetFile
-	if err := s.db.WithContext(ctx).Where("preset_id = ?", id).Order("name").Find(&fs).Error; err != nil {
-		return nil, fmt.Errorf("preset %s files: %w", id, classify(err))
-	}
-	return fs, nil
+	return list[PresetFile](s.db.WithContext(ctx).Where("preset_id = ?", id), "name", "preset "+id+" files")
 }
 
 // ListPresets returns every preset, most used recently first, then by
 // name.
 func (s *Store) ListPresets(ctx context.Context) ([]Preset, error) {
-	var out []Preset
-	if err := s.db.WithContext(ctx).Order("last_used_at IS NULL, last_used_at DESC, lower(name)").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("list presets: %w", classify(err))
-	}
-	return out, nil
+	return list[Preset](s.db.WithContext(ctx), "last_used_at IS NULL, last_used_at DESC, lower(name)", "list presets")
 }
 
 // UpdatePreset edits a preset atomically; a new name must be free.
@@ -142,14 +134,7 @@ func (s *Store) DeletePreset(ctx context.Context, id string) error {
 		if err := tx.Where("preset_id = ?", id).Delete(&PresetFile{}).Error; err != nil {
 			return fmt.Errorf("delete preset %s files: %w", id, classify(err))
 		}
-		res := tx.Where("id = ?", id).Delete(&Preset{})
-		if res.Error != nil {
-			return fmt.Errorf("delete preset %s: %w", id, classify(res.Error))
-		}
-		if res.RowsAffected == 0 {
-			return errdefs.NotFoundf("no preset %s", id)
-		}
-		return nil
+		return affected(tx.Where("id = ?", id).Delete(&Preset{}), "delete preset "+id, errdefs.NotFoundf("no preset %s", id))
 	})
 }
 
@@ -165,12 +150,6 @@ func (s *Store) LaunchPreset(ctx context.Context, id string, t *Task, inputs []T
 		}
 		now := time.Now().UTC()
 		res := tx.Model(&Preset{}).Where("id = ?", id).Updates(map[string]any{"use_count": gorm.Expr("use_count + 1"), "last_used_at": now})
-		if res.Error != nil {
-			return fmt.Errorf("count the use of preset %s: %w", id, classify(res.Error))
-		}
-		if res.RowsAffected == 0 {
-			return errdefs.NotFoundf("no preset %s", id)
-		}
-		return nil
+		return affected(res, "count the use of preset "+id, errdefs.NotFoundf("no preset %s", id))
 	})
 }

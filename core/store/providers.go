@@ -183,11 +183,7 @@ func (s *Store) DeleteProvider(ctx context.Context, id string) (Provider, error)
 
 // ListProviders returns every provider, oldest first.
 func (s *Store) ListProviders(ctx context.Context) ([]Provider, error) {
-	var ps []Provider
-	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&ps).Error; err != nil {
-		return nil, fmt.Errorf("list providers: %w", classify(err))
-	}
-	return ps, nil
+	return list[Provider](s.db.WithContext(ctx), "created_at, id", "list providers")
 }
 
 // FindProvider returns the provider whose ID or display name is

@@ -59,11 +59,7 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (Schedule, error) {
 
 // ScheduleFiles returns a schedule's input files, by name.
 func (s *Store) ScheduleFiles(ctx context.Context, id string) ([]ScheduleFile, error) {
-	var fs []ScheduleFile
-	if err := s.db.WithContext(ctx).Where("schedule_id = ?", id).Order("name").Find(&fs).Error; err != nil {
-		return nil, fmt.Errorf("schedule %s files: %w", id, classify(err))
-	}
-	return fs, nil
+	return list[ScheduleFile](s.db.WithContext(ctx).Where("schedule_id = ?", id), "name", "schedule "+id+" files")
 }
 
 // ListSchedules returns schedules by their next run, soonest first (as
@@ -105,14 +101,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, id string, mutate func(*Sche
 
 // DeleteSchedule deletes a schedule and its file rows; tasks it created stay.
 func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Schedule{})
-	if res.Error != nil {
-		return fmt.Errorf("delete schedule %s: %w", id, classify(res.Error))
-	}
-	if res.RowsAffected == 0 {
-		return errdefs.NotFoundf("schedule %s not found", id)
-	}
-	return nil
+	return deleteByID[Schedule](s.db.WithContext(ctx), "schedule", id)
 }
 
 // DueSchedules returns the enabled schedules whose next run is at or before

@@ -162,3 +162,31 @@ func take[T any](db *gorm.DB, what, id string, v *T) error {
 	}
 	return nil
 }
+
+// list returns the rows of T that q selects, in order; doing names the
+// read in an error ("list providers").
+func list[T any](q *gorm.DB, order, doing string) ([]T, error) {
+	var rows []T
+	if err := q.Order(order).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("%s: %w", doing, classify(err))
+	}
+	return rows, nil
+}
+
+// affected is the outcome of a write to one row: res's error wrapped with
+// doing ("delete schedule ID"), or missing when it touched no row.
+func affected(res *gorm.DB, doing string, missing error) error {
+	if res.Error != nil {
+		return fmt.Errorf("%s: %w", doing, classify(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return missing
+	}
+	return nil
+}
+
+// deleteByID deletes the row of T with this id; a missing row is an error
+// of class not found that names what.
+func deleteByID[T any](db *gorm.DB, what, id string) error {
+	return affected(db.Where("id = ?", id).Delete(new(T)), "delete "+what+" "+id, errdefs.NotFoundf("%s %s not found", what, id))
+}
