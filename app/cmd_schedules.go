@@ -414,22 +414,23 @@ func inZone(t time.Time, tz string) string {
 }
 
 func schedulesLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.ScheduleList, error) {
-		return c.Schedules(e.ctx)
-	}, func(l wire.ScheduleList) error {
-		return printTable(e, l.Schedules, `No schedules yet: add one with hivecrew schedules add --daily 09:00 "<task>".`,
-			[]string{"ID", "TITLE", "WHEN", "NEXT RUN", "LAST RUN", "ENABLED"}, func(sc wire.Schedule) []string {
-				enabled := "yes"
-				if !sc.IsEnabled {
-					enabled = "no"
-				}
-				last := "-"
-				if sc.LastRunAt != nil {
-					last = inZone(*sc.LastRunAt, sc.TimeZone)
-				}
-				return []string{shortID(sc.ID), clip(oneLine(sc.Title), 40), describeWhen(sc), nextRun(sc), last, enabled}
-			})
-	})
+	return listing[wire.ScheduleList, wire.Schedule]{
+		get:    (*client.Client).Schedules,
+		items:  func(l wire.ScheduleList) []wire.Schedule { return l.Schedules },
+		none:   `No schedules yet: add one with hivecrew schedules add --daily 09:00 "<task>".`,
+		header: []string{"ID", "TITLE", "WHEN", "NEXT RUN", "LAST RUN", "ENABLED"},
+		cells: func(sc wire.Schedule) []string {
+			enabled := "yes"
+			if !sc.IsEnabled {
+				enabled = "no"
+			}
+			last := "-"
+			if sc.LastRunAt != nil {
+				last = inZone(*sc.LastRunAt, sc.TimeZone)
+			}
+			return []string{shortID(sc.ID), clip(oneLine(sc.Title), 40), describeWhen(sc), nextRun(sc), last, enabled}
+		},
+	}.run(e, args)
 }
 
 // scheduleID resolves a schedule id or a unique prefix of one.
