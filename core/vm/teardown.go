@@ -14,6 +14,14 @@ import (
 // differs (how a guest is asked to stop, how it is killed, what a machine
 // holds on the host) stays in the backend.
 
+// AlreadyExited is the Exited channel of a machine that has not started:
+// closed already.
+func AlreadyExited() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
 // WaitExit waits up to d, or until ctx ends, for exited to close, and
 // says whether it did.
 func WaitExit(ctx context.Context, exited <-chan struct{}, d time.Duration) bool {

@@ -121,18 +121,12 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 			return nil, err
 		}
 	}
-	m := &Machine{b: b, spec: spec, driver: NewDriver(b.opts.Width, b.opts.Height, b.opts.Scale), exited: closedChan()}
+	m := &Machine{b: b, spec: spec, driver: NewDriver(b.opts.Width, b.opts.Height, b.opts.Scale), exited: vm.AlreadyExited()}
 	m.status = vm.Status{State: vm.StateStopped, Limits: fakeLimits}
 	b.mu.Lock()
 	b.machines[spec.ID] = m
 	b.mu.Unlock()
 	return m, nil
-}
-
-func closedChan() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
 }
 
 // Machine is a fake machine.

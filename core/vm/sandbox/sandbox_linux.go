@@ -172,7 +172,7 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 		return nil, err
 	}
 	release = sync.OnceFunc(release)
-	m := &Machine{b: b, spec: spec, id: id, release: release, exited: closedChan(), status: vm.Status{State: vm.StateStopped}}
+	m := &Machine{b: b, spec: spec, id: id, release: release, exited: vm.AlreadyExited(), status: vm.Status{State: vm.StateStopped}}
 	loaded := false
 	defer func() {
 		if !loaded {
@@ -213,12 +213,6 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	}
 	loaded = true
 	return m, nil
-}
-
-func closedChan() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
 }
 
 // Machine is one sandbox.
