@@ -47,19 +47,11 @@ func credentialsAdd(e *env, args []string) error {
 	if err := fromStdin(e, &in.Password, &in.TOTPSeed); err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cr, err := c.AddCredential(e.ctx, in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(cr)
-	}
-	e.out("Stored credential %s (the agent asks you before it types it, once a task).", cr.Name)
-	return nil
+	return send(e, func(c *client.Client) (wire.Credential, error) {
+		return c.AddCredential(e.ctx, in)
+	}, func(cr wire.Credential) {
+		e.out("Stored credential %s (the agent asks you before it types it, once a task).", cr.Name)
+	})
 }
 
 func credentialsLs(e *env, args []string) error {

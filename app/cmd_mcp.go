@@ -63,19 +63,11 @@ func mcpAdd(e *env, args []string) error {
 	if in.Headers, err = pairs(fs, e, "header", headers, &stdin); err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	m, err := c.AddMCPServer(e.ctx, in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(m)
-	}
-	e.out("Added MCP server %s; check it with: hivecrew mcp check %s", m.Name, m.Name)
-	return nil
+	return send(e, func(c *client.Client) (wire.MCPServer, error) {
+		return c.AddMCPServer(e.ctx, in)
+	}, func(m wire.MCPServer) {
+		e.out("Added MCP server %s; check it with: hivecrew mcp check %s", m.Name, m.Name)
+	})
 }
 
 // lazyLine reads one line of stdin the first time a value is "-" (only one

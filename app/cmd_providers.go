@@ -165,22 +165,14 @@ func providersAdd(e *env, args []string) error {
 	if in.APIKey != nil && *in.APIKey == "" {
 		in.APIKey = nil
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	p, err := c.AddProvider(e.ctx, in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(p)
-	}
-	e.out("Added provider %s (%s, %s at %s).", p.DisplayName, p.ID, p.Type, p.BaseURL)
-	if !p.HasAPIKey {
-		e.out("It has no API key (fine for a local endpoint; else set one with `hivecrew providers edit %s --api-key -`).", p.DisplayName)
-	}
-	return nil
+	return send(e, func(c *client.Client) (wire.Provider, error) {
+		return c.AddProvider(e.ctx, in)
+	}, func(p wire.Provider) {
+		e.out("Added provider %s (%s, %s at %s).", p.DisplayName, p.ID, p.Type, p.BaseURL)
+		if !p.HasAPIKey {
+			e.out("It has no API key (fine for a local endpoint; else set one with `hivecrew providers edit %s --api-key -`).", p.DisplayName)
+		}
+	})
 }
 
 func providersEdit(e *env, args []string) error {
@@ -197,19 +189,11 @@ func providersEdit(e *env, args []string) error {
 	if in == (wire.ProviderInput{}) {
 		return e.bad(fs, "providers edit needs at least one of --name, --type, --base-url, --api-key, --model, --backend-mode, --reasoning, --default")
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	p, err := c.UpdateProvider(e.ctx, pos[0], in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(p)
-	}
-	e.out("Saved provider %s (%s at %s).", p.DisplayName, p.Type, p.BaseURL)
-	return nil
+	return send(e, func(c *client.Client) (wire.Provider, error) {
+		return c.UpdateProvider(e.ctx, pos[0], in)
+	}, func(p wire.Provider) {
+		e.out("Saved provider %s (%s at %s).", p.DisplayName, p.Type, p.BaseURL)
+	})
 }
 
 func providersLs(e *env, args []string) error {

@@ -47,19 +47,11 @@ func webhooksAdd(e *env, args []string) error {
 		}
 		in.Secret = v
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	w, err := c.AddWebhook(e.ctx, in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(w)
-	}
-	e.out("Added webhook %s; try it with: hivecrew webhooks test %s", w.Name, w.Name)
-	return nil
+	return send(e, func(c *client.Client) (wire.Webhook, error) {
+		return c.AddWebhook(e.ctx, in)
+	}, func(w wire.Webhook) {
+		e.out("Added webhook %s; try it with: hivecrew webhooks test %s", w.Name, w.Name)
+	})
 }
 
 func webhooksLs(e *env, args []string) error {

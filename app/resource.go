@@ -92,3 +92,22 @@ func doesNotWork(name string, ok bool, why string) error {
 	}
 	return fmt.Errorf("%s does not work: %s", name, why)
 }
+
+// send is the end of an add or edit command: call has the helper store
+// what the command built; the answer is printed as it is with --json,
+// else said says what became of it.
+func send[T any](e *env, call func(c *client.Client) (T, error), said func(T)) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	v, err := call(c)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(v)
+	}
+	said(v)
+	return nil
+}
