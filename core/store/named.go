@@ -40,15 +40,8 @@ func listNamed[T any](ctx context.Context, s *Store, kind string) ([]T, error) {
 
 // findNamed returns the row of T whose ID or name is nameOrID.
 func findNamed[T any](ctx context.Context, s *Store, kind, nameOrID string) (T, error) {
-	var row T
-	err := s.db.WithContext(ctx).Where("id = ? OR name = ?", nameOrID, nameOrID).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return row, errdefs.NotFoundf("%s %q not found", kind, nameOrID)
-	}
-	if err != nil {
-		return row, fmt.Errorf("find %s %q: %w", kind, nameOrID, classify(err))
-	}
-	return row, nil
+	return first[T](s.db.WithContext(ctx).Where("id = ? OR name = ?", nameOrID, nameOrID),
+		errdefs.NotFoundf("%s %q not found", kind, nameOrID), fmt.Sprintf("find %s %q", kind, nameOrID))
 }
 
 // setNamedEnabled turns the row of T whose ID or name is nameOrID on or

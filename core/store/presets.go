@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -79,15 +78,8 @@ func presetNameFree(tx *gorm.DB, name, except string) error {
 
 // FindPreset returns a preset by id, or by name (without case).
 func (s *Store) FindPreset(ctx context.Context, idOrName string) (Preset, error) {
-	var p Preset
-	err := s.db.WithContext(ctx).Where("id = ?", idOrName).Or("lower(name) = lower(?)", strings.TrimSpace(idOrName)).Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Preset{}, errdefs.NotFoundf("no preset %q", idOrName)
-	}
-	if err != nil {
-		return Preset{}, fmt.Errorf("read preset %s: %w", idOrName, classify(err))
-	}
-	return p, nil
+	return first[Preset](s.db.WithContext(ctx).Where("id = ?", idOrName).Or("lower(name) = lower(?)", strings.TrimSpace(idOrName)),
+		errdefs.NotFoundf("no preset %q", idOrName), "read preset "+idOrName)
 }
 
 // PresetFiles returns a preset's input files, by name.

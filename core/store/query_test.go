@@ -55,4 +55,13 @@ func TestDeleteByIDAndList(t *testing.T) {
 	if _, err := s.FindCredential(ctx, "nope"); !errors.Is(err, errdefs.ErrNotFound) || err.Error() != `credential "nope" not found` {
 		t.Errorf("find a missing credential: %v", err)
 	}
+	if _, err := s.FindProvider(ctx, ""); !errors.Is(err, errdefs.ErrNotFound) || err.Error() != "no default provider" {
+		t.Errorf("find the default provider with none: %v", err)
+	}
+	if _, err := s.FindPreset(ctx, "Daily"); !errors.Is(err, errdefs.ErrNotFound) || err.Error() != `no preset "Daily"` {
+		t.Errorf("find a missing preset: %v", err)
+	}
+	if next, err := s.NextScheduleRun(ctx); next != nil || err != nil {
+		t.Errorf("next run with no schedule: %v, %v; want none", next, err)
+	}
 }

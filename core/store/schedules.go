@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -118,13 +117,10 @@ func (s *Store) DueSchedules(ctx context.Context, now time.Time) ([]Schedule, er
 
 // NextScheduleRun returns the earliest next run of an enabled schedule.
 func (s *Store) NextScheduleRun(ctx context.Context) (*time.Time, error) {
-	var sc Schedule
-	err := s.db.WithContext(ctx).Where("is_enabled AND next_run_at IS NOT NULL").Order("next_run_at").Take(&sc).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
+	// None is the zero schedule, whose next run is nil.
+	sc, err := first[Schedule](s.db.WithContext(ctx).Where("is_enabled AND next_run_at IS NOT NULL").Order("next_run_at"), nil, "next schedule run")
 	if err != nil {
-		return nil, fmt.Errorf("next schedule run: %w", classify(err))
+		return nil, err
 	}
 	return sc.NextRunAt, nil
 }

@@ -153,14 +153,25 @@ func classify(err error) error {
 // take reads the row of type T with this id into v; a missing row is an
 // error of class not found that names what.
 func take[T any](db *gorm.DB, what, id string, v *T) error {
-	err := db.Where("id = ?", id).Take(v).Error
+	row, err := first[T](db.Where("id = ?", id), errdefs.NotFoundf("%s %s not found", what, id), "read "+what+" "+id)
+	if err == nil {
+		*v = row
+	}
+	return err
+}
+
+// first returns the first row of T that q selects; with none, missing
+// (nil: the zero row and no error); another error is wrapped with doing.
+func first[T any](q *gorm.DB, missing error, doing string) (T, error) {
+	var row T
+	err := q.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return errdefs.NotFoundf("%s %s not found", what, id)
+		return row, missing
 	}
 	if err != nil {
-		return fmt.Errorf("read %s %s: %w", what, id, classify(err))
+		return row, fmt.Errorf("%s: %w", doing, classify(err))
 	}
-	return nil
+	return row, nil
 }
 
 // list returns the rows of T that q selects, in order; doing names the
