@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -14,7 +15,7 @@ func cmdAPIKey(e *env, args []string) error {
 	return runTable(e, "apikey", []command{
 		{"create", "[--name N]", "create an API key and print it (shown once)", apikeyCreate},
 		{"ls", "", "list API keys (never the keys themselves)", apikeyLs},
-		{"revoke", "ID|PREFIX", "revoke an API key", apikeyRevoke},
+		{"revoke", "ID|PREFIX", "revoke an API key", remover((*client.Client).RevokeAPIKey, "Revoked API key %s.")},
 	}, args)
 }
 
@@ -42,25 +43,24 @@ func apikeyCreate(e *env, args []string) error {
 }
 
 func apikeyLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.APIKeyList, error) {
-		keys, err := c.APIKeys(e.ctx)
-		return wire.APIKeyList{Keys: nonNil(keys)}, err
-	}, func(l wire.APIKeyList) error {
-		now := time.Now()
-		return printTable(e, l.Keys, "No API keys yet: create one with `hivecrew apikey create --name NAME`.",
-			[]string{"ID", "NAME", "PREFIX", "CREATED", "LAST USED", "REVOKED"}, func(k wire.APIKey) []string {
-				last, revoked := "never", "-"
-				if k.LastUsedAt != nil {
-					last = ago(*k.LastUsedAt, now)
-				}
-				if k.RevokedAt != nil {
-					revoked = ago(*k.RevokedAt, now)
-				}
-				return []string{k.ID, k.Name, k.Prefix, ago(k.CreatedAt, now), last, revoked}
-			})
-	})
-}
-
-func apikeyRevoke(e *env, args []string) error {
-	return e.act(args, (*client.Client).RevokeAPIKey, "Revoked API key %s.")
+	return listing[wire.APIKeyList, wire.APIKey]{
+		get: func(c *client.Client, ctx context.Context) (wire.APIKeyList, error) {
+			keys, err := c.APIKeys(ctx)
+			return wire.APIKeyList{Keys: nonNil(keys)}, err
+		},
+		items:  func(l wire.APIKeyList) []wire.APIKey { return l.Keys },
+		none:   "No API keys yet: create one with `hivecrew apikey create --name NAME`.",
+		header: []string{"ID", "NAME", "PREFIX", "CREATED", "LAST USED", "REVOKED"},
+		cells: func(k wire.APIKey) []string {
+			now := time.Now()
+			last, revoked := "never", "-"
+			if k.LastUsedAt != nil {
+				last = ago(*k.LastUsedAt, now)
+			}
+			if k.RevokedAt != nil {
+				revoked = ago(*k.RevokedAt, now)
+			}
+			return []string{k.ID, k.Name, k.Prefix, ago(k.CreatedAt, now), last, revoked}
+		},
+	}.run(e, args)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ func cmdCredentials(e *env, args []string) error {
 		{"edit", "NAME|ID [--name N] [--username U] [--password -|P] [--totp-seed -|S] [--no-password] [--no-totp] [--app APP]... [--any-app]", "change a credential (what is not given stays)", credentialsEdit},
 		{"import", "FILE|-", "store every login of a browser's password export (CSV: Chrome, Firefox, Safari), all or none", credentialsImport},
 		{"ls", "", "list the stored credentials (never their secrets)", credentialsLs},
-		{"rm", "NAME|ID", "remove a credential and its secrets", credentialsRm},
+		{"rm", "NAME|ID", "remove a credential and its secrets", remover((*client.Client).RemoveCredential, "Removed credential %s.")},
 	}, args)
 }
 
@@ -46,48 +47,28 @@ func credentialsAdd(e *env, args []string) error {
 	if err := fromStdin(e, &in.Password, &in.TOTPSeed); err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cr, err := c.AddCredential(e.ctx, in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(cr)
-	}
-	e.out("Stored credential %s (the agent asks you before it types it, once a task).", cr.Name)
-	return nil
+	return send(e, func(c *client.Client) (wire.Credential, error) {
+		return c.AddCredential(e.ctx, in)
+	}, func(cr wire.Credential) {
+		e.out("Stored credential %s (the agent asks you before it types it, once a task).", cr.Name)
+	})
 }
 
 func credentialsLs(e *env, args []string) error {
-	c, _, err := e.connect(e.flags(), args, 0)
-	if err != nil {
-		return err
-	}
-	cs, err := c.Credentials(e.ctx)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(wire.CredentialList{Credentials: cs})
-	}
-	if len(cs) == 0 {
-		e.out("No credentials yet: hivecrew credentials add --name NAME --username U --password -")
-		return nil
-	}
-	// The application limit is a convenience (the VM reports what is in
-	// front), and its column says so.
-	tw := table(e.stdout, "NAME", "USERNAME", "PASSWORD", "TOTP", "IN FRONT (CONVENIENCE)")
-	for _, cr := range cs {
-		row(tw, cr.Name, or(cr.Username, "-"), yesNo(cr.HasPassword), yesNo(cr.HasTOTP), or(strings.Join(cr.AllowedApps, ", "), "any application"))
-	}
-	return tw.Flush()
-}
-
-func credentialsRm(e *env, args []string) error {
-	return e.act(args, (*client.Client).RemoveCredential, "Removed credential %s.")
+	return listing[wire.CredentialList, wire.Credential]{
+		get: func(c *client.Client, ctx context.Context) (wire.CredentialList, error) {
+			cs, err := c.Credentials(ctx)
+			return wire.CredentialList{Credentials: cs}, err
+		},
+		items: func(l wire.CredentialList) []wire.Credential { return l.Credentials },
+		none:  "No credentials yet: hivecrew credentials add --name NAME --username U --password -",
+		// The application limit is a convenience (the VM reports what is
+		// in front), and its column says so.
+		header: []string{"NAME", "USERNAME", "PASSWORD", "TOTP", "IN FRONT (CONVENIENCE)"},
+		cells: func(cr wire.Credential) []string {
+			return []string{cr.Name, or(cr.Username, "-"), yesNo(cr.HasPassword), yesNo(cr.HasTOTP), or(strings.Join(cr.AllowedApps, ", "), "any application")}
+		},
+	}.run(e, args)
 }
 
 func yesNo(b bool) string {

@@ -18,7 +18,7 @@ func cmdDevices(e *env, args []string) error {
 			devicesAnswer((*client.Client).ApprovePairing, "Approved %s (code %s): it is signed in at its next check, within seconds. `hivecrew devices rm ID` revokes it.")},
 		{"deny", "CODE", "refuse the device showing CODE", devicesAnswer((*client.Client).DenyPairing, "Refused %s (code %s).")},
 		{"ls", "", "list the paired devices", devicesLs},
-		{"rm", "ID", "revoke a paired device: its session ends at once", devicesRm},
+		{"rm", "ID", "revoke a paired device: its session ends at once", remover((*client.Client).RemoveDevice, "Revoked device %s: its session has ended.")},
 	}, args)
 }
 
@@ -50,18 +50,17 @@ func devicesAnswer(answer func(*client.Client, context.Context, string) (wire.Pa
 }
 
 func devicesLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.DeviceList, error) {
-		ds, err := c.Devices(e.ctx)
-		return wire.DeviceList{Devices: nonNil(ds)}, err
-	}, func(l wire.DeviceList) error {
-		now := time.Now()
-		return printTable(e, l.Devices, "No paired devices.",
-			[]string{"ID", "NAME", "ADDRESS", "PAIRED", "LAST SEEN", "USER AGENT"}, func(d wire.Device) []string {
-				return []string{d.ID, d.Name, d.Address, ago(d.AuthorizedAt, now), ago(d.LastSeenAt, now), oneLine(d.UserAgent)}
-			})
-	})
-}
-
-func devicesRm(e *env, args []string) error {
-	return e.act(args, (*client.Client).RemoveDevice, "Revoked device %s: its session has ended.")
+	return listing[wire.DeviceList, wire.Device]{
+		get: func(c *client.Client, ctx context.Context) (wire.DeviceList, error) {
+			ds, err := c.Devices(ctx)
+			return wire.DeviceList{Devices: nonNil(ds)}, err
+		},
+		items:  func(l wire.DeviceList) []wire.Device { return l.Devices },
+		none:   "No paired devices.",
+		header: []string{"ID", "NAME", "ADDRESS", "PAIRED", "LAST SEEN", "USER AGENT"},
+		cells: func(d wire.Device) []string {
+			now := time.Now()
+			return []string{d.ID, d.Name, d.Address, ago(d.AuthorizedAt, now), ago(d.LastSeenAt, now), oneLine(d.UserAgent)}
+		},
+	}.run(e, args)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -21,9 +22,9 @@ func cmdMCP(e *env, args []string) error {
 		{"ls", "", "list the MCP servers (never their secret values)", mcpLs},
 		{"edit", "NAME|ID [--url URL | -- COMMAND [ARG]...] [--env NAME=VALUE]... [--unset-env NAME]... [--header NAME=VALUE]... [--unset-header NAME]... [--permission P] [--timeout S]", "change a server (values not given stay)", mcpEdit},
 		{"check", "NAME|ID", "start a server as a task would and list its tools", mcpCheck},
-		{"on", "NAME|ID", "offer a server's tools to new tasks", func(e *env, args []string) error { return mcpSwitch(e, args, true) }},
-		{"off", "NAME|ID", "stop offering a server's tools", func(e *env, args []string) error { return mcpSwitch(e, args, false) }},
-		{"rm", "NAME|ID", "remove a server and its secrets", mcpRm},
+		{"on", "NAME|ID", "offer a server's tools to new tasks", mcpSwitch(true)},
+		{"off", "NAME|ID", "stop offering a server's tools", mcpSwitch(false)},
+		{"rm", "NAME|ID", "remove a server and its secrets", remover((*client.Client).RemoveMCPServer, "Removed MCP server %s.")},
 		{"serve", "", "be an MCP server on stdin/stdout: other agents (Claude Code, Codex, Cursor) run and follow tasks", mcpServe},
 	}, args)
 }
@@ -62,19 +63,11 @@ func mcpAdd(e *env, args []string) error {
 	if in.Headers, err = pairs(fs, e, "header", headers, &stdin); err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	m, err := c.AddMCPServer(e.ctx, in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(m)
-	}
-	e.out("Added MCP server %s; check it with: hivecrew mcp check %s", m.Name, m.Name)
-	return nil
+	return send(e, func(c *client.Client) (wire.MCPServer, error) {
+		return c.AddMCPServer(e.ctx, in)
+	}, func(m wire.MCPServer) {
+		e.out("Added MCP server %s; check it with: hivecrew mcp check %s", m.Name, m.Name)
+	})
 }
 
 // lazyLine reads one line of stdin the first time a value is "-" (only one
@@ -122,68 +115,45 @@ func pairs(fs *flag.FlagSet, e *env, flagName string, list []string, stdin *lazy
 }
 
 func mcpLs(e *env, args []string) error {
-	c, _, err := e.connect(e.flags(), args, 0)
-	if err != nil {
-		return err
-	}
-	ms, err := c.MCPServers(e.ctx)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(wire.MCPServerList{Servers: nonNil(ms)})
-	}
-	return printTable(e, ms, "No MCP servers yet: hivecrew mcp add --name NAME -- COMMAND [ARG]...",
-		[]string{"NAME", "ON", "PERMISSION", "TIMEOUT", "RUNS", "SECRETS"}, func(m wire.MCPServer) []string {
+	return listing[wire.MCPServerList, wire.MCPServer]{
+		get: func(c *client.Client, ctx context.Context) (wire.MCPServerList, error) {
+			ms, err := c.MCPServers(ctx)
+			return wire.MCPServerList{Servers: nonNil(ms)}, err
+		},
+		items:  func(l wire.MCPServerList) []wire.MCPServer { return l.Servers },
+		none:   "No MCP servers yet: hivecrew mcp add --name NAME -- COMMAND [ARG]...",
+		header: []string{"NAME", "ON", "PERMISSION", "TIMEOUT", "RUNS", "SECRETS"},
+		cells: func(m wire.MCPServer) []string {
 			runs := m.URL
 			if runs == "" {
 				runs = strings.Join(append([]string{m.Command}, m.Args...), " ")
 			}
 			secrets := append(append([]string{}, m.EnvNames...), m.HeaderNames...)
 			return []string{m.Name, onOff(m.Enabled), m.Permission, fmt.Sprintf("%ds", m.TimeoutSeconds), clip(oneLine(runs), 60), or(strings.Join(secrets, ", "), "-")}
-		})
+		},
+	}.run(e, args)
 }
 
 func mcpCheck(e *env, args []string) error {
-	c, pos, err := e.connect(e.flags(), args, 1)
-	if err != nil {
-		return err
-	}
-	r, err := c.CheckMCPServer(e.ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	if e.json {
-		if err := e.printJSON(r); err != nil {
-			return err
+	return probe(e, args, (*client.Client).CheckMCPServer, func(name string, r wire.MCPServerCheck) {
+		if r.OK {
+			e.out("%s works: %d tool(s)", name, len(r.Tools))
+			for _, t := range r.Tools {
+				e.out("  %s", t)
+			}
 		}
-	} else if r.OK {
-		e.out("%s works: %d tool(s)", pos[0], len(r.Tools))
-		for _, t := range r.Tools {
-			e.out("  %s", t)
-		}
-	}
-	if !r.OK {
-		return fmt.Errorf("%s does not work: %s", pos[0], r.Error)
-	}
-	return nil
+	}, func(name string, r wire.MCPServerCheck) error { return doesNotWork(name, r.OK, r.Error) })
 }
 
-func mcpSwitch(e *env, args []string, on bool) error {
-	return ask(e, e.flags(), args, 1, func(c *client.Client, pos []string) (wire.MCPServer, error) {
-		return c.SetMCPServerEnabled(e.ctx, pos[0], on)
-	}, func(m wire.MCPServer) error {
+// mcpSwitch is mcp on (on) or off.
+func mcpSwitch(on bool) func(e *env, args []string) error {
+	return switcher((*client.Client).SetMCPServerEnabled, func(e *env, m wire.MCPServer, on bool) {
 		if on {
 			e.out("New tasks are offered %s's tools.", m.Name)
 		} else {
 			e.out("New tasks are not offered %s's tools.", m.Name)
 		}
-		return nil
-	})
-}
-
-func mcpRm(e *env, args []string) error {
-	return e.act(args, (*client.Client).RemoveMCPServer, "Removed MCP server %s.")
+	})(on)
 }
 
 func onOff(b bool) string {

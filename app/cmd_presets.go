@@ -17,7 +17,7 @@ func cmdPresets(e *env, args []string) error {
 		{"ls", "", "list presets, most recently used first", presetsLs},
 		{"show", "NAME", "show a preset", presetsShow},
 		{"rename", "NAME NEW-NAME", "rename a preset", presetsRename},
-		{"rm", "NAME", "delete a preset (tasks it launched stay)", presetsRm},
+		{"rm", "NAME", "delete a preset (tasks it launched stay)", remover((*client.Client).RemovePreset, "Deleted preset %q.")},
 		{"run", `NAME ["<more instructions>"] [--wait | --follow]`, "launch a preset's task (prints the task id)", presetsRun},
 	}, args)
 }
@@ -87,19 +87,20 @@ func (e *env) savedPreset(p wire.Preset) error {
 }
 
 func presetsLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.PresetList, error) {
-		return c.Presets(e.ctx)
-	}, func(l wire.PresetList) error {
-		return printTable(e, l.Presets, `No presets yet: save one with hivecrew presets add NAME "<task>", or hivecrew presets save TASK NAME.`,
-			[]string{"NAME", "TASK", "MODEL", "FILES", "USED", "LAST USED"}, func(p wire.Preset) []string {
-				last := "-"
-				if p.LastUsedAt != nil {
-					last = p.LastUsedAt.Local().Format("2006-01-02 15:04")
-				}
-				return []string{clip(p.Name, 30), clip(oneLine(p.Task.Description), 40), presetModel(p.Task),
-					fmt.Sprint(len(p.InputFiles)), fmt.Sprint(p.UseCount), last}
-			})
-	})
+	return listing[wire.PresetList, wire.Preset]{
+		get:    (*client.Client).Presets,
+		items:  func(l wire.PresetList) []wire.Preset { return l.Presets },
+		none:   `No presets yet: save one with hivecrew presets add NAME "<task>", or hivecrew presets save TASK NAME.`,
+		header: []string{"NAME", "TASK", "MODEL", "FILES", "USED", "LAST USED"},
+		cells: func(p wire.Preset) []string {
+			last := "-"
+			if p.LastUsedAt != nil {
+				last = p.LastUsedAt.Local().Format("2006-01-02 15:04")
+			}
+			return []string{clip(p.Name, 30), clip(oneLine(p.Task.Description), 40), presetModel(p.Task),
+				fmt.Sprint(len(p.InputFiles)), fmt.Sprint(p.UseCount), last}
+		},
+	}.run(e, args)
 }
 
 // presetModel is the provider and model a preset names ("default" for
@@ -163,10 +164,6 @@ func presetsRename(e *env, args []string) error {
 	}
 	e.out("Renamed preset %q to %q.", pos[0], p.Name)
 	return nil
-}
-
-func presetsRm(e *env, args []string) error {
-	return e.act(args, (*client.Client).RemovePreset, "Deleted preset %q.")
 }
 
 func presetsRun(e *env, args []string) error {

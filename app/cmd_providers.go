@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ func cmdProviders(e *env, args []string) error {
 		{"ls", "", "list providers", providersLs},
 		{"show", "NAME|ID", "show a provider (never its key)", providersShow},
 		{"edit", "NAME|ID [--name N] [--type T] [--base-url U] [--api-key K|-] [--model M] [--backend-mode M] [--reasoning E] [--default]", "change a provider", providersEdit},
-		{"rm", "NAME|ID", "remove a provider", providersRm},
+		{"rm", "NAME|ID", "remove a provider", remover((*client.Client).RemoveProvider, "Removed provider %s.")},
 		{"test", "NAME|ID", "check a provider's endpoint and key", providersTest},
 		{"models", "NAME|ID", "list a provider's models", providersModels},
 		{"worker", "[NAME|ID MODEL | --off]", "show or set the worker model: it serves subagents, task titles and history condensing (default: each task's own model)", providersWorker},
@@ -164,22 +165,14 @@ func providersAdd(e *env, args []string) error {
 	if in.APIKey != nil && *in.APIKey == "" {
 		in.APIKey = nil
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	p, err := c.AddProvider(e.ctx, in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(p)
-	}
-	e.out("Added provider %s (%s, %s at %s).", p.DisplayName, p.ID, p.Type, p.BaseURL)
-	if !p.HasAPIKey {
-		e.out("It has no API key (fine for a local endpoint; else set one with `hivecrew providers edit %s --api-key -`).", p.DisplayName)
-	}
-	return nil
+	return send(e, func(c *client.Client) (wire.Provider, error) {
+		return c.AddProvider(e.ctx, in)
+	}, func(p wire.Provider) {
+		e.out("Added provider %s (%s, %s at %s).", p.DisplayName, p.ID, p.Type, p.BaseURL)
+		if !p.HasAPIKey {
+			e.out("It has no API key (fine for a local endpoint; else set one with `hivecrew providers edit %s --api-key -`).", p.DisplayName)
+		}
+	})
 }
 
 func providersEdit(e *env, args []string) error {
@@ -196,35 +189,30 @@ func providersEdit(e *env, args []string) error {
 	if in == (wire.ProviderInput{}) {
 		return e.bad(fs, "providers edit needs at least one of --name, --type, --base-url, --api-key, --model, --backend-mode, --reasoning, --default")
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	p, err := c.UpdateProvider(e.ctx, pos[0], in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(p)
-	}
-	e.out("Saved provider %s (%s at %s).", p.DisplayName, p.Type, p.BaseURL)
-	return nil
+	return send(e, func(c *client.Client) (wire.Provider, error) {
+		return c.UpdateProvider(e.ctx, pos[0], in)
+	}, func(p wire.Provider) {
+		e.out("Saved provider %s (%s at %s).", p.DisplayName, p.Type, p.BaseURL)
+	})
 }
 
 func providersLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.ProviderList, error) {
-		ps, err := c.Providers(e.ctx)
-		return wire.ProviderList{Providers: nonNil(ps)}, err
-	}, func(l wire.ProviderList) error {
-		return printTable(e, l.Providers, "No providers yet: add one with `hivecrew providers add --name NAME --base-url URL --api-key KEY` (or --type anthropic|openai without --base-url).",
-			[]string{"NAME", "ID", "TYPE", "BASE URL", "MODEL", "DEFAULT", "API KEY"}, func(p wire.Provider) []string {
-				def := ""
-				if p.IsDefault {
-					def = "yes"
-				}
-				return []string{p.DisplayName, shortID(p.ID), p.Type, p.BaseURL, or(p.DefaultModelID, "-"), def, keyState(p)}
-			})
-	})
+	return listing[wire.ProviderList, wire.Provider]{
+		get: func(c *client.Client, ctx context.Context) (wire.ProviderList, error) {
+			ps, err := c.Providers(ctx)
+			return wire.ProviderList{Providers: nonNil(ps)}, err
+		},
+		items:  func(l wire.ProviderList) []wire.Provider { return l.Providers },
+		none:   "No providers yet: add one with `hivecrew providers add --name NAME --base-url URL --api-key KEY` (or --type anthropic|openai without --base-url).",
+		header: []string{"NAME", "ID", "TYPE", "BASE URL", "MODEL", "DEFAULT", "API KEY"},
+		cells: func(p wire.Provider) []string {
+			def := ""
+			if p.IsDefault {
+				def = "yes"
+			}
+			return []string{p.DisplayName, shortID(p.ID), p.Type, p.BaseURL, or(p.DefaultModelID, "-"), def, keyState(p)}
+		},
+	}.run(e, args)
 }
 
 // keyState says whether a provider has its key.
@@ -259,32 +247,19 @@ func providersShow(e *env, args []string) error {
 	})
 }
 
-func providersRm(e *env, args []string) error {
-	return e.act(args, (*client.Client).RemoveProvider, "Removed provider %s.")
-}
-
 func providersTest(e *env, args []string) error {
-	c, pos, err := e.connect(e.flags(), args, 1)
-	if err != nil {
-		return err
-	}
-	r, err := c.TestProvider(e.ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	if e.json {
-		if err := e.printJSON(r); err != nil {
-			return err
+	return probe(e, args, (*client.Client).TestProvider, func(_ string, r wire.ProviderTest) {
+		if r.OK {
+			e.out("OK (%.0f ms): %s", r.LatencyMs, r.Message)
+		} else {
+			e.out("FAILED (%.0f ms): %s", r.LatencyMs, r.Message)
 		}
-	} else if r.OK {
-		e.out("OK (%.0f ms): %s", r.LatencyMs, r.Message)
-	} else {
-		e.out("FAILED (%.0f ms): %s", r.LatencyMs, r.Message)
-	}
-	if !r.OK {
-		return exitCode(1)
-	}
-	return nil
+	}, func(_ string, r wire.ProviderTest) error {
+		if !r.OK {
+			return exitCode(1)
+		}
+		return nil
+	})
 }
 
 func providersModels(e *env, args []string) error {

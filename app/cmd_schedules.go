@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,8 +20,8 @@ func cmdSchedules(e *env, args []string) error {
 		{"add", `[--title T] "<task>" (--at TIME | --daily HH:MM | --weekly DAYS@HH:MM | --monthly DAY@HH:MM) [flags of run]`, "schedule a task", schedulesAdd},
 		{"ls", "", "list schedules", schedulesLs},
 		{"edit", `ID ["<task>"] [--title T] [--at|--daily|--weekly|--monthly ...] [flags of run]`, "change what a schedule runs or when (only the flags given)", schedulesEdit},
-		{"on", "ID", "turn a schedule on (its next run is computed from now)", schedulesOn},
-		{"off", "ID", "turn a schedule off (it keeps its settings)", schedulesOff},
+		{"on", "ID", "turn a schedule on (its next run is computed from now)", schedulesSwitch(true)},
+		{"off", "ID", "turn a schedule off (it keeps its settings)", schedulesSwitch(false)},
 		{"rm", "ID", "delete a schedule", schedulesRm},
 		{"run", "ID", "run a schedule's task now (prints the task id)", schedulesRun},
 	}, args)
@@ -188,7 +189,7 @@ func schedulesEdit(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	id, err := e.scheduleID(c, pos[0])
+	id, err := scheduleID(e.ctx, c, pos[0])
 	if err != nil {
 		return err
 	}
@@ -203,28 +204,21 @@ func schedulesEdit(e *env, args []string) error {
 	return nil
 }
 
-func schedulesOn(e *env, args []string) error  { return schedulesTurn(e, args, true) }
-func schedulesOff(e *env, args []string) error { return schedulesTurn(e, args, false) }
-
-// schedulesTurn turns a schedule on or off.
-func schedulesTurn(e *env, args []string, on bool) error {
-	c, id, err := e.oneSchedule(args)
-	if err != nil {
-		return err
-	}
-	sc, err := c.UpdateSchedule(e.ctx, id, wire.CreateSchedule{IsEnabled: &on})
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(sc)
-	}
-	if on {
-		e.out("Turned schedule %s on: %s, next run %s.", shortID(sc.ID), describeWhen(sc), nextRun(sc))
-	} else {
-		e.out("Turned schedule %s off: it runs no more until `hivecrew schedules on %s`.", shortID(sc.ID), shortID(sc.ID))
-	}
-	return nil
+// schedulesSwitch is schedules on (on) or off.
+func schedulesSwitch(on bool) func(e *env, args []string) error {
+	return switcher(func(c *client.Client, ctx context.Context, arg string, on bool) (wire.Schedule, error) {
+		id, err := scheduleID(ctx, c, arg)
+		if err != nil {
+			return wire.Schedule{}, err
+		}
+		return c.UpdateSchedule(ctx, id, wire.CreateSchedule{IsEnabled: &on})
+	}, func(e *env, sc wire.Schedule, on bool) {
+		if on {
+			e.out("Turned schedule %s on: %s, next run %s.", shortID(sc.ID), describeWhen(sc), nextRun(sc))
+		} else {
+			e.out("Turned schedule %s off: it runs no more until `hivecrew schedules on %s`.", shortID(sc.ID), shortID(sc.ID))
+		}
+	})(on)
 }
 
 // parseWhen turns the timing flags (exactly one of them) into a When.
@@ -414,27 +408,28 @@ func inZone(t time.Time, tz string) string {
 }
 
 func schedulesLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.ScheduleList, error) {
-		return c.Schedules(e.ctx)
-	}, func(l wire.ScheduleList) error {
-		return printTable(e, l.Schedules, `No schedules yet: add one with hivecrew schedules add --daily 09:00 "<task>".`,
-			[]string{"ID", "TITLE", "WHEN", "NEXT RUN", "LAST RUN", "ENABLED"}, func(sc wire.Schedule) []string {
-				enabled := "yes"
-				if !sc.IsEnabled {
-					enabled = "no"
-				}
-				last := "-"
-				if sc.LastRunAt != nil {
-					last = inZone(*sc.LastRunAt, sc.TimeZone)
-				}
-				return []string{shortID(sc.ID), clip(oneLine(sc.Title), 40), describeWhen(sc), nextRun(sc), last, enabled}
-			})
-	})
+	return listing[wire.ScheduleList, wire.Schedule]{
+		get:    (*client.Client).Schedules,
+		items:  func(l wire.ScheduleList) []wire.Schedule { return l.Schedules },
+		none:   `No schedules yet: add one with hivecrew schedules add --daily 09:00 "<task>".`,
+		header: []string{"ID", "TITLE", "WHEN", "NEXT RUN", "LAST RUN", "ENABLED"},
+		cells: func(sc wire.Schedule) []string {
+			enabled := "yes"
+			if !sc.IsEnabled {
+				enabled = "no"
+			}
+			last := "-"
+			if sc.LastRunAt != nil {
+				last = inZone(*sc.LastRunAt, sc.TimeZone)
+			}
+			return []string{shortID(sc.ID), clip(oneLine(sc.Title), 40), describeWhen(sc), nextRun(sc), last, enabled}
+		},
+	}.run(e, args)
 }
 
 // scheduleID resolves a schedule id or a unique prefix of one.
-func (e *env) scheduleID(c *client.Client, id string) (string, error) {
-	l, err := c.Schedules(e.ctx)
+func scheduleID(ctx context.Context, c *client.Client, id string) (string, error) {
+	l, err := c.Schedules(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -463,7 +458,7 @@ func (e *env) oneSchedule(args []string) (*client.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	id, err := e.scheduleID(c, pos[0])
+	id, err := scheduleID(e.ctx, c, pos[0])
 	return c, id, err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -17,34 +18,11 @@ func cmdSkills(e *env, args []string) error {
 		{"ls", "", "list the skill library", skillsLs},
 		{"show", "NAME", "print a skill's instructions", skillsShow},
 		{"import", "PATH | --git URL [--replace]", "import a skill folder, or every skill of a git repository", skillsImport},
-		{"on", "NAME", "tell new tasks of a skill", func(e *env, args []string) error { return skillsSwitch(e, args, true) }},
-		{"off", "NAME", "stop telling new tasks of a skill", func(e *env, args []string) error { return skillsSwitch(e, args, false) }},
-		{"rm", "NAME", "remove a skill from the library", skillsRm},
+		{"on", "NAME", "tell new tasks of a skill", skillsSwitch(true)},
+		{"off", "NAME", "stop telling new tasks of a skill", skillsSwitch(false)},
+		{"rm", "NAME", "remove a skill from the library", remover((*client.Client).RemoveSkill, "Removed skill %s.")},
 		{"draft", "TASK [--save]", "draft a skill from a finished task (--save adds it)", skillsDraft},
 	}, args)
-}
-
-func skillsLs(e *env, args []string) error {
-	c, _, err := e.connect(e.flags(), args, 0)
-	if err != nil {
-		return err
-	}
-	l, err := c.Skills(e.ctx)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		l.Skills = nonNil(l.Skills)
-		return e.printJSON(l)
-	}
-	err = printTable(e, l.Skills, "No skills yet: hivecrew skills import PATH, or --git URL",
-		[]string{"NAME", "ON", "DESCRIPTION"}, func(s wire.Skill) []string {
-			return []string{s.Name, onOff(s.IsEnabled), clip(oneLine(s.Description), 80)}
-		})
-	for _, p := range l.Problems {
-		fmt.Fprintf(e.stderr, "hivecrew: not a skill: %s\n", oneLine(p))
-	}
-	return err
 }
 
 func skillsShow(e *env, args []string) error {
@@ -93,23 +71,6 @@ func skillsImport(e *env, args []string) error {
 	return nil
 }
 
-func skillsSwitch(e *env, args []string, on bool) error {
-	return ask(e, e.flags(), args, 1, func(c *client.Client, pos []string) (wire.Skill, error) {
-		return c.SetSkillEnabled(e.ctx, pos[0], on)
-	}, func(s wire.Skill) error {
-		if on {
-			e.out("New tasks are told of the skill %s.", s.Name)
-		} else {
-			e.out("New tasks are not told of the skill %s.", s.Name)
-		}
-		return nil
-	})
-}
-
-func skillsRm(e *env, args []string) error {
-	return e.act(args, (*client.Client).RemoveSkill, "Removed skill %s.")
-}
-
 func skillsDraft(e *env, args []string) error {
 	fs := e.flags()
 	save := fs.Bool("save", false, "add the draft to the library as it is")
@@ -140,4 +101,36 @@ func skillsDraft(e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "hivecrew: saved the skill %s\n", s.Name)
 	}
 	return nil
+}
+
+func skillsLs(e *env, args []string) error {
+	return listing[wire.SkillList, wire.Skill]{
+		get: func(c *client.Client, ctx context.Context) (wire.SkillList, error) {
+			l, err := c.Skills(ctx)
+			l.Skills = nonNil(l.Skills)
+			return l, err
+		},
+		items:  func(l wire.SkillList) []wire.Skill { return l.Skills },
+		none:   "No skills yet: hivecrew skills import PATH, or --git URL",
+		header: []string{"NAME", "ON", "DESCRIPTION"},
+		cells: func(s wire.Skill) []string {
+			return []string{s.Name, onOff(s.IsEnabled), clip(oneLine(s.Description), 80)}
+		},
+		after: func(e *env, l wire.SkillList) {
+			for _, p := range l.Problems {
+				fmt.Fprintf(e.stderr, "hivecrew: not a skill: %s\n", oneLine(p))
+			}
+		},
+	}.run(e, args)
+}
+
+// skillsSwitch is skills on (on) or off.
+func skillsSwitch(on bool) func(e *env, args []string) error {
+	return switcher((*client.Client).SetSkillEnabled, func(e *env, s wire.Skill, on bool) {
+		if on {
+			e.out("New tasks are told of the skill %s.", s.Name)
+		} else {
+			e.out("New tasks are not told of the skill %s.", s.Name)
+		}
+	})(on)
 }

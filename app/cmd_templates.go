@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,19 +33,28 @@ func cmdTemplates(e *env, args []string) error {
 }
 
 func templatesLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.TemplateList, error) {
-		return c.Templates(e.ctx)
-	}, func(l wire.TemplateList) error {
-		return printTable(e, l.Templates, "No VM templates yet: hivecrew templates create linux-desktop",
-			[]string{"ID", "NAME", "OS", "KIND", "ISOLATION", "STATUS", "CPUS", "MEMORY", "DISK", "AGENT", "DEFAULT"}, func(t wire.Template) []string {
-				def := ""
-				if t.IsDefault || t.ID == l.DefaultTemplateID {
-					def = "yes"
-				}
-				return []string{t.ID, t.Name, t.OS, t.Kind, isolation(t.Kind), templateStatus(t), orDash(t.CPUCount, ""), orDash(t.MemoryMB, " MB"),
-					orDash(t.DiskGB, " GB"), agentCell(t.AgentVersion, t.AgentOutdated), def}
-			})
-	})
+	return listing[wire.TemplateList, wire.Template]{
+		get: (*client.Client).Templates,
+		// A row says default for the template marked so and for the one
+		// Settings names.
+		items: func(l wire.TemplateList) []wire.Template {
+			ts := slices.Clone(l.Templates)
+			for i := range ts {
+				ts[i].IsDefault = ts[i].IsDefault || ts[i].ID == l.DefaultTemplateID
+			}
+			return ts
+		},
+		none:   "No VM templates yet: hivecrew templates create linux-desktop",
+		header: []string{"ID", "NAME", "OS", "KIND", "ISOLATION", "STATUS", "CPUS", "MEMORY", "DISK", "AGENT", "DEFAULT"},
+		cells: func(t wire.Template) []string {
+			def := ""
+			if t.IsDefault {
+				def = "yes"
+			}
+			return []string{t.ID, t.Name, t.OS, t.Kind, isolation(t.Kind), templateStatus(t), orDash(t.CPUCount, ""), orDash(t.MemoryMB, " MB"),
+				orDash(t.DiskGB, " GB"), agentCell(t.AgentVersion, t.AgentOutdated), def}
+		},
+	}.run(e, args)
 }
 
 // isolation says what a template kind isolates: the host template runs the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -13,37 +14,39 @@ func cmdVMs(e *env, args []string) error {
 	return runTable(e, "vms", []command{
 		{"ls", "", "list VMs", vmsLs},
 		{"open", "TEMPLATE", "boot a developer VM of a template: no agent, yours by hand in the web UI until vms rm", vmsOpen},
-		{"stop", "ID", "stop and remove a VM (its task fails)", vmsStop},
-		{"rm", "ID", "stop and remove a VM", vmsRm},
-		{"rebuild", "ID", "replace an idle VM with a fresh clone of its template", vmsRebuild},
+		{"stop", "ID", "stop and remove a VM (its task fails)", remover((*client.Client).StopVM, "Stopped VM %s.")},
+		{"rm", "ID", "stop and remove a VM", remover((*client.Client).RemoveVM, "Removed VM %s.")},
+		{"rebuild", "ID", "replace an idle VM with a fresh clone of its template", remover((*client.Client).RebuildVM, "VM %s removed; the warm pool boots a fresh clone of its template.")},
 	}, args)
 }
 
 func vmsLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.VMList, error) {
-		vms, err := c.VMs(e.ctx)
-		return wire.VMList{VMs: nonNil(vms)}, err
-	}, func(l wire.VMList) error {
-		now := time.Now()
-		return printTable(e, l.VMs, "No VMs.",
-			[]string{"ID", "STATE", "TASK", "TEMPLATE", "CPUS", "MEMORY", "NETWORK", "CAPPED", "AGENT", "CREATED"}, func(v wire.VM) []string {
-				state := v.State
-				if v.Reason != "" {
-					state += " (" + v.Reason + ")"
+	return listing[wire.VMList, wire.VM]{
+		get: func(c *client.Client, ctx context.Context) (wire.VMList, error) {
+			vms, err := c.VMs(ctx)
+			return wire.VMList{VMs: nonNil(vms)}, err
+		},
+		items:  func(l wire.VMList) []wire.VM { return l.VMs },
+		none:   "No VMs.",
+		header: []string{"ID", "STATE", "TASK", "TEMPLATE", "CPUS", "MEMORY", "NETWORK", "CAPPED", "AGENT", "CREATED"},
+		cells: func(v wire.VM) []string {
+			state := v.State
+			if v.Reason != "" {
+				state += " (" + v.Reason + ")"
+			}
+			task := "-"
+			if v.Developer {
+				task = "developer VM"
+			}
+			if v.TaskID != "" {
+				task = shortID(v.TaskID)
+				if v.TaskTitle != "" {
+					task += " " + clip(oneLine(v.TaskTitle), 30)
 				}
-				task := "-"
-				if v.Developer {
-					task = "developer VM"
-				}
-				if v.TaskID != "" {
-					task = shortID(v.TaskID)
-					if v.TaskTitle != "" {
-						task += " " + clip(oneLine(v.TaskTitle), 30)
-					}
-				}
-				return []string{v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), capped(v.Limits), agentCell(v.AgentVersion, v.AgentOutdated), ago(v.CreatedAt, now)}
-			})
-	})
+			}
+			return []string{v.ID, state, task, or(v.TemplateID, "-"), orDash(v.CPUCount, ""), orDash(v.MemoryMB, " MB"), or(v.Network, "-"), capped(v.Limits), agentCell(v.AgentVersion, v.AgentOutdated), ago(v.CreatedAt, time.Now())}
+		},
+	}.run(e, args)
 }
 
 func vmsOpen(e *env, args []string) error {
@@ -61,18 +64,6 @@ func vmsOpen(e *env, args []string) error {
 	e.out("Developer VM %s of template %s is running (no agent). Use it in the web UI (hivecrew open): Environments, View.", v.ID, v.TemplateID)
 	e.out("It holds a VM slot until you remove it: hivecrew vms rm %s", v.ID)
 	return nil
-}
-
-func vmsStop(e *env, args []string) error {
-	return e.act(args, (*client.Client).StopVM, "Stopped VM %s.")
-}
-
-func vmsRm(e *env, args []string) error {
-	return e.act(args, (*client.Client).RemoveVM, "Removed VM %s.")
-}
-
-func vmsRebuild(e *env, args []string) error {
-	return e.act(args, (*client.Client).RebuildVM, "VM %s removed; the warm pool boots a fresh clone of its template.")
 }
 
 // capped names the resources the host caps for a VM ("procs mem cpu uid";

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"context"
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/client"
@@ -15,9 +15,9 @@ func cmdWebhooks(e *env, args []string) error {
 		{"add", "--name N --url URL [--format json|slack|discord] [--event E]... [--secret S|-] [--off]", "add a webhook", webhooksAdd},
 		{"ls", "", "list the webhooks (addresses without their path, never their secrets)", webhooksLs},
 		{"test", "NAME|ID", "send a webhook a test notice and show the answer", webhooksTest},
-		{"on", "NAME|ID", "send a webhook its events again", func(e *env, args []string) error { return webhooksSwitch(e, args, true) }},
-		{"off", "NAME|ID", "stop sending a webhook anything (it is kept)", func(e *env, args []string) error { return webhooksSwitch(e, args, false) }},
-		{"rm", "NAME|ID", "remove a webhook and its secret", webhooksRm},
+		{"on", "NAME|ID", "send a webhook its events again", webhooksSwitch(true)},
+		{"off", "NAME|ID", "stop sending a webhook anything (it is kept)", webhooksSwitch(false)},
+		{"rm", "NAME|ID", "remove a webhook and its secret", remover((*client.Client).RemoveWebhook, "Removed webhook %s.")},
 	}, args)
 }
 
@@ -47,68 +47,45 @@ func webhooksAdd(e *env, args []string) error {
 		}
 		in.Secret = v
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	w, err := c.AddWebhook(e.ctx, in)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(w)
-	}
-	e.out("Added webhook %s; try it with: hivecrew webhooks test %s", w.Name, w.Name)
-	return nil
+	return send(e, func(c *client.Client) (wire.Webhook, error) {
+		return c.AddWebhook(e.ctx, in)
+	}, func(w wire.Webhook) {
+		e.out("Added webhook %s; try it with: hivecrew webhooks test %s", w.Name, w.Name)
+	})
 }
 
 func webhooksLs(e *env, args []string) error {
-	return ask(e, e.flags(), args, 0, func(c *client.Client, _ []string) (wire.WebhookList, error) {
-		ws, err := c.Webhooks(e.ctx)
-		return wire.WebhookList{Webhooks: nonNil(ws)}, err
-	}, func(l wire.WebhookList) error {
-		return printTable(e, l.Webhooks, "No webhooks yet: hivecrew webhooks add --name NAME --url URL",
-			[]string{"NAME", "ON", "FORMAT", "EVENTS", "SECRET", "URL"}, func(w wire.Webhook) []string {
-				return []string{w.Name, onOff(w.Enabled), w.Format, or(strings.Join(w.Events, ","), "all"), yesNo(w.HasSecret), w.URL}
-			})
-	})
+	return listing[wire.WebhookList, wire.Webhook]{
+		get: func(c *client.Client, ctx context.Context) (wire.WebhookList, error) {
+			ws, err := c.Webhooks(ctx)
+			return wire.WebhookList{Webhooks: nonNil(ws)}, err
+		},
+		items:  func(l wire.WebhookList) []wire.Webhook { return l.Webhooks },
+		none:   "No webhooks yet: hivecrew webhooks add --name NAME --url URL",
+		header: []string{"NAME", "ON", "FORMAT", "EVENTS", "SECRET", "URL"},
+		cells: func(w wire.Webhook) []string {
+			return []string{w.Name, onOff(w.Enabled), w.Format, or(strings.Join(w.Events, ","), "all"), yesNo(w.HasSecret), w.URL}
+		},
+	}.run(e, args)
 }
 
 // webhooksTest fails (after printing the answer) when the test did not
 // reach the receiver or it refused.
 func webhooksTest(e *env, args []string) error {
-	var name string
-	var got wire.WebhookTest
-	err := ask(e, e.flags(), args, 1, func(c *client.Client, pos []string) (wire.WebhookTest, error) {
-		name = pos[0]
-		r, err := c.TestWebhook(e.ctx, name)
-		got = r
-		return r, err
-	}, func(r wire.WebhookTest) error {
+	return probe(e, args, (*client.Client).TestWebhook, func(name string, r wire.WebhookTest) {
 		if r.OK {
 			e.out("%s works: it answered %d.", name, r.Status)
 		}
-		return nil
-	})
-	if err == nil && !got.OK {
-		return fmt.Errorf("%s does not work: %s", name, got.Error)
-	}
-	return err
+	}, func(name string, r wire.WebhookTest) error { return doesNotWork(name, r.OK, r.Error) })
 }
 
-func webhooksSwitch(e *env, args []string, on bool) error {
-	return ask(e, e.flags(), args, 1, func(c *client.Client, pos []string) (wire.Webhook, error) {
-		return c.SetWebhookEnabled(e.ctx, pos[0], on)
-	}, func(w wire.Webhook) error {
+// webhooksSwitch is webhooks on (on) or off.
+func webhooksSwitch(on bool) func(e *env, args []string) error {
+	return switcher((*client.Client).SetWebhookEnabled, func(e *env, w wire.Webhook, on bool) {
 		if on {
 			e.out("Webhook %s is on: it is sent its events.", w.Name)
 		} else {
 			e.out("Webhook %s is off: it is sent nothing until it is turned on.", w.Name)
 		}
-		return nil
-	})
-}
-
-func webhooksRm(e *env, args []string) error {
-	return e.act(args, (*client.Client).RemoveWebhook, "Removed webhook %s.")
+	})(on)
 }

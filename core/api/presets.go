@@ -5,7 +5,6 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
-	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
@@ -59,28 +58,11 @@ func (a *API) getPreset(w http.ResponseWriter, r *http.Request) error {
 // createPreset saves a preset: JSON {name, task | fromTaskId}, or
 // multipart with that JSON in a part named "preset" and "files" parts.
 func (a *API) createPreset(w http.ResponseWriter, r *http.Request) error {
-	var (
-		in      wire.SavePreset
-		uploads []orchestrator.Upload
-	)
-	rec, err := a.receive(w, r, &in)
+	in, uploads, done, err := receive(a, w, r, presetFromForm)
 	if err != nil {
 		return err
 	}
-	if rec != nil {
-		defer rec.cleanup()
-		raw, err := rec.form.one("preset")
-		if err != nil {
-			return err
-		}
-		if raw == "" {
-			return errdefs.Invalidf("preset is required: a part holding {\"name\": ..., \"task\": {...}}")
-		}
-		if err := decodeJSON(w, []byte(raw), &in); err != nil {
-			return errdefs.Invalidf("preset part: %v", err)
-		}
-		uploads = rec.uploads
-	}
+	defer done()
 	if err := a.stepUpForPreset(r, in); err != nil {
 		return err
 	}
@@ -89,6 +71,23 @@ func (a *API) createPreset(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.writePreset(w, r, http.StatusCreated, p)
+}
+
+// presetFromForm reads a multipart POST /presets: the JSON body in a part
+// named "preset".
+func presetFromForm(w http.ResponseWriter, f form) (wire.SavePreset, error) {
+	var in wire.SavePreset
+	raw, err := f.one("preset")
+	if err != nil {
+		return in, err
+	}
+	if raw == "" {
+		return in, errdefs.Invalidf("preset is required: a part holding {\"name\": ..., \"task\": {...}}")
+	}
+	if err := decodeJSON(w, []byte(raw), &in); err != nil {
+		return in, errdefs.Invalidf("preset part: %v", err)
+	}
+	return in, nil
 }
 
 // stepUpForPreset asks a web session for a fresh sign-in where the task

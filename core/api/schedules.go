@@ -212,21 +212,11 @@ func scheduleFromForm(w http.ResponseWriter, f form) (wire.CreateSchedule, error
 }
 
 func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
-	var (
-		in      wire.CreateSchedule
-		uploads []orchestrator.Upload
-	)
-	rec, err := a.receive(w, r, &in)
+	in, uploads, done, err := receive(a, w, r, scheduleFromForm)
 	if err != nil {
 		return err
 	}
-	if rec != nil {
-		defer rec.cleanup()
-		if in, err = scheduleFromForm(w, rec.form); err != nil {
-			return err
-		}
-		uploads = rec.uploads
-	}
+	defer done()
 	if strings.TrimSpace(in.Title) == "" {
 		return errdefs.Invalidf("title is required")
 	}

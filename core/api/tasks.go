@@ -2,11 +2,7 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -180,49 +176,14 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 	return w, nil
 }
 
-// received is a request body with files: its form fields and uploads,
-// staged in a temporary folder that cleanup removes.
-type received struct {
-	form    form
-	uploads []orchestrator.Upload
-	cleanup func()
-}
-
-// receive reads a JSON body into v, or a multipart body into fields and
-// staged uploads (then rec is non-nil; call rec.cleanup when done).
-func (a *API) receive(w http.ResponseWriter, r *http.Request, v any) (*received, error) {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt != "multipart/form-data" {
-		return nil, decode(w, r, v)
-	}
-	tmp, err := os.MkdirTemp(a.cfg.Paths.Tasks(), ".upload-")
-	if err != nil {
-		return nil, fmt.Errorf("receive upload: %w", err)
-	}
-	form, ups, err := a.readMultipart(w, r, tmp)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	return &received{form: form, uploads: ups, cleanup: func() { os.RemoveAll(tmp) }}, nil
-}
-
 func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
-	var (
-		in      wire.CreateTask
-		uploads []orchestrator.Upload
-	)
-	rec, err := a.receive(w, r, &in)
+	in, uploads, done, err := receive(a, w, r, func(w http.ResponseWriter, f form) (wire.CreateTask, error) {
+		return taskFromForm(w, f)
+	})
 	if err != nil {
 		return err
 	}
-	if rec != nil {
-		defer rec.cleanup()
-		if in, err = taskFromForm(w, rec.form); err != nil {
-			return err
-		}
-		uploads = rec.uploads
-	}
+	defer done()
 	if err := a.stepUpForTask(r, in); err != nil {
 		return err
 	}
@@ -259,33 +220,11 @@ func (a *API) createdJSON(r *http.Request, t store.Task) (wire.Task, error) {
 // /tasks/batch), JSON or multipart (the fields of POST /tasks, "targets"
 // as a JSON array, "files" parts given to every task).
 func (a *API) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
-	var (
-		in      wire.CreateTaskBatch
-		uploads []orchestrator.Upload
-	)
-	rec, err := a.receive(w, r, &in)
+	in, uploads, done, err := receive(a, w, r, batchFromForm)
 	if err != nil {
 		return err
 	}
-	if rec != nil {
-		defer rec.cleanup()
-		raw, err := rec.form.one("targets")
-		if err != nil {
-			return err
-		}
-		delete(rec.form, "targets")
-		if in.CreateTask, err = taskFromForm(w, rec.form); err != nil {
-			return err
-		}
-		ok := raw != ""
-		if !ok {
-			return errdefs.Invalidf("targets is required: a JSON array of {providerId, modelId, copyCount}")
-		}
-		if err := json.Unmarshal([]byte(raw), &in.Targets); err != nil {
-			return errdefs.Invalidf("targets: want a JSON array of {providerId, modelId, copyCount}: %v", jsonProblem(err))
-		}
-		uploads = rec.uploads
-	}
+	defer done()
 	if err := a.stepUpForTask(r, in.CreateTask); err != nil {
 		return err
 	}
@@ -302,44 +241,25 @@ func (a *API) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, out)
 }
 
-// form is the text fields of a multipart body; a field may repeat (list
-// fields such as allowHosts, or Swift's mentionedSkillNames[]).
-type form map[string][]string
-
-// one is a field that must not repeat ("" when absent).
-func (f form) one(name string) (string, error) {
-	v := f[name]
-	if len(v) > 1 {
-		return "", errdefs.Invalidf("form field %q given %d times", name, len(v))
+// batchFromForm reads the fields of a multipart POST /tasks/batch: those
+// of POST /tasks and "targets" as a JSON array.
+func batchFromForm(w http.ResponseWriter, f form) (wire.CreateTaskBatch, error) {
+	var in wire.CreateTaskBatch
+	raw, err := f.one("targets")
+	if err != nil {
+		return in, err
 	}
-	if len(v) == 0 {
-		return "", nil
+	delete(f, "targets")
+	if in.CreateTask, err = taskFromForm(w, f); err != nil {
+		return in, err
 	}
-	return strings.TrimSpace(v[0]), nil
-}
-
-// list is a list field: its parts, under name or name[], blank ones left
-// out.
-func (f form) list(name string) []string {
-	var out []string
-	for _, v := range append(f[name], f[name+"[]"]...) {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
+	if raw == "" {
+		return in, errdefs.Invalidf("targets is required: a JSON array of {providerId, modelId, copyCount}")
 	}
-	return out
-}
-
-// formBool reads a form boolean as the Swift server does (true, 1) and
-// also false and 0; anything else is a 400, not a silent false.
-func formBool(name, v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "true", "1", "yes", "on":
-		return true, nil
-	case "false", "0", "no", "off":
-		return false, nil
+	if err := json.Unmarshal([]byte(raw), &in.Targets); err != nil {
+		return in, errdefs.Invalidf("targets: want a JSON array of {providerId, modelId, copyCount}: %v", jsonProblem(err))
 	}
-	return false, errdefs.Invalidf("%s %q: want true or false", name, v)
+	return in, nil
 }
 
 // taskFromForm reads the fields of a multipart POST /tasks: the JSON body's
@@ -441,105 +361,6 @@ func taskFromForm(w http.ResponseWriter, f form, more ...string) (wire.CreateTas
 	}
 	in.MentionedSkillNames, in.ReferencedTaskIDs = f.list("mentionedSkillNames"), f.list("referencedTaskIds")
 	return in, nil
-}
-
-// maxUpload is the cap of a request body with files: Settings'
-// maxUploadMB, or the configuration's override.
-func (a *API) maxUpload() (int64, string) {
-	if a.cfg.MaxUploadBytes > 0 {
-		return a.cfg.MaxUploadBytes, fmt.Sprintf("%d bytes", a.cfg.MaxUploadBytes)
-	}
-	mb := a.cfg.Settings().MaxUploadMB
-	return int64(mb) << 20, fmt.Sprintf("%d MB (Settings: maxUploadMB)", mb)
-}
-
-// readMultipart streams a multipart body: form fields into a map, "files"
-// parts into files under tmp. The body is capped at maxUpload.
-func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
-	limit, said := a.maxUpload()
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	fields, ups, err := readParts(r, tmp)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, nil, errdefs.TooLargef("the request with its files is over the upload limit of %s", said)
-	}
-	return fields, ups, err
-}
-
-// readParts is readMultipart's reading, under its cap.
-func readParts(r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return nil, nil, errdefs.Invalidf("bad multipart body: %v", err)
-	}
-	fields := form{}
-	size := 0
-	var ups []orchestrator.Upload
-	seen := map[string]bool{}
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, multipartErr(err)
-		}
-		name := part.FormName()
-		switch {
-		case name == "files" || name == "file":
-			// The raw name, not Part.FileName (which drops directories):
-			// a name with a path is refused, not silently shortened.
-			_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
-			fname, err := files.CheckName(params["filename"])
-			if err != nil {
-				return nil, nil, err
-			}
-			if seen[fname] {
-				return nil, nil, errdefs.Invalidf("input file %q given twice", fname)
-			}
-			seen[fname] = true
-			path := filepath.Join(tmp, fmt.Sprintf("%d", len(ups)))
-			if err := savePart(part, path); err != nil {
-				return nil, nil, multipartErr(err)
-			}
-			ups = append(ups, orchestrator.Upload{Name: fname, Path: path})
-		case part.FileName() != "":
-			return nil, nil, errdefs.Invalidf("file part %q: files go in parts named \"files\"", name)
-		default:
-			b, err := io.ReadAll(io.LimitReader(part, maxJSONBytes+1))
-			if err != nil {
-				return nil, nil, multipartErr(err)
-			}
-			if size += len(b); size > maxJSONBytes {
-				return nil, nil, errdefs.TooLargef("form field %q takes the form fields over %d bytes", name, maxJSONBytes)
-			}
-			if len(fields[name]) >= 1000 {
-				return nil, nil, errdefs.Invalidf("form field %q given over 1000 times", name)
-			}
-			fields[name] = append(fields[name], string(b))
-		}
-	}
-	return fields, ups, nil
-}
-
-func multipartErr(err error) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return err
-	}
-	return errdefs.Invalidf("bad multipart body: %v", err)
-}
-
-func savePart(part *multipart.Part, path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, part)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // listTasks lists tasks. Its query is read as the Swift server reads it:

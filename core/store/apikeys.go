@@ -134,11 +134,7 @@ func (s *Store) VerifyAPIKey(ctx context.Context, key string) (APIKey, error) {
 
 // ListAPIKeys returns every key, newest first, revoked ones included.
 func (s *Store) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
-	var keys []APIKey
-	if err := s.db.WithContext(ctx).Order("created_at DESC").Find(&keys).Error; err != nil {
-		return nil, fmt.Errorf("list API keys: %w", classify(err))
-	}
-	return keys, nil
+	return list[APIKey](s.db.WithContext(ctx), "created_at DESC", "list API keys")
 }
 
 // RevokeAPIKey revokes the key with this id or prefix. Revoking a revoked key

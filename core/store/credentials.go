@@ -59,24 +59,12 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential) error {
 
 // ListCredentials returns every credential, by name.
 func (s *Store) ListCredentials(ctx context.Context) ([]Credential, error) {
-	var cs []Credential
-	if err := s.db.WithContext(ctx).Order("name").Find(&cs).Error; err != nil {
-		return nil, fmt.Errorf("list credentials: %w", classify(err))
-	}
-	return cs, nil
+	return list[Credential](s.db.WithContext(ctx), "name", "list credentials")
 }
 
 // FindCredential returns the credential whose ID or name is nameOrID.
 func (s *Store) FindCredential(ctx context.Context, nameOrID string) (Credential, error) {
-	var c Credential
-	err := s.db.WithContext(ctx).Where("id = ? OR name = ?", nameOrID, nameOrID).Take(&c).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return c, errdefs.NotFoundf("credential %q not found", nameOrID)
-	}
-	if err != nil {
-		return c, fmt.Errorf("find credential %q: %w", nameOrID, classify(err))
-	}
-	return c, nil
+	return findNamed[Credential](ctx, s, "credential", nameOrID)
 }
 
 // DeleteCredential deletes a credential and returns it (its secrets are the

@@ -118,22 +118,12 @@ func (s *Store) DeviceSession(ctx context.Context, token string, from netip.Addr
 
 // ListDevices returns the paired devices, most recently paired first.
 func (s *Store) ListDevices(ctx context.Context) ([]Device, error) {
-	var ds []Device
-	if err := s.db.WithContext(ctx).Order("created_at DESC, id").Find(&ds).Error; err != nil {
-		return nil, fmt.Errorf("list devices: %w", classify(err))
-	}
-	return ds, nil
+	return list[Device](s.db.WithContext(ctx), "created_at DESC, id", "list devices")
 }
 
 // DeleteDevice forgets a device by id: its session ends at once. An
 // unknown id is ErrNotFound.
 func (s *Store) DeleteDevice(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Device{})
-	if res.Error != nil {
-		return fmt.Errorf("delete device %s: %w", id, classify(res.Error))
-	}
-	if res.RowsAffected == 0 {
-		return errdefs.NotFoundf("no paired device %q (`hivecrew devices ls` lists them)", id)
-	}
-	return nil
+	return affected(s.db.WithContext(ctx).Where("id = ?", id).Delete(&Device{}), "delete device "+id,
+		errdefs.NotFoundf("no paired device %q (`hivecrew devices ls` lists them)", id))
 }

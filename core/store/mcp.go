@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
@@ -64,11 +63,5 @@ func (s *Store) DeleteMCPServer(ctx context.Context, nameOrID string) (MCPServer
 // timeout and whether it is on (its secret values are the caller's).
 func (s *Store) UpdateMCPServer(ctx context.Context, m MCPServer) error {
 	res := s.db.WithContext(ctx).Model(&MCPServer{}).Where("id = ?", m.ID).Select("command", "args", "url", "env_names", "header_names", "permission", "timeout_seconds", "enabled").Updates(&m)
-	if res.Error != nil {
-		return fmt.Errorf("update MCP server %s: %w", m.Name, classify(res.Error))
-	}
-	if res.RowsAffected == 0 {
-		return errdefs.NotFoundf("MCP server %q not found", m.Name)
-	}
-	return nil
+	return affected(res, "update MCP server "+m.Name, errdefs.NotFoundf("MCP server %q not found", m.Name))
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
 
-// Rows found by their ID or their unique name (MCP servers, webhooks):
-// kind names the row in errors ("MCP server", "webhook").
+// Rows found by their ID or their unique name (MCP servers, webhooks,
+// credentials): kind names the row in errors ("MCP server", "webhook").
 
 // createNamed stores row with a new ID (when *id is empty) and the time
 // now; a name in use is a conflict.
@@ -35,24 +35,13 @@ func createNamed(ctx context.Context, s *Store, row any, kind, name string, id *
 
 // listNamed returns every row of T, by name.
 func listNamed[T any](ctx context.Context, s *Store, kind string) ([]T, error) {
-	var rows []T
-	if err := s.db.WithContext(ctx).Order("name").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list %ss: %w", kind, classify(err))
-	}
-	return rows, nil
+	return list[T](s.db.WithContext(ctx), "name", "list "+kind+"s")
 }
 
 // findNamed returns the row of T whose ID or name is nameOrID.
 func findNamed[T any](ctx context.Context, s *Store, kind, nameOrID string) (T, error) {
-	var row T
-	err := s.db.WithContext(ctx).Where("id = ? OR name = ?", nameOrID, nameOrID).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return row, errdefs.NotFoundf("%s %q not found", kind, nameOrID)
-	}
-	if err != nil {
-		return row, fmt.Errorf("find %s %q: %w", kind, nameOrID, classify(err))
-	}
-	return row, nil
+	return first[T](s.db.WithContext(ctx).Where("id = ? OR name = ?", nameOrID, nameOrID),
+		errdefs.NotFoundf("%s %q not found", kind, nameOrID), fmt.Sprintf("find %s %q", kind, nameOrID))
 }
 
 // setNamedEnabled turns the row of T whose ID or name is nameOrID on or

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -106,34 +105,19 @@ func presetNameFree(tx *gorm.DB, name, except string) error {
 
 // FindPreset returns a preset by id, or by name (without case).
 func (s *Store) FindPreset(ctx context.Context, idOrName string) (Preset, error) {
-	var p Preset
-	err := s.db.WithContext(ctx).Where("id = ?", idOrName).Or("lower(name) = lower(?)", strings.TrimSpace(idOrName)).Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Preset{}, errdefs.NotFoundf("no preset %q", idOrName)
-	}
-	if err != nil {
-		return Preset{}, fmt.Errorf("read preset %s: %w", idOrName, classify(err))
-	}
-	return p, nil
+	return first[Preset](s.db.WithContext(ctx).Where("id = ?", idOrName).Or("lower(name) = lower(?)", strings.TrimSpace(idOrName)),
+		errdefs.NotFoundf("no preset %q", idOrName), "read preset "+idOrName)
 }
 
 // PresetFiles returns a preset's input files, by name.
 func (s *Store) PresetFiles(ctx context.Context, id string) ([]PresetFile, error) {
-	var fs []PresetFile
-	if err := s.db.WithContext(ctx).Where("preset_id = ?", id).Order("name").Find(&fs).Error; err != nil {
-		return nil, fmt.Errorf("preset %s files: %w", id, classify(err))
-	}
-	return fs, nil
+	return list[PresetFile](s.db.WithContext(ctx).Where("preset_id = ?", id), "name", "preset "+id+" files")
 }
 
 // ListPresets returns every preset, most used recently first, then by
 // name.
 func (s *Store) ListPresets(ctx context.Context) ([]Preset, error) {
-	var out []Preset
-	if err := s.db.WithContext(ctx).Order("last_used_at IS NULL, last_used_at DESC, lower(name)").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("list presets: %w", classify(err))
-	}
-	return out, nil
+	return list[Preset](s.db.WithContext(ctx), "last_used_at IS NULL, last_used_at DESC, lower(name)", "list presets")
 }
 
 // UpdatePreset edits a preset atomically; a new name must be free.
@@ -169,14 +153,7 @@ func (s *Store) DeletePreset(ctx context.Context, id string) error {
 		if err := tx.Where("preset_id = ?", id).Delete(&PresetFile{}).Error; err != nil {
 			return fmt.Errorf("delete preset %s files: %w", id, classify(err))
 		}
-		res := tx.Where("id = ?", id).Delete(&Preset{})
-		if res.Error != nil {
-			return fmt.Errorf("delete preset %s: %w", id, classify(res.Error))
-		}
-		if res.RowsAffected == 0 {
-			return errdefs.NotFoundf("no preset %s", id)
-		}
-		return nil
+		return affected(tx.Where("id = ?", id).Delete(&Preset{}), "delete preset "+id, errdefs.NotFoundf("no preset %s", id))
 	})
 }
 
@@ -192,12 +169,6 @@ func (s *Store) LaunchPreset(ctx context.Context, id string, t *Task, inputs []T
 		}
 		now := time.Now().UTC()
 		res := tx.Model(&Preset{}).Where("id = ?", id).Updates(map[string]any{"use_count": gorm.Expr("use_count + 1"), "last_used_at": now})
-		if res.Error != nil {
-			return fmt.Errorf("count the use of preset %s: %w", id, classify(res.Error))
-		}
-		if res.RowsAffected == 0 {
-			return errdefs.NotFoundf("no preset %s", id)
-		}
-		return nil
+		return affected(res, "count the use of preset "+id, errdefs.NotFoundf("no preset %s", id))
 	})
 }

@@ -212,32 +212,16 @@ func (s *Store) DeleteProvider(ctx context.Context, id string) (Provider, error)
 
 // ListProviders returns every provider, oldest first.
 func (s *Store) ListProviders(ctx context.Context) ([]Provider, error) {
-	var ps []Provider
-	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&ps).Error; err != nil {
-		return nil, fmt.Errorf("list providers: %w", classify(err))
-	}
-	return ps, nil
+	return list[Provider](s.db.WithContext(ctx), "created_at, id", "list providers")
 }
 
 // FindProvider returns the provider whose ID or display name is
 // nameOrID (names case-insensitively); an empty nameOrID means the default.
 func (s *Store) FindProvider(ctx context.Context, nameOrID string) (Provider, error) {
-	var p Provider
-	q := s.db.WithContext(ctx)
+	q := s.db.WithContext(ctx).Where("id = ? OR LOWER(display_name) = LOWER(?)", nameOrID, nameOrID)
+	missing := errdefs.NotFoundf("provider %q not found", nameOrID)
 	if nameOrID == "" {
-		q = q.Where("is_default")
-	} else {
-		q = q.Where("id = ? OR LOWER(display_name) = LOWER(?)", nameOrID, nameOrID)
+		q, missing = s.db.WithContext(ctx).Where("is_default"), errdefs.NotFoundf("no default provider")
 	}
-	err := q.Order(clause.Expr{SQL: "id = ? DESC", Vars: []any{nameOrID}}).Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		if nameOrID == "" {
-			return Provider{}, errdefs.NotFoundf("no default provider")
-		}
-		return Provider{}, errdefs.NotFoundf("provider %q not found", nameOrID)
-	}
-	if err != nil {
-		return Provider{}, fmt.Errorf("find provider %q: %w", nameOrID, classify(err))
-	}
-	return p, nil
+	return first[Provider](q.Order(clause.Expr{SQL: "id = ? DESC", Vars: []any{nameOrID}}), missing, fmt.Sprintf("find provider %q", nameOrID))
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -111,11 +110,7 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (Schedule, error) {
 
 // ScheduleFiles returns a schedule's input files, by name.
 func (s *Store) ScheduleFiles(ctx context.Context, id string) ([]ScheduleFile, error) {
-	var fs []ScheduleFile
-	if err := s.db.WithContext(ctx).Where("schedule_id = ?", id).Order("name").Find(&fs).Error; err != nil {
-		return nil, fmt.Errorf("schedule %s files: %w", id, classify(err))
-	}
-	return fs, nil
+	return list[ScheduleFile](s.db.WithContext(ctx).Where("schedule_id = ?", id), "name", "schedule "+id+" files")
 }
 
 // ListSchedules returns schedules by their next run, soonest first (as
@@ -157,14 +152,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, id string, mutate func(*Sche
 
 // DeleteSchedule deletes a schedule and its file rows; tasks it created stay.
 func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Schedule{})
-	if res.Error != nil {
-		return fmt.Errorf("delete schedule %s: %w", id, classify(res.Error))
-	}
-	if res.RowsAffected == 0 {
-		return errdefs.NotFoundf("schedule %s not found", id)
-	}
-	return nil
+	return deleteByID[Schedule](s.db.WithContext(ctx), "schedule", id)
 }
 
 // DueSchedules returns the enabled schedules whose next run is at or before
@@ -181,13 +169,10 @@ func (s *Store) DueSchedules(ctx context.Context, now time.Time) ([]Schedule, er
 
 // NextScheduleRun returns the earliest next run of an enabled schedule.
 func (s *Store) NextScheduleRun(ctx context.Context) (*time.Time, error) {
-	var sc Schedule
-	err := s.db.WithContext(ctx).Where("is_enabled AND next_run_at IS NOT NULL").Order("next_run_at").Take(&sc).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
+	// None is the zero schedule, whose next run is nil.
+	sc, err := first[Schedule](s.db.WithContext(ctx).Where("is_enabled AND next_run_at IS NOT NULL").Order("next_run_at"), nil, "next schedule run")
 	if err != nil {
-		return nil, fmt.Errorf("next schedule run: %w", classify(err))
+		return nil, err
 	}
 	return sc.NextRunAt, nil
 }

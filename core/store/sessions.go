@@ -82,20 +82,12 @@ func (s *Store) DeleteVM(ctx context.Context, id string) error {
 
 // ListVMs returns every VM record.
 func (s *Store) ListVMs(ctx context.Context) ([]VM, error) {
-	var vms []VM
-	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&vms).Error; err != nil {
-		return nil, fmt.Errorf("list vms: %w", classify(err))
-	}
-	return vms, nil
+	return list[VM](s.db.WithContext(ctx), "created_at, id", "list vms")
 }
 
 // ListTemplates returns every template, by name.
 func (s *Store) ListTemplates(ctx context.Context) ([]Template, error) {
-	var ts []Template
-	if err := s.db.WithContext(ctx).Order("name").Find(&ts).Error; err != nil {
-		return nil, fmt.Errorf("list templates: %w", classify(err))
-	}
-	return ts, nil
+	return list[Template](s.db.WithContext(ctx), "name", "list templates")
 }
 
 // GetTemplate returns a template by ID, or an error of class not found.

@@ -153,12 +153,51 @@ func classify(err error) error {
 // take reads the row of type T with this id into v; a missing row is an
 // error of class not found that names what.
 func take[T any](db *gorm.DB, what, id string, v *T) error {
-	err := db.Where("id = ?", id).Take(v).Error
+	row, err := first[T](db.Where("id = ?", id), errdefs.NotFoundf("%s %s not found", what, id), "read "+what+" "+id)
+	if err == nil {
+		*v = row
+	}
+	return err
+}
+
+// first returns the first row of T that q selects; with none, missing
+// (nil: the zero row and no error); another error is wrapped with doing.
+func first[T any](q *gorm.DB, missing error, doing string) (T, error) {
+	var row T
+	err := q.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return errdefs.NotFoundf("%s %s not found", what, id)
+		return row, missing
 	}
 	if err != nil {
-		return fmt.Errorf("read %s %s: %w", what, id, classify(err))
+		return row, fmt.Errorf("%s: %w", doing, classify(err))
+	}
+	return row, nil
+}
+
+// list returns the rows of T that q selects, in order; doing names the
+// read in an error ("list providers").
+func list[T any](q *gorm.DB, order, doing string) ([]T, error) {
+	var rows []T
+	if err := q.Order(order).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("%s: %w", doing, classify(err))
+	}
+	return rows, nil
+}
+
+// affected is the outcome of a write to one row: res's error wrapped with
+// doing ("delete schedule ID"), or missing when it touched no row.
+func affected(res *gorm.DB, doing string, missing error) error {
+	if res.Error != nil {
+		return fmt.Errorf("%s: %w", doing, classify(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return missing
 	}
 	return nil
+}
+
+// deleteByID deletes the row of T with this id; a missing row is an error
+// of class not found that names what.
+func deleteByID[T any](db *gorm.DB, what, id string) error {
+	return affected(db.Where("id = ?", id).Delete(new(T)), "delete "+what+" "+id, errdefs.NotFoundf("%s %s not found", what, id))
 }

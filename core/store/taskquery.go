@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -213,15 +212,9 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u Update) (Task, []Ev
 // LastScreenshot returns the data-directory-relative path of a task's latest
 // screenshot, or an error of class not found.
 func (s *Store) LastScreenshot(ctx context.Context, taskID string) (string, error) {
-	var e Event
-	err := s.db.WithContext(ctx).Where("task_id = ? AND screenshot_path <> ''", taskID).Order("seq DESC").Take(&e).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return "", errdefs.NotFoundf("task %s has no screenshot yet", taskID)
-	}
-	if err != nil {
-		return "", fmt.Errorf("last screenshot of task %s: %w", taskID, classify(err))
-	}
-	return e.ScreenshotPath, nil
+	e, err := first[Event](s.db.WithContext(ctx).Where("task_id = ? AND screenshot_path <> ''", taskID).Order("seq DESC"),
+		errdefs.NotFoundf("task %s has no screenshot yet", taskID), "last screenshot of task "+taskID)
+	return e.ScreenshotPath, err
 }
 
 // CountEvents returns the number of events of a task.

@@ -117,11 +117,7 @@ func (s *Store) GetTask(ctx context.Context, id string) (Task, error) {
 
 // TaskFiles returns a task's files of one kind, by name.
 func (s *Store) TaskFiles(ctx context.Context, taskID string, kind FileKind) ([]TaskFile, error) {
-	var files []TaskFile
-	if err := s.db.WithContext(ctx).Where("task_id = ? AND kind = ?", taskID, kind).Order("name").Find(&files).Error; err != nil {
-		return nil, fmt.Errorf("task %s files: %w", taskID, classify(err))
-	}
-	return files, nil
+	return list[TaskFile](s.db.WithContext(ctx).Where("task_id = ? AND kind = ?", taskID, kind), "name", "task "+taskID+" files")
 }
 
 // DeleteTask deletes a task and, through the foreign keys, everything that
@@ -136,12 +132,8 @@ func (s *Store) DeleteTask(ctx context.Context, id string) error {
 func (s *Store) DeleteTasks(ctx context.Context, ids []string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		for _, id := range ids {
-			res := tx.Where("id = ?", id).Delete(&Task{})
-			if res.Error != nil {
-				return fmt.Errorf("delete task %s: %w", id, classify(res.Error))
-			}
-			if res.RowsAffected == 0 {
-				return errdefs.NotFoundf("task %s not found", id)
+			if err := deleteByID[Task](tx, "task", id); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -227,19 +219,11 @@ func (s *Store) ListEvents(ctx context.Context, taskID string, since int64, limi
 
 // ChildTasks returns the tasks a task started as subagents, oldest first.
 func (s *Store) ChildTasks(ctx context.Context, parentID string) ([]Task, error) {
-	var ts []Task
-	if err := s.db.WithContext(ctx).Where("parent_task_id = ?", parentID).Order("created_at, id").Find(&ts).Error; err != nil {
-		return nil, fmt.Errorf("list the subagents of %s: %w", parentID, classify(err))
-	}
-	return ts, nil
+	return list[Task](s.db.WithContext(ctx).Where("parent_task_id = ?", parentID), "created_at, id", "list the subagents of "+parentID)
 }
 
 // WritebackItems are a task's changes to its host folders, by folder and
 // path.
 func (s *Store) WritebackItems(ctx context.Context, taskID string) ([]WritebackItem, error) {
-	var out []WritebackItem
-	if err := s.db.WithContext(ctx).Where("task_id = ?", taskID).Order("folder, path").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("writeback of task %s: %w", taskID, classify(err))
-	}
-	return out, nil
+	return list[WritebackItem](s.db.WithContext(ctx).Where("task_id = ?", taskID), "folder, path", "writeback of task "+taskID)
 }

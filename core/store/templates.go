@@ -107,14 +107,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t Template) error {
 
 // DeleteTemplate removes a template record; an absent one is not found.
 func (s *Store) DeleteTemplate(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Template{})
-	if res.Error != nil {
-		return fmt.Errorf("delete template %s: %w", id, classify(res.Error))
-	}
-	if res.RowsAffected == 0 {
-		return errdefs.NotFoundf("template %s not found", id)
-	}
-	return nil
+	return deleteByID[Template](s.db.WithContext(ctx), "template", id)
 }
 
 // Trace is a finished task whose session traces still exist.

@@ -6,7 +6,6 @@ package fake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -122,18 +121,12 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 			return nil, err
 		}
 	}
-	m := &Machine{b: b, spec: spec, driver: NewDriver(b.opts.Width, b.opts.Height, b.opts.Scale), exited: closedChan()}
+	m := &Machine{b: b, spec: spec, driver: NewDriver(b.opts.Width, b.opts.Height, b.opts.Scale), exited: vm.AlreadyExited()}
 	m.status = vm.Status{State: vm.StateStopped, Limits: fakeLimits}
 	b.mu.Lock()
 	b.machines[spec.ID] = m
 	b.mu.Unlock()
 	return m, nil
-}
-
-func closedChan() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
 }
 
 // Machine is a fake machine.
@@ -305,19 +298,12 @@ func (m *Machine) Stop(ctx context.Context) error {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
-	if err := m.starts.Delete(ctx); err != nil {
-		return fmt.Errorf("delete %s: %w", m.spec.ID, err)
-	}
-	if err := m.Stop(ctx); err != nil {
-		return err
-	}
-	m.b.mu.Lock()
-	delete(m.b.machines, m.spec.ID)
-	m.b.mu.Unlock()
-	if err := os.RemoveAll(m.spec.Dir); err != nil {
-		return fmt.Errorf("delete %s: %w", m.spec.ID, err)
-	}
-	return nil
+	return vm.DeleteMachine(ctx, &m.starts, m.spec.ID, m.Stop, func() error {
+		m.b.mu.Lock()
+		delete(m.b.machines, m.spec.ID)
+		m.b.mu.Unlock()
+		return nil
+	}, m.spec.Dir)
 }
 
 // GuestKey implements vm.Machine: the key of the guest's current start,
@@ -330,15 +316,7 @@ func (m *Machine) GuestKey() ([]byte, bool) {
 
 // DialGuest implements vm.Machine.
 func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
-	if m.Status().State != vm.StateRunning {
-		return nil, vm.ErrNotRunning
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", m.socket())
-	if err != nil {
-		return nil, errdefs.Unavailablef("dial guest %s: %v", m.spec.ID, errors.Unwrap(err))
-	}
-	return conn, nil
+	return vm.DialSocket(ctx, m, m.socket())
 }
 
 // fakeLimits are a fake machine's: nothing runs, so nothing is capped.

@@ -172,7 +172,7 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 		return nil, err
 	}
 	release = sync.OnceFunc(release)
-	m := &Machine{b: b, spec: spec, id: id, release: release, exited: closedChan(), status: vm.Status{State: vm.StateStopped}}
+	m := &Machine{b: b, spec: spec, id: id, release: release, exited: vm.AlreadyExited(), status: vm.Status{State: vm.StateStopped}}
 	loaded := false
 	defer func() {
 		if !loaded {
@@ -213,12 +213,6 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	}
 	loaded = true
 	return m, nil
-}
-
-func closedChan() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
 }
 
 // Machine is one sandbox.
@@ -631,21 +625,14 @@ func (m *Machine) Stop(ctx context.Context) error {
 	if agent := firstChild(pid); agent > 0 {
 		syscall.Kill(agent, syscall.SIGTERM)
 	}
-	grace := time.NewTimer(m.b.cfg.StopGrace)
-	defer grace.Stop()
-	select {
-	case <-exited:
+	if vm.WaitExit(ctx, exited, m.b.cfg.StopGrace) {
 		return nil
-	case <-grace.C:
-	case <-ctx.Done():
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-	select {
-	case <-exited:
+	if vm.WaitExit(context.Background(), exited, 10*time.Second) {
 		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("stop sandbox %s: still running 10 s after SIGKILL", m.spec.ID)
 	}
+	return fmt.Errorf("stop sandbox %s: still running 10 s after SIGKILL", m.spec.ID)
 }
 
 // firstChild returns the first child of pid (the guest agent under the
@@ -665,17 +652,8 @@ func firstChild(pid int) int {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
-	if err := m.starts.Delete(ctx); err != nil {
-		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
-	}
-	if err := m.Stop(ctx); err != nil {
+	if err := vm.DeleteMachine(ctx, &m.starts, "sandbox "+m.spec.ID, m.Stop, m.unmountDisk, m.spec.Dir); err != nil {
 		return err
-	}
-	if err := m.unmountDisk(); err != nil {
-		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
-	}
-	if err := os.RemoveAll(m.spec.Dir); err != nil {
-		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
 	}
 	m.release()
 	return nil
@@ -691,15 +669,7 @@ func (m *Machine) GuestKey() ([]byte, bool) {
 
 // DialGuest implements vm.Machine.
 func (m *Machine) DialGuest(ctx context.Context) (net.Conn, error) {
-	if m.Status().State != vm.StateRunning {
-		return nil, vm.ErrNotRunning
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", m.path("run", "agent.sock"))
-	if err != nil {
-		return nil, errdefs.Unavailablef("dial the guest agent of %s: %v", m.spec.ID, err)
-	}
-	return conn, nil
+	return vm.DialSocket(ctx, m, m.path("run", "agent.sock"))
 }
 
 // AgentPID returns the host PID of the running guest agent, or 0.

@@ -446,13 +446,8 @@ func (m *Machine) Stop(ctx context.Context) error {
 		if _, err := v.RequestStop(); err != nil {
 			m.b.opts.Log.Warn("request stop", "vm", m.spec.ID, "err", err)
 		}
-		grace := time.NewTimer(m.b.opts.StopGrace)
-		defer grace.Stop()
-		select {
-		case <-exited:
+		if vm.WaitExit(ctx, exited, m.b.opts.StopGrace) {
 			return nil
-		case <-grace.C:
-		case <-ctx.Done():
 		}
 	}
 	return m.forceStop(v, exited)
@@ -511,18 +506,12 @@ func (m *Machine) forceStop(v *codehex.VirtualMachine, exited chan struct{}) err
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
-	if err := m.boots.Delete(ctx); err != nil {
-		return fmt.Errorf("delete VM %s: %w", m.spec.ID, err)
-	}
-	m.closeDisplay()
 	// Its disk goes next: no shutdown to wait for.
-	if err := m.Halt(ctx); err != nil {
-		return err
+	halt := func(ctx context.Context) error {
+		m.closeDisplay()
+		return m.Halt(ctx)
 	}
-	if err := os.RemoveAll(m.spec.Dir); err != nil {
-		return fmt.Errorf("delete VM %s: %w", m.spec.ID, err)
-	}
-	return nil
+	return vm.DeleteMachine(ctx, &m.boots, "VM "+m.spec.ID, halt, nil, m.spec.Dir)
 }
 
 // DialGuest implements vm.Machine through the VM's virtio socket device.
