@@ -17,9 +17,21 @@ import (
 // long (once per step), the history between the task and the latest
 // recentObservations screens is condensed by the same model into one
 // message, as the Swift app does at about 85% of the window.
+//
+// Condensing is also done earlier, for cost: every step reads the whole
+// history again (from a prompt cache, at a tenth of the input price at
+// best), so a history left to grow to 85% of the window is most of a long
+// task's cost. Once a request passes costShare of the window, the history
+// is condensed if the part a summary replaces is at least condensableShare
+// of the window: enough to be worth a summary request (a small window whose
+// prompt is mostly tools and screens, computer-use-preview's, is not
+// condensed over and over for a few steps of text).
 
 // DefaultContextShare is the share of the window a request may fill.
 const DefaultContextShare = 0.85
+
+// costShare and condensableShare: when the history is condensed early.
+const costShare, condensableShare = 0.5, 0.25
 
 // recentObservations are the latest screens (and what followed each)
 // kept word for word when the history is condensed.
@@ -31,27 +43,51 @@ const summaryPrompt = `You condense the history of an AI agent that operates a c
 // summaryLead starts the message that replaces the condensed history.
 const summaryLead = "Summary of the earlier steps (the conversation before this point was condensed to fit the model's context window):\n"
 
-// tooLong says the next request would pass the task's share of the window.
-func (r *Runner) tooLong() (bool, int) {
-	est := r.cfg.LLM.EstimateTokens(llm.Window(r.msgs, r.task.KeepImages)) + r.toolTokens
-	return float64(est) > r.task.ContextShare*float64(r.task.ContextTokens), est
+// tooLong says why the history should be condensed before the next
+// request: it would pass the task's share of the window, or costShare of
+// it with enough to condense; "" when it need not be.
+func (r *Runner) tooLong() string {
+	sent := llm.Window(r.msgs, r.task.KeepImages)
+	est := r.cfg.LLM.EstimateTokens(sent) + r.toolTokens
+	window := float64(r.task.ContextTokens)
+	if float64(est) > r.task.ContextShare*window {
+		return fmt.Sprintf("the next request, about %d tokens, would pass %.0f%% of the model's %d-token window", est, r.task.ContextShare*100, r.task.ContextTokens)
+	}
+	if float64(est) <= costShare*window {
+		return ""
+	}
+	// Window keeps the messages where they were: sent[1:cut] is what a
+	// summary replaces, as it is sent.
+	if cut := r.condenseCut(); cut > 1 {
+		if old := r.cfg.LLM.EstimateTokens(sent[1:cut]); float64(old) >= condensableShare*window {
+			return fmt.Sprintf("the next request, about %d tokens, passes %.0f%% of the model's %d-token window, %d of them earlier steps every step reads again", est, costShare*100, r.task.ContextTokens, old)
+		}
+	}
+	return ""
+}
+
+// condenseCut is the index of the first message condensing keeps: the
+// oldest of the latest recentObservations screens; -1 when there are not
+// that many.
+func (r *Runner) condenseCut() int {
+	seen := 0
+	for i := len(r.msgs) - 1; i >= 1; i-- {
+		// A step's observation: its screen, or for an agent without a VM
+		// the step's user message.
+		if m := r.msgs[i]; m.Role == llm.RoleUser && (m.HasImage() || r.task.Host) {
+			if seen++; seen == recentObservations {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // condense replaces the history between the task (the first message) and
 // the latest recentObservations screens with a summary written by the
 // model.
 func (r *Runner) condense(ctx context.Context, step int, why string) error {
-	cut, seen := -1, 0
-	for i := len(r.msgs) - 1; i >= 1; i-- {
-		// A step's observation: its screen, or for an agent without a VM
-		// the step's user message.
-		if m := r.msgs[i]; m.Role == llm.RoleUser && (m.HasImage() || r.task.Host) {
-			if seen++; seen == recentObservations {
-				cut = i
-				break
-			}
-		}
-	}
+	cut := r.condenseCut()
 	if cut <= 1 {
 		return errNothingToCondense
 	}

@@ -90,6 +90,53 @@ func TestLongTaskIsCondensed(t *testing.T) {
 	}
 }
 
+// TestLongTaskIsCondensedEarlyForCost: a history that grows past half of
+// a large window is condensed there, long before 85%, since every step
+// reads it again; a prompt past half of a small window that is mostly
+// tools and screens, with little history to condense, is not condensed
+// step after step.
+func TestLongTaskIsCondensedEarlyForCost(t *testing.T) {
+	long := strings.Repeat("I look at the screen and think about what to do next. ", 40) // about 550 tokens
+	for _, c := range []struct {
+		name          string
+		text          string
+		window, steps int
+		condensed     bool
+	}{
+		{"history", long, 40_000, 40, true},
+		{"screens", "", 8_000, 14, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var script []turn
+			for range c.steps {
+				script = append(script, turn{text: c.text, calls: []openai.ToolCall{call("wait", map[string]any{"seconds": 0})}})
+			}
+			l := newLLM(t, append(script, done(true, "Waited.")...)...)
+			e := newEnv(t, l, func(t *Task) { t.ContextTokens = c.window; t.MaxIterations = c.steps + 5 })
+			r := wait(t, e.run())
+			if r.Status != store.StatusCompleted || (r.Summaries > 0) != c.condensed {
+				t.Fatalf("%+v, want completed, condensed %v", r, c.condensed)
+			}
+			largest := 0
+			for _, body := range l.requests() {
+				var req openai.ChatCompletionRequest
+				if err := json.Unmarshal([]byte(body), &req); err != nil {
+					t.Fatal(err)
+				}
+				tools, _ := json.Marshal(req.Tools)
+				largest = max(largest, chatTokens(req)+len(tools)/4)
+			}
+			t.Logf("%d summaries, largest request about %d tokens (tools too) of %d", r.Summaries, largest, c.window)
+			if largest <= c.window/2 {
+				t.Errorf("no request passed half of the window (%d tokens): the case tests nothing", largest)
+			}
+			if c.condensed && largest > c.window*6/10 {
+				t.Errorf("a request of about %d tokens: the history was not condensed at half of the %d-token window", largest, c.window)
+			}
+		})
+	}
+}
+
 // TestContextOverflowIsCondensedAndRetried: a provider that refuses the
 // prompt as too long (OpenAI's context_length_exceeded) gets the history
 // condensed and the same step asked again, once; the task completes

@@ -229,8 +229,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 		llm.ForgetOldImages(r.msgs, r.task.KeepImages)
 
 		// Fit the model's context window.
-		if long, est := r.tooLong(); long {
-			why := fmt.Sprintf("the next request, about %d tokens, would pass %.0f%% of the model's %d-token window", est, r.task.ContextShare*100, r.task.ContextTokens)
+		if why := r.tooLong(); why != "" {
 			if err := r.condense(ctx, step, why); err != nil {
 				if ctx.Err() != nil {
 					return ended(ctx)

@@ -161,7 +161,7 @@ func Window(messages []Message, keep int) []Message {
 // request, and a prompt cache need not keep it.
 func WindowDropsNext(messages []Message, keep int) bool {
 	n := countImages(messages)
-	return keep > 1 && n > 0 && n%keep == 0
+	return n > 0 && n%max(keep, 1) == 0
 }
 
 // oldResultBytes is the most of a tool result's text sent once it is

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,37 @@ func TestWindowKeepsThePrefix(t *testing.T) {
 	// Steps 2..40: the prefix breaks at steps 4, 7, ..., 40 (13 of 39).
 	if kept != 26 {
 		t.Fatalf("the previous request was sent again whole at %d of 39 steps, want 26", kept)
+	}
+}
+
+// TestWindowDropsNextSaysWhatTheNextRequestDrops: for each image window
+// (1 to 3 screenshots), WindowDropsNext says the next step's request, one
+// screenshot on, sends none of the images this one sends, exactly when it
+// does: a prompt cache is told not to keep what is never read again.
+func TestWindowDropsNextSaysWhatTheNextRequestDrops(t *testing.T) {
+	// images are the data of the images a request sends.
+	images := func(msgs []Message) []string {
+		var out []string
+		for _, m := range msgs {
+			for _, b := range m.Content {
+				if b.Type == BlockImage {
+					out = append(out, b.Image.Data)
+				}
+			}
+		}
+		return out
+	}
+	for keep := 1; keep <= 3; keep++ {
+		messages := []Message{UserText("Task: x"), UserMessage(Text("Step 1"), shot(t, 64, 40))}
+		for step := 2; step <= 12; step++ {
+			next := append(slices.Clone(messages), AssistantText("ok"), UserMessage(Text("Step"), shot(t, 64+step, 40)))
+			later := images(Window(next, keep))
+			overlap := slices.ContainsFunc(images(Window(messages, keep)), func(data string) bool { return slices.Contains(later, data) })
+			if got := WindowDropsNext(messages, keep); got == overlap {
+				t.Errorf("keep %d, step %d: WindowDropsNext says %v, but the next request sends %s of this one's images", keep, step, got, map[bool]string{true: "some", false: "none"}[overlap])
+			}
+			messages = next
+		}
 	}
 }
 
