@@ -149,6 +149,37 @@ func mountImage(img, dir string) error {
 	return errors.New("every free loop device was taken by another process first")
 }
 
+// ext4's EXT4_IOC_SHUTDOWN (_IOR('X', 125, __u32)) with
+// EXT4_GOING_FLAGS_NOLOGFLUSH, and the loop devices' major number:
+// golang.org/x/sys/unix has none of them.
+const (
+	ext4Shutdown   = 0x8004587d
+	ext4NoLogFlush = 2
+	loopMajor      = 7
+)
+
+// dropDisk unmounts the disk of a machine being deleted without writing
+// back what its guest left in the cache: the filesystem is shut down
+// first, so the unmount writes nothing through the loop device (a guest
+// that wrote 300 MB and stopped would otherwise have them copied into the
+// host's cache, as dirty pages that push the host to write back, a moment
+// before the image is removed). The shutdown is sent only to a loop
+// device's filesystem mounted at .disk: never to the filesystem the
+// machine's folder is on.
+func (m *Machine) dropDisk() error {
+	if f, err := os.OpenFile(m.path(".disk"), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0); err == nil {
+		var disk, dir unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &disk) == nil && unix.Stat(m.spec.Dir, &dir) == nil &&
+			disk.Dev != dir.Dev && unix.Major(disk.Dev) == loopMajor {
+			if err := unix.IoctlSetPointerInt(int(f.Fd()), ext4Shutdown, ext4NoLogFlush); err != nil {
+				m.b.cfg.Log.Warn("shut the VM's disk down before unmounting it", "vm", m.spec.ID, "err", err)
+			}
+		}
+		f.Close()
+	}
+	return m.unmountDisk()
+}
+
 // unmountDisk undoes mountDisk (the loop device goes with the last
 // unmount); what is not mounted is left alone.
 func (m *Machine) unmountDisk() error {

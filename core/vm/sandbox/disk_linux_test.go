@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,7 @@ func diskMachine(t *testing.T, parent, id string, gb int) *Machine {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test mounts disk images: run it as root (the test machines are)")
 	}
-	m := &Machine{spec: vm.Spec{ID: id, Dir: filepath.Join(parent, id)}}
+	m := &Machine{b: &Backend{cfg: Config{Log: slog.New(slog.DiscardHandler)}}, spec: vm.Spec{ID: id, Dir: filepath.Join(parent, id)}}
 	if err := os.MkdirAll(m.spec.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +103,41 @@ func TestGuestSyncStaysOnItsDisk(t *testing.T) {
 	}
 	if got, err := os.ReadFile(m.path("home", "f4")); err != nil || len(got) != 64<<10 {
 		t.Errorf("the synced file: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestDeletedDiskWritesNothingBack: deleting a VM whose guest left 64 MB
+// in its cache unmounts its disk without copying them through the loop
+// device into the host's cache, and shuts down no other filesystem: a
+// machine whose disk is not mounted, in a folder on a filesystem of its
+// own (standing for the host's), leaves that filesystem working.
+func TestDeletedDiskWritesNothingBack(t *testing.T) {
+	m := diskMachine(t, t.TempDir(), "a", 1)
+	if err := os.WriteFile(m.path("home", "cached"), bytes.Repeat([]byte{'x'}, 64<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dev := loopDevice(t, m.path(".disk"))
+	before := written(t, dev)
+	if err := m.dropDisk(); err != nil {
+		t.Fatal(err)
+	}
+	if n := written(t, dev) - before; n > 16<<20 {
+		t.Errorf("deleting the disk wrote %d MB through %s", n>>20, dev)
+	}
+	if _, err := os.Stat(m.path("home", "cached")); !os.IsNotExist(err) {
+		t.Errorf("the disk is still mounted: %v", err)
+	}
+
+	host := diskMachine(t, t.TempDir(), "host", 1)
+	bare := &Machine{b: m.b, spec: vm.Spec{ID: "bare", Dir: host.path("home", "bare")}}
+	if err := os.MkdirAll(bare.path(".disk"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := bare.dropDisk(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bare.path("after"), []byte("still writable"), 0o600); err != nil {
+		t.Fatalf("the filesystem of a machine with no disk mounted, after dropDisk: %v", err)
 	}
 }
 
@@ -199,21 +235,36 @@ func loopDevice(t *testing.T, dir string) string {
 	return ""
 }
 
-// flushes returns the flush requests dev has completed (/sys/block/*/stat,
-// Documentation/block/stat.rst).
+// written returns the bytes written to dev so far.
+func written(t *testing.T, dev string) int64 {
+	t.Helper()
+	return int64(stat(t, dev)[6]) * 512
+}
+
+// flushes returns the flush requests dev has completed.
 func flushes(t *testing.T, dev string) int {
+	t.Helper()
+	return stat(t, dev)[15]
+}
+
+// stat returns the fields of dev's /sys/block/*/stat
+// (Documentation/block/stat.rst).
+func stat(t *testing.T, dev string) []int {
 	t.Helper()
 	b, err := os.ReadFile("/sys/block/" + dev + "/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 17 {
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	if len(out) < 17 {
 		t.Fatalf("%s's stat has no flush counts: %q", dev, b)
 	}
-	n, err := strconv.Atoi(f[15])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return out
 }

@@ -671,7 +671,7 @@ func (m *Machine) Delete(ctx context.Context) error {
 	if err := m.Stop(ctx); err != nil {
 		return err
 	}
-	if err := m.unmountDisk(); err != nil {
+	if err := m.dropDisk(); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
 	}
 	if err := os.RemoveAll(m.spec.Dir); err != nil {
