@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/vm"
 	"golang.org/x/sys/unix"
@@ -119,9 +120,11 @@ func mountImage(img, dir string) error {
 	defer ctl.Close()
 	cfg := unix.LoopConfig{Fd: uint32(f.Fd()), Info: unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}}
 	copy(cfg.Info.File_name[:len(cfg.Info.File_name)-1], img)
-	// Another process may take the free device between asking for it and
-	// configuring it (EBUSY): ask again.
-	for range 16 {
+	// Another VM's setup (or another process) may take the free device
+	// between asking for it and configuring it (EBUSY): ask again. Each
+	// EBUSY is someone else's success, so VMs set up at once all get one;
+	// the time bound is for a device something holds open exclusively.
+	for deadline := time.Now().Add(loopWait); time.Now().Before(deadline); {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
 			return fmt.Errorf("find a free loop device: %w", err)
@@ -146,7 +149,7 @@ func mountImage(img, dir string) error {
 		}
 		return nil
 	}
-	return errors.New("every free loop device was taken by another process first")
+	return fmt.Errorf("no free loop device could be set up within %s", loopWait)
 }
 
 // ext4's EXT4_IOC_SHUTDOWN (_IOR('X', 125, __u32)) with
@@ -157,6 +160,9 @@ const (
 	ext4NoLogFlush = 2
 	loopMajor      = 7
 )
+
+// loopWait bounds mountImage's attempts at a free loop device.
+const loopWait = 10 * time.Second
 
 // dropDisk unmounts the disk of a machine being deleted without writing
 // back what its guest left in the cache: the filesystem is shut down

@@ -2,12 +2,14 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -19,22 +21,32 @@ import (
 // unmounted when the test ends.
 func diskMachine(t *testing.T, parent, id string, gb int) *Machine {
 	t.Helper()
+	m, err := setUpDisk(t, parent, id, gb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// setUpDisk is diskMachine for a goroutine of the test's: it returns its
+// error.
+func setUpDisk(t *testing.T, parent, id string, gb int) (*Machine, error) {
 	if os.Geteuid() != 0 {
-		t.Fatal("this test mounts disk images: run it as root (the test machines are)")
+		return nil, errors.New("this test mounts disk images: run it as root (the test machines are)")
 	}
 	m := &Machine{b: &Backend{cfg: Config{Log: slog.New(slog.DiscardHandler)}}, spec: vm.Spec{ID: id, Dir: filepath.Join(parent, id)}}
 	if err := os.MkdirAll(m.spec.Dir, 0o700); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := m.mountDisk(gb); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() {
 		if err := m.unmountDisk(); err != nil {
 			t.Error(err)
 		}
 	})
-	return m
+	return m, nil
 }
 
 // TestDiskIsTheVMsOwn: two VMs' disks, cloned from one template, are each
@@ -72,6 +84,39 @@ func TestDiskIsTheVMsOwn(t *testing.T) {
 	out, err := exec.Command("debugfs", "-R", "ls -p /", tmpl).Output()
 	if err != nil || !strings.Contains(string(out), "/lost+found/") || strings.Contains(string(out), "/home/") {
 		t.Errorf("the template's root after two VMs made their folders on their disks: %q %v", out, err)
+	}
+}
+
+// TestDisksSetUpAtOnce: 24 VMs whose disks are set up at once, the first
+// of their size (so each may make the template too), each get a loop
+// device and a disk of their own.
+func TestDisksSetUpAtOnce(t *testing.T) {
+	parent := t.TempDir()
+	ms := make([]*Machine, 24)
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i := range ms {
+		wg.Go(func() { ms[i], errs[i] = setUpDisk(t, parent, "vm"+strconv.Itoa(i), 1) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	devs := map[string]string{}
+	for _, m := range ms {
+		dev := loopDevice(t, m.path(".disk"))
+		if other, ok := devs[dev]; ok {
+			t.Errorf("%s and %s share %s", m.spec.ID, other, dev)
+		}
+		devs[dev] = m.spec.ID
+		if err := os.WriteFile(m.path("home", "id"), []byte(m.spec.ID), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range ms {
+		if b, err := os.ReadFile(m.path("home", "id")); err != nil || string(b) != m.spec.ID {
+			t.Errorf("%s's home holds %q (%v)", m.spec.ID, b, err)
+		}
 	}
 }
 
