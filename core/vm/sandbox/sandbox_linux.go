@@ -652,7 +652,7 @@ func firstChild(pid int) int {
 
 // Delete implements vm.Machine.
 func (m *Machine) Delete(ctx context.Context) error {
-	if err := vm.DeleteMachine(ctx, &m.starts, "sandbox "+m.spec.ID, m.Stop, m.unmountDisk, m.spec.Dir); err != nil {
+	if err := vm.DeleteMachine(ctx, &m.starts, "sandbox "+m.spec.ID, m.Stop, m.dropDisk, m.spec.Dir); err != nil {
 		return err
 	}
 	m.release()
