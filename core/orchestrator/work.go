@@ -18,6 +18,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
+	"github.com/hivecrew/hivecrew/core/vault"
 	"github.com/hivecrew/hivecrew/core/vm"
 )
 
@@ -249,7 +250,11 @@ func (o *Orchestrator) buildRunner(j *job) (extras, error) {
 	}
 	budgetUSD, budgetTokens := budgetOf(t, settings)
 	window, noVision := o.modelFacts(ctx, t.ProviderName, j.client)
-	vlt, err := o.vaultFor(ctx)
+	var vlt agent.Vault // none without a secret store
+	var err error
+	if o.cfg.Secret != nil {
+		vlt, err = vault.Open(ctx, o.cfg.Store, o.cfg.Secret)
+	}
 	if err != nil {
 		return extras{}, failWith("Could not read the stored credentials: " + err.Error())
 	}
