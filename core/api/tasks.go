@@ -46,7 +46,7 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	for _, f := range t.HostFolders {
 		w.HostFolders = append(w.HostFolders, wire.HostFolder{Name: f.Name, Path: f.Path})
 	}
-	w.Provisioning = orchestrator.TaskProvisioningJSON(t.Provisioning)
+	w.Provisioning = t.Provisioning.Wire()
 	w.AppliedWritebackPaths = t.AppliedWritebackPaths
 	if ended.Terminal() && ended != store.StatusCompleted && ended != store.StatusCancelled {
 		msg := t.StatusReason
@@ -184,7 +184,7 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 // staged in a temporary folder that cleanup removes.
 type received struct {
 	form    form
-	uploads []orchestrator.Upload
+	uploads []files.Source
 	cleanup func()
 }
 
@@ -210,7 +210,7 @@ func (a *API) receive(w http.ResponseWriter, r *http.Request, v any) (*received,
 func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 	var (
 		in      wire.CreateTask
-		uploads []orchestrator.Upload
+		uploads []files.Source
 	)
 	rec, err := a.receive(w, r, &in)
 	if err != nil {
@@ -261,7 +261,7 @@ func (a *API) createdJSON(r *http.Request, t store.Task) (wire.Task, error) {
 func (a *API) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
 	var (
 		in      wire.CreateTaskBatch
-		uploads []orchestrator.Upload
+		uploads []files.Source
 	)
 	rec, err := a.receive(w, r, &in)
 	if err != nil {
@@ -455,7 +455,7 @@ func (a *API) maxUpload() (int64, string) {
 
 // readMultipart streams a multipart body: form fields into a map, "files"
 // parts into files under tmp. The body is capped at maxUpload.
-func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
+func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) (form, []files.Source, error) {
 	limit, said := a.maxUpload()
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	fields, ups, err := readParts(r, tmp)
@@ -467,14 +467,14 @@ func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) 
 }
 
 // readParts is readMultipart's reading, under its cap.
-func readParts(r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
+func readParts(r *http.Request, tmp string) (form, []files.Source, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, nil, errdefs.Invalidf("bad multipart body: %v", err)
 	}
 	fields := form{}
 	size := 0
-	var ups []orchestrator.Upload
+	var ups []files.Source
 	seen := map[string]bool{}
 	for {
 		part, err := mr.NextPart()
@@ -502,7 +502,7 @@ func readParts(r *http.Request, tmp string) (form, []orchestrator.Upload, error)
 			if err := savePart(part, path); err != nil {
 				return nil, nil, multipartErr(err)
 			}
-			ups = append(ups, orchestrator.Upload{Name: fname, Path: path})
+			ups = append(ups, files.Source{Name: fname, Path: path})
 		case part.FileName() != "":
 			return nil, nil, errdefs.Invalidf("file part %q: files go in parts named \"files\"", name)
 		default:

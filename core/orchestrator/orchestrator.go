@@ -1,8 +1,13 @@
 // Package orchestrator runs the task queue: a persistent FIFO of queued
 // tasks dispatched to agents as the pool admits VMs, the user's hold on each
 // running agent (pause, resume, instructions, takeover, answers, approvals,
-// cancel), the kill switch that stops every agent at once, and schedules
-// that create tasks at a time or on a recurrence.
+// cancel), and the kill switch that stops every agent at once.
+//
+// The features that hang on the queue live in packages of their own,
+// behind small interfaces this package satisfies (Check, Stage, Discard,
+// Queued, TaskConfig), wired by the daemon: core/presets and
+// core/scheduler make tasks; core/continuation, core/evalhooks and
+// core/vault are what a task is given.
 //
 // Every state change is written to the store first (task row and activity
 // event in one transaction) and then announced to watchers, so the API's
@@ -50,7 +55,7 @@ type Config struct {
 	Log          *slog.Logger
 	// LLMBackoff is the first retry wait of LLM calls; default 1 s.
 	LLMBackoff time.Duration
-	// Now is the clock of schedules; default time.Now.
+	// Now is the clock of retention; default time.Now.
 	Now func() time.Time
 	// Notify, if set, is told of ended tasks, questions, permission
 	// requests and reviews (webhooks); it must not block.
@@ -180,7 +185,7 @@ func (o *Orchestrator) toPlanReview(ctx context.Context, id string) error {
 	return nil
 }
 
-// Run dispatches queued tasks and fires schedules until ctx ends; then it
+// Run dispatches queued tasks until ctx ends; then it
 // stops every running agent (recording it as interrupted), waits for them to
 // finish, and returns.
 func (o *Orchestrator) Run(ctx context.Context) error {
@@ -199,8 +204,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		o.dispatch(ctx)
-		next := o.fireSchedules(ctx)
-		timer.Reset(next)
+		timer.Reset(redispatchEvery)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -209,6 +213,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// redispatchEvery is the longest the dispatcher sleeps without looking at
+// the queue (it is woken by Kick otherwise).
+const redispatchEvery = time.Minute
 
 // dispatch starts queued tasks, oldest first, while slots are free. A task
 // holds its slot from VM acquisition to its end, paused included, except

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/llm"
+	"github.com/hivecrew/hivecrew/core/redact"
 	"github.com/hivecrew/hivecrew/core/store"
 )
 
@@ -128,7 +129,7 @@ const maxTitleBytes = 500
 // checkTitle checks a user's title: not empty, on one line, without control
 // characters, at most maxTitleBytes.
 func checkTitle(title string) (string, error) {
-	clean := oneLineText(title)
+	clean := redact.OneLine(title)
 	switch {
 	case clean == "":
 		return "", errdefs.Invalidf("title is required: the task's new name")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/agent"
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/evalhooks"
 	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/pool"
@@ -45,7 +46,7 @@ type job struct {
 	// stageVM
 	shared string
 	resume *agent.Resume
-	hooks  hooks
+	hooks  evalhooks.Hooks
 	plan   provision.Plan
 
 	// buildRunner
@@ -362,4 +363,16 @@ func (o *Orchestrator) settle(j *job, runCtx context.Context, lease *pool.Lease,
 		o.checkVM(j.r, j.hooks, lease, j.tw.Dir(), &out)
 	}
 	return out
+}
+
+// joinContext is what goes before a task in its agent's first message: the
+// note about the task it continues, then the rest.
+func joinContext(note, rest string) string {
+	switch {
+	case note == "":
+		return rest
+	case rest == "":
+		return note
+	}
+	return note + "\n\n" + rest
 }
