@@ -50,17 +50,15 @@ type Store interface {
 	FireSchedule(ctx context.Context, id string, t *store.Task, inputs []store.TaskFile, mutate func(*store.Schedule) error) error
 }
 
-// Tasks is the task queue as the scheduler uses it.
+// Tasks is the task queue as the scheduler uses it: Check validates a
+// task's configuration as POST /tasks does; Stage puts a checked task's
+// input files in its folder (nothing is left on error), Discard removes
+// that folder when the task was not stored, and Queued announces a stored
+// task and wakes the dispatcher.
 type Tasks interface {
-	// Check validates a task's configuration as POST /tasks does and
-	// returns the task to store.
 	Check(ctx context.Context, in wire.CreateTask) (store.Task, error)
-	// Stage puts a checked task's hooks and input files (copied) in its
-	// folder and returns the inputs' rows; on error nothing is left.
 	Stage(taskID string, h evalhooks.Hooks, srcs []files.Source) ([]store.TaskFile, error)
-	// Discard removes the folder of a staged task that was not stored.
 	Discard(taskID string)
-	// Queued announces a task stored queued and wakes the dispatcher.
 	Queued(taskID string)
 }
 
