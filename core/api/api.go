@@ -45,6 +45,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/template"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/core/writeback"
 )
 
 // Defaults of Config.
@@ -81,6 +82,8 @@ type Config struct {
 	// Presets saves and launches presets; Scheduler fires schedules.
 	Presets   *presets.Presets
 	Scheduler *scheduler.Scheduler
+	// Writeback answers reviews of tasks' changes to host folders.
+	Writeback *writeback.Reviews
 	Pool      Pool
 	Secrets   Secrets
 	Paths     config.Paths
@@ -135,6 +138,7 @@ type API struct {
 	o     *orchestrator.Orchestrator
 	ps    *presets.Presets
 	sched *scheduler.Scheduler
+	wb    *writeback.Reviews
 	st    *store.Store
 	evals *eval.Runs
 
@@ -150,9 +154,9 @@ type API struct {
 
 // New returns the API.
 func New(cfg Config) (*API, error) {
-	if cfg.Store == nil || cfg.Orchestrator == nil || cfg.Presets == nil || cfg.Scheduler == nil || cfg.Pool == nil || cfg.Secrets == nil || cfg.Settings == nil ||
+	if cfg.Store == nil || cfg.Orchestrator == nil || cfg.Presets == nil || cfg.Scheduler == nil || cfg.Writeback == nil || cfg.Pool == nil || cfg.Secrets == nil || cfg.Settings == nil ||
 		cfg.SaveSettings == nil || cfg.APIKey == nil || cfg.Log == nil || cfg.Paths.Home == "" {
-		return nil, errors.New("api: Store, Orchestrator, Presets, Scheduler, Pool, Secrets, Paths, Settings, SaveSettings, APIKey and Log are required")
+		return nil, errors.New("api: Store, Orchestrator, Presets, Scheduler, Writeback, Pool, Secrets, Paths, Settings, SaveSettings, APIKey and Log are required")
 	}
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()
@@ -166,7 +170,7 @@ func New(cfg Config) (*API, error) {
 	if cfg.StepUpWindow == 0 {
 		cfg.StepUpWindow = stepUpWindow
 	}
-	return &API{cfg: cfg, o: cfg.Orchestrator, ps: cfg.Presets, sched: cfg.Scheduler, st: cfg.Store, evals: eval.NewRuns(cfg.Paths.Evals()), pairings: pairing.New(pairing.Config{TTL: cfg.PairingTTL}),
+	return &API{cfg: cfg, o: cfg.Orchestrator, ps: cfg.Presets, sched: cfg.Scheduler, wb: cfg.Writeback, st: cfg.Store, evals: eval.NewRuns(cfg.Paths.Evals()), pairings: pairing.New(pairing.Config{TTL: cfg.PairingTTL}),
 		logins: map[string]time.Time{}, sessions: map[string]*webSession{}}, nil
 }
 

@@ -162,7 +162,7 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 		w.Subagents = append(w.Subagents, wire.SubagentInfo{ID: k.ID, Title: k.Title, Status: string(k.Status), Domain: or(k.SubagentDomain, store.DomainVM)})
 	}
 	if t.Status == store.StatusWritebackReview {
-		items, err := a.o.Writeback(r.Context(), id)
+		items, err := a.wb.Items(r.Context(), id)
 		if err != nil {
 			return wire.Task{}, err
 		}
@@ -641,7 +641,7 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 	case wire.ActionRevisePlan:
 		err = a.o.Plan(ctx, id, body.Action, body.Instructions)
 	case wire.ActionApproveWriteback, wire.ActionDiscardWriteback:
-		if _, err := a.o.ResolveWriteback(ctx, id, body.Action == wire.ActionApproveWriteback, body.ItemIDs); err != nil {
+		if _, err := a.wb.Resolve(ctx, id, body.Action == wire.ActionApproveWriteback, body.ItemIDs); err != nil {
 			return err
 		}
 	case "":

@@ -30,6 +30,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/web"
 	"github.com/hivecrew/hivecrew/core/webhooks"
+	"github.com/hivecrew/hivecrew/core/writeback"
 )
 
 // core is what the helper runs once the store is open: the VM backend and
@@ -211,6 +212,10 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	if err != nil {
 		return nil, err
 	}
+	wb, err := writeback.New(writeback.Config{Store: st, Home: cfg.Paths.Home, Notify: orch.NotifyChanged})
+	if err != nil {
+		return nil, err
+	}
 	if n, err := orch.Recover(ctx); err != nil {
 		return nil, fmt.Errorf("recover tasks: %w", err)
 	} else if n > 0 {
@@ -226,7 +231,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 		tm.Close()
 		return nil, err
 	}
-	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Presets: ps, Scheduler: sched, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
+	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Presets: ps, Scheduler: sched, Writeback: wb, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
 		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
 		LLMBackoff: cfg.LLMBackoff, StepUpWindow: cfg.WebStepUp, PairingTTL: cfg.PairingTTL, MaxUploadBytes: cfg.MaxUploadBytes, Launch: cfg.Launch, Web: web.Handler(), Log: log,
 		Templates: tm, DevVMs: devs, Webhooks: hooks, Provisioning: prov})

@@ -74,8 +74,6 @@ var (
 type Orchestrator struct {
 	cfg Config
 	hub *hub
-	// writebackMu keeps two reviews of host folder changes apart.
-	writebackMu sync.Mutex
 
 	// mu guards runs, base and closed.
 	mu     sync.Mutex
@@ -315,6 +313,10 @@ func (o *Orchestrator) Active() []string {
 	}
 	return out
 }
+
+// NotifyChanged tells a task's watchers that it changed outside the
+// orchestrator (core/writeback: a review of its host folders).
+func (o *Orchestrator) NotifyChanged(taskID string) { o.hub.notify(taskID) }
 
 // Watch returns a channel closed at the task's next change (event or
 // pending question/permission). Take it before reading the state it guards.

@@ -14,6 +14,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/core/writeback"
 )
 
 // collectOutputs stops the run's VM and collects its outbox into out (the
@@ -83,7 +84,8 @@ func (o *Orchestrator) copyInputs(ctx context.Context, taskID, shared string) er
 // the task's own output folder, its files go into a new folder of their
 // own in the default one, named from the title and the time.
 func (o *Orchestrator) collect(ctx context.Context, t store.Task, sessionDir, shared string, settings config.Settings, out *outcome) {
-	o.reviewFolders(ctx, t, sessionDir, shared, out)
+	items, events := writeback.Review(ctx, o.cfg.Paths.Home, t, sessionDir, shared)
+	out.writeback, out.events = append(out.writeback, items...), append(out.events, events...)
 	artifacts := filepath.Join(sessionDir, trace.ArtifactsDir)
 	col, err := files.Collect(ctx, filepath.Join(shared, files.Outbox), artifacts, outputLimits(settings))
 	if err != nil {
@@ -148,7 +150,7 @@ func (o *Orchestrator) collect(ctx context.Context, t store.Task, sessionDir, sh
 // every check made again: since the task was submitted another user may
 // have made it, or put a link in its place.
 func (o *Orchestrator) place(dir string, got []files.Collected) ([]string, error) {
-	fence, err := o.dataFence()
+	fence, err := writeback.Fence(o.cfg.Paths.Home)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/writeback"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
@@ -397,7 +398,7 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 				}
 			}
 			t.Status, t.StatusReason = out.status, ""
-			if pending := pendingWriteback(out.writeback); pending > 0 {
+			if pending := writeback.Pending(out.writeback); pending > 0 {
 				if out.status == store.StatusCancelled {
 					// As Swift: a cancelled task's changes are not offered.
 					for i := range out.writeback {
@@ -431,14 +432,4 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 		o.noticeEnd(t)
 	}
 	return t, err
-}
-
-func pendingWriteback(items []store.WritebackItem) int {
-	n := 0
-	for _, it := range items {
-		if it.State == store.WritebackPending {
-			n++
-		}
-	}
-	return n
 }

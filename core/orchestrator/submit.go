@@ -19,6 +19,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/hostpath"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/core/writeback"
 )
 
 // Limits of a task's configuration (wire's, which other checks of the
@@ -96,7 +97,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if err != nil {
 		return t, err
 	}
-	folders, err := o.hostFolders(in.HostFolders)
+	folders, err := writeback.Grants(o.cfg.Paths.Home, in.HostFolders)
 	if err != nil {
 		return t, err
 	}
@@ -177,7 +178,7 @@ func (o *Orchestrator) outputDir(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		return "", errdefs.Invalidf("outputDirectory %q: want an absolute path", dir)
 	}
-	fence, err := o.dataFence()
+	fence, err := writeback.Fence(o.cfg.Paths.Home)
 	if err != nil {
 		return "", err
 	}

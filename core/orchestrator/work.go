@@ -21,6 +21,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/trace"
 	"github.com/hivecrew/hivecrew/core/vault"
 	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/core/writeback"
 )
 
 // job is what the stages of one run of a task in a VM (work) hand on to
@@ -219,10 +220,10 @@ func (o *Orchestrator) stageVM(j *job) error {
 		return failWith("Could not give the input files to the VM: " + err.Error())
 	}
 	var err error
-	if t.Resume != nil && hasCarriedFolders(dir) {
-		err = carryFolders(carriedDir(dir), j.shared)
+	if t.Resume != nil && writeback.Carried(carriedDir(dir)) {
+		err = writeback.Carry(carriedDir(dir), j.shared)
 	} else {
-		err = o.stageFolders(ctx, t, j.shared, dir)
+		err = writeback.Stage(ctx, o.cfg.Paths.Home, t, j.shared, dir)
 	}
 	if err != nil {
 		return failWith("Could not give the host folders to the VM: " + err.Error())
@@ -270,7 +271,7 @@ func (o *Orchestrator) buildRunner(j *job) (extras, error) {
 			TextOnly:        noVision || slices.Contains(settings.TextOnlyModels, t.ModelID),
 			LimitGrace:      fractionMinutes(settings.LimitGraceMinutes)},
 		LLM: j.client, Condenser: o.condenser(ctx, r, t, settings), Guest: runGuest{r: r}, Trace: j.tw, Log: o.cfg.Log.With("task", t.ID), Vault: vlt,
-		HostTools: x.tools, Prompt: append(x.prompt, foldersPrompt(t)...), Context: joinContext(t.ContextNote, x.context), Children: x.children,
+		HostTools: x.tools, Prompt: append(x.prompt, writeback.Prompt(t)...), Context: joinContext(t.ContextNote, x.context), Children: x.children,
 		Emit:      o.emitter(r, j.sid, j.client),
 		Live:      func(d agent.Live) { r.live.add(d, func() { o.hub.notify(r.id) }) },
 		Changed:   o.changed(r),
