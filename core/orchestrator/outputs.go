@@ -23,7 +23,7 @@ import (
 // up. A stopped run (cancel, stop-all, helper stop) stops its VM at once
 // and has a short deadline for what it collects; a finished one, a long
 // one.
-func (o *Orchestrator) collectOutputs(j *job, runCtx context.Context, lease *pool.Lease, out outcome) outcome {
+func (o *Orchestrator) collectOutputs(runCtx context.Context, j *job, lease *pool.Lease, out outcome) outcome {
 	t, settings, dir := j.t, j.settings, j.tw.Dir()
 	stopWithin, collectWithin := finishedStop, finishedCollect
 	if j.r.ctx.Err() != nil || runCtx.Err() != nil {

@@ -97,15 +97,15 @@ func (o *Orchestrator) work(r *run, t store.Task) outcome {
 	}
 	runCtx, cancelRun := context.WithCancelCause(r.ctx)
 	defer cancelRun(nil)
-	res := o.runLoop(j, runCtx, cancelRun)
+	res := o.runLoop(runCtx, j, cancelRun)
 	if _, cerr := agent.LoadConversation(j.tw.Dir()); errors.Is(context.Cause(runCtx), errShutdown) && cerr == nil {
 		return o.holdForResume(j, res)
 	}
 	r.vmMu.Lock() // no release or fresh VM from here on
 	defer r.vmMu.Unlock()
 	_, lease, _ := r.get()
-	out := o.settle(j, runCtx, lease, res)
-	return o.collectOutputs(j, runCtx, lease, out)
+	out := o.settle(runCtx, j, lease, res)
+	return o.collectOutputs(runCtx, j, lease, out)
 }
 
 // endOf is the outcome a stage's error ends the run with.
@@ -313,7 +313,7 @@ func (o *Orchestrator) markRunning(j *job) error {
 // runLoop runs the agent until it ends. A VM that fails ends the run
 // (cancelRun); a held task's VM may be released meanwhile, and a fresh one
 // leased on resume (vmhold.go): both watchers end with the agent.
-func (o *Orchestrator) runLoop(j *job, runCtx context.Context, cancelRun context.CancelCauseFunc) agent.Result {
+func (o *Orchestrator) runLoop(runCtx context.Context, j *job, cancelRun context.CancelCauseFunc) agent.Result {
 	r := j.r
 	vmCtx, endVM := context.WithCancel(runCtx)
 	defer endVM()
@@ -339,7 +339,7 @@ func (o *Orchestrator) holdForResume(j *job, res agent.Result) outcome {
 // settle turns the agent's result into the run's outcome: a failed VM or
 // a stop is the reason when it is one, the session is ended, and the
 // task's check command (hooks.go) runs while the VM still does.
-func (o *Orchestrator) settle(j *job, runCtx context.Context, lease *pool.Lease, res agent.Result) outcome {
+func (o *Orchestrator) settle(runCtx context.Context, j *job, lease *pool.Lease, res agent.Result) outcome {
 	out := outcome{status: res.Status, summary: res.Summary, success: res.Success, steps: res.Steps, usage: res.Usage, cost: res.CostUSD}
 	if lease != nil && res.Status == store.StatusFailed && !lease.Guest().Healthy() {
 		// The agent may see the guest go before the pool says why: a VM
