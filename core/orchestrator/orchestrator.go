@@ -30,6 +30,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/titles"
 )
 
 // Pool hands out VMs; *pool.Pool is one.
@@ -86,8 +87,8 @@ type Orchestrator struct {
 
 	// windows caches models' context windows (see contextWindow).
 	windows windowCache
-	// titles bounds the title requests (titles.go).
-	titles titler
+	// titles makes the title requests of new tasks (titles.go).
+	titles *titles.Titler
 }
 
 // New returns an orchestrator; call Recover, then Run.
@@ -101,7 +102,12 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Orchestrator{cfg: cfg, hub: newHub(), runs: map[string]*run{}, kick: make(chan struct{}, 1), titles: newTitler()}, nil
+	o := &Orchestrator{cfg: cfg, hub: newHub(), runs: map[string]*run{}, kick: make(chan struct{}, 1)}
+	var err error
+	if o.titles, err = o.newTitler(); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // Kick wakes the dispatcher (after a task is queued or a slot frees).
@@ -197,6 +203,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		o.mu.Unlock()
 		cancelAll(errShutdown)
 		o.wg.Wait()
+		o.titles.Close()
 	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
