@@ -4,10 +4,15 @@
 // cancel), and the kill switch that stops every agent at once.
 //
 // The features that hang on the queue live in packages of their own,
-// behind small interfaces this package satisfies (Check, Stage, Discard,
-// Queued, TaskConfig), wired by the daemon: core/presets and
-// core/scheduler make tasks; core/continuation, core/evalhooks and
-// core/vault are what a task is given.
+// behind small interfaces, wired by the daemon: core/presets and
+// core/scheduler make tasks through the queue's Check, Stage, Discard and
+// Queued (and TaskConfig); core/writeback answers reviews of host-folder
+// changes and tells watchers through NotifyChanged. What a run is given
+// comes from core/continuation (the note of the task it continues),
+// core/evalhooks (the harness's check command), core/vault (the
+// credentials) and core/writeback (the host folders); core/titles titles
+// new tasks. Subagents (subagents.go, hostrun.go) stay here: they are
+// tasks of this queue, run and cancelled with their parent's run.
 //
 // Every state change is written to the store first (task row and activity
 // event in one transaction) and then announced to watchers, so the API's
