@@ -38,11 +38,14 @@ import (
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/pairing"
 	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/presets"
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/reveal"
+	"github.com/hivecrew/hivecrew/core/scheduler"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/template"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/core/writeback"
 )
 
 // Defaults of Config.
@@ -76,9 +79,14 @@ type Secrets interface {
 type Config struct {
 	Store        *store.Store
 	Orchestrator *orchestrator.Orchestrator
-	Pool         Pool
-	Secrets      Secrets
-	Paths        config.Paths
+	// Presets saves and launches presets; Scheduler fires schedules.
+	Presets   *presets.Presets
+	Scheduler *scheduler.Scheduler
+	// Writeback answers reviews of tasks' changes to host folders.
+	Writeback *writeback.Reviews
+	Pool      Pool
+	Secrets   Secrets
+	Paths     config.Paths
 	// Settings returns the current settings; SaveSettings applies a JSON
 	// patch and returns the result.
 	Settings     func() config.Settings
@@ -128,6 +136,9 @@ type WebhookTester interface {
 type API struct {
 	cfg   Config
 	o     *orchestrator.Orchestrator
+	ps    *presets.Presets
+	sched *scheduler.Scheduler
+	wb    *writeback.Reviews
 	st    *store.Store
 	evals *eval.Runs
 
@@ -143,9 +154,9 @@ type API struct {
 
 // New returns the API.
 func New(cfg Config) (*API, error) {
-	if cfg.Store == nil || cfg.Orchestrator == nil || cfg.Pool == nil || cfg.Secrets == nil || cfg.Settings == nil ||
+	if cfg.Store == nil || cfg.Orchestrator == nil || cfg.Presets == nil || cfg.Scheduler == nil || cfg.Writeback == nil || cfg.Pool == nil || cfg.Secrets == nil || cfg.Settings == nil ||
 		cfg.SaveSettings == nil || cfg.APIKey == nil || cfg.Log == nil || cfg.Paths.Home == "" {
-		return nil, errors.New("api: Store, Orchestrator, Pool, Secrets, Paths, Settings, SaveSettings, APIKey and Log are required")
+		return nil, errors.New("api: Store, Orchestrator, Presets, Scheduler, Writeback, Pool, Secrets, Paths, Settings, SaveSettings, APIKey and Log are required")
 	}
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()
@@ -159,7 +170,7 @@ func New(cfg Config) (*API, error) {
 	if cfg.StepUpWindow == 0 {
 		cfg.StepUpWindow = stepUpWindow
 	}
-	return &API{cfg: cfg, o: cfg.Orchestrator, st: cfg.Store, evals: eval.NewRuns(cfg.Paths.Evals()), pairings: pairing.New(pairing.Config{TTL: cfg.PairingTTL}),
+	return &API{cfg: cfg, o: cfg.Orchestrator, ps: cfg.Presets, sched: cfg.Scheduler, wb: cfg.Writeback, st: cfg.Store, evals: eval.NewRuns(cfg.Paths.Evals()), pairings: pairing.New(pairing.Config{TTL: cfg.PairingTTL}),
 		logins: map[string]time.Time{}, sessions: map[string]*webSession{}}, nil
 }
 

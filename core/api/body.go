@@ -13,7 +13,6 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
-	"github.com/hivecrew/hivecrew/core/orchestrator"
 )
 
 // The one reader of a create request's body (POST /tasks, /tasks/batch,
@@ -25,7 +24,7 @@ import (
 // folder under the tasks folder, the whole body capped at maxUpload. Call
 // done (never nil) when the uploads have been taken; when receive fails,
 // nothing it staged is left behind.
-func receive[T any](a *API, w http.ResponseWriter, r *http.Request, fromForm func(http.ResponseWriter, form) (T, error)) (in T, uploads []orchestrator.Upload, done func(), err error) {
+func receive[T any](a *API, w http.ResponseWriter, r *http.Request, fromForm func(http.ResponseWriter, form) (T, error)) (in T, uploads []files.Source, done func(), err error) {
 	done = func() {}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
@@ -98,7 +97,7 @@ func (a *API) maxUpload() (int64, string) {
 
 // readMultipart streams a multipart body: form fields into a map, "files"
 // parts into files under tmp. The body is capped at maxUpload.
-func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
+func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) (form, []files.Source, error) {
 	limit, said := a.maxUpload()
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	fields, ups, err := readParts(r, tmp)
@@ -110,14 +109,14 @@ func (a *API) readMultipart(w http.ResponseWriter, r *http.Request, tmp string) 
 }
 
 // readParts is readMultipart's reading, under its cap.
-func readParts(r *http.Request, tmp string) (form, []orchestrator.Upload, error) {
+func readParts(r *http.Request, tmp string) (form, []files.Source, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, nil, errdefs.Invalidf("bad multipart body: %v", err)
 	}
 	fields := form{}
 	size := 0
-	var ups []orchestrator.Upload
+	var ups []files.Source
 	seen := map[string]bool{}
 	for {
 		part, err := mr.NextPart()
@@ -145,7 +144,7 @@ func readParts(r *http.Request, tmp string) (form, []orchestrator.Upload, error)
 			if err := savePart(part, path); err != nil {
 				return nil, nil, multipartErr(err)
 			}
-			ups = append(ups, orchestrator.Upload{Name: fname, Path: path})
+			ups = append(ups, files.Source{Name: fname, Path: path})
 		case part.FileName() != "":
 			return nil, nil, errdefs.Invalidf("file part %q: files go in parts named \"files\"", name)
 		default:

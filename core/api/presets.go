@@ -66,7 +66,7 @@ func (a *API) createPreset(w http.ResponseWriter, r *http.Request) error {
 	if err := a.stepUpForPreset(r, in); err != nil {
 		return err
 	}
-	p, err := a.o.CreatePreset(r.Context(), in, uploads)
+	p, err := a.ps.Create(r.Context(), in, uploads)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (a *API) patchPreset(w http.ResponseWriter, r *http.Request) error {
 	if err := a.stepUpForPreset(r, wire.SavePreset{Task: in.Task}); err != nil {
 		return err
 	}
-	p, err := a.o.UpdatePreset(r.Context(), r.PathValue("id"), in)
+	p, err := a.ps.Update(r.Context(), r.PathValue("id"), in)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (a *API) patchPreset(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deletePreset(w http.ResponseWriter, r *http.Request) error {
-	if err := a.o.DeletePreset(r.Context(), r.PathValue("id")); err != nil {
+	if err := a.ps.Delete(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -142,7 +142,7 @@ func (a *API) runPreset(w http.ResponseWriter, r *http.Request) error {
 	if err := a.stepUpForTask(r, p.Task); err != nil {
 		return err
 	}
-	t, err := a.o.LaunchPreset(r.Context(), p.ID, in)
+	t, err := a.ps.Launch(r.Context(), p.ID, in)
 	if err != nil {
 		return err
 	}

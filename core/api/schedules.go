@@ -16,6 +16,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
+	"github.com/hivecrew/hivecrew/core/scheduler"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 )
@@ -32,7 +33,7 @@ func (a *API) scheduleJSON(sc store.Schedule, fs []store.ScheduleFile) wire.Sche
 	}
 	w.TemplateID, w.TimeoutMinutes, w.MaxIterations, w.NetworkMode = sc.TemplateID, sc.TimeoutMinutes, sc.MaxIterations, sc.NetworkMode
 	w.ToolPolicy, w.PlanFirst, w.HostFolders, w.AllowHosts = sc.ToolPolicy, sc.PlanFirst, sc.HostFolders, sc.AllowHosts
-	w.Provisioning, w.BudgetUSD, w.BudgetTokens = orchestrator.TaskProvisioningJSON(sc.Provisioning), sc.BudgetUSD, sc.BudgetTokens
+	w.Provisioning, w.BudgetUSD, w.BudgetTokens = sc.Provisioning.Wire(), sc.BudgetUSD, sc.BudgetTokens
 	if sc.ScheduleType == "recurring" {
 		w.Recurrence = &wire.Recurrence{Type: sc.RecurrenceType, DaysOfWeek: sc.DaysOfWeek, DayOfMonth: sc.DayOfMonth, Hour: sc.Hour, Minute: sc.Minute}
 	}
@@ -70,7 +71,7 @@ func (a *API) applyWhen(sc *store.Schedule, when *wire.When) error {
 	default:
 		return errdefs.Invalidf("schedule: give scheduledAt or recurrence")
 	}
-	spec, err := orchestrator.SpecOf(*sc)
+	spec, err := scheduler.SpecOf(*sc)
 	if err != nil {
 		return errdefs.Invalidf("%v", err)
 	}
@@ -225,10 +226,10 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sc := store.Schedule{Title: strings.TrimSpace(in.Title), IsEnabled: in.IsEnabled == nil || *in.IsEnabled}
-	if err := a.o.SetScheduleTask(r.Context(), &sc, scheduleTaskOf(in)); err != nil {
+	if err := a.sched.SetScheduleTask(r.Context(), &sc, scheduleTaskOf(in)); err != nil {
 		return err
 	}
-	if err := a.stepUpForTask(r, orchestrator.ScheduleTask(sc)); err != nil {
+	if err := a.stepUpForTask(r, scheduler.ScheduleTask(sc)); err != nil {
 		return err
 	}
 	if err := a.applyWhen(&sc, in.Schedule); err != nil {
@@ -243,12 +244,12 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		os.RemoveAll(filepath.Join(dir, sc.ID))
 		return err
 	}
-	a.o.Kick()
+	a.sched.Kick()
 	return a.writeSchedule(w, r, http.StatusCreated, sc.ID)
 }
 
 // stageScheduleFiles moves uploads into the schedule's folder.
-func (a *API) stageScheduleFiles(sc *store.Schedule, dir string, uploads []orchestrator.Upload) ([]store.ScheduleFile, error) {
+func (a *API) stageScheduleFiles(sc *store.Schedule, dir string, uploads []files.Source) ([]store.ScheduleFile, error) {
 	if len(uploads) == 0 {
 		return nil, nil
 	}
@@ -364,13 +365,13 @@ func (a *API) changeSchedule(w http.ResponseWriter, r *http.Request, in wire.Cre
 	next := old
 	task := scheduleTaskOf(in)
 	if !replace {
-		task = patchTask(orchestrator.ScheduleTask(old), in)
+		task = patchTask(scheduler.ScheduleTask(old), in)
 	}
 	// A patch that leaves the tasks' configuration as it is (turning a
 	// schedule off, say) does not check it again: a schedule whose
 	// provider is gone can still be turned off or retimed.
-	if replace || !reflect.DeepEqual(task, orchestrator.ScheduleTask(old)) {
-		if err := a.o.SetScheduleTask(ctx, &next, task); err != nil {
+	if replace || !reflect.DeepEqual(task, scheduler.ScheduleTask(old)) {
+		if err := a.sched.SetScheduleTask(ctx, &next, task); err != nil {
 			return err
 		}
 	}
@@ -387,7 +388,7 @@ func (a *API) changeSchedule(w http.ResponseWriter, r *http.Request, in wire.Cre
 		}
 	} else if timing {
 		// Turned on again: the next run is computed from now.
-		spec, err := orchestrator.SpecOf(next)
+		spec, err := scheduler.SpecOf(next)
 		if err != nil {
 			return errdefs.Invalidf("%v", err)
 		}
@@ -411,7 +412,7 @@ func (a *API) changeSchedule(w http.ResponseWriter, r *http.Request, in wire.Cre
 	if err != nil {
 		return err
 	}
-	a.o.Kick()
+	a.sched.Kick()
 	return a.writeSchedule(w, r, http.StatusOK, id)
 }
 
@@ -433,7 +434,7 @@ func (a *API) stepUpForScheduleChange(r *http.Request, old, next store.Schedule)
 	if !stale(r) {
 		return nil
 	}
-	before, after := orchestrator.ScheduleTask(old), orchestrator.ScheduleTask(next)
+	before, after := scheduler.ScheduleTask(old), scheduler.ScheduleTask(next)
 	if sameGrants(before, after) && !(next.IsEnabled && !old.IsEnabled) {
 		return nil
 	}
@@ -448,11 +449,11 @@ func (a *API) runSchedule(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if err := a.stepUpForTask(r, orchestrator.ScheduleTask(sc)); err != nil {
+		if err := a.stepUpForTask(r, scheduler.ScheduleTask(sc)); err != nil {
 			return err
 		}
 	}
-	t, err := a.o.RunSchedule(r.Context(), r.PathValue("id"))
+	t, err := a.sched.RunSchedule(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func (a *API) taskJSON(t store.Task, in, out []store.TaskFile, counts *[2]int) w
 	for _, f := range t.HostFolders {
 		w.HostFolders = append(w.HostFolders, wire.HostFolder{Name: f.Name, Path: f.Path})
 	}
-	w.Provisioning = orchestrator.TaskProvisioningJSON(t.Provisioning)
+	w.Provisioning = t.Provisioning.Wire()
 	w.AppliedWritebackPaths = t.AppliedWritebackPaths
 	if ended.Terminal() && ended != store.StatusCompleted && ended != store.StatusCancelled {
 		msg := t.StatusReason
@@ -158,7 +158,7 @@ func (a *API) fullTask(r *http.Request, id string) (wire.Task, error) {
 		w.Subagents = append(w.Subagents, wire.SubagentInfo{ID: k.ID, Title: k.Title, Status: string(k.Status), Domain: or(k.SubagentDomain, store.DomainVM)})
 	}
 	if t.Status == store.StatusWritebackReview {
-		items, err := a.o.Writeback(r.Context(), id)
+		items, err := a.wb.Items(r.Context(), id)
 		if err != nil {
 			return wire.Task{}, err
 		}
@@ -462,7 +462,7 @@ func (a *API) patchTask(w http.ResponseWriter, r *http.Request) error {
 	case wire.ActionRevisePlan:
 		err = a.o.Plan(ctx, id, body.Action, body.Instructions)
 	case wire.ActionApproveWriteback, wire.ActionDiscardWriteback:
-		if _, err := a.o.ResolveWriteback(ctx, id, body.Action == wire.ActionApproveWriteback, body.ItemIDs); err != nil {
+		if _, err := a.wb.Resolve(ctx, id, body.Action == wire.ActionApproveWriteback, body.ItemIDs); err != nil {
 			return err
 		}
 	case "":

@@ -41,7 +41,7 @@ func (a *API) writeback(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	items, err := a.o.Writeback(r.Context(), id)
+	items, err := a.wb.Items(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (a *API) writebackItem(it store.WritebackItem) wire.WritebackItem {
 	if strings.HasPrefix(files.MimeType(it.Path), "image/") {
 		out.Kind = "image"
 	}
-	conflict := a.o.CheckWriteback(it)
+	conflict := a.wb.Check(it)
 	if conflict != "" {
 		out.HasConflict, out.ConflictReason = true, &conflict
 	}
@@ -120,7 +120,7 @@ func clipText(s string) string {
 // version, for a preview (an image's before and after).
 func (a *API) writebackFile(w http.ResponseWriter, r *http.Request) error {
 	id, itemID := r.PathValue("id"), r.PathValue("item")
-	items, err := a.o.Writeback(r.Context(), id)
+	items, err := a.wb.Items(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (a *API) writebackFile(w http.ResponseWriter, r *http.Request) error {
 			}
 			base, rel = a.cfg.Paths.Home, filepath.FromSlash(it.StagedPath)
 		case "before", "":
-			if it.Op == "added" || a.o.CheckWriteback(it) != "" {
+			if it.Op == "added" || a.wb.Check(it) != "" {
 				return errdefs.NotFoundf("the host file of %s is not as the task found it", it.Path)
 			}
 			base, rel = it.HostRoot, filepath.FromSlash(it.Path)

@@ -20,7 +20,9 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/orchestrator"
 	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/presets"
 	"github.com/hivecrew/hivecrew/core/provision"
+	"github.com/hivecrew/hivecrew/core/scheduler"
 	"github.com/hivecrew/hivecrew/core/secrets"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/template"
@@ -28,6 +30,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/vm"
 	"github.com/hivecrew/hivecrew/core/web"
 	"github.com/hivecrew/hivecrew/core/webhooks"
+	"github.com/hivecrew/hivecrew/core/writeback"
 )
 
 // core is what the helper runs once the store is open: the VM backend and
@@ -201,6 +204,18 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	if err != nil {
 		return nil, err
 	}
+	ps, err := presets.New(presets.Config{Store: st, Tasks: orch, Home: cfg.Paths.Home, Dir: cfg.Paths.Presets(), Log: log})
+	if err != nil {
+		return nil, err
+	}
+	sched, err := scheduler.New(scheduler.Config{Store: st, Tasks: orch, Home: cfg.Paths.Home, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	wb, err := writeback.New(writeback.Config{Store: st, Home: cfg.Paths.Home, Notify: orch.NotifyChanged})
+	if err != nil {
+		return nil, err
+	}
 	if n, err := orch.Recover(ctx); err != nil {
 		return nil, fmt.Errorf("recover tasks: %w", err)
 	} else if n > 0 {
@@ -216,7 +231,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 		tm.Close()
 		return nil, err
 	}
-	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
+	a, err := api.New(api.Config{Store: st, Orchestrator: orch, Presets: ps, Scheduler: sched, Writeback: wb, Pool: p, Secrets: sec, Paths: cfg.Paths, Settings: h.get,
 		SaveSettings: h.patch, APIKey: apiKey, Version: version.Version, Backend: caps.Name, BaseURL: baseURL,
 		LLMBackoff: cfg.LLMBackoff, StepUpWindow: cfg.WebStepUp, PairingTTL: cfg.PairingTTL, MaxUploadBytes: cfg.MaxUploadBytes, Launch: cfg.Launch, Web: web.Handler(), Log: log,
 		Templates: tm, DevVMs: devs, Webhooks: hooks, Provisioning: prov})
@@ -228,7 +243,7 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	c := &core{api: a, backend: caps.Name, failed: make(chan error, 2)}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	// Webhooks are delivered until the agents have stopped (their last
 	// notices are queued by then), and given up with the helper.
 	hooksCtx, hooksCancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -246,6 +261,10 @@ func startCore(ctx context.Context, cfg Config, st *store.Store, defaults, setti
 	go func() {
 		defer wg.Done()
 		orch.RunRetention(runCtx, retentionEvery)
+	}()
+	go func() {
+		defer wg.Done()
+		sched.Run(runCtx)
 	}()
 	orchDone := make(chan struct{})
 	go func() {

@@ -1,8 +1,18 @@
 // Package orchestrator runs the task queue: a persistent FIFO of queued
 // tasks dispatched to agents as the pool admits VMs, the user's hold on each
 // running agent (pause, resume, instructions, takeover, answers, approvals,
-// cancel), the kill switch that stops every agent at once, and schedules
-// that create tasks at a time or on a recurrence.
+// cancel), and the kill switch that stops every agent at once.
+//
+// The features that hang on the queue live in packages of their own,
+// behind small interfaces, wired by the daemon: core/presets and
+// core/scheduler make tasks through the queue's Check, Stage, Discard and
+// Queued (and TaskConfig); core/writeback answers reviews of host-folder
+// changes and tells watchers through NotifyChanged. What a run is given
+// comes from core/continuation (the note of the task it continues),
+// core/evalhooks (the harness's check command), core/vault (the
+// credentials) and core/writeback (the host folders); core/titles titles
+// new tasks. Subagents (subagents.go, hostrun.go) stay here: they are
+// tasks of this queue, run and cancelled with their parent's run.
 //
 // Every state change is written to the store first (task row and activity
 // event in one transaction) and then announced to watchers, so the API's
@@ -25,6 +35,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
+	"github.com/hivecrew/hivecrew/core/titles"
 )
 
 // Pool hands out VMs; *pool.Pool is one.
@@ -50,7 +61,7 @@ type Config struct {
 	Log          *slog.Logger
 	// LLMBackoff is the first retry wait of LLM calls; default 1 s.
 	LLMBackoff time.Duration
-	// Now is the clock of schedules; default time.Now.
+	// Now is the clock of retention; default time.Now.
 	Now func() time.Time
 	// Notify, if set, is told of ended tasks, questions, permission
 	// requests and reviews (webhooks); it must not block.
@@ -69,8 +80,6 @@ var (
 type Orchestrator struct {
 	cfg Config
 	hub *hub
-	// writebackMu keeps two reviews of host folder changes apart.
-	writebackMu sync.Mutex
 
 	// mu guards runs, base and closed.
 	mu     sync.Mutex
@@ -83,8 +92,8 @@ type Orchestrator struct {
 
 	// windows caches models' context windows (see contextWindow).
 	windows windowCache
-	// titles bounds the title requests (titles.go).
-	titles titler
+	// titles makes the title requests of new tasks (titles.go).
+	titles *titles.Titler
 }
 
 // New returns an orchestrator; call Recover, then Run.
@@ -98,7 +107,12 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Orchestrator{cfg: cfg, hub: newHub(), runs: map[string]*run{}, kick: make(chan struct{}, 1), titles: newTitler()}, nil
+	o := &Orchestrator{cfg: cfg, hub: newHub(), runs: map[string]*run{}, kick: make(chan struct{}, 1)}
+	var err error
+	if o.titles, err = o.newTitler(); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // Kick wakes the dispatcher (after a task is queued or a slot frees).
@@ -180,7 +194,7 @@ func (o *Orchestrator) toPlanReview(ctx context.Context, id string) error {
 	return nil
 }
 
-// Run dispatches queued tasks and fires schedules until ctx ends; then it
+// Run dispatches queued tasks until ctx ends; then it
 // stops every running agent (recording it as interrupted), waits for them to
 // finish, and returns.
 func (o *Orchestrator) Run(ctx context.Context) error {
@@ -194,13 +208,13 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		o.mu.Unlock()
 		cancelAll(errShutdown)
 		o.wg.Wait()
+		o.titles.Close()
 	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		o.dispatch(ctx)
-		next := o.fireSchedules(ctx)
-		timer.Reset(next)
+		timer.Reset(redispatchEvery)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -209,6 +223,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// redispatchEvery is the longest the dispatcher sleeps without looking at
+// the queue (it is woken by Kick otherwise).
+const redispatchEvery = time.Minute
 
 // dispatch starts queued tasks, oldest first, while slots are free. A task
 // holds its slot from VM acquisition to its end, paused included, except
@@ -307,6 +325,10 @@ func (o *Orchestrator) Active() []string {
 	}
 	return out
 }
+
+// NotifyChanged tells a task's watchers that it changed outside the
+// orchestrator (core/writeback: a review of its host folders).
+func (o *Orchestrator) NotifyChanged(taskID string) { o.hub.notify(taskID) }
 
 // Watch returns a channel closed at the task's next change (event or
 // pending question/permission). Take it before reading the state it guards.

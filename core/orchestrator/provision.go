@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hivecrew/hivecrew/core/evalhooks"
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
@@ -31,7 +32,7 @@ func (o *Orchestrator) provisionPlan(t store.Task, tmpl store.Template, legacy s
 		p = p.WithTask(tp.Environment, cmds)
 	}
 	if legacy != "" {
-		p = p.WithTask(nil, []provision.Command{{Command: legacy, Timeout: setupTimeout}})
+		p = p.WithTask(nil, []provision.Command{{Command: legacy, Timeout: evalhooks.SetupTimeout}})
 	}
 	return p, nil
 }
@@ -40,7 +41,7 @@ func (o *Orchestrator) provisionPlan(t store.Task, tmpl store.Template, legacy s
 // the task keeps it (nil for none). A setupCommand (the evaluation
 // harness's) is its last setup command, with 3 minutes to run.
 func taskProvisioning(in *wire.TaskProvisioning, setupCommand string) (*store.TaskProvisioning, error) {
-	if err := checkHook("setupCommand", setupCommand); err != nil {
+	if err := evalhooks.CheckCommand("setupCommand", setupCommand); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(setupCommand) != "" {
@@ -48,7 +49,7 @@ func taskProvisioning(in *wire.TaskProvisioning, setupCommand string) (*store.Ta
 		if in != nil {
 			with = *in
 		}
-		with.SetupCommands = append(slices.Clone(with.SetupCommands), wire.SetupCommand{Command: setupCommand, TimeoutSeconds: int(setupTimeout.Seconds())})
+		with.SetupCommands = append(slices.Clone(with.SetupCommands), wire.SetupCommand{Command: setupCommand, TimeoutSeconds: int(evalhooks.SetupTimeout.Seconds())})
 		in = &with
 	}
 	if in == nil {
@@ -63,16 +64,4 @@ func taskProvisioning(in *wire.TaskProvisioning, setupCommand string) (*store.Ta
 		out.SetupCommands = append(out.SetupCommands, store.TaskSetupCommand{Command: c.Command, TimeoutSeconds: c.TimeoutSeconds})
 	}
 	return out, nil
-}
-
-// TaskProvisioningJSON is a task's own provisioning as the API shows it.
-func TaskProvisioningJSON(p *store.TaskProvisioning) *wire.TaskProvisioning {
-	if p == nil {
-		return nil
-	}
-	out := &wire.TaskProvisioning{Environment: p.Environment}
-	for _, c := range p.SetupCommands {
-		out.SetupCommands = append(out.SetupCommands, wire.SetupCommand{Command: c.Command, TimeoutSeconds: c.TimeoutSeconds})
-	}
-	return out
 }

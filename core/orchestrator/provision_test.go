@@ -36,7 +36,7 @@ func TestSetupCommandIsProvisioning(t *testing.T) {
 
 	o := &Orchestrator{cfg: Config{Paths: config.Paths{Home: t.TempDir()}}}
 	os.MkdirAll(o.taskDir("old"), 0o700)
-	os.WriteFile(filepath.Join(o.taskDir("old"), hooksFile), []byte(`{"setup":"echo legacy","check":"true"}`), 0o600)
+	os.WriteFile(filepath.Join(o.taskDir("old"), "hooks.json"), []byte(`{"setup":"echo legacy","check":"true"}`), 0o600)
 	h, err := o.readHooks("old")
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/hivecrew/hivecrew/core/agent"
 	"github.com/hivecrew/hivecrew/core/errdefs"
-	"github.com/hivecrew/hivecrew/core/hostfolders"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/store"
 )
@@ -122,13 +119,6 @@ func (o *Orchestrator) resumeFrom(t store.Task, kept int) (*agent.Resume, error)
 	usage := llm.Usage{Prompt: int(t.PromptTokens - t.TitlePromptTokens), Completion: int(t.CompletionTokens - t.TitleCompletionTokens)}
 	usage.Total = usage.Prompt + usage.Completion
 	return &agent.Resume{Conversation: msgs, Steps: t.StepCount, Usage: usage, Note: note}, nil
-}
-
-// hasCarriedFolders reports whether a session kept its host folders'
-// copies when a VM of its was released.
-func hasCarriedFolders(sessionDir string) bool {
-	_, err := os.Lstat(filepath.Join(carriedDir(sessionDir), hostfolders.Sub))
-	return err == nil
 }
 
 // resumeHeldAfterRestart resumes a task held after a restart: the budget

@@ -196,7 +196,7 @@ func (c *children) model(ctx context.Context, child *store.Task, settings config
 // temporary files: regular files only, read through an os.Root of the
 // shared folder (the guest chose the names and may have put links or
 // FIFOs there), opened without blocking, bounded in size.
-func (c *children) inputs(names []string) ([]inputSource, func(), error) {
+func (c *children) inputs(names []string) ([]files.Source, func(), error) {
 	tmp, err := os.MkdirTemp("", "hivecrew-subagent-")
 	if err != nil {
 		return nil, func() {}, err
@@ -216,7 +216,7 @@ func (c *children) inputs(names []string) ([]inputSource, func(), error) {
 		return nil, cleanup, err
 	}
 	defer root.Close()
-	var out []inputSource
+	var out []files.Source
 	for i, name := range names {
 		rel := strings.TrimPrefix(filepath.ToSlash(name), "./")
 		if guestShared != "" {
@@ -229,7 +229,7 @@ func (c *children) inputs(names []string) ([]inputSource, func(), error) {
 		if err := copyRegular(root, rel, dst); err != nil {
 			return nil, cleanup, fmt.Errorf("file %q: %v", name, err)
 		}
-		out = append(out, inputSource{name: filepath.Base(rel), path: dst})
+		out = append(out, files.Source{Name: filepath.Base(rel), Path: dst})
 	}
 	return out, cleanup, nil
 }

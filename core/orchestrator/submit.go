@@ -12,11 +12,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/continuation"
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/evalhooks"
 	"github.com/hivecrew/hivecrew/core/files"
 	"github.com/hivecrew/hivecrew/core/hostpath"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
+	"github.com/hivecrew/hivecrew/core/writeback"
 )
 
 // Limits of a task's configuration (wire's, which other checks of the
@@ -26,21 +29,6 @@ const (
 	maxTimeoutMinutes = wire.MaxTaskTimeoutMinutes
 	maxIterationsCap  = wire.MaxTaskIterations
 )
-
-// Upload is an input file received with a new task: its bytes are in a
-// temporary file that Submit moves into the task's folder.
-type Upload struct {
-	Name string
-	Path string
-}
-
-// inputSource is a file to become a task input. A kept source is copied
-// even when the others are moved: it belongs to another task (an output a
-// continuation takes, say).
-type inputSource struct {
-	name, path, mime string
-	keep             bool
-}
 
 // taskDir is where a task's input files live.
 func (o *Orchestrator) taskDir(id string) string { return filepath.Join(o.cfg.Paths.Tasks(), id) }
@@ -109,7 +97,7 @@ func (o *Orchestrator) Check(ctx context.Context, in wire.CreateTask) (store.Tas
 	if err != nil {
 		return t, err
 	}
-	folders, err := o.hostFolders(in.HostFolders)
+	folders, err := writeback.Grants(o.cfg.Paths.Home, in.HostFolders)
 	if err != nil {
 		return t, err
 	}
@@ -190,7 +178,7 @@ func (o *Orchestrator) outputDir(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		return "", errdefs.Invalidf("outputDirectory %q: want an absolute path", dir)
 	}
-	fence, err := o.dataFence()
+	fence, err := writeback.Fence(o.cfg.Paths.Home)
 	if err != nil {
 		return "", err
 	}
@@ -199,20 +187,20 @@ func (o *Orchestrator) outputDir(dir string) (string, error) {
 
 // Submit checks and queues a new task with its uploaded input files. The
 // uploads' temporary files are moved; on error they are left to the caller.
-func (o *Orchestrator) Submit(ctx context.Context, in wire.CreateTask, uploads []Upload) (store.Task, error) {
+func (o *Orchestrator) Submit(ctx context.Context, in wire.CreateTask, uploads []files.Source) (store.Task, error) {
 	t, err := o.Check(ctx, in)
 	if err != nil {
 		return store.Task{}, err
 	}
-	h, err := checkHooks(in)
+	h, err := evalhooks.Of(in)
 	if err != nil {
 		return store.Task{}, err
 	}
-	cont, err := o.continuationOf(ctx, in.ContinuationSourceTaskID)
+	cont, err := continuation.Of(ctx, o.cfg.Store, o.cfg.Paths.Home, in.ContinuationSourceTaskID)
 	if err != nil {
 		return store.Task{}, err
 	}
-	srcs := continued(&t, uploadSources(uploads), cont)
+	srcs := cont.Apply(&t, uploads)
 	if err := o.writeHooks(t.ID, h); err != nil {
 		return store.Task{}, err
 	}
@@ -223,29 +211,8 @@ func (o *Orchestrator) Submit(ctx context.Context, in wire.CreateTask, uploads [
 	return t, err
 }
 
-// uploadSources are uploads as input sources.
-func uploadSources(uploads []Upload) []inputSource {
-	srcs := make([]inputSource, len(uploads))
-	for i, u := range uploads {
-		srcs[i] = inputSource{name: u.Name, path: u.Path}
-	}
-	return srcs
-}
-
-// continued makes t a continuation (when c is set) and returns its inputs:
-// its own and the earlier task's outputs.
-func continued(t *store.Task, own []inputSource, c *continuation) []inputSource {
-	if c == nil {
-		return own
-	}
-	srcs, renamed := withContinuation(own, c)
-	id := c.sourceID
-	t.ContinuationOfID, t.ContextNote = &id, noteFor(c, renamed)
-	return srcs
-}
-
 // queue stores a checked task and its inputs and wakes the dispatcher.
-func (o *Orchestrator) queue(ctx context.Context, t store.Task, srcs []inputSource, move bool) (store.Task, error) {
+func (o *Orchestrator) queue(ctx context.Context, t store.Task, srcs []files.Source, move bool) (store.Task, error) {
 	inputs, err := o.stageInputs(t.ID, srcs, move)
 	if err != nil {
 		return store.Task{}, err
@@ -259,62 +226,42 @@ func (o *Orchestrator) queue(ctx context.Context, t store.Task, srcs []inputSour
 	return t, nil
 }
 
+// Stage puts a checked task's hooks and input files (copied) in its
+// folder and returns the inputs' rows; on error nothing is left. With
+// Discard and Queued it is how a feature that makes tasks of its own
+// (core/presets, core/scheduler) queues them.
+func (o *Orchestrator) Stage(taskID string, h evalhooks.Hooks, srcs []files.Source) ([]store.TaskFile, error) {
+	inputs, err := o.stageInputs(taskID, srcs, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.writeHooks(taskID, h); err != nil {
+		o.Discard(taskID)
+		return nil, err
+	}
+	return inputs, nil
+}
+
+// Discard removes the folder of a staged task that was not stored.
+func (o *Orchestrator) Discard(taskID string) { os.RemoveAll(o.taskDir(taskID)) }
+
+// Queued announces a task stored queued to its watchers and wakes the
+// dispatcher.
+func (o *Orchestrator) Queued(taskID string) {
+	o.hub.notify(taskID)
+	o.Kick()
+}
+
 // stageInputs puts input files into the task's folder (moving or copying
 // them) and returns their rows.
-func (o *Orchestrator) stageInputs(taskID string, srcs []inputSource, move bool) ([]store.TaskFile, error) {
-	staged, err := o.putFiles(filepath.Join(o.taskDir(taskID), "inputs"), o.taskDir(taskID), srcs, move)
+func (o *Orchestrator) stageInputs(taskID string, srcs []files.Source, move bool) ([]store.TaskFile, error) {
+	staged, err := files.Stage(o.cfg.Paths.Home, filepath.Join(o.taskDir(taskID), "inputs"), o.taskDir(taskID), srcs, move)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]store.TaskFile, len(staged))
 	for i, f := range staged {
-		out[i] = store.TaskFile{Name: f.name, Size: f.size, MimeType: f.mime, Path: f.path}
-	}
-	return out, nil
-}
-
-// stagedFile is a file put into the data folder: its checked name, size,
-// type and path relative to the data folder.
-type stagedFile struct {
-	name, mime, path string
-	size             int64
-}
-
-// putFiles puts files into dir under their checked names (moving or
-// copying them). On any error it removes root (dir or a folder above it)
-// and what it holds.
-func (o *Orchestrator) putFiles(dir, root string, srcs []inputSource, move bool) ([]stagedFile, error) {
-	if len(srcs) == 0 {
-		return nil, nil
-	}
-	fail := func(err error) ([]stagedFile, error) {
-		os.RemoveAll(root)
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fail(fmt.Errorf("create %s: %w", dir, err))
-	}
-	out := make([]stagedFile, 0, len(srcs))
-	seen := map[string]bool{}
-	for _, s := range srcs {
-		name, err := files.CheckName(s.name)
-		if err != nil {
-			return fail(err)
-		}
-		if seen[name] {
-			return fail(errdefs.Invalidf("input file %q given twice", name))
-		}
-		seen[name] = true
-		dst := filepath.Join(dir, name)
-		if err := files.Put(s.path, dst, move && !s.keep); err != nil {
-			return fail(fmt.Errorf("store input file %s: %w", name, err))
-		}
-		fi, err := os.Stat(dst)
-		if err != nil {
-			return fail(fmt.Errorf("store input file %s: %w", name, err))
-		}
-		rel, _ := filepath.Rel(o.cfg.Paths.Home, dst)
-		out = append(out, stagedFile{name: name, size: fi.Size(), mime: or(s.mime, files.MimeType(name)), path: filepath.ToSlash(rel)})
+		out[i] = store.TaskFile{Name: f.Name, Size: f.Size, MimeType: f.Mime, Path: f.Path}
 	}
 	return out, nil
 }
@@ -345,9 +292,9 @@ func (o *Orchestrator) Rerun(ctx context.Context, id string, with RerunWith) (st
 	if err != nil {
 		return store.Task{}, err
 	}
-	srcs := make([]inputSource, len(in))
+	srcs := make([]files.Source, len(in))
 	for i, f := range in {
-		srcs[i] = inputSource{name: f.Name, path: filepath.Join(o.cfg.Paths.Home, f.Path), mime: f.MimeType}
+		srcs[i] = files.Source{Name: f.Name, Path: filepath.Join(o.cfg.Paths.Home, f.Path), Mime: f.MimeType}
 	}
 	oldID := old.ID
 	t := store.Task{
@@ -406,11 +353,11 @@ const (
 // with the same description, options and input files (copied to each).
 // Every target is checked before any task is stored, and the tasks are
 // stored in one transaction: a batch is queued whole or not at all.
-func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch, uploads []Upload) ([]store.Task, error) {
+func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch, uploads []files.Source) ([]store.Task, error) {
 	if len(in.Targets) == 0 {
 		return nil, errdefs.Invalidf("targets is required: a list of {providerId, modelId, copyCount}")
 	}
-	h, err := checkHooks(in.CreateTask)
+	h, err := evalhooks.Of(in.CreateTask)
 	if err != nil {
 		return nil, err
 	}
@@ -451,13 +398,13 @@ func (o *Orchestrator) SubmitBatch(ctx context.Context, in wire.CreateTaskBatch,
 			tasks = append(tasks, t)
 		}
 	}
-	cont, err := o.continuationOf(ctx, in.ContinuationSourceTaskID)
+	cont, err := continuation.Of(ctx, o.cfg.Store, o.cfg.Paths.Home, in.ContinuationSourceTaskID)
 	if err != nil {
 		return nil, err
 	}
-	var srcs []inputSource
+	var srcs []files.Source
 	for i := range tasks {
-		srcs = continued(&tasks[i], uploadSources(uploads), cont)
+		srcs = cont.Apply(&tasks[i], uploads)
 	}
 	inputs := make([][]store.TaskFile, len(tasks))
 	cleanup := func() {

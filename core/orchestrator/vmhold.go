@@ -17,6 +17,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/provision"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/core/writeback"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
@@ -236,7 +237,7 @@ func (o *Orchestrator) releaseVMWithin(ctx context.Context, r *run, t store.Task
 			return fmt.Errorf("keep the outbox: %w", err)
 		}
 		n = len(col.Collected)
-		if err := keepFolders(cctx, shared, next); err != nil {
+		if err := writeback.Keep(cctx, shared, next); err != nil {
 			return fmt.Errorf("keep the host folders' copies: %w", err)
 		}
 		if err := os.RemoveAll(carried); err != nil {
@@ -357,7 +358,7 @@ func (o *Orchestrator) resumeInFreshVM(r *run, t store.Task, instructions string
 		err = o.copyInputs(ctx, t.ID, shared)
 	}
 	if err == nil {
-		err = carryFolders(carriedDir(sessionDir), shared)
+		err = writeback.Carry(carriedDir(sessionDir), shared)
 	}
 	if err == nil {
 		err = provision.Stage(plan, shared)

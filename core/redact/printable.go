@@ -37,6 +37,12 @@ func PrintableText(s string) string {
 	return string(appendPrintable(nil, s, true))
 }
 
+// OneLine is s on one line: its runs of white space, control characters
+// and line or paragraph separators made single spaces (a title, say).
+func OneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ' ' || r == '\u2028' || r == '\u2029' }), " ")
+}
+
 // hidden says whether r is shown as an escape (lines keeps LF and TAB).
 func hidden(r rune, lines bool) bool {
 	switch {

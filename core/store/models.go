@@ -185,6 +185,18 @@ type TaskProvisioning struct {
 	SetupCommands []TaskSetupCommand `json:"setupCommands,omitempty"`
 }
 
+// Wire is the provisioning as POST /tasks takes it (nil for none).
+func (p *TaskProvisioning) Wire() *wire.TaskProvisioning {
+	if p == nil {
+		return nil
+	}
+	out := &wire.TaskProvisioning{Environment: p.Environment}
+	for _, c := range p.SetupCommands {
+		out.SetupCommands = append(out.SetupCommands, wire.SetupCommand{Command: c.Command, TimeoutSeconds: c.TimeoutSeconds})
+	}
+	return out
+}
+
 // TaskSetupCommand is one of a task's own setup commands.
 type TaskSetupCommand struct {
 	Command        string `json:"command"`

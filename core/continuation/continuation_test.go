@@ -1,4 +1,4 @@
-package orchestrator
+package continuation
 
 import (
 	"strings"
@@ -50,20 +50,20 @@ func TestContextNoteIsBoundedAndBuiltFromTheTrace(t *testing.T) {
 }
 
 func TestContinuationInputNames(t *testing.T) {
-	c := &continuation{sourceID: "s", note: "note", inputs: []inputSource{
-		{name: flatName("report.txt"), keep: true}, {name: flatName("charts/q1.csv"), keep: true}, {name: flatName("earlier-report.txt"), keep: true}}}
-	own := []inputSource{{name: "report.txt"}, {name: "charts_q1.csv"}, {name: "earlier-report.txt"}}
+	c := &Continuation{sourceID: "s", note: "note", inputs: []files.Source{
+		{Name: flatName("report.txt"), Keep: true}, {Name: flatName("charts/q1.csv"), Keep: true}, {Name: flatName("earlier-report.txt"), Keep: true}}}
+	own := []files.Source{{Name: "report.txt"}, {Name: "charts_q1.csv"}, {Name: "earlier-report.txt"}}
 	srcs, _ := withContinuation(own, c)
-	if got := srcs[3].name + " " + srcs[5].name; got != "earlier-2-report.txt earlier-earlier-report.txt" {
+	if got := srcs[3].Name + " " + srcs[5].Name; got != "earlier-2-report.txt earlier-earlier-report.txt" {
 		t.Errorf("with earlier-report.txt taken: %s", got)
 	}
-	c = &continuation{sourceID: "s", note: "note", inputs: []inputSource{
-		{name: flatName("report.txt"), keep: true}, {name: flatName("charts/q1.csv"), keep: true}, {name: flatName("earlier-report.txt"), keep: true}}}
-	own = []inputSource{{name: "report.txt"}, {name: "charts_q1.csv"}}
+	c = &Continuation{sourceID: "s", note: "note", inputs: []files.Source{
+		{Name: flatName("report.txt"), Keep: true}, {Name: flatName("charts/q1.csv"), Keep: true}, {Name: flatName("earlier-report.txt"), Keep: true}}}
+	own = []files.Source{{Name: "report.txt"}, {Name: "charts_q1.csv"}}
 	srcs, renamed := withContinuation(own, c)
 	var names []string
 	for _, s := range srcs {
-		names = append(names, s.name)
+		names = append(names, s.Name)
 	}
 	if got := strings.Join(names, " "); got != "report.txt charts_q1.csv earlier-report.txt earlier-charts_q1.csv earlier-earlier-report.txt" {
 		t.Errorf("names: %s", got)
@@ -73,17 +73,17 @@ func TestContinuationInputNames(t *testing.T) {
 	}
 	// Names stay valid file names, however deep the outbox path was.
 	deep := strings.Repeat("dir/", 80) + "é.txt"
-	c = &continuation{sourceID: "s", inputs: []inputSource{{name: flatName(deep)}, {name: flatName(deep)}}}
-	srcs, _ = withContinuation([]inputSource{{name: fitName(flatName(deep))}}, c)
+	c = &Continuation{sourceID: "s", inputs: []files.Source{{Name: flatName(deep)}, {Name: flatName(deep)}}}
+	srcs, _ = withContinuation([]files.Source{{Name: fitName(flatName(deep))}}, c)
 	seen := map[string]bool{}
 	for _, s := range srcs {
-		if _, err := files.CheckName(s.name); err != nil || seen[s.name] || !strings.HasSuffix(s.name, ".txt") {
-			t.Errorf("input %q: %v (or given twice)", s.name, err)
+		if _, err := files.CheckName(s.Name); err != nil || seen[s.Name] || !strings.HasSuffix(s.Name, ".txt") {
+			t.Errorf("input %q: %v (or given twice)", s.Name, err)
 		}
-		seen[s.name] = true
+		seen[s.Name] = true
 	}
 	var task store.Task
-	continued(&task, own, c)
+	c.Apply(&task, own)
 	if task.ContinuationOfID == nil || *task.ContinuationOfID != "s" || !strings.Contains(task.ContextNote, "renamed") {
 		t.Errorf("continued task: %+v", task)
 	}

@@ -1,4 +1,4 @@
-package orchestrator
+package vault
 
 import (
 	"errors"
@@ -19,13 +19,13 @@ func TestVaultTypesCurrentTOTPCodes(t *testing.T) {
 	pwRef, totpRef := store.Credential{ID: "c1"}.SecretRefs()
 	secrets := map[string]string{pwRef: "pw-123456", totpRef: seed}
 	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
-	v := &vault{creds: []store.Credential{{ID: "c1", Name: "bank", Username: "alice", HasTOTP: true, AllowedApps: "Firefox, Chromium"}},
-		secret: func(ref string) (string, error) {
+	v := New([]store.Credential{{ID: "c1", Name: "bank", Username: "alice", HasTOTP: true, AllowedApps: "Firefox, Chromium"}},
+		func(ref string) (string, error) {
 			if s, ok := secrets[ref]; ok {
 				return s, nil
 			}
 			return "", errors.New("not found")
-		}, now: func() time.Time { return at }}
+		}, func() time.Time { return at })
 	want, err := totp.GenerateCode(seed, at)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,17 @@
-package orchestrator
+// Package continuation makes a new task the continuation of a finished
+// one: the earlier task's output files become the new task's inputs, and
+// a note about it (its request, result and last steps) goes before the
+// new task in its agent's first message.
+//
+// It owns the continuation's rules: which task may be continued (one that
+// has finished), the names its outputs get among the new inputs (a flat
+// name; "earlier-NAME" where the new task has a file of that name), and
+// the note, at most MaxContextNote bytes. It needs from its caller the
+// task store, read only (Tasks, which *store.Store satisfies), and the
+// data folder the stored paths are relative to. It guarantees that the
+// inputs it returns have valid, distinct file names and are marked kept
+// (copied, never moved: they stay the earlier task's outputs).
+package continuation
 
 import (
 	"context"
@@ -10,6 +23,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
+	"github.com/hivecrew/hivecrew/core/files"
+	"github.com/hivecrew/hivecrew/core/redact"
 	"github.com/hivecrew/hivecrew/core/store"
 )
 
@@ -23,23 +38,31 @@ const (
 	noteTextBytes  = 3 << 10
 )
 
-// continuation is what a new task takes from the finished task it
-// continues: its outputs as inputs and a note for the agent.
-type continuation struct {
-	sourceID string
-	note     string
-	inputs   []inputSource
+// Tasks reads the store; *store.Store is one.
+type Tasks interface {
+	GetTask(ctx context.Context, id string) (store.Task, error)
+	TaskFiles(ctx context.Context, taskID string, kind store.FileKind) ([]store.TaskFile, error)
+	ListEvents(ctx context.Context, taskID string, since int64, limit int) ([]store.Event, error)
 }
 
-// continuationOf reads the finished task id for a new task to continue.
-// A task that does not exist is an invalid request (the field names it);
-// one that has not finished is a conflict.
-func (o *Orchestrator) continuationOf(ctx context.Context, id string) (*continuation, error) {
+// Continuation is what a new task takes from the finished task it
+// continues: its outputs as inputs and a note for the agent.
+type Continuation struct {
+	sourceID string
+	note     string
+	inputs   []files.Source
+}
+
+// Of reads the finished task id for a new task to continue (nil for an
+// empty id: no continuation); home is the data folder. A task that does
+// not exist is an invalid request (the field names it); one that has not
+// finished is a conflict.
+func Of(ctx context.Context, st Tasks, home, id string) (*Continuation, error) {
 	id = strings.TrimSpace(id)
 	if id == "" {
 		return nil, nil
 	}
-	src, err := o.cfg.Store.GetTask(ctx, id)
+	src, err := st.GetTask(ctx, id)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return nil, errdefs.Invalidf("continuationSourceTaskId: no task %s", id)
 	}
@@ -49,26 +72,26 @@ func (o *Orchestrator) continuationOf(ctx context.Context, id string) (*continua
 	if !src.Status.Terminal() {
 		return nil, errdefs.Conflictf("continuationSourceTaskId: task %s is %s: only a finished task can be continued", id, src.Status)
 	}
-	outs, err := o.cfg.Store.TaskFiles(ctx, id, store.FileOutput)
+	outs, err := st.TaskFiles(ctx, id, store.FileOutput)
 	if err != nil {
 		return nil, err
 	}
-	events, err := o.cfg.Store.ListEvents(ctx, id, 0, 0)
+	events, err := st.ListEvents(ctx, id, 0, 0)
 	if err != nil {
 		return nil, err
 	}
-	c := &continuation{sourceID: src.ID}
+	c := &Continuation{sourceID: src.ID}
 	var names, gone []string
 	for _, f := range outs {
-		path := filepath.Join(o.cfg.Paths.Home, filepath.FromSlash(f.Path))
+		path := filepath.Join(home, filepath.FromSlash(f.Path))
 		if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
 			gone = append(gone, f.Name)
 			continue
 		}
-		c.inputs = append(c.inputs, inputSource{name: flatName(f.Name), path: path, mime: f.MimeType, keep: true})
+		c.inputs = append(c.inputs, files.Source{Name: flatName(f.Name), Path: path, Mime: f.MimeType, Keep: true})
 	}
 	for _, in := range c.inputs {
-		names = append(names, in.name)
+		names = append(names, in.Name)
 	}
 	c.note = ContextNote(src, events, names, gone)
 	return c, nil
@@ -84,23 +107,23 @@ func flatName(rel string) string {
 // earlier output whose name one of them has is renamed "earlier-NAME"
 // ("earlier-2-NAME"… if that is taken too). It returns the inputs and the
 // names the earlier outputs got.
-func withContinuation(own []inputSource, c *continuation) ([]inputSource, map[string]string) {
+func withContinuation(own []files.Source, c *Continuation) ([]files.Source, map[string]string) {
 	if c == nil {
 		return own, nil
 	}
 	taken := map[string]bool{}
 	for _, s := range own {
-		taken[s.name] = true
+		taken[s.Name] = true
 	}
 	renamed := map[string]string{}
-	out := append([]inputSource(nil), own...)
+	out := append([]files.Source(nil), own...)
 	for _, s := range c.inputs {
-		name := s.name
+		name := s.Name
 		for n := 1; taken[name]; n++ {
 			if n == 1 {
-				name = "earlier-" + s.name
+				name = "earlier-" + s.Name
 			} else {
-				name = fmt.Sprintf("earlier-%d-%s", n, s.name)
+				name = fmt.Sprintf("earlier-%d-%s", n, s.Name)
 			}
 		}
 		name = fitName(name)
@@ -108,10 +131,10 @@ func withContinuation(own []inputSource, c *continuation) ([]inputSource, map[st
 			name = fitName(fmt.Sprintf("%d-%s", n, name))
 		}
 		taken[name] = true
-		if name != s.name {
-			renamed[s.name] = name
+		if name != s.Name {
+			renamed[s.Name] = name
 		}
-		s.name = name
+		s.Name = name
 		out = append(out, s)
 	}
 	return out, renamed
@@ -134,7 +157,7 @@ func fitName(name string) string {
 }
 
 // noteFor is a continuation's note with the names its inputs got.
-func noteFor(c *continuation, renamed map[string]string) string {
+func noteFor(c *Continuation, renamed map[string]string) string {
 	if len(renamed) == 0 {
 		return c.note
 	}
@@ -142,8 +165,8 @@ func noteFor(c *continuation, renamed map[string]string) string {
 	b.WriteString(c.note)
 	b.WriteString("\nSome of its files were renamed, as your own inputs have those names:")
 	for _, s := range c.inputs {
-		if to, ok := renamed[s.name]; ok {
-			fmt.Fprintf(&b, " %s is %s;", s.name, to)
+		if to, ok := renamed[s.Name]; ok {
+			fmt.Fprintf(&b, " %s is %s;", s.Name, to)
 		}
 	}
 	return cut(strings.TrimSuffix(b.String(), ";")+".", MaxContextNote)
@@ -157,19 +180,19 @@ func noteFor(c *continuation, renamed map[string]string) string {
 func ContextNote(src store.Task, events []store.Event, inputs, gone []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "This task continues an earlier task (%s), which ended %s.\n", src.ID, src.Status)
-	fmt.Fprintf(&b, "Earlier task's title: %s\n", cut(oneLineText(src.Title), 300))
+	fmt.Fprintf(&b, "Earlier task's title: %s\n", cut(redact.OneLine(src.Title), 300))
 	fmt.Fprintf(&b, "Earlier task's request:\n%s\n", cut(strings.TrimSpace(src.Description), noteTextBytes))
 	if src.ResultSummary != nil && strings.TrimSpace(*src.ResultSummary) != "" {
 		fmt.Fprintf(&b, "Its result: %s\n", cut(strings.TrimSpace(*src.ResultSummary), noteTextBytes))
 	}
 	if src.ContextNote != "" {
 		// A chain: a short memory of what the earlier task continued.
-		fmt.Fprintf(&b, "It continued a task of its own: %s\n", cut(oneLineText(src.ContextNote), 600))
+		fmt.Fprintf(&b, "It continued a task of its own: %s\n", cut(redact.OneLine(src.ContextNote), 600))
 	}
 	var calls []string
 	for _, e := range events {
 		if e.Type == "tool_call_start" && e.ActivityType == "tool_call" {
-			calls = append(calls, cut(oneLineText(e.Summary), noteStepBytes))
+			calls = append(calls, cut(redact.OneLine(e.Summary), noteStepBytes))
 		}
 	}
 	if len(calls) > 0 {
@@ -194,12 +217,6 @@ func ContextNote(src store.Task, events []store.Event, inputs, gone []string) st
 	return cut(strings.TrimSpace(b.String()), MaxContextNote)
 }
 
-// oneLineText is s on one line, its runs of white space and control
-// characters made single spaces.
-func oneLineText(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ' ' || r == '\u2028' || r == '\u2029' }), " ")
-}
-
 // cut bounds s to n bytes, at a rune boundary, marking the cut with "…".
 func cut(s string, n int) string {
 	if len(s) <= n {
@@ -213,14 +230,14 @@ func cut(s string, n int) string {
 	return s[:i] + mark
 }
 
-// joinContext is what goes before a task in its agent's first message: the
-// note about the task it continues, then the rest.
-func joinContext(note, rest string) string {
-	switch {
-	case note == "":
-		return rest
-	case rest == "":
-		return note
+// Apply makes t the continuation c (when c is set) and returns its inputs:
+// its own and the earlier task's outputs.
+func (c *Continuation) Apply(t *store.Task, own []files.Source) []files.Source {
+	if c == nil {
+		return own
 	}
-	return note + "\n\n" + rest
+	srcs, renamed := withContinuation(own, c)
+	id := c.sourceID
+	t.ContinuationOfID, t.ContextNote = &id, noteFor(c, renamed)
+	return srcs
 }

@@ -1,4 +1,25 @@
-package orchestrator
+// Package writeback gives a task copies of folders of the user's computer
+// (host folders, issue 20) and brings its agent's changes back only as the
+// user approves them: a task given folders gets a copy of each in its VM
+// (shared/folders/NAME); when it ends, what its agent changed there waits
+// for the user's review (status writebackReview), and only what the user
+// approves is written to the host, if the host file is still as the task
+// found it.
+//
+// It owns the folders' life with a task: checking the folders a new task
+// is granted (Grants), copying them in and keeping their manifests with
+// the session (Stage), keeping and carrying them across a held task's VMs
+// (Keep, Carry), the review of the changes when the VM has stopped
+// (Review), and the user's answer (Reviews: Check, Resolve). It needs from
+// its caller the helper's data folder (never a host folder, nor holding
+// one: Fence), and, for Reviews, the task store (Store, which
+// *store.Store satisfies) and a function that tells a task's watchers it
+// changed. It guarantees that nothing reaches the host without the user's
+// approval, that an approved change whose host file changed since the
+// task started is a conflict and is not written, that two reviews are
+// never applied at once, and that hidden files and links are never
+// written back.
+package writeback
 
 import (
 	"cmp"
@@ -10,6 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,16 +43,10 @@ import (
 	"github.com/hivecrew/hivecrew/core/store"
 )
 
-// Host folders (issue 20): a task given folders of this computer gets a
-// copy of each in its VM (shared/folders/NAME); when it ends, what its
-// agent changed there waits for the user's review (status
-// writebackReview), and only what the user approves is written to the
-// host, if the host file is still as the task found it.
-
-// hostFolders checks the folders a new task is given. The helper's own
-// data folder (its database and secrets) is never one of them.
-func (o *Orchestrator) hostFolders(paths []string) ([]store.HostFolder, error) {
-	fence, err := o.dataFence()
+// Grants checks the folders a new task is given; home is the helper's
+// data folder (its database and secrets), never one of them.
+func Grants(home string, paths []string) ([]store.HostFolder, error) {
+	fence, err := Fence(home)
 	if err != nil {
 		return nil, err
 	}
@@ -45,11 +61,11 @@ func (o *Orchestrator) hostFolders(paths []string) ([]store.HostFolder, error) {
 	return out, nil
 }
 
-// dataFence fences off the helper's data folder (its sessions, tasks,
+// Fence fences off the helper's data folder home (its sessions, tasks,
 // VMs and their shared folders, templates, secrets): no host folder or
 // output folder may be it, be inside it or hold it.
-func (o *Orchestrator) dataFence() (hostpath.Fence, error) {
-	return hostpath.NewFence(hostpath.Folder{Name: "the helper's data folder", Path: o.cfg.Paths.Home})
+func Fence(home string) (hostpath.Fence, error) {
+	return hostpath.NewFence(hostpath.Folder{Name: "the helper's data folder", Path: home})
 }
 
 // manifestsFile keeps what the granted folders held when the task started.
@@ -57,13 +73,13 @@ func manifestsFile(sessionDir string) string {
 	return filepath.Join(sessionDir, "writeback", "manifests.json")
 }
 
-// stageFolders copies the task's host folders into its VM and keeps their
-// manifests with the session.
-func (o *Orchestrator) stageFolders(ctx context.Context, t store.Task, shared, sessionDir string) error {
+// Stage copies the task's host folders into its VM's shared folder and
+// keeps their manifests with the session; home is the data folder.
+func Stage(ctx context.Context, home string, t store.Task, shared, sessionDir string) error {
 	if len(t.HostFolders) == 0 {
 		return nil
 	}
-	fence, err := o.dataFence()
+	fence, err := Fence(home)
 	if err != nil {
 		return err
 	}
@@ -85,8 +101,8 @@ func (o *Orchestrator) stageFolders(ctx context.Context, t store.Task, shared, s
 	return os.WriteFile(manifestsFile(sessionDir), b, 0o600)
 }
 
-// foldersPrompt tells the agent where its copies of the host folders are.
-func foldersPrompt(t store.Task) []string {
+// Prompt tells the agent where its copies of the host folders are.
+func Prompt(t store.Task) []string {
 	if len(t.HostFolders) == 0 {
 		return nil
 	}
@@ -99,31 +115,31 @@ func foldersPrompt(t store.Task) []string {
 		"hidden files (names starting with a dot) and links are never written back."}
 }
 
-// reviewFolders compares the agent's copies of the host folders (in
-// shared, the VM stopped) with their manifests, keeps the changed files
-// with the session, and adds the changes to out for review.
-func (o *Orchestrator) reviewFolders(ctx context.Context, t store.Task, sessionDir, shared string, out *outcome) {
+// Review compares the agent's copies of the host folders (in shared, the
+// VM stopped) with their manifests, keeps the changed files with the
+// session, and returns the changes for review (pending, or refused with
+// the reason) and the events that say so; home is the data folder.
+func Review(ctx context.Context, home string, t store.Task, sessionDir, shared string) (items []store.WritebackItem, events []store.Event) {
 	if len(t.HostFolders) == 0 {
-		return
+		return nil, nil
 	}
 	b, err := os.ReadFile(manifestsFile(sessionDir))
 	if errors.Is(err, os.ErrNotExist) {
-		return // the folders were never copied in (the task failed first)
+		return nil, nil // the folders were never copied in (the task failed first)
 	}
 	var ms []hostfolders.Manifest
 	if err == nil {
 		err = json.Unmarshal(b, &ms)
 	}
 	if err != nil {
-		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error", Summary: "Could not read what the host folders held: " + err.Error()})
-		return
+		return nil, []store.Event{{Type: "tool_call_result", ActivityType: "error", Summary: "Could not read what the host folders held: " + err.Error()}}
 	}
 	now := time.Now().UTC()
 	for _, m := range ms {
 		keep := filepath.Join(sessionDir, "writeback", m.Name)
 		cs, err := hostfolders.Review(ctx, m, shared, keep, hostfolders.Limits{})
 		if err != nil {
-			out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
+			events = append(events, store.Event{Type: "tool_call_result", ActivityType: "error",
 				Summary: fmt.Sprintf("Could not review the changes to %s: %v", m.Path, err)})
 			continue
 		}
@@ -140,14 +156,14 @@ func (o *Orchestrator) reviewFolders(ctx context.Context, t store.Task, sessionD
 				it.AfterSize, it.AfterSHA = &c.After.Size, c.After.SHA256
 			}
 			if c.Staged != "" {
-				rel, _ := filepath.Rel(o.cfg.Paths.Home, c.Staged)
+				rel, _ := filepath.Rel(home, c.Staged)
 				it.StagedPath = filepath.ToSlash(rel)
 			}
-			out.writeback = append(out.writeback, it)
+			items = append(items, it)
 		}
 	}
 	pending, refused := 0, 0
-	for _, it := range out.writeback {
+	for _, it := range items {
 		if it.State == store.WritebackPending {
 			pending++
 		} else {
@@ -156,22 +172,23 @@ func (o *Orchestrator) reviewFolders(ctx context.Context, t store.Task, sessionD
 	}
 	if refused > 0 {
 		var lines []string
-		for _, it := range out.writeback {
+		for _, it := range items {
 			if it.State == store.WritebackRefused {
 				lines = append(lines, fmt.Sprintf("%s/%s (%s): %s", it.Folder, it.Path, it.Op, it.Refused))
 			}
 		}
-		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "error",
+		events = append(events, store.Event{Type: "tool_call_result", ActivityType: "error",
 			Summary: fmt.Sprintf("%d change(s) to the host folders cannot be written back", refused), Details: strings.Join(lines, "\n")})
 	}
 	if pending > 0 {
-		out.events = append(out.events, store.Event{Type: "tool_call_result", ActivityType: "info",
+		events = append(events, store.Event{Type: "tool_call_result", ActivityType: "info",
 			Summary: fmt.Sprintf("%d change(s) to the host folders wait for your review", pending)})
 	}
+	return items, events
 }
 
 // itemChange is a stored change as hostfolders applies it.
-func (o *Orchestrator) itemChange(it store.WritebackItem) (hostfolders.Manifest, hostfolders.Change) {
+func (r *Reviews) itemChange(it store.WritebackItem) (hostfolders.Manifest, hostfolders.Change) {
 	c := hostfolders.Change{Path: it.Path, Op: hostfolders.Op(it.Op), Refused: it.Refused}
 	if it.BeforeSize != nil {
 		c.Before = &hostfolders.Entry{Size: *it.BeforeSize, SHA256: it.BeforeSHA, Mode: os.FileMode(it.BeforeMode)}
@@ -180,23 +197,23 @@ func (o *Orchestrator) itemChange(it store.WritebackItem) (hostfolders.Manifest,
 		c.After = &hostfolders.Entry{Size: *it.AfterSize, SHA256: it.AfterSHA}
 	}
 	if it.StagedPath != "" {
-		c.Staged = filepath.Join(o.cfg.Paths.Home, filepath.FromSlash(it.StagedPath))
+		c.Staged = filepath.Join(r.cfg.Home, filepath.FromSlash(it.StagedPath))
 	}
 	return hostfolders.Manifest{Grant: hostfolders.Grant{Name: it.Folder, Path: it.HostRoot}}, c
 }
 
-// Writeback answers a task's changes to its host folders.
-func (o *Orchestrator) Writeback(ctx context.Context, id string) ([]store.WritebackItem, error) {
-	return o.cfg.Store.WritebackItems(ctx, id)
+// Items are a task's changes to its host folders.
+func (r *Reviews) Items(ctx context.Context, id string) ([]store.WritebackItem, error) {
+	return r.cfg.Store.WritebackItems(ctx, id)
 }
 
 // CheckWriteback says, for a pending change, how the host file changed
 // since the task started (empty if it did not).
-func (o *Orchestrator) CheckWriteback(it store.WritebackItem) string {
+func (r *Reviews) Check(it store.WritebackItem) string {
 	if it.State != store.WritebackPending {
 		return it.Conflict
 	}
-	m, c := o.itemChange(it)
+	m, c := r.itemChange(it)
 	root, err := os.OpenRoot(m.Path)
 	if err != nil {
 		return err.Error()
@@ -208,22 +225,22 @@ func (o *Orchestrator) CheckWriteback(it store.WritebackItem) string {
 	return ""
 }
 
-// ResolveWriteback approves (writes to the host) or discards a task's
+// Resolve approves (writes to the host) or discards a task's
 // pending changes: those of itemIDs, or all. An approved change whose host
 // file changed since the task started is a conflict and is not written.
 // Once none is pending, the task gets back the status its agent ended
 // with, and its summary says what was applied.
-func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve bool, itemIDs []string) (store.Task, error) {
-	o.writebackMu.Lock()
-	defer o.writebackMu.Unlock()
-	t, err := o.cfg.Store.GetTask(ctx, id)
+func (r *Reviews) Resolve(ctx context.Context, id string, approve bool, itemIDs []string) (store.Task, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, err := r.cfg.Store.GetTask(ctx, id)
 	if err != nil {
 		return t, err
 	}
 	if t.Status != store.StatusWritebackReview {
 		return t, errdefs.Conflictf("task %s is %s: it has no changes waiting for review", id, t.Status)
 	}
-	items, err := o.cfg.Store.WritebackItems(ctx, id)
+	items, err := r.cfg.Store.WritebackItems(ctx, id)
 	if err != nil {
 		return t, err
 	}
@@ -232,7 +249,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 			return t, errdefs.NotFoundf("task %s has no change %q", id, want)
 		}
 	}
-	fence, err := o.dataFence()
+	fence, err := Fence(r.cfg.Home)
 	if err != nil {
 		return t, err
 	}
@@ -248,7 +265,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 		if !approve {
 			it.State = store.WritebackDiscarded
 		} else {
-			m, c := o.itemChange(it)
+			m, c := r.itemChange(it)
 			switch err := hostfolders.Apply(m, c, fence); {
 			case err == nil:
 				it.State = store.WritebackApplied
@@ -298,7 +315,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 		events = append(events, store.Event{Type: "status_change", ActivityType: "error",
 			Summary: fmt.Sprintf("Could not write %d change(s) to the host folders", len(failures)), Details: strings.Join(failures, "\n")})
 	}
-	t, _, err = o.cfg.Store.UpdateTask(ctx, id, store.Update{
+	t, _, err = r.cfg.Store.UpdateTask(ctx, id, store.Update{
 		Mutate: func(t *store.Task) error {
 			if t.Status != store.StatusWritebackReview {
 				return errdefs.Conflictf("task %s is %s", id, t.Status)
@@ -308,7 +325,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 				t.Status, t.EndStatus = cmp.Or(t.EndStatus, store.StatusCompleted), ""
 				summary := strings.TrimSpace(deref(t.ResultSummary) + "\n\n" + writebackSummary(final))
 				t.ResultSummary = &summary
-				events = append(events, statusEvent(t.Status, "Review of the host folders done"))
+				events = append(events, store.Event{Type: "status_change", ActivityType: "info", Status: string(t.Status), Summary: "Review of the host folders done"})
 			}
 			return nil
 		},
@@ -318,7 +335,7 @@ func (o *Orchestrator) ResolveWriteback(ctx context.Context, id string, approve 
 	if err != nil {
 		return t, err
 	}
-	o.hub.notify(id)
+	r.cfg.Notify(id)
 	if len(failures) > 0 {
 		// Said to whoever approved; the changes stay pending.
 		return t, errdefs.Unavailablef("could not write %d change(s) to the host folders: %s", len(failures), strings.Join(failures, "; "))
@@ -352,14 +369,64 @@ func writebackSummary(final map[string]string) string {
 	return "Changes to the host folders: " + strings.Join(parts, ", ") + "."
 }
 
-// keepFolders copies a held task's copies of its host folders out of the
-// VM it gives back (stopped), to be put in the next one.
-func keepFolders(ctx context.Context, shared, carried string) error {
+// Keep copies a held task's copies of its host folders out of the VM it
+// gives back (stopped, its shared folder shared) into carried, to be put
+// in the next one.
+func Keep(ctx context.Context, shared, carried string) error {
 	return hostfolders.Keep(ctx, shared, filepath.Join(carried, hostfolders.Sub))
 }
 
-// carryFolders puts a held task's kept folders into its fresh VM.
-func carryFolders(carried, shared string) error {
+// Carry puts a held task's kept folders (in carried) into its fresh VM.
+func Carry(carried, shared string) error {
 	_, err := files.CarryInto(filepath.Join(carried, hostfolders.Sub), shared, hostfolders.Sub)
 	return err
+}
+
+// Carried reports whether carried holds a held task's kept folders.
+func Carried(carried string) bool {
+	_, err := os.Lstat(filepath.Join(carried, hostfolders.Sub))
+	return err == nil
+}
+
+// Pending counts the changes that wait for the user's review.
+func Pending(items []store.WritebackItem) int {
+	n := 0
+	for _, it := range items {
+		if it.State == store.WritebackPending {
+			n++
+		}
+	}
+	return n
+}
+
+// Store is the task store as Reviews use it; *store.Store is one.
+type Store interface {
+	GetTask(ctx context.Context, id string) (store.Task, error)
+	WritebackItems(ctx context.Context, taskID string) ([]store.WritebackItem, error)
+	UpdateTask(ctx context.Context, id string, u store.Update) (store.Task, []store.Event, error)
+}
+
+// Config configures Reviews; every field is required.
+type Config struct {
+	Store Store
+	// Home is the helper's data folder.
+	Home string
+	// Notify tells a task's watchers that it changed.
+	Notify func(taskID string)
+}
+
+// Reviews answers the user's review of tasks' changes to their host
+// folders. It is safe for concurrent use.
+type Reviews struct {
+	cfg Config
+	// mu keeps two reviews apart.
+	mu sync.Mutex
+}
+
+// New returns the reviews of cfg.
+func New(cfg Config) (*Reviews, error) {
+	if cfg.Store == nil || cfg.Home == "" || cfg.Notify == nil {
+		return nil, errors.New("writeback: Store, Home and Notify are required")
+	}
+	return &Reviews{cfg: cfg}, nil
 }
