@@ -2,7 +2,9 @@
 // gave (no conversion on capture) and encodes it to PNG quickly: rows are
 // filtered and converted in one pass, and an Encoder compresses the screen
 // in horizontal bands, recompressing only the bands whose pixels changed
-// since its last frame. Screens change little between two steps of an
+// since its last frame; a Scaler downsizes frames the same way, rescaling
+// only the rows that changed (a Changelog tells it what changed across
+// frames it did not see). Screens change little between two steps of an
 // agent (a typed word, a menu), so most of a screenshot is reused.
 package frame
 
