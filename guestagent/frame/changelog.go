@@ -70,3 +70,20 @@ func MergeRows(rows []Rows) []Rows {
 	}
 	return merged
 }
+
+// changesSince returns the rows of f that can differ from the source's
+// frame seq, which a consumer (a scaler, an encoder) last saw: from log
+// when given, else from f.Changes when they are since that frame. It
+// returns nil (anything may differ) when neither can tell, or either
+// frame is unnumbered.
+func changesSince(seq uint64, f *Frame, log *Changelog) *Changes {
+	switch {
+	case seq == 0 || f.Seq == 0:
+		return nil
+	case log != nil:
+		return log.Since(seq, f)
+	case f.Changes != nil && f.Changes.Since == seq:
+		return f.Changes
+	}
+	return nil
+}

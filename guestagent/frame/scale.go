@@ -79,14 +79,7 @@ func (s *Scaler) Scale(f *Frame, w, h int, log *Changelog) *Frame {
 		s.h0, s.h1 = make([]uint16, 3*w), make([]uint16, 3*w)
 		s.srcSeq = 0
 	}
-	var ch *Changes
-	switch {
-	case fresh || s.srcSeq == 0 || f.Seq == 0:
-	case log != nil:
-		ch = log.Since(s.srcSeq, f)
-	case f.Changes != nil && f.Changes.Since == s.srcSeq:
-		ch = f.Changes
-	}
+	ch := changesSince(s.srcSeq, f, log) // nil when fresh: srcSeq is 0
 	s.h0y, s.h1y = -1, -1
 	prev := o.Seq
 	o.Seq++

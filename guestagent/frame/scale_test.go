@@ -36,6 +36,35 @@ func speckle(f *Frame, y0, y1 int, rng *rand.Rand) {
 	}
 }
 
+// screen is a source of numbered frames that says which rows changed
+// since the previous one, and notes them in a changelog, as the server
+// does with captures.
+type screen struct {
+	src *Frame
+	seq uint64
+	log Changelog
+	rng *rand.Rand
+}
+
+func newScreen(w, h int, seed uint64) *screen {
+	return &screen{src: desktop(w, h, seed), rng: rand.New(rand.NewPCG(seed, seed))}
+}
+
+// next changes rows of the screen and returns a frame of it.
+func (s *screen) next(rows ...Rows) *Frame {
+	s.seq++
+	for _, r := range rows {
+		speckle(s.src, r.Y0, r.Y1, s.rng)
+	}
+	f := clone(s.src)
+	f.Seq = s.seq
+	if s.seq > 1 {
+		f.Changes = &Changes{Since: s.seq - 1, Rows: rows}
+	}
+	s.log.Add(f)
+	return f
+}
+
 // TestScaleMatchesReference: the scaler's output is within 2 levels of
 // ApproxBiLinear's in every channel of every pixel, at the sizes the
 // guest is asked for and at odd ratios, on a desktop and on noise.
@@ -83,24 +112,10 @@ func TestScaleMatchesReference(t *testing.T) {
 // rescales everything rather than show a stale row.
 func TestScaleShowsEveryChange(t *testing.T) {
 	const w, h = 512, 320
-	rng := rand.New(rand.NewPCG(4, 4))
 	var s, logged Scaler
-	var log Changelog
-	src := desktop(640, 400, 3)
-	seq := uint64(0)
-	next := func(changes []Rows) *Frame {
-		seq++
-		for _, r := range changes {
-			speckle(src, r.Y0, r.Y1, rng)
-		}
-		f := clone(src)
-		f.Seq = seq
-		if seq > 1 {
-			f.Changes = &Changes{Since: seq - 1, Rows: changes}
-		}
-		log.Add(f)
-		return f
-	}
+	scr := newScreen(640, 400, 3)
+	next := func(changes []Rows) *Frame { return scr.next(changes...) }
+	src, log := scr.src, &scr.log
 	// whole: the frame must be rescaled whole; otherwise it must not.
 	check := func(what string, s *Scaler, f *Frame, l *Changelog, whole bool) {
 		t.Helper()
@@ -131,13 +146,13 @@ func TestScaleShowsEveryChange(t *testing.T) {
 		check(fmt.Sprintf("row %d changed", y), &s, next([]Rows{{y, y + 1}}), nil, false)
 	}
 	logged.Scale(clone(src), w, h, nil).Release() // unnumbered: it gets no changes
-	check("first numbered frame for the logged scaler", &logged, next([]Rows{{0, 1}}), &log, true)
+	check("first numbered frame for the logged scaler", &logged, next([]Rows{{0, 1}}), log, true)
 	g := s.Scale(src, w, h, nil)
 	g.Release() // an unnumbered frame: scaled whole, and the chain is broken
 	check("after an unnumbered frame", &s, next([]Rows{{200, 201}}), nil, true)
 	check("changes since the frame it saw", &s, next([]Rows{{10, 12}, {300, 302}}), nil, false)
 	// The logged scaler skipped three frames: the log merges their changes.
-	check("three frames later, from the log", &logged, next([]Rows{{50, 60}}), &log, false)
+	check("three frames later, from the log", &logged, next([]Rows{{50, 60}}), log, false)
 	// A frame whose changes are since a frame the scaler never saw.
 	next([]Rows{{120, 130}})
 	check("changes since an unseen frame", &s, next([]Rows{{140, 150}}), nil, true)
@@ -145,7 +160,7 @@ func TestScaleShowsEveryChange(t *testing.T) {
 	whole := next(nil)
 	whole.Changes = nil
 	log.Add(whole)
-	check("the log across a whole frame", &logged, next([]Rows{{5, 6}}), &log, true)
+	check("the log across a whole frame", &logged, next([]Rows{{5, 6}}), log, true)
 }
 
 // TestChangelogSince: the log merges the changes of consecutive frames
@@ -203,6 +218,7 @@ func equalRows(a, b []Rows) bool {
 func BenchmarkScale(b *testing.B) {
 	f := desktop(1280, 800, 1)
 	b.Run("reference", func(b *testing.B) {
+		defer cpuTime(b)()
 		for b.Loop() {
 			reference(f, 1024, 640)
 		}
@@ -210,6 +226,7 @@ func BenchmarkScale(b *testing.B) {
 	b.Run("whole", func(b *testing.B) {
 		var s Scaler
 		b.ReportAllocs()
+		defer cpuTime(b)()
 		for b.Loop() {
 			s.Scale(f, 1024, 640, nil).Release()
 		}
@@ -217,6 +234,7 @@ func BenchmarkScale(b *testing.B) {
 	b.Run("a-line-of-text-changed", func(b *testing.B) {
 		var s Scaler
 		b.ReportAllocs()
+		defer cpuTime(b)()
 		for i := 0; b.Loop(); i++ {
 			y := 300 + (i%20)*12
 			f.Seq = uint64(i + 1)
@@ -245,6 +263,7 @@ func BenchmarkScaledPNG(b *testing.B) {
 		f := desktop(1280, 800, 1)
 		var e Encoder
 		b.ReportAllocs()
+		defer cpuTime(b)()
 		for i := 0; b.Loop(); i++ {
 			change(f, i)
 			if _, _, err := e.Encode(FromImage(reference(f, 1024, 640))); err != nil {
@@ -257,6 +276,7 @@ func BenchmarkScaledPNG(b *testing.B) {
 		var e Encoder
 		var s Scaler
 		b.ReportAllocs()
+		defer cpuTime(b)()
 		for i := 0; b.Loop(); i++ {
 			change(f, i)
 			g := s.Scale(f, 1024, 640, nil)

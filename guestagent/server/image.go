@@ -1,17 +1,15 @@
 package server
 
 import (
-	"bytes"
 	"image"
-	"image/jpeg"
 
 	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
 // encodeScreenshot downscales img to fit the request and encodes it. The
-// scalers rescale, and the PNG encoders recompress, only what changed
-// since their last frame.
+// scalers rescale, and the encoders recompress, only what changed since
+// their last frame.
 func (s *Server) encodeScreenshot(img image.Image, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
 	f := frame.FromImage(img)
 	s.changes.Add(f)
@@ -30,12 +28,17 @@ func (s *Server) encodeScreenshot(img image.Image, p protocol.ScreenshotParams) 
 		if q == 0 {
 			q = 80
 		}
-		var buf bytes.Buffer
-		buf.Grow(w * h / 4)
-		if err := jpeg.Encode(&buf, f.YCbCr(), &jpeg.Options{Quality: q}); err != nil {
+		// A scaled frame says what changed since the scaler's previous
+		// one, which went to the same encoder.
+		enc, log := &s.jpeg, &s.changes
+		if scaled {
+			enc, log = &s.scaledJPEG, nil
+		}
+		data, err := enc.Encode(f, q, log)
+		if err != nil {
 			return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInternalError, "encode the screenshot: %v", err)
 		}
-		return protocol.ScreenshotResult{Format: protocol.FormatJPEG, Width: w, Height: h, Data: buf.Bytes()}, nil
+		return protocol.ScreenshotResult{Format: protocol.FormatJPEG, Width: w, Height: h, Data: data}, nil
 	}
 	enc := &s.png
 	if scaled {

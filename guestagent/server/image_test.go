@@ -79,10 +79,11 @@ func (d *screenDriver) want(w, h int) *image.RGBA {
 }
 
 // TestScaledScreenshotsShowEveryChange: the agent's scaled PNGs and the
-// live view's JPEGs of another size take turns, and a screenshot shows
-// what was painted since the last of its kind, including while a
-// screenshot of the other kind was taken in between (the scaler rescales
-// only what changed since its last frame, and must not miss that).
+// live view's JPEGs (scaled to another size, or not) take turns, and a
+// screenshot shows what was painted since the last of its kind, including
+// while screenshots of other kinds were taken in between (the scalers and
+// encoders redo only what changed since their last frame, and must not
+// miss that).
 func TestScaledScreenshotsShowEveryChange(t *testing.T) {
 	d := newScreenDriver(640, 400)
 	h := newHarness(t, func(c *Config) { c.Driver = d })
@@ -112,11 +113,18 @@ func TestScaledScreenshotsShowEveryChange(t *testing.T) {
 			}
 		}
 	}
-	// jpegShot takes a live-view frame and checks the middle of the band
-	// painted last, which JPEG keeps within a few levels.
+	// jpegShot takes a live-view frame at half the screen's width, or
+	// whole, and checks the middle of the band painted last, which JPEG
+	// keeps within a few levels.
+	half := true
 	jpegShot := func(what string, y0, y1 int, c [3]uint8) {
 		t.Helper()
-		res, err := call[protocol.ScreenshotResult](t, h.cli, protocol.MethodScreenshot, protocol.ScreenshotParams{Format: "jpeg", MaxWidth: 320, Quality: 90})
+		p, k := protocol.ScreenshotParams{Format: "jpeg", Quality: 90}, 1
+		if half {
+			p.MaxWidth, k = 320, 2
+		}
+		half = !half
+		res, err := call[protocol.ScreenshotResult](t, h.cli, protocol.MethodScreenshot, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +132,7 @@ func TestScaledScreenshotsShowEveryChange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, g, b, _ := img.At(75, (y0+y1)/4).RGBA()
+		r, g, b, _ := img.At(150/k, (y0+y1)/2/k).RGBA()
 		got := []int{int(r >> 8), int(g >> 8), int(b >> 8)}
 		for i := range 3 {
 			if d := got[i] - int(c[i]); d > 12 || d < -12 {
@@ -141,13 +149,13 @@ func TestScaledScreenshotsShowEveryChange(t *testing.T) {
 	jpegShot("a red band", 200, 240, [3]uint8{200, 0, 0})
 	d.paint(300, 302, [3]uint8{0, 0, 200})
 	pngShot("the red band painted before a live frame, and a blue one after")
-	for i := range 5 {
+	for i := range 6 {
 		// 4 rows, 2 of the live frame's, a 2×2 chroma block's height.
 		c := [3]uint8{uint8(40 * i), 255, 0}
 		d.paint(60+4*i, 64+4*i, c)
 		jpegShot("a live frame", 60+4*i, 64+4*i, c)
 	}
-	pngShot("five bands painted between live frames")
+	pngShot("six bands painted between live frames")
 	if !slices.Equal(d.changed, nil) {
 		t.Fatalf("changes left over: %v", d.changed)
 	}
