@@ -129,8 +129,11 @@ func TestEncodeRGBALayoutAndPhotos(t *testing.T) {
 	seen := map[byte]bool{}
 	var d Encoder
 	d.Encode(f)
-	for i := 0; i < len(d.rows); i += 1 + 3*300 {
-		seen[d.rows[i]] = true
+	for range cap(d.idle) { // the filtered rows each compressor holds
+		c := <-d.idle
+		for i := 0; i < len(c.rows); i += 1 + 3*300 {
+			seen[c.rows[i]] = true
+		}
 	}
 	if len(seen) < 2 {
 		t.Errorf("filters used on a photo-like band: %v, want more than one kind", seen)
