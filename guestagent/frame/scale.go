@@ -56,10 +56,10 @@ func taps(n, src int) []tap {
 	return t
 }
 
-// Scale returns f scaled to w×h (each at least 1). The frame is the
-// scaler's own: it must be released, and not read after that. Its Seq
-// numbers the scaler's frames and its Changes, when set, says which of
-// its rows were rescaled since the scaler's previous frame.
+// Scale returns f, which passes Check, scaled to w×h (each at least 1).
+// The frame is the scaler's own: it must be released, and not read after
+// that. Its Seq numbers the scaler's frames and its Changes, when set,
+// says which of its rows were rescaled since the scaler's previous frame.
 //
 // log, when not nil, tells which rows of f changed since the source frame
 // the scaler last scaled (it should have seen that frame and f); without

@@ -12,6 +12,9 @@ import (
 // their last frame.
 func (s *Server) encodeScreenshot(img image.Image, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
 	f := frame.FromImage(img)
+	if err := f.Check(); err != nil {
+		return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInternalError, "screen image: %v", err)
+	}
 	s.changes.Add(f)
 	w, h := protocol.FitSize(f.Width, f.Height, p.MaxWidth, p.MaxHeight)
 	scaled := w != f.Width || h != f.Height

@@ -160,3 +160,21 @@ func TestScaledScreenshotsShowEveryChange(t *testing.T) {
 		t.Fatalf("changes left over: %v", d.changed)
 	}
 }
+
+// badFrameDriver captures a frame whose buffer is too small for its size.
+type badFrameDriver struct{ *fakeDriver }
+
+func (badFrameDriver) Capture(context.Context) (image.Image, error) {
+	return &frame.Frame{Pix: make([]byte, 40), Stride: 40, Width: 10, Height: 10, R: 2, G: 1, B: 0}, nil
+}
+
+// TestScreenshotOfABadFrame: a driver's frame that does not describe its
+// buffer is an internal error for every kind of screenshot, not a crash.
+func TestScreenshotOfABadFrame(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Driver = badFrameDriver{&fakeDriver{}} })
+	for _, p := range []protocol.ScreenshotParams{{Format: "png"}, {Format: "png", MaxWidth: 5}, {Format: "jpeg"}, {Format: "jpeg", MaxWidth: 5}} {
+		if _, err := call[protocol.ScreenshotResult](t, h.cli, protocol.MethodScreenshot, p); codeOf(err) != protocol.CodeInternalError {
+			t.Errorf("%+v: %v, want an internal error", p, err)
+		}
+	}
+}
