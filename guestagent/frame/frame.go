@@ -2,7 +2,9 @@
 // gave (no conversion on capture) and encodes it to PNG quickly: rows are
 // filtered and converted in one pass, and an Encoder compresses the screen
 // in horizontal bands, recompressing only the bands whose pixels changed
-// since its last frame. Screens change little between two steps of an
+// since its last frame; a Scaler downsizes frames the same way, rescaling
+// only the rows that changed (a Changelog tells it what changed across
+// frames it did not see). Screens change little between two steps of an
 // agent (a typed word, a menu), so most of a screenshot is reused.
 package frame
 
@@ -121,7 +123,14 @@ func FromImage(img image.Image) *Frame {
 // slowly). Chroma is taken from the average of each 2×2 block of pixels.
 func (f *Frame) YCbCr() *image.YCbCr {
 	img := image.NewYCbCr(f.Bounds(), image.YCbCrSubsampleRatio420)
-	for y := range f.Height {
+	yCbCrRows(img, f, 0, f.Height)
+	return img
+}
+
+// yCbCrRows converts rows [y0, y1) of f into img, a 4:2:0 image of f's
+// size; y0 is even.
+func yCbCrRows(img *image.YCbCr, f *Frame, y0, y1 int) {
+	for y := y0; y < y1; y++ {
 		src := f.Pix[y*f.Stride : y*f.Stride+4*f.Width]
 		dst := img.Y[y*img.YStride : y*img.YStride+f.Width]
 		for x := range dst {
@@ -130,9 +139,9 @@ func (f *Frame) YCbCr() *image.YCbCr {
 			dst[x] = uint8((19595*r + 38470*g + 7471*b + 1<<15) >> 16)
 		}
 	}
-	for cy := range (f.Height + 1) / 2 {
-		y0, y1 := 2*cy, min(2*cy+1, f.Height-1)
-		row0, row1 := f.Pix[y0*f.Stride:], f.Pix[y1*f.Stride:]
+	for cy := y0 / 2; cy < (y1+1)/2; cy++ {
+		r0, r1 := 2*cy, min(2*cy+1, f.Height-1)
+		row0, row1 := f.Pix[r0*f.Stride:], f.Pix[r1*f.Stride:]
 		cb := img.Cb[cy*img.CStride : cy*img.CStride+(f.Width+1)/2]
 		cr := img.Cr[cy*img.CStride : cy*img.CStride+(f.Width+1)/2]
 		for cx := range cb {
@@ -145,7 +154,6 @@ func (f *Frame) YCbCr() *image.YCbCr {
 			cr[cx] = clamp8((32768*r - 27440*g - 5328*b + 257<<17) >> 18)
 		}
 	}
-	return img
 }
 
 func clamp8(v int32) uint8 {

@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"runtime"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // bandRows is the height of a band: small enough that a typed word
@@ -34,8 +37,9 @@ type band struct {
 
 // Encoder encodes frames as 8-bit RGB PNGs. It keeps a copy of the last
 // frame it encoded and reuses the compressed bands whose rows (and the row
-// above each, which the filters read) are unchanged. The zero value is
-// ready to use; it is safe for concurrent use (one Encode at a time).
+// above each, which the filters read) are unchanged; the bands that
+// changed are compressed in parallel (GOMAXPROCS at once). The zero value
+// is ready to use; it is safe for concurrent use (one Encode at a time).
 type Encoder struct {
 	// mu guards everything below.
 	mu sync.Mutex
@@ -45,11 +49,18 @@ type Encoder struct {
 	// seq is the Seq of the frame last holds (0: none, or unnumbered).
 	seq   uint64
 	bands []band
-	zw    *flate.Writer
-	zbuf  bytes.Buffer
-	rows  []byte // a band's filtered rows, each led by its filter type
-	cur   []byte // RGB of the row being filtered
-	up    []byte // RGB of the row above it
+	// idle holds the compressors not in use, one for each band that can
+	// be compressed at once (GOMAXPROCS).
+	idle chan *compressor
+}
+
+// compressor is what compressing a band takes.
+type compressor struct {
+	zw   *flate.Writer
+	zbuf bytes.Buffer
+	rows []byte // a band's filtered rows, each led by its filter type
+	cur  []byte // RGB of the row being filtered
+	up   []byte // RGB of the row above it
 }
 
 // Stats says how much of a frame was compressed anew.
@@ -66,12 +77,18 @@ func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.zw == nil {
-		zw, err := flate.NewWriter(&e.zbuf, flate.BestSpeed)
-		if err != nil {
-			return nil, Stats{}, err
+	if e.idle == nil {
+		n := runtime.GOMAXPROCS(0)
+		e.idle = make(chan *compressor, n)
+		for range n {
+			c := &compressor{}
+			zw, err := flate.NewWriter(&c.zbuf, flate.BestSpeed)
+			if err != nil {
+				return nil, Stats{}, err
+			}
+			c.zw = zw
+			e.idle <- c
 		}
-		e.zw = zw
 	}
 	n := (f.Height + bandRows - 1) / bandRows
 	l := &e.last
@@ -83,6 +100,9 @@ func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 	hint := !fresh && f.Changes != nil && e.seq != 0 && f.Changes.Since == e.seq
 	e.seq = 0 // until last holds f
 	st := Stats{Bands: n}
+	// First the rows, then the bands that changed, in parallel: a band's
+	// filters read the row above it.
+	var todo []int
 	aboveChanged := false // the last row of the band above changed
 	for i := range e.bands {
 		y0, y1 := i*bandRows, min((i+1)*bandRows, f.Height)
@@ -94,12 +114,21 @@ func (e *Encoder) Encode(f *Frame) ([]byte, Stats, error) {
 			continue
 		}
 		aboveChanged = lastChanged
-		if err := e.compress(i, y0, y1); err != nil {
-			e.last = Frame{} // rows and bands may disagree: start over next time
-			return nil, Stats{}, err
-		}
-		st.Recompressed++
+		todo = append(todo, i)
 	}
+	var g errgroup.Group
+	for _, i := range todo {
+		c := <-e.idle
+		g.Go(func() error {
+			defer func() { e.idle <- c }()
+			return e.compress(c, i, i*bandRows, min((i+1)*bandRows, f.Height))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		e.last = Frame{} // rows and bands may disagree: start over next time
+		return nil, Stats{}, err
+	}
+	st.Recompressed = len(todo)
 	e.seq = f.Seq
 	return e.assemble(f.Width, f.Height), st, nil
 }
@@ -118,34 +147,34 @@ func (e *Encoder) update(f *Frame, y0, y1 int) (changed, lastChanged bool) {
 	return changed, lastChanged
 }
 
-// compress filters rows [y0, y1) of the last frame and compresses them as
-// band i.
-func (e *Encoder) compress(i, y0, y1 int) error {
+// compress filters rows [y0, y1) of the last frame and compresses them
+// with c as band i.
+func (e *Encoder) compress(c *compressor, i, y0, y1 int) error {
 	f := &e.last
 	w := 3 * f.Width
-	if cap(e.cur) < w {
-		e.cur, e.up = make([]byte, w), make([]byte, w)
-		e.rows = make([]byte, bandRows*(1+w))
+	if cap(c.cur) < w {
+		c.cur, c.up = make([]byte, w), make([]byte, w)
+		c.rows = make([]byte, bandRows*(1+w))
 	}
-	rows := e.rows[:(y1-y0)*(1+w)]
+	rows := c.rows[:(y1-y0)*(1+w)]
 	for y := y0; y < y1; y++ {
 		out := rows[(y-y0)*(1+w) : (y-y0+1)*(1+w)]
-		e.filter(out, y)
+		e.filter(c, out, y)
 	}
-	e.zbuf.Reset()
+	c.zbuf.Reset()
 	// Reset forgets the previous band: bands stand alone. compress/flate's
 	// fastest level keeps screenshots of text a quarter smaller than
 	// github.com/klauspost/compress's, which is a quarter faster: the bytes
 	// are sent again with every step, to the LLM too, so size wins.
-	e.zw.Reset(&e.zbuf)
-	if _, err := e.zw.Write(rows); err != nil {
+	c.zw.Reset(&c.zbuf)
+	if _, err := c.zw.Write(rows); err != nil {
 		return fmt.Errorf("compress band %d: %w", i, err)
 	}
-	if err := e.zw.Flush(); err != nil {
+	if err := c.zw.Flush(); err != nil {
 		return fmt.Errorf("compress band %d: %w", i, err)
 	}
 	b := &e.bands[i]
-	b.z = append(b.z[:0], e.zbuf.Bytes()...)
+	b.z = append(b.z[:0], c.zbuf.Bytes()...)
 	b.adler = adler(1, rows)
 	b.n = len(rows)
 	return nil
@@ -158,7 +187,7 @@ func (e *Encoder) compress(i, y0, y1 int) error {
 // used, whose output is zero outside the difference and costs nothing to
 // make there. Other rows get the filter that looks best on a sample
 // (filterRow), which compresses text better.
-func (e *Encoder) filter(out []byte, y int) {
+func (e *Encoder) filter(c *compressor, out []byte, y int) {
 	f := &e.last
 	if y > 0 {
 		row, above := f.Pix[y*f.Stride:(y+1)*f.Stride], f.Pix[(y-1)*f.Stride:y*f.Stride]
@@ -176,7 +205,7 @@ func (e *Encoder) filter(out []byte, y int) {
 			return
 		}
 	}
-	cur, up := e.cur[:3*f.Width], e.up[:3*f.Width]
+	cur, up := c.cur[:3*f.Width], c.up[:3*f.Width]
 	rgb(cur, f, y)
 	if y > 0 {
 		rgb(up, f, y-1)

@@ -3,7 +3,6 @@ package linux
 import (
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"github.com/jezek/xgb"
@@ -158,16 +157,7 @@ func damagedRows(rects []xproto.Rectangle, h int) []frame.Rows {
 			rows = append(rows, frame.Rows{Y0: y0, Y1: y1})
 		}
 	}
-	slices.SortFunc(rows, func(a, b frame.Rows) int { return a.Y0 - b.Y0 })
-	merged := rows[:0]
-	for _, r := range rows {
-		if n := len(merged); n > 0 && r.Y0 <= merged[n-1].Y1 {
-			merged[n-1].Y1 = max(merged[n-1].Y1, r.Y1)
-			continue
-		}
-		merged = append(merged, r)
-	}
-	return merged
+	return frame.MergeRows(rows)
 }
 
 // attach replaces the segment with one of size bytes. The segment is

@@ -1,46 +1,53 @@
 package server
 
 import (
-	"bytes"
 	"image"
-	"image/jpeg"
-
-	"golang.org/x/image/draw"
 
 	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
-// encodeScreenshot downscales img to fit the request and encodes it. PNGs
-// go through the server's frame encoder, which recompresses only what
-// changed since the last PNG screenshot.
+// encodeScreenshot downscales img to fit the request and encodes it. The
+// scalers rescale, and the encoders recompress, only what changed since
+// their last frame.
 func (s *Server) encodeScreenshot(img image.Image, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
-	b := img.Bounds()
-	w, h := protocol.FitSize(b.Dx(), b.Dy(), p.MaxWidth, p.MaxHeight)
-	if w != b.Dx() || h != b.Dy() {
-		// The scaler's fast path wants RGBA.
-		if f, ok := img.(*frame.Frame); ok {
-			img = f.RGBA()
-		}
+	f := frame.FromImage(img)
+	if err := f.Check(); err != nil {
+		return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInternalError, "screen image: %v", err)
 	}
-	if w != b.Dx() || h != b.Dy() {
-		dst := image.NewRGBA(image.Rect(0, 0, w, h))
-		draw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, b, draw.Src, nil)
-		img = dst
+	s.changes.Add(f)
+	w, h := protocol.FitSize(f.Width, f.Height, p.MaxWidth, p.MaxHeight)
+	scaled := w != f.Width || h != f.Height
+	if scaled {
+		sc := &s.pngScale
+		if p.Format == protocol.FormatJPEG {
+			sc = &s.jpegScale
+		}
+		f = sc.Scale(f, w, h, &s.changes)
+		defer f.Release()
 	}
 	if p.Format == protocol.FormatJPEG {
 		q := p.Quality
 		if q == 0 {
 			q = 80
 		}
-		var buf bytes.Buffer
-		buf.Grow(w * h / 4)
-		if err := jpeg.Encode(&buf, frame.FromImage(img).YCbCr(), &jpeg.Options{Quality: q}); err != nil {
+		// A scaled frame says what changed since the scaler's previous
+		// one, which went to the same encoder.
+		enc, log := &s.jpeg, &s.changes
+		if scaled {
+			enc, log = &s.scaledJPEG, nil
+		}
+		data, err := enc.Encode(f, q, log)
+		if err != nil {
 			return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInternalError, "encode the screenshot: %v", err)
 		}
-		return protocol.ScreenshotResult{Format: protocol.FormatJPEG, Width: w, Height: h, Data: buf.Bytes()}, nil
+		return protocol.ScreenshotResult{Format: protocol.FormatJPEG, Width: w, Height: h, Data: data}, nil
 	}
-	data, _, err := s.png.Encode(frame.FromImage(img))
+	enc := &s.png
+	if scaled {
+		enc = &s.scaledPNG
+	}
+	data, _, err := enc.Encode(f)
 	if err != nil {
 		return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInternalError, "encode the screenshot: %v", err)
 	}

@@ -59,8 +59,17 @@ type Server struct {
 	docs    *documents.Reader
 	shell   *shellRunner
 	start   time.Time
-	// png encodes PNG screenshots, reusing what did not change.
-	png frame.Encoder
+	// png encodes PNG screenshots at the screen's size, scaledPNG scaled
+	// ones, each reusing what did not change since its last frame.
+	png, scaledPNG frame.Encoder
+	// jpeg and scaledJPEG encode JPEG screenshots (the live view's),
+	// reusing the bands that did not change since their last frame.
+	jpeg, scaledJPEG frame.JPEGEncoder
+	// changes notes what changed between captures, for the scalers: the
+	// agent's PNGs and the live view's JPEGs (often another size) each
+	// have their own, which rescales only what changed since its last.
+	changes             frame.Changelog
+	pngScale, jpegScale frame.Scaler
 	// handlers is the method table, built once and shared by connections.
 	handlers handler.Map
 
