@@ -56,12 +56,14 @@ vet:
 unit:
 	$(GO) test $(TESTFLAGS) ./core/... ./app/... ./xpchelper/... ./guestagent/... ./scripts/...
 
+# The end-to-end and browser tests run the binaries `make build` just made
+# (HIVECREW_TEST_BIN) instead of each package and test file linking its own.
 e2e: build
-	$(GO) test $(TESTFLAGS) ./tests/...
+	HIVECREW_TEST_BIN=$(CURDIR)/bin $(GO) test $(TESTFLAGS) ./tests/...
 
-browser:
+browser: build
 	@if ls tests/browser/*.test.mjs >/dev/null 2>&1; then \
-		node --test tests/browser/; \
+		HIVECREW_TEST_BIN=$(CURDIR)/bin node --test tests/browser/; \
 	else echo "browser: no browser tests yet"; fi
 
 ## check-darwin: type-check and lint every package as built for darwin/arm64 (cgo), from source;
