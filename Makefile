@@ -3,9 +3,10 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hivecrew/hivecrew/core/version.Version=$(VERSION)
 UNAME   := $(shell uname -s)
-# Tests touch real sockets, X servers and sandboxes: one package at a time
-# keeps the 2-core machines honest; each package still runs its tests in parallel.
-TESTFLAGS ?= -count=1 -p 1 -timeout 20m
+# Two packages at a time: most of a package's time is waiting (on sockets,
+# X servers, sandboxes, timeouts it checks), not computing; the end-to-end
+# packages each use their own data folders, sandboxes and X displays.
+TESTFLAGS ?= -count=1 -p 2 -timeout 20m
 
 # The guest agent is static (no cgo) for Linux sandboxes, whose root
 # filesystems are their own; its macOS driver (ScreenCaptureKit, CGEvent,
@@ -56,12 +57,24 @@ vet:
 unit:
 	$(GO) test $(TESTFLAGS) ./core/... ./app/... ./xpchelper/... ./guestagent/... ./scripts/...
 
+# The end-to-end and browser tests run the binaries `make build` just made
+# (HIVECREW_TEST_BIN) instead of each package and test file linking its own.
+# E2E_ALONE are timed against the screen (a screenshot right after input
+# must show it): they run after the others, one package at a time, with
+# the machine to themselves.
+E2E_ALONE := ./tests/guest ./tests/desktop
 e2e: build
-	$(GO) test $(TESTFLAGS) ./tests/...
+	HIVECREW_TEST_BIN=$(CURDIR)/bin $(GO) test $(TESTFLAGS) $$($(GO) list ./tests/... | grep -vxF "$$($(GO) list $(E2E_ALONE))")
+	HIVECREW_TEST_BIN=$(CURDIR)/bin $(GO) test $(TESTFLAGS) -p 1 $(E2E_ALONE)
 
-browser:
+# Test files run BROWSER_JOBS at a time (each its own helper, browser and
+# temporary folders): they mostly wait on pages, helpers and sandboxes. A
+# Node without --test-concurrency (before 20.10) runs them as it does.
+BROWSER_JOBS ?= 2
+browser: build
 	@if ls tests/browser/*.test.mjs >/dev/null 2>&1; then \
-		node --test tests/browser/; \
+		jobs=; if node --test-concurrency=$(BROWSER_JOBS) -e 0 2>/dev/null; then jobs=--test-concurrency=$(BROWSER_JOBS); fi; \
+		HIVECREW_TEST_BIN=$(CURDIR)/bin node --test $$jobs tests/browser/; \
 	else echo "browser: no browser tests yet"; fi
 
 ## check-darwin: type-check and lint every package as built for darwin/arm64 (cgo), from source;

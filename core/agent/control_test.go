@@ -141,6 +141,17 @@ func TestCancelInterruptsInFlightWork(t *testing.T) {
 	t.Run("guest call", func(t *testing.T) {
 		e := newEnv(t, newLLM(t, turn{calls: []openai.ToolCall{call("wait", map[string]any{"seconds": 60})}}), nil)
 		res := e.run()
+		// The call has begun (on a loaded machine the model's turn may take
+		// longer than any fixed pause), and has run a while.
+		deadline := time.After(10 * time.Second)
+		for began := false; !began; {
+			select {
+			case ev := <-e.events:
+				began = ev.Type == "tool_call_start"
+			case <-deadline:
+				t.Fatal("the wait call never began")
+			}
+		}
 		time.Sleep(300 * time.Millisecond)
 		t0 := time.Now()
 		e.r.Cancel()

@@ -242,8 +242,7 @@ func TestHostileEndpointCannotCrashTheHelper(t *testing.T) {
 	home, ids := newHome(t)
 	h := startProcess(t, home, ids)
 	llm := llmtest.New(t)
-	h.setup(llm.URL, 1)
-	for _, c := range []struct {
+	cases := []struct {
 		mode   string
 		within time.Duration
 		want   []string
@@ -252,13 +251,36 @@ func TestHostileEndpointCannotCrashTheHelper(t *testing.T) {
 		{"nested", 30 * time.Second, []string{"broke the protocol at hello"}},
 		{"huge", 30 * time.Second, []string{"broke the protocol at hello", fmt.Sprintf("limit of %d bytes", 64<<20)}},
 		{"endless", 30 * time.Second, []string{"broke the protocol at hello", fmt.Sprintf("limit of %d bytes", 64<<20)}},
-	} {
-		h.refused(llm, c.mode, c.within, c.want...)
 	}
-	// An answer to another call: hello times out and is retried (a slow
-	// guest is not refused); the task is held for its guest, which the
-	// user cancels.
-	h.heldForGuest(llm, "wrongid", 30*time.Second)
+	// Every hostile guest at once, each in a VM of its own: each outcome
+	// waits out the host's detection of a silent agent, and the helper
+	// must survive all of them together as it does each alone.
+	h.setup(llm.URL, len(cases)+1)
+	t.Run("hostile", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.mode, func(t *testing.T) {
+				t.Parallel()
+				h.on(t).refused(llm, c.mode, c.within, c.want...)
+			})
+		}
+		// An answer to another call: hello times out and is retried (a
+		// slow guest is not refused); the task is held for its guest,
+		// which the user cancels.
+		t.Run("wrongid", func(t *testing.T) {
+			t.Parallel()
+			h.on(t).heldForGuest(llm, "wrongid", 30*time.Second)
+		})
+	})
+	if t.Failed() {
+		return
+	}
 	h.completes(llm, "[[after the hostile answers]]")
 	h.stop()
+}
+
+// on is h for the (sub)test t: its checks fail t.
+func (h *helper) on(t *testing.T) *helper {
+	sub := *h
+	sub.t = t
+	return &sub
 }

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/tests/daemontest"
@@ -56,15 +58,19 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		os.Chmod(dir, 0o755) // sandboxes run the guest agent as another account
+		// Two links at a time: each is mostly one core's work.
+		var builds errgroup.Group
+		builds.SetLimit(2)
 		for _, b := range []struct{ pkg, out, version string }{
 			{"./app", "hivecrew", version}, {"./xpchelper", "hivecrew-helper", version},
 			{"./guestagent", "hivecrew-guestagent", version}, {"./xpchelper", "newer/hivecrew-helper", newerVersion},
 			{"./guestagent", "newer/hivecrew-guestagent", newerVersion},
 		} {
-			if err := build(b.pkg, filepath.Join(dir, b.out), b.version); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
+			builds.Go(func() error { return build(b.pkg, filepath.Join(dir, b.out), b.version) })
+		}
+		if err := builds.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
 		bin, newerBin = dir, filepath.Join(dir, "newer")
 		cacheDir = os.Getenv("HIVECREW_CACHE_DIR")

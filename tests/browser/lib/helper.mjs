@@ -17,21 +17,48 @@ export const OUT = path.join(ROOT, 'tests', 'browser', 'out');
 const run = promisify(execFile);
 
 /**
- * Builds hivecrew-helper and hivecrew-guestagent into a fresh folder every
+ * The folder of binaries built from this tree that `make browser` passes
+ * (bin/, just built by `make build`), or null: then each test file builds
+ * its own.
+ */
+const PREBUILT = process.env.HIVECREW_TEST_BIN ? path.resolve(process.env.HIVECREW_TEST_BIN) : null;
+
+/**
+ * Puts the binary name of package pkg into dir: hard-linked (or copied)
+ * from PREBUILT when it is set, else built (env added to the build's).
+ */
+async function install(dir, name, pkg, env = {}) {
+  const dst = path.join(dir, name);
+  if (PREBUILT) {
+    const src = path.join(PREBUILT, name);
+    try {
+      fs.linkSync(src, dst);
+    } catch (err) {
+      if (err.code !== 'EXDEV') throw new Error(`prebuilt ${name} ($HIVECREW_TEST_BIN): ${err.message}`);
+      fs.copyFileSync(src, dst);
+    }
+    return;
+  }
+  await run('go', ['build', '-o', dst, pkg], { cwd: ROOT, env: { ...process.env, ...env } });
+}
+
+/**
+ * Puts hivecrew-helper and hivecrew-guestagent into a fresh folder every
  * account can read (sandboxes run the guest agent as another user) and
- * returns it. The Go build cache makes this quick after the first time.
+ * returns it: from $HIVECREW_TEST_BIN, or built (the Go build cache makes
+ * that quick after the first time, but each link takes seconds).
  */
 export async function buildBinaries() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hcb-bin-'));
   fs.chmodSync(dir, 0o755);
-  await run('go', ['build', '-o', path.join(dir, 'hivecrew-helper'), './xpchelper'], { cwd: ROOT });
-  await run('go', ['build', '-o', path.join(dir, 'hivecrew-guestagent'), './guestagent'], { cwd: ROOT, env: { ...process.env, CGO_ENABLED: '0' } });
+  await install(dir, 'hivecrew-helper', './xpchelper');
+  await install(dir, 'hivecrew-guestagent', './guestagent', { CGO_ENABLED: '0' });
   return dir;
 }
 
-/** Builds the CLI (hivecrew) into bin, next to the helper. */
+/** Puts the CLI (hivecrew) into bin, next to the helper (as buildBinaries). */
 export async function buildCLI(bin) {
-  await run('go', ['build', '-o', path.join(bin, 'hivecrew'), './app'], { cwd: ROOT });
+  await install(bin, 'hivecrew', './app');
 }
 
 /**
