@@ -87,12 +87,18 @@ func main() {
 	// Each suite's rows are written as it ends, so a bench that dies
 	// later keeps them; a suite that fails is a row with its reason.
 	var metrics []Metric
+	// unwritten is what the last save could not write: the summary says
+	// so, and the bench fails, rather than pointing at missing files.
+	var unwritten []string
 	save := func(status string) {
+		unwritten = nil
 		if err := writeJSON(out, metrics); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: write %s: %v\n", out, err)
+			unwritten = append(unwritten, fmt.Sprintf("%s (%v)", out, err))
 		}
 		if err := writeHTML(report, metrics, time.Since(start), status); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: write %s: %v\n", report, err)
+			unwritten = append(unwritten, fmt.Sprintf("%s (%v)", report, err))
 		}
 	}
 	status := ""
@@ -143,7 +149,10 @@ func main() {
 	if status != "" {
 		fmt.Println(status)
 	}
-	if missed > 0 || status != "" {
+	if len(unwritten) > 0 {
+		fmt.Printf("NOT WRITTEN: %s; the table above is all there is of this run\n", strings.Join(unwritten, ", "))
+	}
+	if missed > 0 || status != "" || len(unwritten) > 0 {
 		os.Exit(1)
 	}
 }

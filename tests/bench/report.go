@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -252,6 +253,9 @@ func writeJSON(path string, metrics []Metric) error {
 // writeFileAtomic replaces path with b whole: a bench interrupted while
 // writing leaves the previous figures, never half of them.
 func writeFileAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err

@@ -157,3 +157,23 @@ func TestHTMLReport(t *testing.T) {
 		}
 	}
 }
+
+// TestReportLandsInAFolderNotYetMade: BENCH_OUT and BENCH_REPORT in a
+// folder that does not exist yet get it made, rather than a summary line
+// pointing at files that were never written.
+func TestReportLandsInAFolderNotYetMade(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs", "today")
+	ms := []Metric{{Name: "store: verify API key", P50: 50 * time.Microsecond, P95: 100 * time.Microsecond, Target: time.Millisecond}}
+	if err := writeJSON(filepath.Join(dir, "results.json"), ms); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHTML(filepath.Join(dir, "report.html"), ms, time.Second, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"results.json", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || !strings.Contains(string(b), "verify API key") {
+			t.Errorf("%s: %v, holds the metric: %v", f, err, strings.Contains(string(b), "verify API key"))
+		}
+	}
+}
