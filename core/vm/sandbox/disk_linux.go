@@ -62,6 +62,17 @@ const (
 	diskOptions  = "nobarrier"
 )
 
+// disksDir is where the empty disk templates are kept: Disks/ in the
+// data folder, beside (never among) the VMs' folders, which hold only
+// VMs; without a data folder (the backend's own tests), the folder of
+// the machines' folders.
+func (m *Machine) disksDir() string {
+	if m.b.cfg.DataDir == "" {
+		return filepath.Dir(m.spec.Dir)
+	}
+	return filepath.Join(m.b.cfg.DataDir, "Disks")
+}
+
 // mountDisk makes (first time) and mounts the machine's disk image.
 func (m *Machine) mountDisk(gb int) error {
 	if err := m.unmountDisk(); err != nil { // left by a helper that crashed
@@ -69,7 +80,7 @@ func (m *Machine) mountDisk(gb int) error {
 	}
 	img, vol := m.path("disk.img"), m.path(".disk")
 	if _, err := os.Stat(img); errors.Is(err, os.ErrNotExist) {
-		tmpl, err := diskTemplate(filepath.Dir(m.spec.Dir), gb)
+		tmpl, err := diskTemplate(m.disksDir(), gb)
 		if err == nil {
 			err = cloneImage(tmpl, img)
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hivecrew/hivecrew/core/vm"
 	"golang.org/x/sys/unix"
@@ -312,4 +313,64 @@ func stat(t *testing.T, dev string) []int {
 		t.Fatalf("%s's stat has no flush counts: %q", dev, b)
 	}
 	return out
+}
+
+// TestDiskTemplatesStayOutOfTheVMsFolder: with a data folder, the empty
+// disk templates are kept in its Disks/ folder, so the VMs' folder holds
+// VMs alone (a helper restarting after a crash deletes whatever it finds
+// there as a VM left behind), and a half-made template a helper that
+// died left there is removed while a fresh one (another VM making it
+// now) stays.
+func TestDiskTemplatesStayOutOfTheVMsFolder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test mounts disk images: run it as root (the test machines are)")
+	}
+	data := t.TempDir()
+	vms := filepath.Join(data, "VMs")
+	disks := filepath.Join(data, "Disks")
+	if err := os.MkdirAll(disks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale, fresh := filepath.Join(disks, ".disk-1.tmp"), filepath.Join(disks, ".disk-2.tmp")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	m := &Machine{b: &Backend{cfg: Config{DataDir: data, Log: slog.New(slog.DiscardHandler)}}, spec: vm.Spec{ID: "vm-a", Dir: filepath.Join(vms, "vm-a")}}
+	if err := os.MkdirAll(m.spec.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.mountDisk(1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.unmountDisk(); err != nil {
+			t.Error(err)
+		}
+	})
+	ents, err := os.ReadDir(vms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "vm-a" {
+		t.Errorf("the VMs' folder holds %v; want the VM alone", names)
+	}
+	if _, err := os.Stat(filepath.Join(disks, ".disk-1g-nojournal-v1.ext4")); err != nil {
+		t.Errorf("the template is not in Disks/: %v", err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the half-made template of an hour ago is still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a template being made now was removed: %v", err)
+	}
 }

@@ -7,13 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// diskTemplate returns an empty VM disk of gb GB kept in dir (the folder
-// of the machines' folders: the same filesystem, so that a clone may share
-// its blocks), formatting it the first time. Its name carries the
+// diskTemplate returns an empty VM disk of gb GB kept in dir (Disks/ in
+// the data folder, on the VMs' filesystem, so that a clone may share its
+// blocks), formatting it the first time; half-made ones left by a helper
+// that died are removed. Its name carries the
 // features, so a helper that changes them makes a new one. Two machines
 // that make it at once each format their own and rename it into place;
 // either is good.
@@ -26,6 +28,10 @@ func diskTemplate(dir string, gb int) (string, error) {
 	if fi, err := os.Lstat(path); err == nil && trustedImage(fi, int64(gb)<<30) {
 		return path, nil
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("disk template: %w", err)
+	}
+	removeStaleTemps(dir)
 	f, err := os.CreateTemp(dir, ".disk-*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("disk template: %w", err)
@@ -46,6 +52,22 @@ func diskTemplate(dir string, gb int) (string, error) {
 		return "", fmt.Errorf("disk template of %d GB: %w", gb, err)
 	}
 	return path, nil
+}
+
+// staleTemp is the age past which a template being made was left by a
+// helper that died making it (making one takes well under a second).
+const staleTemp = 10 * time.Minute
+
+// removeStaleTemps removes the half-made templates a helper that died
+// while making one left in dir; a template another machine is making now
+// is younger and stays.
+func removeStaleTemps(dir string) {
+	tmps, _ := filepath.Glob(filepath.Join(dir, ".disk-*.tmp"))
+	for _, p := range tmps {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleTemp {
+			os.Remove(p)
+		}
+	}
 }
 
 // trustedImage says whether fi is a disk image the helper may mount: a
