@@ -3,6 +3,9 @@ package faults
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
+	"golang.org/x/sys/unix"
 )
 
 // TestCredentialReachesTheFieldAndNothingElse (issue 19.1), with a real
@@ -140,14 +144,61 @@ func (h *helper) noSecretKept(taskID string, forms ...string) {
 			return nil
 		}
 		files++
-		if b, err := os.ReadFile(path); err == nil {
-			if f, ok := holds(b); ok {
-				t.Errorf("%s holds %q", path, f)
-			}
+		b, err := readData(path)
+		if err != nil {
+			t.Errorf("read %s: %v", path, err)
+			return nil
+		}
+		if f, ok := holds(b); ok {
+			t.Errorf("%s holds %q", path, f)
 		}
 		return nil
 	})
 	if files < 5 {
 		t.Fatalf("searched only %d files", files)
 	}
+}
+
+// maxScanned bounds what readData returns of one file.
+const maxScanned = 256 << 20
+
+// readData returns what a file holds, its holes left out: the VMs' disk
+// images (Disks/, each VM's disk.img) are sparse files of tens of GB with
+// a few hundred KB written, which are read whole here, not their size of
+// zeros. A file with more than maxScanned bytes of data is an error,
+// never read in part.
+func readData(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for off := int64(0); off < fi.Size(); {
+		start, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole after off
+		}
+		if err != nil {
+			return nil, fmt.Errorf("find data: %w", err)
+		}
+		end, err := unix.Seek(int(f.Fd()), start, unix.SEEK_HOLE)
+		if err != nil {
+			return nil, fmt.Errorf("find a hole: %w", err)
+		}
+		if int64(len(out))+end-start > maxScanned {
+			return nil, fmt.Errorf("over %d MB of data: too much to search here", maxScanned>>20)
+		}
+		chunk := make([]byte, end-start)
+		if _, err := f.ReadAt(chunk, start); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		out = append(out, chunk...)
+		off = end
+	}
+	return out, nil
 }
