@@ -174,14 +174,8 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 			req.OnWait(reason)
 		}
 		lastReason = reason
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(p.cfg.RetryEvery):
-			p.mu.Lock()
-			p.leakSeen = false // try again: the other app may be gone
-			p.mu.Unlock()
+		if err := p.waitChange(ctx, ch); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -195,4 +189,20 @@ func (p *Pool) noteHostLimit() {
 	p.kickLocked()
 	p.mu.Unlock()
 	p.cfg.Log.Error("the host refused to start a VM below its limit: a VM slot is held outside Hivecrew", "running", count)
+}
+
+// waitChange waits, after a refusal, for the pool to change (ch), ctx to
+// end, or RetryEvery to pass; then a VM that leaked outside the pool is
+// looked for again, since the other app may be gone.
+func (p *Pool) waitChange(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(p.cfg.RetryEvery):
+		p.mu.Lock()
+		p.leakSeen = false
+		p.mu.Unlock()
+	}
+	return nil
 }

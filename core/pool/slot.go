@@ -3,7 +3,6 @@ package pool
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/hivecrew/hivecrew/core/errdefs"
 )
@@ -67,14 +66,8 @@ func (p *Pool) ReserveSlot(ctx context.Context, what string, cpus, memMB int, on
 			onWait(reason)
 		}
 		last = reason
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(p.cfg.RetryEvery):
-			p.mu.Lock()
-			p.leakSeen = false
-			p.mu.Unlock()
+		if err := p.waitChange(ctx, ch); err != nil {
+			return nil, err
 		}
 	}
 }
