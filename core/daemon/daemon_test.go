@@ -197,7 +197,7 @@ func TestHelperPrintsAWorkingAPIKeyAndReplacesIt(t *testing.T) {
 func TestHelperRefusesAnOverlongSocketPath(t *testing.T) {
 	home := t.TempDir()
 	err := Run(context.Background(), Config{
-		Paths: config.Paths{Home: home}, Socket: filepath.Join(home, strings.Repeat("s", 120)),
+		Paths: config.Paths{Home: home}, Addr: "127.0.0.1:0", Socket: filepath.Join(home, strings.Repeat("s", 120)),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err == nil || !strings.Contains(err.Error(), "limit of unix sockets") {
