@@ -304,7 +304,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 			}
 		}
 		r.msgs = append(r.msgs, results)
-		if err := r.cfg.Trace.Sync(); err != nil {
+		if err := r.cfg.Trace.SyncSoon(); err != nil {
 			r.traceFailed(err)
 		}
 	}

@@ -76,8 +76,10 @@ func noAgent(err error) error {
 	return err
 }
 
-// intervene records what the user did in the agent's session.
+// intervene records what the user did in the agent's session, once what
+// the agent recorded of it is written: the caller's answer shows it.
 func (o *Orchestrator) intervene(r *run, kind store.InterventionKind, text string) {
+	o.rec.Flush(r.id)
 	_, _, sid := r.get()
 	if err := o.cfg.Store.AddIntervention(background(), store.Intervention{SessionID: sid, Kind: kind, Text: text}); err != nil {
 		o.cfg.Log.Error("record intervention", "task", r.id, "err", err)
@@ -329,6 +331,7 @@ func (o *Orchestrator) Answer(ctx context.Context, id, questionID, answer string
 		CreatedAt: q.Created, Answer: &answer, AnsweredAt: &now}); err != nil {
 		o.cfg.Log.Error("save answer", "task", r.id, "err", err)
 	}
+	o.rec.Flush(id) // the agent's going on is in the task the caller reads next
 	return nil
 }
 
@@ -347,6 +350,7 @@ func (o *Orchestrator) Respond(ctx context.Context, id, permissionID string, app
 		CreatedAt: p.Created, Approved: &approved, RespondedAt: &now}); err != nil {
 		o.cfg.Log.Error("save permission answer", "task", r.id, "err", err)
 	}
+	o.rec.Flush(id) // the agent's going on is in the task the caller reads next
 	return nil
 }
 

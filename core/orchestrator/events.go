@@ -44,18 +44,21 @@ func (o *Orchestrator) emitter(r *run, sid string, client *llm.Client) func(agen
 				return nil
 			}
 		}
-		var err error
-		if u.Mutate == nil {
-			// Most events leave the task's row alone: append them only.
-			if _, err = o.cfg.Store.AppendEvents(background(), r.id, ev); err == nil {
-				o.hub.notify(r.id)
-			}
-		} else {
-			_, err = o.update(r.id, u)
-		}
-		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
-			o.cfg.Log.Error("record event", "task", r.id, "type", e.Type, "err", err)
-		}
+		// Off the agent's path, in order with the task's other updates
+		// (o.update flushes them first); recorded reports the outcome.
+		o.rec.Record(r.id, u)
+	}
+}
+
+// recorded is told the outcome of each update the recorder wrote: watchers
+// are told of a task that changed, and a failure is logged (a conflict is
+// a task that ended meanwhile, whose late news is dropped).
+func (o *Orchestrator) recorded(id string, err error) {
+	switch {
+	case err == nil:
+		o.hub.notify(id)
+	case !errors.Is(err, errdefs.ErrConflict):
+		o.cfg.Log.Error("record event", "task", id, "err", err)
 	}
 }
 

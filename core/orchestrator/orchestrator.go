@@ -94,6 +94,9 @@ type Orchestrator struct {
 	windows windowCache
 	// titles makes the title requests of new tasks (titles.go).
 	titles *titles.Titler
+	// rec writes the agents' events and step counts off their path
+	// (events.go); Run's end closes it.
+	rec *store.Recorder
 }
 
 // New returns an orchestrator; call Recover, then Run.
@@ -112,6 +115,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	if o.titles, err = o.newTitler(); err != nil {
 		return nil, err
 	}
+	o.rec = cfg.Store.NewRecorder(o.recorded)
 	return o, nil
 }
 
@@ -209,6 +213,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		cancelAll(errShutdown)
 		o.wg.Wait()
 		o.titles.Close()
+		o.rec.Close()
 	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()

@@ -324,6 +324,7 @@ func statusEvent(s store.TaskStatus, summary string) store.Event {
 
 // update writes a change to a task and tells its watchers.
 func (o *Orchestrator) update(id string, u store.Update) (store.Task, error) {
+	o.rec.Flush(id)
 	t, _, err := o.cfg.Store.UpdateTask(background(), id, u)
 	if err == nil {
 		o.hub.notify(id)
@@ -387,6 +388,7 @@ func (o *Orchestrator) finishTask(ctx context.Context, id string, out outcome, m
 		activity = "error"
 	}
 	ev := store.Event{Type: "status_change", ActivityType: activity, Status: string(out.status), Summary: summary}
+	o.rec.Flush(id) // the agent's last events come before its end
 	t, _, err := o.cfg.Store.UpdateTask(ctx, id, store.Update{
 		Mutate: func(t *store.Task) error {
 			if t.Status.Terminal() {

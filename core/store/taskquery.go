@@ -172,37 +172,91 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u Update) (Task, []Ev
 		out []Event
 	)
 	err := s.tx(ctx, func(tx *gorm.DB) error {
-		if err := take(tx, "task", id, &t); err != nil {
-			return err
-		}
-		if u.Mutate != nil {
-			if err := u.Mutate(&t); err != nil {
-				return err
-			}
-			if err := tx.Omit("Task").Save(&t).Error; err != nil {
-				return fmt.Errorf("update task %s: %w", id, classify(err))
-			}
-		}
-		if len(u.Files) > 0 {
-			for i := range u.Files {
-				u.Files[i].ID, u.Files[i].TaskID = 0, id
-			}
-			if err := tx.Omit("Task").Create(&u.Files).Error; err != nil {
-				return fmt.Errorf("add files to task %s: %w", id, classify(err))
-			}
-		}
-		if len(u.Writeback) > 0 {
-			for i := range u.Writeback {
-				u.Writeback[i].TaskID = id
-			}
-			if err := tx.Omit("Task").Save(&u.Writeback).Error; err != nil {
-				return fmt.Errorf("add the writeback review of task %s: %w", id, classify(err))
-			}
-		}
 		var err error
-		out, err = appendEvents(tx, id, u.Events)
+		t, out, err = updateTask(tx, id, u, true)
 		return err
 	})
+	if err != nil {
+		return Task{}, nil, err
+	}
+	return t, out, nil
+}
+
+// TaskUpdate is one task's Update in a batch (UpdateTasks).
+type TaskUpdate struct {
+	ID string
+	Update
+}
+
+// UpdateTasks applies a batch of updates in one transaction, each as
+// UpdateTask would and in order, and returns each one's error: an update
+// that fails (its Mutate refuses, its task is gone) is rolled back alone
+// and the others stand. An error of the transaction itself is every
+// update's. One commit for many updates is what lets the agents of a busy
+// helper record their steps without queueing behind one another's
+// commits.
+func (s *Store) UpdateTasks(ctx context.Context, batch []TaskUpdate) []error {
+	errs := make([]error, len(batch))
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		for i, b := range batch {
+			if err := tx.Exec("SAVEPOINT task_update").Error; err != nil {
+				return fmt.Errorf("update tasks: %w", classify(err))
+			}
+			_, _, errs[i] = updateTask(tx, b.ID, b.Update, false)
+			if errs[i] != nil {
+				if err := tx.Exec("ROLLBACK TO task_update").Error; err != nil {
+					return fmt.Errorf("update tasks: %w", classify(err))
+				}
+			}
+			if err := tx.Exec("RELEASE task_update").Error; err != nil {
+				return fmt.Errorf("update tasks: %w", classify(err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// updateTask is UpdateTask inside tx. Unless read is set, an update of
+// events alone does not read the task (the returned one is then zero): a
+// missing task is the events' foreign key's refusal.
+func updateTask(tx *gorm.DB, id string, u Update, read bool) (Task, []Event, error) {
+	var t Task
+	if read || u.Mutate != nil || len(u.Files) > 0 || len(u.Writeback) > 0 {
+		if err := take(tx, "task", id, &t); err != nil {
+			return Task{}, nil, err
+		}
+	}
+	if u.Mutate != nil {
+		if err := u.Mutate(&t); err != nil {
+			return Task{}, nil, err
+		}
+		if err := tx.Omit("Task").Save(&t).Error; err != nil {
+			return Task{}, nil, fmt.Errorf("update task %s: %w", id, classify(err))
+		}
+	}
+	if len(u.Files) > 0 {
+		for i := range u.Files {
+			u.Files[i].ID, u.Files[i].TaskID = 0, id
+		}
+		if err := tx.Omit("Task").Create(&u.Files).Error; err != nil {
+			return Task{}, nil, fmt.Errorf("add files to task %s: %w", id, classify(err))
+		}
+	}
+	if len(u.Writeback) > 0 {
+		for i := range u.Writeback {
+			u.Writeback[i].TaskID = id
+		}
+		if err := tx.Omit("Task").Save(&u.Writeback).Error; err != nil {
+			return Task{}, nil, fmt.Errorf("add the writeback review of task %s: %w", id, classify(err))
+		}
+	}
+	out, err := appendEvents(tx, id, u.Events)
 	if err != nil {
 		return Task{}, nil, err
 	}

@@ -2,8 +2,9 @@
 // session's folder: events.jsonl (append-only, one event a line),
 // conversation.jsonl (append-only, one LLM message a line, screenshots left
 // out), screenshots/NNNN.png|jpg and artifacts/ (the outbox when the task
-// ends). Everything written is durable once Sync returns, which the agent
-// calls at every step boundary. Read tolerates a last line cut short by a
+// ends). Everything written is durable once Sync returns. The agent calls
+// SyncSoon at every step boundary, which syncs off its path within
+// SyncDelay, and Sync when the session ends. Read tolerates a last line cut short by a
 // crash; Export writes the session as JSON, Markdown or a self-contained
 // HTML replay.
 package trace
@@ -61,7 +62,15 @@ type Writer struct {
 	// unsynced are the screenshots written since the last Sync, open so
 	// that Sync can make them durable before the events that name them.
 	unsynced []*os.File
+	// soon is SyncSoon's pending background Sync, lateErr the error of one
+	// that failed, until SyncSoon or Sync reports it.
+	soon    *time.Timer
+	lateErr error
+	closed  bool
 }
+
+// SyncDelay bounds how long SyncSoon leaves what was written unsynced.
+const SyncDelay = time.Second
 
 // Create makes the session folder (or continues an existing trace) and
 // opens its events file for appending.
@@ -142,7 +151,41 @@ func (w *Writer) Append(e Event) (Event, error) {
 func (w *Writer) Sync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.syncLocked()
+	err := w.lateErr
+	w.lateErr = nil
+	return errors.Join(err, w.syncLocked())
+}
+
+// SyncSoon makes everything written so far durable within SyncDelay
+// without waiting for it: a background Sync is scheduled unless one is
+// pending. An agent's step so costs no fsync on its path (three a step,
+// each a journal commit of the host's filesystem shared by every running
+// agent), and a crash loses at most the last second of a trace, as the
+// database, in WAL mode with synchronous=NORMAL, may lose its last
+// transactions. It returns the error of a background Sync that failed
+// since the last SyncSoon or Sync.
+func (w *Writer) SyncSoon() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.lateErr
+	w.lateErr = nil
+	if w.soon == nil && !w.closed {
+		w.soon = time.AfterFunc(SyncDelay, w.syncLate)
+	}
+	return err
+}
+
+// syncLate is SyncSoon's background Sync.
+func (w *Writer) syncLate() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.soon = nil
+	if w.closed {
+		return
+	}
+	if err := w.syncLocked(); err != nil && w.lateErr == nil {
+		w.lateErr = err
+	}
 }
 
 func (w *Writer) syncLocked() error {
@@ -212,7 +255,15 @@ func (w *Writer) AppendConversation(msgs ...any) error {
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return errors.Join(w.syncLocked(), w.conv.Close(), w.f.Close())
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.soon != nil {
+		w.soon.Stop()
+		w.soon = nil
+	}
+	return errors.Join(w.lateErr, w.syncLocked(), w.conv.Close(), w.f.Close())
 }
 
 // Session is a trace read back.

@@ -242,3 +242,70 @@ func TestMarkdownExportShowsTextAsText(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncSoonSyncsOffThePath: SyncSoon returns before anything is synced,
+// the background Sync follows within SyncDelay, and its failure is
+// reported by the next call rather than lost.
+func TestSyncSoonSyncsOffThePath(t *testing.T) {
+	w, err := Create(filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Screenshot("png", pngBytes()); err != nil {
+		t.Fatal(err)
+	}
+	pending := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.unsynced)
+	}
+	if err := w.SyncSoon(); err != nil {
+		t.Fatal(err)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("SyncSoon synced on the caller's path: %d screenshots pending, want 1", n)
+	}
+	deadline := time.Now().Add(SyncDelay + 5*time.Second)
+	for pending() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the screenshot was not synced within SyncDelay")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// A background Sync that fails: its error reaches the next SyncSoon.
+	w.mu.Lock()
+	w.conv.Close()
+	w.mu.Unlock()
+	if err := w.SyncSoon(); err != nil {
+		t.Fatalf("no Sync has failed yet: %v", err)
+	}
+	deadline = time.Now().Add(SyncDelay + 5*time.Second)
+	for {
+		w.mu.Lock()
+		failed := w.lateErr != nil
+		w.mu.Unlock()
+		if failed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the failed background Sync left no error")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := w.SyncSoon(); err == nil || !strings.Contains(err.Error(), "sync trace") {
+		t.Fatalf("SyncSoon after a failed background Sync = %v, want the sync error", err)
+	}
+	if err := w.SyncSoon(); err != nil {
+		t.Fatalf("the error was reported twice: %v", err)
+	}
+	w.Close()
+	if err := w.SyncSoon(); err != nil {
+		t.Fatalf("SyncSoon after Close = %v", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.soon != nil {
+		t.Fatal("SyncSoon scheduled a Sync of a closed trace")
+	}
+}
