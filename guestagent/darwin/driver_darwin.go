@@ -48,7 +48,10 @@ type Driver struct {
 	settle *settle.Settler
 }
 
-var _ server.Driver = (*Driver)(nil)
+var (
+	_ server.Driver     = (*Driver)(nil)
+	_ server.Speculator = (*Driver)(nil)
+)
 
 // Tree limits, as on Linux.
 const (
@@ -165,6 +168,17 @@ func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	}
 	if waited := d.settle.Wait(ctx); waited > 0 {
 		d.cfg.Log.Debug("the screen settled after input", "waited", waited)
+	}
+	return d.CaptureNow(ctx)
+}
+
+// Settler implements server.Speculator: the state Capture waits on.
+func (d *Driver) Settler() *settle.Settler { return d.settle }
+
+// CaptureNow implements server.Speculator: Capture without the wait.
+func (d *Driver) CaptureNow(ctx context.Context) (image.Image, error) {
+	if !d.permissions().ScreenRecording {
+		return nil, protocol.Errorf(protocol.CodePermissionDenied, "the guest agent lacks the Screen Recording permission")
 	}
 	shot := C.hc_capture()
 	if shot.err != nil {

@@ -63,6 +63,7 @@ type Driver struct {
 }
 
 var _ server.Driver = (*Driver)(nil)
+var _ server.Speculator = (*Driver)(nil)
 
 // New connects to the X display and prepares input, clipboard and
 // accessibility. The driver owns the connection until Close.
@@ -256,6 +257,14 @@ func (d *Driver) Capture(ctx context.Context) (image.Image, error) {
 	if waited := d.settle.Wait(ctx); waited > 0 {
 		d.log.Debug("the screen settled after input", "waited", waited)
 	}
+	return d.CaptureNow(ctx)
+}
+
+// Settler implements server.Speculator: the state Capture waits on.
+func (d *Driver) Settler() *settle.Settler { return d.settle }
+
+// CaptureNow implements server.Speculator: Capture without the wait.
+func (d *Driver) CaptureNow(ctx context.Context) (image.Image, error) {
 	w, h := d.size()
 	f := &frame.Frame{Stride: 4 * w, Width: w, Height: h, R: d.red, G: d.green, B: d.blue}
 	if d.shm != nil {

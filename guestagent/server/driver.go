@@ -5,7 +5,21 @@ import (
 	"image"
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/guestagent/settle"
 )
+
+// Speculator is a Driver whose Capture first waits for the screen to
+// settle after input (settle.Settler.Wait) and that can capture without
+// the wait: the server then captures and encodes once the screen has been
+// quiet for a third of the settle time, while the wait goes on, and keeps
+// that screenshot if nothing was drawn before the wait ended (most steps:
+// the encoding no longer follows the wait but overlaps it).
+type Speculator interface {
+	// Settler is the state Capture waits on.
+	Settler() *settle.Settler
+	// CaptureNow is Capture without the wait.
+	CaptureNow(ctx context.Context) (image.Image, error)
+}
 
 // Driver is what a guest OS provides: the screen, input, accessibility, apps
 // and clipboard. Coordinates are logical points of the guest screen. Key names

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"errors"
+	"image"
 	"io"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hivecrew/hivecrew/guestagent/frame"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
+	"github.com/hivecrew/hivecrew/guestagent/settle"
 )
 
 func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.HelloResult, error) {
@@ -144,14 +146,59 @@ func (s *Server) screenshot(ctx context.Context, p protocol.ScreenshotParams) (p
 	if p.Quality < 0 || p.Quality > 100 {
 		return protocol.ScreenshotResult{}, protocol.Errorf(protocol.CodeInvalidParams, "quality must be between 1 and 100")
 	}
-	img, err := s.cfg.Driver.Capture(ctx)
-	if err != nil {
+	if sp, ok := s.cfg.Driver.(Speculator); ok && sp.Settler().Pending() {
+		return s.speculate(ctx, sp, p)
+	}
+	return s.encodeCapture(s.cfg.Driver.Capture(ctx))(p)
+}
+
+// encodeCapture encodes a capture and releases its frame.
+func (s *Server) encodeCapture(img image.Image, err error) func(protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+	return func(p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+		if err != nil {
+			return protocol.ScreenshotResult{}, err
+		}
+		if f, ok := img.(*frame.Frame); ok && f.Release != nil {
+			defer f.Release()
+		}
+		return s.encodeScreenshot(img, p)
+	}
+}
+
+// speculate is a screenshot after input from a Speculator: one captured
+// and encoded while the settle wait goes on, if the screen did not change
+// after it was captured, else one captured after the wait.
+func (s *Server) speculate(ctx context.Context, sp Speculator, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+	st := sp.Settler()
+	early, stop := context.WithCancel(ctx)
+	type guess struct {
+		res  protocol.ScreenshotResult
+		mark settle.Mark
+		ok   bool
+	}
+	guessed := make(chan guess, 1)
+	go func() {
+		var g guess
+		defer func() { guessed <- g }()
+		if !st.Quiet(early, st.QuietTime()/3) {
+			return
+		}
+		m, live := st.Mark()
+		if !live {
+			return
+		}
+		res, err := s.encodeCapture(sp.CaptureNow(early))(p)
+		g = guess{res: res, mark: m, ok: err == nil}
+	}()
+	st.Wait(ctx)
+	stop()
+	if g := <-guessed; g.ok && !st.Changed(g.mark) {
+		return g.res, nil
+	}
+	if err := ctx.Err(); err != nil {
 		return protocol.ScreenshotResult{}, err
 	}
-	if f, ok := img.(*frame.Frame); ok && f.Release != nil {
-		defer f.Release()
-	}
-	return s.encodeScreenshot(img, p)
+	return s.encodeCapture(sp.CaptureNow(ctx))(p)
 }
 
 func checkURL(raw string) error {

@@ -75,6 +75,8 @@ type Settler struct {
 	cfg Config
 	// lastDraw, lastInput and lastCapture are Unix nanoseconds.
 	lastDraw, lastInput, lastCapture atomic.Int64
+	// changes counts redraws and inputs (Mark).
+	changes atomic.Uint64
 
 	// mu guards the fields below.
 	mu    sync.Mutex
@@ -124,12 +126,16 @@ func (s *Settler) Close() {
 
 // Drawn notes a redraw (sources of their own call it through Start's
 // drawn; the Linux event loop may call it directly).
-func (s *Settler) Drawn() { s.lastDraw.Store(time.Now().UnixNano()) }
+func (s *Settler) Drawn() {
+	s.lastDraw.Store(time.Now().UnixNano())
+	s.changes.Add(1)
+}
 
 // Input notes that input was posted, and starts the source if it is not
 // running.
 func (s *Settler) Input() {
 	s.lastInput.Store(time.Now().UnixNano())
+	s.changes.Add(1)
 	if s.cfg.Source == nil {
 		return
 	}
@@ -266,6 +272,65 @@ func (s *Settler) Wait(ctx context.Context) time.Duration {
 		case <-ctx.Done():
 			t.Stop()
 			return time.Since(start)
+		case <-t.C:
+		}
+	}
+}
+
+// Pending reports whether input was posted since the last Wait: the next
+// Wait will wait.
+func (s *Settler) Pending() bool { return s.lastInput.Load() > s.lastCapture.Load() }
+
+// QuietTime is the Quiet of the Settler's Config.
+func (s *Settler) QuietTime() time.Duration { return s.cfg.Quiet }
+
+// Mark is a point in the screen's history of redraws and input.
+type Mark struct {
+	changes uint64
+	run     int
+}
+
+// Mark returns the present point of the screen's history, and false when
+// the source is not reporting redraws: without it nothing tells a later
+// redraw from none.
+func (s *Settler) Mark() (Mark, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Mark{changes: s.changes.Load(), run: s.run}, s.state == live
+}
+
+// Changed reports whether since m the screen was redrawn, input was
+// posted, or the source stopped or started again (a redraw may then have
+// gone unreported).
+func (s *Settler) Changed(m Mark) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state != live || s.run != m.run || s.changes.Load() != m.changes
+}
+
+// Quiet returns true once the screen has gone d without a redraw or input
+// while the source reports redraws, and false at once when it does not, or
+// when ctx ends first. Unlike Wait it leaves the next Wait as it was: it
+// lets a capture be taken early, to be kept if nothing changes by the end
+// of the Wait (Mark, Changed).
+func (s *Settler) Quiet(ctx context.Context, d time.Duration) bool {
+	for {
+		s.mu.Lock()
+		state, liveSince := s.state, s.liveSince
+		s.mu.Unlock()
+		if state != live {
+			return false
+		}
+		last := max(s.lastInput.Load(), s.lastDraw.Load(), liveSince)
+		quiet := time.Since(time.Unix(0, last))
+		if quiet >= d {
+			return true
+		}
+		t := time.NewTimer(d - quiet)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
 		case <-t.C:
 		}
 	}

@@ -257,3 +257,56 @@ func TestStartingSourceHoldsTheCapture(t *testing.T) {
 		}
 	})
 }
+
+// TestMarkSaysWhetherAnEarlyCaptureStillHolds: Quiet returns after its
+// shorter quiet, a Mark taken then stays unchanged through a Wait without
+// redraws, and a redraw, an input or a restarted source changes it. With
+// the source not reporting, Quiet and Mark refuse: nothing would tell a
+// later redraw from none.
+func TestMarkSaysWhetherAnEarlyCaptureStillHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{}
+		s := settler(t, src)
+		s.Input()
+		synctest.Wait() // the source starts
+		start := time.Now()
+		src.draw()
+		if !s.Quiet(context.Background(), 10*time.Millisecond) {
+			t.Fatal("Quiet refused with the source reporting")
+		}
+		if got := time.Since(start); got != 10*time.Millisecond {
+			t.Fatalf("Quiet returned after %s, want 10 ms after the redraw", got)
+		}
+		m, ok := s.Mark()
+		if !ok {
+			t.Fatal("Mark says the source does not report")
+		}
+		s.Wait(context.Background())
+		if s.Changed(m) {
+			t.Fatal("nothing was drawn, yet the mark changed")
+		}
+		if s.Pending() {
+			t.Fatal("Pending after Wait")
+		}
+		src.draw()
+		if !s.Changed(m) {
+			t.Fatal("a redraw left the mark unchanged")
+		}
+		m, _ = s.Mark()
+		s.Input()
+		if !s.Changed(m) || !s.Pending() {
+			t.Fatal("an input left the mark unchanged, or nothing pending")
+		}
+		m, _ = s.Mark()
+		src.die()
+		if !s.Changed(m) {
+			t.Fatal("a source that stopped left the mark unchanged")
+		}
+		if _, ok := s.Mark(); ok {
+			t.Fatal("Mark says a stopped source reports")
+		}
+		if s.Quiet(context.Background(), time.Millisecond) {
+			t.Fatal("Quiet said quiet without a source reporting")
+		}
+	})
+}
