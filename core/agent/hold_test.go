@@ -10,6 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
@@ -129,4 +130,44 @@ func TestUserPauseIsNotParkable(t *testing.T) {
 	}
 	e.r.Cancel()
 	wait(t, res)
+}
+
+// blinking is a guest whose connection drops for a moment: its next
+// screenshots fail as the guest client fails them while it reconnects,
+// and it is healthy again by the time the agent asks.
+type blinking struct {
+	Guest
+	drops atomic.Int32
+}
+
+func (b *blinking) Healthy() bool { return true }
+func (b *blinking) Screenshot(ctx context.Context, p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+	if b.drops.Add(-1) >= 0 {
+		return protocol.ScreenshotResult{}, errdefs.Unavailablef("screenshot: guest agent not connected (reconnecting)")
+	}
+	return b.Guest.Screenshot(ctx, p)
+}
+
+// TestDroppedConnectionRetakesTheStep: a guest whose connection dropped
+// and came back costs the step a second look, not the task; one that
+// drops again and again fails it rather than looping.
+func TestDroppedConnectionRetakesTheStep(t *testing.T) {
+	var g *blinking
+	l := newLLM(t, done(true, "Done.")...)
+	e := newEnvWith(t, l, nil, func(real Guest) Guest { g = &blinking{Guest: real}; return g })
+	g.drops.Store(2)
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted {
+		t.Fatalf("a connection that came back ended the task: %+v", r)
+	}
+
+	l = newLLM(t, done(true, "Done.")...)
+	e = newEnvWith(t, l, nil, func(real Guest) Guest { g = &blinking{Guest: real}; return g })
+	g.drops.Store(100)
+	r := wait(t, e.run())
+	if r.Status != store.StatusFailed || !strings.Contains(r.Summary, "could not be observed") {
+		t.Fatalf("a guest dropping every time: %+v", r)
+	}
+	if n := 100 - g.drops.Load(); n != maxLostLooks+1 {
+		t.Fatalf("%d looks, want %d", n, maxLostLooks+1)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hivecrew/hivecrew/core/config"
+	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/llm"
 	"github.com/hivecrew/hivecrew/core/store"
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
@@ -166,6 +167,10 @@ func (r *Runner) setup() {
 	r.toolTokens = toolsTokens(defs) + len(r.system)/4
 }
 
+// maxLostLooks is how many times in a row a step's observation is taken
+// again after the guest's connection dropped and came back.
+const maxLostLooks = 3
+
 func (r *Runner) loop(ctx context.Context) Result {
 	r.setup()
 	if len(r.msgs) == 0 {
@@ -178,7 +183,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 		}
 		r.msgs = []llm.Message{llm.UserText(first)}
 	}
-	failedChecks := 0
+	failedChecks, lostLooks := 0, 0
 	for {
 		if res, ok := r.unrecorded(); ok {
 			return res
@@ -222,8 +227,18 @@ func (r *Runner) loop(ctx context.Context) Result {
 				}
 				continue
 			}
+			if errors.Is(err, errdefs.ErrUnavailable) && lostLooks < maxLostLooks {
+				// The guest's connection dropped and is back (guestGone
+				// waited for it): the step is taken again.
+				lostLooks++
+				r.mu.Lock()
+				r.steps--
+				r.mu.Unlock()
+				continue
+			}
 			return Result{Status: store.StatusFailed, Summary: "The VM could not be observed: " + err.Error()}
 		}
+		lostLooks = 0
 		r.addObservation(obs)
 		r.save()
 		llm.ForgetOldImages(r.msgs, r.task.KeepImages)

@@ -2,7 +2,9 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,4 +146,36 @@ func TestLeakedHostSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Release(ctx)
+}
+
+// TestBootsTakeTurns: six VMs asked for at once boot at most MaxBooting at
+// a time, so that a crowd of boots cannot starve one another, and all six
+// come up.
+func TestBootsTakeTurns(t *testing.T) {
+	const ready = 300 * time.Millisecond
+	b := fake.New(fake.Options{ReadyDelay: ready})
+	h := newPool(t, limits(6, 0), b, func(c *Config) { c.MaxBooting = 2 })
+	ctx := context.Background()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := range 6 {
+		wg.Go(func() {
+			l, err := h.p.Acquire(ctx, Request{TaskID: fmt.Sprint("t", i), Template: hostTmpl, Network: vm.NetworkOffline})
+			if err == nil {
+				defer l.Release(ctx)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(start); took < 3*ready {
+		t.Fatalf("six boots of %s each took %s with two at a time: more than two booted at once", ready, took)
+	}
 }

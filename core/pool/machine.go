@@ -63,6 +63,12 @@ func (p *Pool) boot(ctx context.Context, e *entry) (err error) {
 			p.discard(e, err.Error())
 		}
 	}()
+	select {
+	case p.booting <- struct{}{}:
+		defer func() { <-p.booting }()
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for other VMs to boot: %w", ctx.Err())
+	}
 	m, err := p.cfg.Backend.Create(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("create VM: %w", err)

@@ -106,8 +106,15 @@ type Config struct {
 	// of the host when machines share memory; 0 means a tenth of the
 	// host's memory, at least 1 GB.
 	ReserveMB int
-	// ReadyTimeout bounds boot to the guest's hello; default 2 min.
+	// ReadyTimeout bounds boot to the guest's hello; default 2 min. A
+	// boot waiting for its turn (MaxBooting) has not started it.
 	ReadyTimeout time.Duration
+	// MaxBooting bounds the VMs booting at once; 0 means two per host
+	// core. Booting is the heaviest thing a VM does: 128 sandboxes booting
+	// together on 2 cores starved each other, and the running agents,
+	// for minutes (guest agents missed their heartbeats, a boot its ready
+	// timeout), where in turns each boots in a fraction of a second.
+	MaxBooting int
 	// LostAfter is how long a guest may be unreachable before its VM is
 	// declared failed; default 5 s.
 	LostAfter time.Duration
@@ -139,6 +146,9 @@ type Pool struct {
 	gone  map[string]bool
 
 	wg sync.WaitGroup // supervisors and background work
+	// booting holds a token per VM booting (Config.MaxBooting).
+	booting chan struct{}
+
 	// bg is the pool's lifetime: background boots end when Close cancels it.
 	bg     context.Context
 	stopBg context.CancelFunc
@@ -200,13 +210,17 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 2 * time.Minute
 	}
+	if cfg.MaxBooting == 0 {
+		cfg.MaxBooting = max(2, 2*hostCPUs())
+	}
 	if cfg.LostAfter == 0 {
 		cfg.LostAfter = 5 * time.Second
 	}
 	if cfg.RetryEvery == 0 {
 		cfg.RetryEvery = 10 * time.Second
 	}
-	p := &Pool{cfg: cfg, entries: map[string]*entry{}, slots: map[string]slot{}, changed: make(chan struct{}), lastUse: time.Now(), gone: map[string]bool{}}
+	p := &Pool{cfg: cfg, entries: map[string]*entry{}, slots: map[string]slot{}, changed: make(chan struct{}), lastUse: time.Now(), gone: map[string]bool{},
+		booting: make(chan struct{}, cfg.MaxBooting)}
 	p.bg, p.stopBg = context.WithCancel(context.Background())
 	return p, nil
 }
