@@ -11,7 +11,7 @@ import (
 // Speculator is a Driver whose Capture first waits for the screen to
 // settle after input (settle.Settler.Wait) and that can capture without
 // the wait: the server then captures and encodes once the screen has been
-// quiet for a third of the settle time, while the wait goes on, and keeps
+// quiet for half the settle time, while the wait goes on, and keeps
 // that screenshot if nothing was drawn before the wait ended (most steps:
 // the encoding no longer follows the wait but overlaps it).
 type Speculator interface {

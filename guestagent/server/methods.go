@@ -180,7 +180,7 @@ func (s *Server) speculate(ctx context.Context, sp Speculator, p protocol.Screen
 	go func() {
 		var g guess
 		defer func() { guessed <- g }()
-		if !st.Quiet(early, st.QuietTime()/3) {
+		if !st.Quiet(early, st.QuietTime()/2) {
 			return
 		}
 		m, live := st.Mark()
