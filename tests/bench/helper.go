@@ -227,10 +227,14 @@ func (h *helperProc) waitTask(ctx context.Context, id, what string, within time.
 func terminal(t wire.Task) bool { return store.TaskStatus(t.Status).Terminal() }
 
 // why says why a task is where it is, never in no words: its status
-// reason, else its last events, else the end of the helper's log.
+// reason, or the summary it ended with, else its last events, else the
+// end of the helper's log.
 func (h *helperProc) why(ctx context.Context, t wire.Task) string {
 	if r := strings.TrimSpace(t.StatusReason); r != "" {
 		return r
+	}
+	if t.ResultSummary != nil && strings.TrimSpace(*t.ResultSummary) != "" && terminal(t) {
+		return strings.TrimSpace(*t.ResultSummary)
 	}
 	if act, err := h.unix.Activity(ctx, t.ID, 0); err == nil && len(act.Events) > 0 {
 		var last []string
