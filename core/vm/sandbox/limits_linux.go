@@ -33,6 +33,9 @@ type limits struct {
 	// v1 are the machine's cgroup v1 groups, joined through the start gate,
 	// or nil.
 	v1 *cgroupV1
+	// cpuParent is the cgroup v1 cpu folder of every machine's cgroup
+	// (whose weight startBoost raises while machines start), or "".
+	cpuParent string
 	// what says how each cap is enforced, for the machine's status.
 	what vm.Limits
 	// cleanup removes the cgroups once their processes are gone; nil with
@@ -276,7 +279,11 @@ func cgroupV1Limits(root, id string, memoryMB, cpus, procs int) (limits, error) 
 		}
 		what.CPU = fmt.Sprintf("cgroup v1 cpu.cfs_quota_us %d CPUs", max(cpus, 1))
 	}
-	return limits{v1: c, what: what, cleanup: c.remove}, nil
+	l := limits{v1: c, what: what, cleanup: c.remove}
+	if c.dirs["cpu"] != "" {
+		l.cpuParent = filepath.Dir(c.dirs["cpu"])
+	}
+	return l, nil
 }
 
 // join moves pid into the machine's group of every hierarchy.
