@@ -122,7 +122,11 @@ func StartSession(ctx context.Context, o SessionOptions) (*Session, error) {
 
 	if !o.NoWindowManager {
 		wm := exec.Command("openbox", "--sm-disable")
-		wm.Env = env
+		// openbox takes no text input, so it needs no compose table:
+		// libX11 parsing the locale's (thousands of lines) was a quarter
+		// of openbox's start. Only what openbox's own menu launches
+		// inherits this; the apps the agent opens get Env.
+		wm.Env = setEnv(env, "XCOMPOSEFILE", os.DevNull)
 		if err := s.start(wm, nil); err != nil {
 			return nil, fmt.Errorf("start openbox: %w", err)
 		}
