@@ -59,8 +59,11 @@ const sessionStartTimeout = 15 * time.Second
 // manager's root property change), never a poll.
 //
 // Xvfb runs without GLX: loading Mesa's software renderer for it was a
-// third of a start's CPU, and what guests run (Chromium, GTK, LibreOffice)
-// renders in software without it.
+// third of a start's CPU and half an idle session's memory, and what
+// guests run (Chromium, GTK, LibreOffice) renders in software without it
+// (Chromium had no WebGL on this Xvfb with GLX either: it does not take
+// Mesa's software renderer). A program that needs OpenGL through GLX
+// does not start.
 func StartSession(ctx context.Context, o SessionOptions) (*Session, error) {
 	if o.Width == 0 {
 		o.Width, o.Height = 1280, 800
