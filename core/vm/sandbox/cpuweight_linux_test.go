@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +16,9 @@ import (
 )
 
 // v1CPU skips a test without root or a cgroup v1 cpu hierarchy, and
-// returns a machine's cgroups for it (one CPU, removed at the end).
+// returns a machine's cgroups for it (one CPU), below a parent of the
+// test's own, not the helpers' (whose other machines, on a shared host,
+// would take part of its weight); all removed at the end.
 func v1CPU(t *testing.T) limits {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -24,13 +27,30 @@ func v1CPU(t *testing.T) limits {
 	if _, err := os.Stat(filepath.Join(cgroupRoot, "cpu", "tasks")); err != nil {
 		t.Skip("no cgroup v1 cpu hierarchy")
 	}
-	l, err := cgroupV1Limits(cgroupRoot, fmt.Sprintf("cputest-%d", os.Getpid()), 256, 1, 64)
+	parent := fmt.Sprintf("hivecrew-test-%d", os.Getpid())
+	l, err := cgroupV1Limits(cgroupRoot, parent, "vm", 256, 1, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.cleanup() })
-	if l.cpuParent == "" {
-		t.Fatal("no cpu parent cgroup, although the cpu hierarchy is there")
+	var parents []string // the machine's folders go with its cleanup
+	for _, dir := range l.v1.dirs {
+		parents = append(parents, filepath.Dir(dir))
+	}
+	t.Cleanup(func() {
+		if err := l.cleanup(); err != nil {
+			t.Error(err)
+		}
+		for _, dir := range parents {
+			for range 100 { // the memory controller may hold it a moment
+				if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	})
+	if l.cpuParent != filepath.Join(cgroupRoot, "cpu", ownV1Paths()["cpu"], parent) {
+		t.Fatalf("the machines' cpu parent is %q", l.cpuParent)
 	}
 	return l
 }
