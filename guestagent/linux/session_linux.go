@@ -51,12 +51,13 @@ const sessionStartTimeout = 15 * time.Second
 // What does not depend on another step runs beside it, as a desktop's
 // start is a sandbox's cold start: Xvfb and the session bus start
 // together (the bus's activated services learn the display through
-// UpdateActivationEnvironment once there is one), openbox as soon as both
-// are up, and AT-SPI (its bus, registry and the toolkits' switch) is
-// brought up on the bus while openbox starts, so that the first apps
-// started are accessible and the guest's first hello finds it running. Readiness is each program's own
-// notice (Xvfb's -displayfd, the bus's printed address, the window
-// manager's root property change), never a poll.
+// UpdateActivationEnvironment once there is one), openbox as soon as
+// both are up, and AT-SPI (its bus, registry and the toolkits' switch)
+// is brought up on the bus while openbox starts, so that the first apps
+// started are accessible and the guest's first hello finds it running.
+// Readiness is each program's own notice (Xvfb's -displayfd, the bus's
+// printed address, the window manager's root property change), never a
+// poll.
 //
 // Xvfb runs without GLX: loading Mesa's software renderer for it was a
 // third of a start's CPU and half an idle session's memory, and what
