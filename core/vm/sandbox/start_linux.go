@@ -128,9 +128,9 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	}
 	// Weighed up beside the host's other programs until the guest answers
 	// (see cpuweight_linux.go).
-	unboost, err := m.b.boost.hold(lim.cpuParent)
-	if err != nil {
-		m.b.cfg.Log.Warn("sandbox start not weighed up", "vm", m.spec.ID, "err", err)
+	unboost, berr := m.b.boost.hold(lim.cpuParent)
+	if berr != nil {
+		m.b.cfg.Log.Warn("sandbox start not weighed up", "vm", m.spec.ID, "err", berr)
 	}
 	defer unboost()
 	var root []RootEntry
