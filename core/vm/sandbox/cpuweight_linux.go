@@ -24,16 +24,21 @@ import (
 // once, even beside a compile: without this a start beside `go build -a`
 // took twice its quiet time (418 ms p50, 756 ms p95 against 199 ms), the
 // build's processes each weighing as much as all sandboxes together. The
-// boost costs the host little (a start is about 170 ms of CPU) and cannot
+// boost costs the host little (a start is 120 to 175 ms of CPU) and cannot
 // be used to starve it:
 //   - no guest decides when it applies: only the helper starting a
-//     machine, and each start ends within ReadyTimeout;
+//     machine, and each start ends within ReadyTimeout (what runs then is
+//     the desktop's own programs; a rootfs template's could be a former
+//     guest's, and gets no more than the quota below for that time);
 //   - it is the parent's weight, relative to the host's processes; inside
 //     the parent every machine keeps the same weight, so one machine's
 //     setup does not take its running neighbours' CPU beyond an equal
 //     share (they gain from the boost as much while it lasts);
 //   - every machine's quota still holds: a CPU-hungry guest running while
 //     another machine starts gets at most its CPU count.
+//
+// A warm pool's refills are starts too and are weighed up alike: they
+// cost the same and end as soon.
 //
 // Only cgroup v1 (hybrid hosts, where the helper owns its cpu hierarchy)
 // is boosted; on cgroup v2 the parent keeps its weight.
