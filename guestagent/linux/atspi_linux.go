@@ -67,6 +67,18 @@ func (a *accessibility) bus(ctx context.Context) (*dbus.Conn, error) {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "no D-Bus session bus: %v", err)
 	}
 	defer session.Close()
+	conn, err := openAtspi(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	a.conn = conn
+	return conn, nil
+}
+
+// openAtspi connects to the AT-SPI bus that session (the session bus)
+// names, starting it and its registry if need be, and switches
+// accessibility on for toolkits that wait to be asked.
+func openAtspi(ctx context.Context, session *dbus.Conn) (*dbus.Conn, error) {
 	busObj := session.Object("org.a11y.Bus", "/org/a11y/bus")
 	busObj.SetProperty("org.a11y.Status.IsEnabled", dbus.MakeVariant(true))
 	var addr string
@@ -83,7 +95,6 @@ func (a *accessibility) bus(ctx context.Context) (*dbus.Conn, error) {
 		conn.Close()
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "the AT-SPI registry does not answer: %v", err)
 	}
-	a.conn = conn
 	return conn, nil
 }
 

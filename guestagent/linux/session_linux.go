@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 )
@@ -29,8 +30,8 @@ type SessionOptions struct {
 }
 
 // Session is a running X desktop: Xvfb, a private D-Bus session bus (through
-// which AT-SPI is activated on demand) and openbox. Its processes die with
-// the process that started it.
+// which AT-SPI is activated) and openbox. Its processes die with the
+// process that started it.
 type Session struct {
 	Display string
 	// Env is Options.Env plus DISPLAY and DBUS_SESSION_BUS_ADDRESS.
@@ -43,7 +44,27 @@ type Session struct {
 const sessionStartTimeout = 15 * time.Second
 
 // StartSession starts a desktop session and returns once the X server
-// accepts connections and (unless disabled) the window manager manages it.
+// accepts connections, (unless disabled) the window manager manages it and
+// AT-SPI is up or has failed (accessibility is then unavailable, and said
+// so when asked for).
+//
+// What does not depend on another step runs beside it, as a desktop's
+// start is a sandbox's cold start: Xvfb and the session bus start
+// together (the bus's activated services learn the display through
+// UpdateActivationEnvironment once there is one), openbox as soon as
+// both are up, and AT-SPI (its bus, registry and the toolkits' switch)
+// is brought up on the bus while openbox starts, so that the first apps
+// started are accessible and the guest's first hello finds it running.
+// Readiness is each program's own notice (Xvfb's -displayfd, the bus's
+// printed address, the window manager's root property change), never a
+// poll.
+//
+// Xvfb runs without GLX: loading Mesa's software renderer for it was a
+// third of a start's CPU and half an idle session's memory, and what
+// guests run (Chromium, GTK, LibreOffice) renders in software without it
+// (Chromium had no WebGL on this Xvfb with GLX either: it does not take
+// Mesa's software renderer). A program that needs OpenGL through GLX
+// does not start.
 func StartSession(ctx context.Context, o SessionOptions) (*Session, error) {
 	if o.Width == 0 {
 		o.Width, o.Height = 1280, 800
@@ -61,62 +82,103 @@ func StartSession(ctx context.Context, o SessionOptions) (*Session, error) {
 	}()
 
 	// Xvfb writes its display number to fd 3 once it accepts connections.
-	r, w, err := os.Pipe()
+	xr, xw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	defer xr.Close()
 	args := append([]string{"-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", o.Width, o.Height),
-		"-nolisten", "tcp", "-noreset", "+extension", "XTEST"}, o.XvfbArgs...)
+		"-nolisten", "tcp", "-noreset", "+extension", "XTEST", "-extension", "GLX"}, o.XvfbArgs...)
 	xvfb := exec.Command("Xvfb", args...)
 	xvfb.Env = env
-	xvfb.ExtraFiles = []*os.File{w}
+	xvfb.ExtraFiles = []*os.File{xw}
 	err = s.start(xvfb, func() { close(s.done) })
-	w.Close()
+	xw.Close()
 	if err != nil {
-		r.Close()
 		return nil, fmt.Errorf("start Xvfb (is the xvfb package installed?): %w", err)
 	}
-	num, err := readLine(ctx, r)
-	r.Close()
+
+	br, bw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer br.Close()
+	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address=1", "--nopidfile")
+	bus.Env = env
+	bus.Stdout = bw
+	err = s.start(bus, nil)
+	bw.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start dbus-daemon: %w", err)
+	}
+
+	num, err := readLine(ctx, xr)
 	if err != nil {
 		return nil, fmt.Errorf("Xvfb did not start: %w", err)
 	}
 	s.Display = ":" + num
-	env = setEnv(env, "DISPLAY", s.Display)
-
-	r, w, err = os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address=1", "--nopidfile")
-	bus.Env = env
-	bus.Stdout = w
-	err = s.start(bus, nil)
-	w.Close()
-	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("start dbus-daemon: %w", err)
-	}
-	addr, err := readLine(ctx, r)
-	r.Close()
+	addr, err := readLine(ctx, br)
 	if err != nil {
 		return nil, fmt.Errorf("dbus-daemon did not start: %w", err)
 	}
-	env = setEnv(env, "DBUS_SESSION_BUS_ADDRESS", addr)
+	env = setEnv(setEnv(env, "DISPLAY", s.Display), "DBUS_SESSION_BUS_ADDRESS", addr)
 	s.Env = env
 
 	if !o.NoWindowManager {
 		wm := exec.Command("openbox", "--sm-disable")
-		wm.Env = env
+		// openbox takes no text input, so it needs no compose table:
+		// libX11 parsing the locale's (thousands of lines) was a quarter
+		// of openbox's start. Only what openbox's own menu launches
+		// inherits this; the apps the agent opens get Env.
+		wm.Env = setEnv(env, "XCOMPOSEFILE", os.DevNull)
 		if err := s.start(wm, nil); err != nil {
 			return nil, fmt.Errorf("start openbox: %w", err)
 		}
+	}
+	a11yDone, err := s.busDisplay(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { a11yDone(!ok) }()
+	if !o.NoWindowManager {
 		if err := waitForWM(ctx, s.Display); err != nil {
 			return nil, err
 		}
 	}
 	ok = true
 	return s, nil
+}
+
+// busDisplay gives the session bus's activated services the display, then
+// brings AT-SPI up beside what the caller does next; done waits for that,
+// ending it first if abort (the session failed). A failure there is not
+// the session's: whoever asks for accessibility later is told.
+func (s *Session) busDisplay(ctx context.Context, addr string) (done func(abort bool), err error) {
+	conn, err := dbus.Connect(addr, dbus.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("connect to the session bus: %w", err)
+	}
+	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.UpdateActivationEnvironment", 0,
+		map[string]string{"DISPLAY": s.Display}).Err; err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("give the session bus the display: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, sessionStartTimeout)
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		defer conn.Close()
+		if a11y, err := openAtspi(wctx, conn); err == nil {
+			a11y.Close()
+		}
+	}()
+	return func(abort bool) {
+		if abort {
+			cancel()
+		}
+		<-warmed
+		cancel()
+	}, nil
 }
 
 // Done is closed when the X server exits (the session is over).
@@ -155,17 +217,44 @@ func (s *Session) start(cmd *exec.Cmd, onExit func()) error {
 	return nil
 }
 
-// waitForWM waits until an EWMH window manager manages the display.
+// waitForWM waits until an EWMH window manager manages the display: its
+// root window property, watched for the change rather than polled.
 func waitForWM(ctx context.Context, display string) error {
 	conn, err := xgb.NewConnDisplay(display)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", display, err)
 	}
-	defer conn.Close()
+	changed := make(chan struct{}, 1)
+	reading := make(chan struct{})
+	defer func() {
+		conn.Close() // ends the reader below
+		<-reading
+	}()
 	root := xproto.Setup(conn).DefaultScreen(conn).Root
 	atom, err := xproto.InternAtom(conn, false, uint16(len("_NET_SUPPORTING_WM_CHECK")), "_NET_SUPPORTING_WM_CHECK").Reply()
 	if err != nil {
+		close(reading)
 		return err
+	}
+	go func() {
+		defer close(reading)
+		for {
+			ev, err := conn.WaitForEvent()
+			if ev == nil && err == nil {
+				return // closed
+			}
+			if pn, ok := ev.(xproto.PropertyNotifyEvent); ok && pn.Atom == atom.Atom {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	// Watched first, then read: a change between the two is seen either way.
+	if err := xproto.ChangeWindowAttributesChecked(conn, root, xproto.CwEventMask,
+		[]uint32{xproto.EventMaskPropertyChange}).Check(); err != nil {
+		return fmt.Errorf("watch the root window: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, sessionStartTimeout)
 	defer cancel()
@@ -177,7 +266,7 @@ func waitForWM(ctx context.Context, display string) error {
 		select {
 		case <-ctx.Done():
 			return errors.New("the window manager did not start")
-		case <-time.After(20 * time.Millisecond):
+		case <-changed:
 		}
 	}
 }

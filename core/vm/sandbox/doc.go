@@ -15,5 +15,15 @@
 // overlay upper directory (the copy-on-write clone). Networks: offline
 // (loopback only) or internet (slirp4netns NAT under an egress policy,
 // slirp4netns itself jailed; see slirp). Memory and CPU caps use cgroup v2 where its controllers are
-// available to the helper, rlimits otherwise; Status.Limits says which.
+// available to the helper, cgroup v1 on hybrid hosts, rlimits otherwise;
+// Status.Limits says which. On cgroup v1 the machines' parent cgroup is
+// weighed up beside the host's programs while a machine starts, and only
+// then (cpuweight_linux.go argues why); each machine's CPU quota holds
+// throughout.
+//
+// A cold start runs what does not wait on another step side by side:
+// the guest agent's desktop starts Xvfb (without GLX) and the session bus
+// together, openbox and AT-SPI beside each other, each readiness read from
+// the program's own notice; the helper learns of the agent's socket from
+// an inotify watch, not a poll.
 package sandbox

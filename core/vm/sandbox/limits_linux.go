@@ -33,6 +33,9 @@ type limits struct {
 	// v1 are the machine's cgroup v1 groups, joined through the start gate,
 	// or nil.
 	v1 *cgroupV1
+	// cpuParent is the cgroup v1 cpu folder of every machine's cgroup
+	// (whose weight startBoost raises while machines start), or "".
+	cpuParent string
 	// what says how each cap is enforced, for the machine's status.
 	what vm.Limits
 	// cleanup removes the cgroups once their processes are gone; nil with
@@ -81,7 +84,7 @@ func prepareLimits(root, id string, memoryMB, cpus, procs int, who identity) (li
 	l, v2err := cgroupLimits(root, id, memoryMB, cpus, procs)
 	var v1err error
 	if v2err != nil {
-		if l, v1err = cgroupV1Limits(root, id, memoryMB, cpus, procs); v1err != nil {
+		if l, v1err = cgroupV1Limits(root, v1Parent, id, memoryMB, cpus, procs); v1err != nil {
 			l = limits{}
 		}
 	}
@@ -201,11 +204,15 @@ func ownV1Paths() map[string]string {
 	return out
 }
 
+// v1Parent is the cgroup v1 folder, below the helper's own, that holds
+// every machine's.
+const v1Parent = "hivecrew"
+
 // cgroupV1Limits creates, in each v1 hierarchy, <the helper's own
-// cgroup>/hivecrew/<id> (below the helper's own, so that whatever caps the
+// cgroup>/<parent>/<id> (below the helper's own, so that whatever caps the
 // helper caps its machines too) and sets pids.max, memory.limit_in_bytes
 // (and memory.memsw.limit_in_bytes: no swap beyond it), and the CFS quota.
-func cgroupV1Limits(root, id string, memoryMB, cpus, procs int) (limits, error) {
+func cgroupV1Limits(root, parentName, id string, memoryMB, cpus, procs int) (limits, error) {
 	own := ownV1Paths()
 	c := &cgroupV1{dirs: map[string]string{}}
 	fail := func(err error) (limits, error) {
@@ -220,7 +227,7 @@ func cgroupV1Limits(root, id string, memoryMB, cpus, procs int) (limits, error) 
 			}
 			continue
 		}
-		parent := filepath.Join(mount, own[ctrl], "hivecrew")
+		parent := filepath.Join(mount, own[ctrl], parentName)
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			if ctrl == "pids" || ctrl == "memory" {
 				return fail(fmt.Errorf("cgroup v1 %s: %w", ctrl, err))
@@ -276,7 +283,11 @@ func cgroupV1Limits(root, id string, memoryMB, cpus, procs int) (limits, error) 
 		}
 		what.CPU = fmt.Sprintf("cgroup v1 cpu.cfs_quota_us %d CPUs", max(cpus, 1))
 	}
-	return limits{v1: c, what: what, cleanup: c.remove}, nil
+	l := limits{v1: c, what: what, cleanup: c.remove}
+	if c.dirs["cpu"] != "" {
+		l.cpuParent = filepath.Dir(c.dirs["cpu"])
+	}
+	return l, nil
 }
 
 // join moves pid into the machine's group of every hierarchy.

@@ -53,6 +53,8 @@ type Config struct {
 type Backend struct {
 	cfg Config
 	id  identity
+	// boost weighs the machines' cgroups up while they start.
+	boost startBoost
 }
 
 var _ vm.Backend = (*Backend)(nil)

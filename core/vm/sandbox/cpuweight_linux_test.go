@@ -1,0 +1,182 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// v1CPU skips a test without root or a cgroup v1 cpu hierarchy, and
+// returns a machine's cgroups for it (one CPU), below a parent of the
+// test's own, not the helpers' (whose other machines, on a shared host,
+// would take part of its weight); all removed at the end.
+func v1CPU(t *testing.T) limits {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (cgroups)")
+	}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "cpu", "tasks")); err != nil {
+		t.Skip("no cgroup v1 cpu hierarchy")
+	}
+	parent := fmt.Sprintf("hivecrew-test-%d", os.Getpid())
+	l, err := cgroupV1Limits(cgroupRoot, parent, "vm", 256, 1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parents []string // the machine's folders go with its cleanup
+	for _, dir := range l.v1.dirs {
+		parents = append(parents, filepath.Dir(dir))
+	}
+	t.Cleanup(func() {
+		if err := l.cleanup(); err != nil {
+			t.Error(err)
+		}
+		for _, dir := range parents {
+			for range 100 { // the memory controller may hold it a moment
+				if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	})
+	if l.cpuParent != filepath.Join(cgroupRoot, "cpu", ownV1Paths()["cpu"], parent) {
+		t.Fatalf("the machines' cpu parent is %q", l.cpuParent)
+	}
+	return l
+}
+
+// burner starts a process that spins, on cpu alone if cpu >= 0.
+func burner(t *testing.T, cpu int) int {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(cmd.Process.Pid, &set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cmd.Process.Pid
+}
+
+// cpuTicks is a process's user and system time in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
+}
+
+// usage returns the ticks each pid ran during d.
+func usage(t *testing.T, d time.Duration, pids ...int) []int {
+	t.Helper()
+	before := make([]int, len(pids))
+	for i, p := range pids {
+		before[i] = cpuTicks(t, p)
+	}
+	time.Sleep(d)
+	out := make([]int, len(pids))
+	for i, p := range pids {
+		out[i] = cpuTicks(t, p) - before[i]
+	}
+	return out
+}
+
+// TestStartBoostFavoursStartingMachines: a machine's process and a host
+// process spinning on the same CPU share it evenly, except while a start
+// is in progress, when the machines' parent weighs eight times as much;
+// once the last start ends the parent's weight is back to the default.
+func TestStartBoostFavoursStartingMachines(t *testing.T) {
+	l := v1CPU(t)
+	guest, host := burner(t, 0), burner(t, 0)
+	if err := l.join(guest); err != nil {
+		t.Fatal(err)
+	}
+	var b startBoost
+	ratio := func() float64 {
+		u := usage(t, 1500*time.Millisecond, guest, host)
+		t.Logf("on one CPU for 1.5 s: the machine's process %d ticks, the host's %d", u[0], u[1])
+		return float64(u[0]) / float64(max(u[1], 1))
+	}
+	if r := ratio(); r < 0.4 || r > 2.5 {
+		t.Errorf("unboosted, the machine's process ran %.1f times as long as the host's on one CPU; want about 1", r)
+	}
+	release, err := b.hold(l.cpuParent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.hold(l.cpuParent) // a second start at once
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ratio(); r < 3 {
+		t.Errorf("while starting, the machine's process ran %.1f times as long as the host's on one CPU; want about 8", r)
+	}
+	release()
+	release() // twice is once
+	if got := readShares(t, l.cpuParent); got != startShares {
+		t.Errorf("with a start still in progress cpu.shares = %d, want %d", got, startShares)
+	}
+	second()
+	if got := readShares(t, l.cpuParent); got != normalShares {
+		t.Errorf("after the starts cpu.shares = %d, want %d", got, normalShares)
+	}
+}
+
+// TestQuotaHoldsWhileBoosted: a machine of one CPU whose guest spins on
+// two gets one CPU, boost or not: the CFS quota throttles it.
+func TestQuotaHoldsWhileBoosted(t *testing.T) {
+	l := v1CPU(t)
+	var b startBoost
+	release, err := b.hold(l.cpuParent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	a, c := burner(t, -1), burner(t, -1)
+	for _, p := range []int{a, c} {
+		if err := l.join(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const d = 2 * time.Second
+	u := usage(t, d, a, c)
+	cpus := float64(u[0]+u[1]) / 100 / d.Seconds() // USER_HZ is 100
+	t.Logf("two spinning threads of a one-CPU machine used %.2f CPUs", cpus)
+	if cpus > 1.25 {
+		t.Errorf("a one-CPU machine spinning on two threads used %.2f CPUs while boosted", cpus)
+	}
+	if n := field(filepath.Join(l.v1.dirs["cpu"], "cpu.stat"), "nr_throttled"); n == 0 {
+		t.Errorf("the machine was never throttled (used %.2f CPUs): its quota is not enforced", cpus)
+	}
+}
+
+func readShares(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.shares"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
