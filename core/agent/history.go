@@ -49,6 +49,12 @@ const costShare, condensableShare = 0.5, 0.25
 // 3,072, $1.50 at 4,096 and $1.54 at 6,144 (docs/benchmark.md).
 const condenseTokens = 4096
 
+// condenseSteps is the fewest steps between two summaries made for cost
+// by a model that summarises in place: a history that grows faster than
+// about 400 tokens a step (long tool results) costs least condensed later
+// than condenseTokens, and the model is not summarised step after step.
+const condenseSteps = 10
+
 // recentObservations are the latest screens (and what followed each)
 // kept word for word when the history is condensed.
 const recentObservations = 3
@@ -62,7 +68,8 @@ const summaryLead = "Summary of the earlier steps (the conversation before this 
 // tooLong says why the history should be condensed before the next
 // request: it would pass the task's share of the window; or, where the
 // model summarises in place (condensesInPlace), condenseTokens of earlier
-// steps would be read again at the start of an image chunk; or it passes
+// steps would be read again at the start of an image chunk, condenseSteps
+// or more after the last summary; or it passes
 // costShare of the window with enough to condense. "" when it need not be.
 func (r *Runner) tooLong() string {
 	sent := llm.Window(r.msgs, r.task.KeepImages)
@@ -78,7 +85,7 @@ func (r *Runner) tooLong() string {
 	// Window keeps the messages where they were: sent[1:cut] is what a
 	// summary replaces, as it is sent.
 	old := r.cfg.LLM.EstimateTokens(sent[1:cut])
-	if r.condensesInPlace() && old >= condenseTokens && llm.WindowStartsChunk(r.msgs, r.task.KeepImages) {
+	if r.condensesInPlace() && old >= condenseTokens && r.Steps()-r.condensedAt >= condenseSteps && llm.WindowStartsChunk(r.msgs, r.task.KeepImages) {
 		return fmt.Sprintf("%d tokens of earlier steps, which every step reads again from the prompt cache", old)
 	}
 	if float64(est) > costShare*window && float64(old) >= condensableShare*window {
@@ -157,6 +164,7 @@ func (r *Runner) condense(ctx context.Context, step int, why string, inPlace boo
 	out = append(out, r.msgs[0], summary)
 	r.msgs = append(out, llm.Window(r.msgs, r.task.KeepImages)[cut:]...)
 	r.saveCondensed(cut, summary)
+	r.condensedAt = step
 	r.mu.Lock()
 	r.summaries++
 	r.mu.Unlock()

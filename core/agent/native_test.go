@@ -347,10 +347,11 @@ func TestClaudeCacheBreakpoints(t *testing.T) {
 	}
 }
 
-// claudeCondensing runs a Claude task of steps long steps (each about 550
-// tokens of words and a typed line) whose summary requests the script
-// answers with sums, and returns the server's agent and summary requests.
-func claudeCondensing(t *testing.T, steps int, sums ...claudetest.Turn) (agentReqs, sumReqs []claudetest.Request) {
+// claudeCondensing runs a Claude task of steps steps (each words times
+// about 11 tokens of words and a typed line) whose summary requests the
+// script answers with sums, and returns the server's agent and summary
+// requests.
+func claudeCondensing(t *testing.T, steps, words int, sums ...claudetest.Turn) (agentReqs, sumReqs []claudetest.Request) {
 	t.Helper()
 	s := claudetest.New(t)
 	s.Match = func(body string) string {
@@ -361,7 +362,7 @@ func claudeCondensing(t *testing.T, steps int, sums ...claudetest.Turn) (agentRe
 	}
 	var turns []claudetest.Turn
 	for i := range steps {
-		turns = append(turns, claudetest.Reply(claudetest.Text(strings.Repeat("I look at the screen and type the next line. ", 50)), claudetest.Computer("type", map[string]any{"text": fmt.Sprint("line ", i)})))
+		turns = append(turns, claudetest.Reply(claudetest.Text(strings.Repeat("I look at the screen and type the next line. ", words)), claudetest.Computer("type", map[string]any{"text": fmt.Sprint("line ", i)})))
 	}
 	s.Script("[[long]]", append(turns, claudetest.Text("Typed."), claudetest.Verdict(true, "Typed."))...)
 	s.Script("(sum)", sums...)
@@ -384,7 +385,7 @@ func claudeCondensing(t *testing.T, steps int, sums ...claudetest.Turn) (agentRe
 func TestClaudeCondensesInPlace(t *testing.T) {
 	sum := claudetest.Text("SUMMARY: the agent typed lines into the terminal.")
 	sum.Repeat = true
-	reqs, sums := claudeCondensing(t, 16, sum)
+	reqs, sums := claudeCondensing(t, 16, 50, sum)
 	if len(sums) == 0 {
 		t.Fatal("no summary request")
 	}
@@ -426,7 +427,7 @@ func TestClaudeCondensesInPlace(t *testing.T) {
 func TestClaudeSummaryFallsBackToTheTranscript(t *testing.T) {
 	sum := claudetest.Text("SUMMARY: the agent typed lines.")
 	sum.Repeat = true
-	reqs, sums := claudeCondensing(t, 12, claudetest.Computer("type", map[string]any{"text": "not a summary"}), sum)
+	reqs, sums := claudeCondensing(t, 12, 50, claudetest.Computer("type", map[string]any{"text": "not a summary"}), sum)
 	if len(sums) < 2 || !strings.Contains(sums[0].Body, `"computer_20250124"`) || strings.Contains(sums[1].Body, `"tools"`) {
 		t.Fatalf("%d summary requests; want the conversation first, then a transcript without tools", len(sums))
 	}
@@ -439,5 +440,24 @@ func TestClaudeSummaryFallsBackToTheTranscript(t *testing.T) {
 	}
 	if !found {
 		t.Error("no agent request carries the transcript's summary")
+	}
+}
+
+// TestClaudeCondensesAtMostEvery10Steps: a history that grows by about
+// 2,000 tokens a step passes 4,096 tokens every other step, but is
+// condensed for cost at most once in 10 steps.
+func TestClaudeCondensesAtMostEvery10Steps(t *testing.T) {
+	sum := claudetest.Text("SUMMARY: the agent typed lines.")
+	sum.Repeat = true
+	reqs, sums := claudeCondensing(t, 24, 180, sum)
+	var at []int
+	for i, r := range reqs {
+		if strings.Contains(r.Body, "SUMMARY: the agent typed") && (i == 0 || !strings.Contains(reqs[i-1].Body, "SUMMARY: the agent typed") || len(r.Body) < len(reqs[i-1].Body)/2) {
+			at = append(at, i)
+		}
+	}
+	t.Logf("%d agent requests; %d summaries, the first request after each: %v", len(reqs), len(sums), at)
+	if len(sums) != 2 || len(at) != 2 || at[1]-at[0] < 10 {
+		t.Errorf("%d summaries, the history shortened at requests %v: want 2, at least 10 steps apart", len(sums), at)
 	}
 }
