@@ -216,6 +216,8 @@ type Runner struct {
 	toolTokens int
 	// summaries counts condensed histories (guarded by mu).
 	summaries int
+	// condensedAt is the step of the last summary (the loop's).
+	condensedAt int
 	// namesOnly tells the task once that its guest cannot resolve app
 	// names (opengate.go).
 	namesOnly sync.Once

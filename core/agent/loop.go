@@ -245,7 +245,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 
 		// Fit the model's context window.
 		if why := r.tooLong(); why != "" {
-			if err := r.condense(ctx, step, why); err != nil {
+			if err := r.condense(ctx, step, why, true); err != nil {
 				if ctx.Err() != nil {
 					return ended(ctx)
 				}
@@ -466,7 +466,7 @@ func (r *Runner) decide(ctx context.Context, step int) (llm.Reply, error) {
 		reply, err := r.cfg.LLM.CompleteStream(ctx, req, onDelta)
 		if err != nil && llm.IsContextOverflow(err) && !condensed && ctx.Err() == nil {
 			condensed = true
-			if r.condense(ctx, step, "the provider refused the prompt as too long: "+err.Error()) == nil {
+			if r.condense(ctx, step, "the provider refused the prompt as too long: "+err.Error(), false) == nil {
 				continue
 			}
 		}

@@ -285,7 +285,9 @@ func TestKeyNames(t *testing.T) {
 // strict server's prompt cache; a request whose screenshots the next one
 // drops (3 of them, the window full) writes nothing to the cache (its
 // newest screenshot is input, not a cache write nobody reads), and the
-// request that drops them reads at least all the text before its screen.
+// request that drops them reads at least all the text before its screen
+// and writes again only what follows the first screenshot dropped; the
+// completion check writes none of its messages.
 func TestClaudeCacheBreakpoints(t *testing.T) {
 	s := claudetest.New(t)
 	var turns []claudetest.Turn
@@ -326,5 +328,136 @@ func TestClaudeCacheBreakpoints(t *testing.T) {
 	}
 	if full != 3 {
 		t.Errorf("%d requests with the window full, want 3 (of 10)", full)
+	}
+	// The request that drops the screenshots reads up to the call whose
+	// result showed the oldest of them: it writes its new step again, and
+	// of the dropped chunk only the two steps after its first screenshot
+	// (each a step's words and call: what a step writes beside its screen).
+	for i := 5; i+1 < len(reqs); i += 3 {
+		step := reqs[i-1].Usage.CacheCreationInputTokens
+		if drop := reqs[i+1].Usage.CacheCreationInputTokens; drop-step > 2*(step-874)+50 {
+			t.Errorf("request %d (dropping the screenshots) wrote %d tokens, a step writes %d: more than the chunk's two later steps again", i+1, drop, step)
+		}
+	}
+	// The completion check (its tools are not the agent's) marks only its
+	// system prompt, and sends its messages as input.
+	check := s.Received("[[cache]]")[10]
+	if n := strings.Count(check.Body, `"cache_control"`); n != 1 || check.Usage.CacheCreationInputTokens >= check.Usage.InputTokens {
+		t.Errorf("the completion check has %d breakpoints, usage %+v; want 1, its messages as input", n, check.Usage)
+	}
+}
+
+// claudeCondensing runs a Claude task of steps steps (each words times
+// about 11 tokens of words and a typed line) whose summary requests the
+// script answers with sums, and returns the server's agent and summary
+// requests.
+func claudeCondensing(t *testing.T, steps, words int, sums ...claudetest.Turn) (agentReqs, sumReqs []claudetest.Request) {
+	t.Helper()
+	s := claudetest.New(t)
+	s.Match = func(body string) string {
+		if strings.Contains(body, "You condense the history") {
+			return "(sum)"
+		}
+		return "[[long]]"
+	}
+	var turns []claudetest.Turn
+	for i := range steps {
+		turns = append(turns, claudetest.Reply(claudetest.Text(strings.Repeat("I look at the screen and type the next line. ", words)), claudetest.Computer("type", map[string]any{"text": fmt.Sprint("line ", i)})))
+	}
+	s.Script("[[long]]", append(turns, claudetest.Text("Typed."), claudetest.Verdict(true, "Typed."))...)
+	s.Script("(sum)", sums...)
+	e := newEnvWith(t, newLLM(t), func(task *Task) { task.Description = "[[long]] Type lines." }, nil, withClient(claudeClient(t, s, "claude-sonnet-4-5")))
+	if r := wait(t, e.run()); r.Status != store.StatusCompleted || r.Summaries < 1 {
+		t.Fatalf("result %+v, want completed after a summary", r)
+	}
+	noRefusals(t, s)
+	return s.Received("[[long]]"), s.Received("(sum)")
+}
+
+// TestClaudeCondensesInPlace: on Claude, whose window (200k) the task
+// never nears, the history is condensed once about 4k tokens of earlier
+// steps would be read again at every step, at the start of an image
+// chunk; the summary is asked for in the conversation itself (its tools,
+// system prompt and screens, the question added), so most of that request
+// is read from the prompt cache; the next request carries the summary,
+// reads the tools and system prompt from the cache and shows one screen,
+// the screens before it staying notes.
+func TestClaudeCondensesInPlace(t *testing.T) {
+	sum := claudetest.Text("SUMMARY: the agent typed lines into the terminal.")
+	sum.Repeat = true
+	reqs, sums := claudeCondensing(t, 16, 50, sum)
+	if len(sums) == 0 {
+		t.Fatal("no summary request")
+	}
+	first := sums[0]
+	u := first.Usage
+	t.Logf("%d agent requests, %d summaries; the first summary's usage %+v", len(reqs), len(sums), u)
+	if !strings.Contains(first.Body, `"computer_20250124"`) || !strings.Contains(first.Body, "I look at the screen and type") || len(first.Images) != 1 {
+		t.Errorf("the summary request is not the conversation as sent (its tools, steps and screen) with the question")
+	}
+	if u.CacheReadInputTokens < u.InputTokens+u.CacheCreationInputTokens {
+		t.Errorf("the summary request read %d tokens from the cache and sent %d anew: most of it should be read", u.CacheReadInputTokens, u.InputTokens+u.CacheCreationInputTokens)
+	}
+	// The agent request after it: the first one holding the summary.
+	after := -1
+	for i, r := range reqs {
+		if strings.Contains(r.Body, "SUMMARY: the agent typed") {
+			after = i
+			break
+		}
+	}
+	if after < 1 {
+		t.Fatal("no request carries the summary")
+	}
+	before, next := reqs[after-1], reqs[after]
+	if len(before.Images) != 3 || len(next.Images) != 1 {
+		t.Errorf("condensed with %d screens in the request before and %d after, want 3 and 1 (at the start of a chunk)", len(before.Images), len(next.Images))
+	}
+	if next.Usage.CacheReadInputTokens == 0 || len(next.Body) >= len(before.Body)/2 {
+		t.Errorf("the request after the summary read %d tokens and is %d bytes (the one before: %d)", next.Usage.CacheReadInputTokens, len(next.Body), len(before.Body))
+	}
+	if n := strings.Count(next.Body, "I look at the screen and type") / 50; n > 3 {
+		t.Errorf("the request after the summary still holds %d steps' words, want the last 3 screens' at most", n)
+	}
+}
+
+// TestClaudeSummaryFallsBackToTheTranscript: a model that answers the
+// in-place question with a tool call is asked again with the history's
+// transcript, without tools, and that summary is used.
+func TestClaudeSummaryFallsBackToTheTranscript(t *testing.T) {
+	sum := claudetest.Text("SUMMARY: the agent typed lines.")
+	sum.Repeat = true
+	reqs, sums := claudeCondensing(t, 12, 50, claudetest.Computer("type", map[string]any{"text": "not a summary"}), sum)
+	if len(sums) < 2 || !strings.Contains(sums[0].Body, `"computer_20250124"`) || strings.Contains(sums[1].Body, `"tools"`) {
+		t.Fatalf("%d summary requests; want the conversation first, then a transcript without tools", len(sums))
+	}
+	if !strings.Contains(sums[1].Body, "The history to condense") {
+		t.Errorf("the second summary request is not the transcript: %.300s", sums[1].Body)
+	}
+	found := false
+	for _, r := range reqs {
+		found = found || strings.Contains(r.Body, "SUMMARY: the agent typed lines.")
+	}
+	if !found {
+		t.Error("no agent request carries the transcript's summary")
+	}
+}
+
+// TestClaudeCondensesAtMostEvery10Steps: a history that grows by about
+// 2,000 tokens a step passes 4,096 tokens every other step, but is
+// condensed for cost at most once in 10 steps.
+func TestClaudeCondensesAtMostEvery10Steps(t *testing.T) {
+	sum := claudetest.Text("SUMMARY: the agent typed lines.")
+	sum.Repeat = true
+	reqs, sums := claudeCondensing(t, 24, 180, sum)
+	var at []int
+	for i, r := range reqs {
+		if strings.Contains(r.Body, "SUMMARY: the agent typed") && (i == 0 || !strings.Contains(reqs[i-1].Body, "SUMMARY: the agent typed") || len(r.Body) < len(reqs[i-1].Body)/2) {
+			at = append(at, i)
+		}
+	}
+	t.Logf("%d agent requests; %d summaries, the first request after each: %v", len(reqs), len(sums), at)
+	if len(sums) != 2 || len(at) != 2 || at[1]-at[0] < 10 {
+		t.Errorf("%d summaries, the history shortened at requests %v: want 2, at least 10 steps apart", len(sums), at)
 	}
 }

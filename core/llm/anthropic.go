@@ -40,7 +40,9 @@ import (
 //     tools before it), the last two user turns and the turn before the
 //     oldest image, the four the API allows (claudeMarks), so each request
 //     reads the previous one's prefix, and the one after Window drops its
-//     images reads all before them.
+//     images reads all before them; none on what is not read again (the
+//     newest turn of a request whose images the next one drops, or of a
+//     one-shot request; the completion check's messages).
 //   - 529 overloaded and 429 are retried (after Retry-After); "prompt is too
 //     long" is a context overflow (IsContextOverflow); stop_reason
 //     "refusal" ends the step with an error, never as an answer.
@@ -160,7 +162,16 @@ func (b *anthropicBackend) params(req *Request, zoom bool) (anthropic.BetaMessag
 			}
 		}
 	}
-	msgs, err := claudeMessages(normalize(req.Messages), thinking, req.ImagesDropNext)
+	marks := marksAll
+	switch {
+	case req.verdict:
+		// Its tools (the verdict's) are not the agent's: nothing of its
+		// messages is in the cache, nor is it sent again.
+		marks = marksNone
+	case req.ImagesDropNext || req.OneShot:
+		marks = marksButLast
+	}
+	msgs, err := claudeMessages(normalize(req.Messages), thinking, marks)
 	if err != nil {
 		return p, err
 	}

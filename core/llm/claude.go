@@ -49,9 +49,8 @@ func schemaParam(props map[string]any, required []string) anthropic.BetaToolInpu
 // claudeMessages is the conversation in Anthropic's form: consecutive
 // messages of one role are one turn (tool results first), reasoning of
 // other backends is left out (and Claude's own when thinking is off: the
-// API ignores it then), and user turns carry cache breakpoints
-// (claudeMarks).
-func claudeMessages(msgs []Message, thinking, dropNext bool) ([]anthropic.BetaMessageParam, error) {
+// API ignores it then), and turns carry cache breakpoints (claudeMarks).
+func claudeMessages(msgs []Message, thinking bool, marks cacheMarks) ([]anthropic.BetaMessageParam, error) {
 	type turn struct {
 		role   Role
 		blocks []anthropic.BetaContentBlockParamUnion
@@ -95,8 +94,14 @@ func claudeMessages(msgs []Message, thinking, dropNext bool) ([]anthropic.BetaMe
 	for i, t := range turns {
 		roles[i] = t.role
 	}
-	for _, i := range claudeMarks(roles, firstImage, dropNext) {
-		cacheMark(&turns[i].blocks[len(turns[i].blocks)-1])
+	markable := func(i int) bool {
+		b := turns[i].blocks[len(turns[i].blocks)-1]
+		return b.OfText != nil || b.OfImage != nil || b.OfToolResult != nil || b.OfToolUse != nil
+	}
+	if marks != marksNone {
+		for _, i := range claudeMarks(roles, firstImage, marks == marksButLast, markable) {
+			cacheMark(&turns[i].blocks[len(turns[i].blocks)-1])
+		}
 	}
 	for i := len(turns) - 1; i >= 0; i-- {
 		t := turns[i]
@@ -109,21 +114,36 @@ func claudeMessages(msgs []Message, thinking, dropNext bool) ([]anthropic.BetaMe
 	return out, nil
 }
 
-// claudeMarks are the user turns (by index) whose last block carries a
-// cache breakpoint, beside the system prompt's (4 in all, the API's
-// most):
+// cacheMarks says which of a request's turns carry cache breakpoints.
+type cacheMarks int
+
+const (
+	// marksAll: those claudeMarks picks.
+	marksAll cacheMarks = iota
+	// marksButLast: those but the last user turn, which is not read again.
+	marksButLast
+	// marksNone: none.
+	marksNone
+)
+
+// claudeMarks are the turns (by index) whose last block carries a cache
+// breakpoint, beside the system prompt's (4 in all, the API's most):
 //   - the last two user turns: the next request, the same one step on,
 //     reads all before its newest turns from the cache;
-//   - the last user turn before the one holding the oldest image sent:
-//     the prefix that stays when Window drops the images, read whole at
-//     that step however many blocks the last steps made;
+//   - the turn right before the one holding the oldest image sent (the
+//     assistant's call whose result shows it, mostly): the prefix that
+//     stays when Window drops the images, read whole at that step however
+//     many blocks the last steps made; only what follows the first image
+//     dropped is written again;
 //   - but not the last user turn when the next request drops the images
 //     (dropNext): nothing from the oldest image on is read again, so the
 //     newest turn, a screenshot mostly, is sent as input (1x) rather than
 //     written to the cache (1.25x).
 //
-// firstImage is the turn of the oldest image, -1 for none.
-func claudeMarks(roles []Role, firstImage int, dropNext bool) []int {
+// firstImage is the turn of the oldest image, -1 for none; markable says
+// whether a turn's last block takes a breakpoint (a thinking block does
+// not: the user turn before it is marked instead).
+func claudeMarks(roles []Role, firstImage int, dropNext bool, markable func(int) bool) []int {
 	var users []int
 	for i, r := range roles {
 		if r == RoleUser {
@@ -136,9 +156,9 @@ func claudeMarks(roles []Role, firstImage int, dropNext bool) []int {
 			marks = append(marks, i)
 		}
 	}
-	for k := len(users) - 1; k >= 0; k-- {
-		if users[k] < firstImage {
-			add(users[k])
+	for i := firstImage - 1; i >= 0; i-- {
+		if roles[i] == RoleUser || markable(i) {
+			add(i)
 			break
 		}
 	}
@@ -151,7 +171,7 @@ func claudeMarks(roles []Role, firstImage int, dropNext bool) []int {
 	return marks
 }
 
-// cacheMark puts a cache breakpoint on a block of a user turn.
+// cacheMark puts a cache breakpoint on a block.
 func cacheMark(b *anthropic.BetaContentBlockParamUnion) {
 	c := anthropic.NewBetaCacheControlEphemeralParam()
 	switch {
@@ -161,6 +181,8 @@ func cacheMark(b *anthropic.BetaContentBlockParamUnion) {
 		b.OfImage.CacheControl = c
 	case b.OfToolResult != nil:
 		b.OfToolResult.CacheControl = c
+	case b.OfToolUse != nil:
+		b.OfToolUse.CacheControl = c
 	}
 }
 

@@ -151,6 +151,13 @@ func (c *Client) Model() string { return c.cfg.Model }
 // Type is the provider's protocol.
 func (c *Client) Type() string { return c.cfg.Type }
 
+// CachesByBreakpoints says the backend marks its requests' prompts for
+// the provider's cache (Anthropic's breakpoints), where a request reads
+// what earlier ones wrote at a tenth of the input price: one that repeats
+// the last request and adds a question costs little more than the
+// question and its answer.
+func (c *Client) CachesByBreakpoints() bool { return c.cfg.Type == TypeAnthropic }
+
 // Native is the computer tool the model has of its own: NativeAnthropic
 // (Claude's computer tool), NativeOpenAI (computer-use-preview), or ""
 // when it acts through function tools.

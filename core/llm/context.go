@@ -164,6 +164,14 @@ func WindowDropsNext(messages []Message, keep int) bool {
 	return n > 0 && n%max(keep, 1) == 0
 }
 
+// WindowStartsChunk says Window(messages, keep) starts a chunk: it sends
+// the newest image alone, the ones before it became notes with this
+// request (or there are none), so nothing of the last request's from its
+// oldest image on is read again.
+func WindowStartsChunk(messages []Message, keep int) bool {
+	return (countImages(messages)-1)%max(keep, 1) <= 0
+}
+
 // oldResultBytes is the most of a tool result's text sent once it is
 // older than Window's recent steps.
 const oldResultBytes = 1500

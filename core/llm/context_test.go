@@ -69,7 +69,8 @@ func TestWindowKeepsThePrefix(t *testing.T) {
 // TestWindowDropsNextSaysWhatTheNextRequestDrops: for each image window
 // (1 to 3 screenshots), WindowDropsNext says the next step's request, one
 // screenshot on, sends none of the images this one sends, exactly when it
-// does: a prompt cache is told not to keep what is never read again.
+// does: a prompt cache is told not to keep what is never read again; and
+// WindowStartsChunk says a request sends its newest screenshot alone.
 func TestWindowDropsNextSaysWhatTheNextRequestDrops(t *testing.T) {
 	// images are the data of the images a request sends.
 	images := func(msgs []Message) []string {
@@ -91,6 +92,9 @@ func TestWindowDropsNextSaysWhatTheNextRequestDrops(t *testing.T) {
 			overlap := slices.ContainsFunc(images(Window(messages, keep)), func(data string) bool { return slices.Contains(later, data) })
 			if got := WindowDropsNext(messages, keep); got == overlap {
 				t.Errorf("keep %d, step %d: WindowDropsNext says %v, but the next request sends %s of this one's images", keep, step, got, map[bool]string{true: "some", false: "none"}[overlap])
+			}
+			if starts := len(images(Window(next, keep))) == 1; WindowStartsChunk(next, keep) != starts {
+				t.Errorf("keep %d, step %d: WindowStartsChunk says %v, but the request sends %d images", keep, step, !starts, len(later))
 			}
 			messages = next
 		}

@@ -37,6 +37,11 @@ type Request struct {
 	// notes (WindowDropsNext): a backend that writes a prompt cache by
 	// breakpoints (Anthropic) leaves out what would not be read again.
 	ImagesDropNext bool
+	// OneShot says nothing of this request's newest turn is sent again (a
+	// summary of the history): a backend that writes a prompt cache by
+	// breakpoints (Anthropic) reads what earlier requests wrote and sends
+	// that turn as input, not as a cache write.
+	OneShot bool
 
 	// verdict asks for the completion check's structured answer
 	// (verdictTool, or a JSON schema).
