@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,36 @@ func leftovers(home string, ids []string) []string {
 	}
 	for _, id := range helperproc.VMDirs(home) {
 		out = append(out, "VM folder "+id)
+	}
+	for _, dir := range cgroupsOf(ids) {
+		out = append(out, "cgroup "+dir)
+	}
+	return out
+}
+
+// cgroupsOf lists the cgroup v1 groups of the VMs ids that exist, below
+// this process's own groups, which the helpers it starts share.
+func cgroupsOf(ids []string) []string {
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(self)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !slices.Contains([]string{"pids", "memory", "cpu,cpuacct", "cpu", "freezer"}, f[1]) {
+			continue
+		}
+		ctrl := strings.Split(f[1], ",")[0]
+		for _, id := range ids {
+			if id == "" {
+				continue
+			}
+			dir := filepath.Join("/sys/fs/cgroup", ctrl, f[2], "hivecrew", id)
+			if _, err := os.Stat(dir); err == nil {
+				out = append(out, dir)
+			}
+		}
 	}
 	return out
 }

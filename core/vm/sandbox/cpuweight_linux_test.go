@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,4 +182,60 @@ func readShares(t *testing.T, dir string) int {
 	}
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return n
+}
+
+// TestLeftoverCgroupsAreRemoved: the groups a crashed helper left for a
+// machine, a process still in them, are found by the machine's id and
+// removed, the process with them (what Load does for its successor).
+func TestLeftoverCgroupsAreRemoved(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (cgroups)")
+	}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "memory", "tasks")); err != nil {
+		t.Skip("no cgroup v1 hierarchy")
+	}
+	parent := fmt.Sprintf("hivecrew-left-%d", os.Getpid())
+	l, err := cgroupV1Limits(cgroupRoot, parent, "vm-left", 256, 1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := maps.Clone(l.v1.dirs)
+	t.Cleanup(func() {
+		l.cleanup()
+		for _, dir := range dirs {
+			os.Remove(filepath.Dir(dir))
+		}
+	})
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := l.join(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeLeftoverV1(cgroupRoot, parent, "vm-left"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the process left in the machine's groups still runs")
+	}
+	for ctrl, dir := range dirs {
+		for range 100 { // the memory controller may hold it a moment
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the machine's %s group is still there: %v", ctrl, err)
+		}
+	}
+	if err := removeLeftoverV1(cgroupRoot, parent, "vm-none"); err != nil {
+		t.Fatalf("a machine without leftovers: %v", err)
+	}
 }

@@ -415,6 +415,22 @@ func (c *cgroupV1) remove() error {
 	return errors.Join(errs...)
 }
 
+// removeLeftoverV1 removes the cgroup v1 groups of machine id below the
+// helper's own parentName, with what still runs in them: a helper that
+// crashed left them, and its successor's Load (Delete after it) is the
+// only one to know the machine. None: nothing to do.
+func removeLeftoverV1(root, parentName, id string) error {
+	own := ownV1Paths()
+	c := &cgroupV1{dirs: map[string]string{}}
+	for _, ctrl := range v1Controllers {
+		dir := filepath.Join(root, ctrl, own[ctrl], parentName, id)
+		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+			c.dirs[ctrl] = dir
+		}
+	}
+	return c.remove()
+}
+
 // removeWhenFree retries removing an empty cgroup for a minute.
 func removeWhenFree(dir string) {
 	for range 600 {

@@ -175,9 +175,15 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 			release()
 		}
 	}()
-	// A helper that crashed may have left the staged mounts of this machine.
+	// A helper that crashed may have left the staged mounts of this
+	// machine, and its cgroups (with anything still in them).
 	if err := unstage(filepath.Join(stageRoot, spec.ID)); err != nil {
 		return nil, err
+	}
+	if os.Geteuid() == 0 {
+		if err := removeLeftoverV1(cgroupRoot, v1Parent, spec.ID); err != nil {
+			return nil, fmt.Errorf("remove the cgroups a crashed helper left: %w", err)
+		}
 	}
 	if os.Geteuid() == 0 && spec.DiskGB <= 0 {
 		if err := m.unmountDisk(); err != nil { // a disk left by a helper that crashed
