@@ -167,6 +167,13 @@ func (r *Runner) setup() {
 	r.toolTokens = toolsTokens(defs) + len(r.system)/4
 }
 
+// unstep takes back the step just counted: it is taken again.
+func (r *Runner) unstep() {
+	r.mu.Lock()
+	r.steps--
+	r.mu.Unlock()
+}
+
 // maxLostLooks is how many times in a row a step's observation is taken
 // again after the guest's connection dropped and came back.
 const maxLostLooks = 3
@@ -219,9 +226,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 			}
 			if r.guestGone(ctx, err) {
 				// The step is taken again once the user resumes.
-				r.mu.Lock()
-				r.steps--
-				r.mu.Unlock()
+				r.unstep()
 				if err := r.holdForGuest(ctx, err); err != nil {
 					return ended(ctx)
 				}
@@ -231,9 +236,7 @@ func (r *Runner) loop(ctx context.Context) Result {
 				// The guest's connection dropped and is back (guestGone
 				// waited for it): the step is taken again.
 				lostLooks++
-				r.mu.Lock()
-				r.steps--
-				r.mu.Unlock()
+				r.unstep()
 				continue
 			}
 			return Result{Status: store.StatusFailed, Summary: "The VM could not be observed: " + err.Error()}

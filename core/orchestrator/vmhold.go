@@ -388,10 +388,7 @@ func (o *Orchestrator) resumeInFreshVM(r *run, t store.Task, instructions string
 
 // emitInfo records an info event of the system's in the task's activity.
 func (o *Orchestrator) emitInfo(r *run, summary string) {
-	o.rec.Flush(r.id) // after the agent's events so far
-	if _, err := o.cfg.Store.AppendEvents(background(), r.id, store.Event{Type: "status_change", ActivityType: "info", Summary: summary}); err != nil {
+	if _, err := o.update(r.id, store.Update{Events: []store.Event{{Type: "status_change", ActivityType: "info", Summary: summary}}}); err != nil {
 		o.cfg.Log.Error("record event", "task", r.id, "err", err)
-		return
 	}
-	o.hub.notify(r.id)
 }

@@ -4,9 +4,9 @@
 // out), screenshots/NNNN.png|jpg and artifacts/ (the outbox when the task
 // ends). Everything written is durable once Sync returns. The agent calls
 // SyncSoon at every step boundary, which syncs off its path within
-// SyncDelay, and Sync when the session ends. Read tolerates a last line cut short by a
-// crash; Export writes the session as JSON, Markdown or a self-contained
-// HTML replay.
+// SyncDelay, and Sync when the session ends. Read tolerates a last line
+// cut short by a crash; Export writes the session as JSON, Markdown or a
+// self-contained HTML replay.
 package trace
 
 import (
@@ -151,9 +151,15 @@ func (w *Writer) Append(e Event) (Event, error) {
 func (w *Writer) Sync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return errors.Join(w.takeLateErr(), w.syncLocked())
+}
+
+// takeLateErr returns, once, the error of a background Sync that failed;
+// w.mu is held.
+func (w *Writer) takeLateErr() error {
 	err := w.lateErr
 	w.lateErr = nil
-	return errors.Join(err, w.syncLocked())
+	return err
 }
 
 // SyncSoon makes everything written so far durable within SyncDelay
@@ -167,12 +173,10 @@ func (w *Writer) Sync() error {
 func (w *Writer) SyncSoon() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	err := w.lateErr
-	w.lateErr = nil
 	if w.soon == nil && !w.closed {
 		w.soon = time.AfterFunc(SyncDelay, w.syncLate)
 	}
-	return err
+	return w.takeLateErr()
 }
 
 // syncLate is SyncSoon's background Sync.

@@ -149,20 +149,19 @@ func (s *Server) screenshot(ctx context.Context, p protocol.ScreenshotParams) (p
 	if sp, ok := s.cfg.Driver.(Speculator); ok && sp.Settler().Pending() {
 		return s.speculate(ctx, sp, p)
 	}
-	return s.encodeCapture(s.cfg.Driver.Capture(ctx))(p)
+	return s.shoot(ctx, s.cfg.Driver.Capture, p)
 }
 
-// encodeCapture encodes a capture and releases its frame.
-func (s *Server) encodeCapture(img image.Image, err error) func(protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
-	return func(p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
-		if err != nil {
-			return protocol.ScreenshotResult{}, err
-		}
-		if f, ok := img.(*frame.Frame); ok && f.Release != nil {
-			defer f.Release()
-		}
-		return s.encodeScreenshot(img, p)
+// shoot captures with capture, encodes and releases the frame.
+func (s *Server) shoot(ctx context.Context, capture func(context.Context) (image.Image, error), p protocol.ScreenshotParams) (protocol.ScreenshotResult, error) {
+	img, err := capture(ctx)
+	if err != nil {
+		return protocol.ScreenshotResult{}, err
 	}
+	if f, ok := img.(*frame.Frame); ok && f.Release != nil {
+		defer f.Release()
+	}
+	return s.encodeScreenshot(img, p)
 }
 
 // speculate is a screenshot after input from a Speculator: one captured
@@ -187,7 +186,7 @@ func (s *Server) speculate(ctx context.Context, sp Speculator, p protocol.Screen
 		if !live {
 			return
 		}
-		res, err := s.encodeCapture(sp.CaptureNow(early))(p)
+		res, err := s.shoot(early, sp.CaptureNow, p)
 		g = guess{res: res, mark: m, ok: err == nil}
 	}()
 	st.Wait(ctx)
@@ -198,7 +197,7 @@ func (s *Server) speculate(ctx context.Context, sp Speculator, p protocol.Screen
 	if err := ctx.Err(); err != nil {
 		return protocol.ScreenshotResult{}, err
 	}
-	return s.encodeCapture(sp.CaptureNow(ctx))(p)
+	return s.shoot(ctx, sp.CaptureNow, p)
 }
 
 func checkURL(raw string) error {

@@ -257,11 +257,7 @@ func (s *Settler) Wait(ctx context.Context) time.Duration {
 			// Nothing is known of the screen until the source reports.
 			pause = s.cfg.Quiet / 3
 		default:
-			last := s.lastInput.Load()
-			if state == live {
-				last = max(last, s.lastDraw.Load(), liveSince)
-			}
-			quiet := now.Sub(time.Unix(0, last))
+			quiet := now.Sub(time.Unix(0, s.lastChange(state, liveSince)))
 			if quiet >= s.cfg.Quiet {
 				return now.Sub(start)
 			}
@@ -275,6 +271,17 @@ func (s *Settler) Wait(ctx context.Context) time.Duration {
 		case <-t.C:
 		}
 	}
+}
+
+// lastChange is when the screen last changed as far as is known: the last
+// input, and while the source reports (state live since liveSince) its
+// last redraw or its start (Unix nanoseconds).
+func (s *Settler) lastChange(state sourceState, liveSince int64) int64 {
+	last := s.lastInput.Load()
+	if state == live {
+		last = max(last, s.lastDraw.Load(), liveSince)
+	}
+	return last
 }
 
 // Pending reports whether input was posted since the last Wait: the next
@@ -321,8 +328,7 @@ func (s *Settler) Quiet(ctx context.Context, d time.Duration) bool {
 		if state != live {
 			return false
 		}
-		last := max(s.lastInput.Load(), s.lastDraw.Load(), liveSince)
-		quiet := time.Since(time.Unix(0, last))
+		quiet := time.Since(time.Unix(0, s.lastChange(state, liveSince)))
 		if quiet >= d {
 			return true
 		}

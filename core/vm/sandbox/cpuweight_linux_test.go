@@ -16,20 +16,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// v1CPU skips a test without root or a cgroup v1 cpu hierarchy, and
-// returns a machine's cgroups for it (one CPU), below a parent of the
-// test's own, not the helpers' (whose other machines, on a shared host,
-// would take part of its weight); all removed at the end.
-func v1CPU(t *testing.T) limits {
+// v1Machine returns the cgroups (one CPU) of a machine id for a test,
+// below a parent of the test's own (returned too), not the helpers'
+// (whose other machines, on a shared host, would take part of its
+// weight); all removed at the end. The test machines run tests as root
+// on hybrid cgroups with the v1 controllers mounted: without them the
+// test fails rather than proving nothing.
+func v1Machine(t *testing.T, id string) (limits, string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (cgroups)")
+		t.Fatal("this test makes cgroups: run it as root (the test machines are)")
 	}
-	if _, err := os.Stat(filepath.Join(cgroupRoot, "cpu", "tasks")); err != nil {
-		t.Skip("no cgroup v1 cpu hierarchy")
+	for _, ctrl := range []string{"pids", "memory", "cpu"} {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, ctrl, "tasks")); err != nil {
+			t.Fatalf("no cgroup v1 %s hierarchy (the test machines mount it): %v", ctrl, err)
+		}
 	}
-	parent := fmt.Sprintf("hivecrew-test-%d", os.Getpid())
-	l, err := cgroupV1Limits(cgroupRoot, parent, "vm", 256, 1, 64)
+	parent := fmt.Sprintf("hivecrew-test-%d-%s", os.Getpid(), id)
+	l, err := cgroupV1Limits(cgroupRoot, parent, id, 256, 1, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +54,10 @@ func v1CPU(t *testing.T) limits {
 			}
 		}
 	})
-	if l.cpuParent != filepath.Join(cgroupRoot, "cpu", ownV1Paths()["cpu"], parent) {
-		t.Fatalf("the machines' cpu parent is %q", l.cpuParent)
+	if l.cpuParent() != filepath.Join(cgroupRoot, "cpu", ownV1Paths()["cpu"], parent) {
+		t.Fatalf("the machines' cpu parent is %q", l.cpuParent())
 	}
-	return l
+	return l, parent
 }
 
 // burner starts a process that spins, on cpu alone if cpu >= 0.
@@ -109,7 +113,7 @@ func usage(t *testing.T, d time.Duration, pids ...int) []int {
 // (the machine's share grows at least threefold);
 // once the last start ends the parent's weight is back to the default.
 func TestStartBoostFavoursStartingMachines(t *testing.T) {
-	l := v1CPU(t)
+	l, _ := v1Machine(t, "vm")
 	guest, host := burner(t, 0), burner(t, 0)
 	if err := l.join(guest); err != nil {
 		t.Fatal(err)
@@ -124,11 +128,11 @@ func TestStartBoostFavoursStartingMachines(t *testing.T) {
 	// ratios, measured here at 1.1 and 8.3 alone and 5 and 36 beside a
 	// build: what holds is the boost's factor between them.
 	plain := ratio()
-	release, err := b.hold(l.cpuParent)
+	release, err := b.hold(l.cpuParent())
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := b.hold(l.cpuParent) // a second start at once
+	second, err := b.hold(l.cpuParent()) // a second start at once
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +141,11 @@ func TestStartBoostFavoursStartingMachines(t *testing.T) {
 	}
 	release()
 	release() // twice is once
-	if got := readShares(t, l.cpuParent); got != startShares {
+	if got := readShares(t, l.cpuParent()); got != startShares {
 		t.Errorf("with a start still in progress cpu.shares = %d, want %d", got, startShares)
 	}
 	second()
-	if got := readShares(t, l.cpuParent); got != normalShares {
+	if got := readShares(t, l.cpuParent()); got != normalShares {
 		t.Errorf("after the starts cpu.shares = %d, want %d", got, normalShares)
 	}
 }
@@ -149,9 +153,9 @@ func TestStartBoostFavoursStartingMachines(t *testing.T) {
 // TestQuotaHoldsWhileBoosted: a machine of one CPU whose guest spins on
 // two gets one CPU, boost or not: the CFS quota throttles it.
 func TestQuotaHoldsWhileBoosted(t *testing.T) {
-	l := v1CPU(t)
+	l, _ := v1Machine(t, "vm")
 	var b startBoost
-	release, err := b.hold(l.cpuParent)
+	release, err := b.hold(l.cpuParent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,26 +190,10 @@ func readShares(t *testing.T, dir string) int {
 
 // TestLeftoverCgroupsAreRemoved: the groups a crashed helper left for a
 // machine, a process still in them, are found by the machine's id and
-// removed, the process with them (what Load does for its successor).
+// removed, the process with them (what Delete does for a successor).
 func TestLeftoverCgroupsAreRemoved(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (cgroups)")
-	}
-	if _, err := os.Stat(filepath.Join(cgroupRoot, "memory", "tasks")); err != nil {
-		t.Skip("no cgroup v1 hierarchy")
-	}
-	parent := fmt.Sprintf("hivecrew-left-%d", os.Getpid())
-	l, err := cgroupV1Limits(cgroupRoot, parent, "vm-left", 256, 1, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, parent := v1Machine(t, "vm-left")
 	dirs := maps.Clone(l.v1.dirs)
-	t.Cleanup(func() {
-		l.cleanup()
-		for _, dir := range dirs {
-			os.Remove(filepath.Dir(dir))
-		}
-	})
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

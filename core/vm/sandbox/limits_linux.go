@@ -33,9 +33,6 @@ type limits struct {
 	// v1 are the machine's cgroup v1 groups, joined through the start gate,
 	// or nil.
 	v1 *cgroupV1
-	// cpuParent is the cgroup v1 cpu folder of every machine's cgroup
-	// (whose weight startBoost raises while machines start), or "".
-	cpuParent string
 	// what says how each cap is enforced, for the machine's status.
 	what vm.Limits
 	// cleanup removes the cgroups once their processes are gone; nil with
@@ -213,6 +210,10 @@ const v1Parent = "hivecrew"
 // helper caps its machines too) and sets pids.max, memory.limit_in_bytes
 // (and memory.memsw.limit_in_bytes: no swap beyond it), and the CFS quota.
 func cgroupV1Limits(root, parentName, id string, memoryMB, cpus, procs int) (limits, error) {
+	// The groups of this machine a helper that crashed left.
+	if err := removeLeftoverV1(root, parentName, id); err != nil {
+		return limits{}, err
+	}
 	own := ownV1Paths()
 	c := &cgroupV1{dirs: map[string]string{}}
 	fail := func(err error) (limits, error) {
@@ -235,12 +236,6 @@ func cgroupV1Limits(root, parentName, id string, memoryMB, cpus, procs int) (lim
 			continue
 		}
 		dir := filepath.Join(parent, id)
-		// A cgroup of this machine left by a helper that crashed.
-		if _, err := os.Stat(dir); err == nil {
-			if err := (&cgroupV1{dirs: map[string]string{ctrl: dir}}).remove(); err != nil {
-				return fail(err)
-			}
-		}
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			if ctrl == "pids" || ctrl == "memory" {
 				return fail(fmt.Errorf("cgroup v1 %s: %w", ctrl, err))
@@ -283,11 +278,16 @@ func cgroupV1Limits(root, parentName, id string, memoryMB, cpus, procs int) (lim
 		}
 		what.CPU = fmt.Sprintf("cgroup v1 cpu.cfs_quota_us %d CPUs", max(cpus, 1))
 	}
-	l := limits{v1: c, what: what, cleanup: c.remove}
-	if c.dirs["cpu"] != "" {
-		l.cpuParent = filepath.Dir(c.dirs["cpu"])
+	return limits{v1: c, what: what, cleanup: c.remove}, nil
+}
+
+// cpuParent is the cgroup v1 cpu folder of every machine's cgroup (whose
+// weight startBoost raises while machines start), or "".
+func (l limits) cpuParent() string {
+	if l.v1 == nil || l.v1.dirs["cpu"] == "" {
+		return ""
 	}
-	return l, nil
+	return filepath.Dir(l.v1.dirs["cpu"])
 }
 
 // join moves pid into the machine's group of every hierarchy.
@@ -416,9 +416,9 @@ func (c *cgroupV1) remove() error {
 }
 
 // removeLeftoverV1 removes the cgroup v1 groups of machine id below the
-// helper's own parentName, with what still runs in them: a helper that
-// crashed left them, and its successor's Load (Delete after it) is the
-// only one to know the machine. None: nothing to do.
+// helper's own parentName, with what still runs in them: those a helper
+// that crashed left (found by a new start of the machine, or its
+// successor's Delete). None: nothing to do.
 func removeLeftoverV1(root, parentName, id string) error {
 	own := ownV1Paths()
 	c := &cgroupV1{dirs: map[string]string{}}

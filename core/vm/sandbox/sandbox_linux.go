@@ -175,15 +175,9 @@ func (b *Backend) Load(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 			release()
 		}
 	}()
-	// A helper that crashed may have left the staged mounts of this
-	// machine, and its cgroups (with anything still in them).
+	// A helper that crashed may have left the staged mounts of this machine.
 	if err := unstage(filepath.Join(stageRoot, spec.ID)); err != nil {
 		return nil, err
-	}
-	if os.Geteuid() == 0 {
-		if err := removeLeftoverV1(cgroupRoot, v1Parent, spec.ID); err != nil {
-			return nil, fmt.Errorf("remove the cgroups a crashed helper left: %w", err)
-		}
 	}
 	if os.Geteuid() == 0 && spec.DiskGB <= 0 {
 		if err := m.unmountDisk(); err != nil { // a disk left by a helper that crashed
@@ -379,6 +373,14 @@ func firstChild(pid int) int {
 func (m *Machine) Delete(ctx context.Context) error {
 	if err := vm.DeleteMachine(ctx, &m.starts, "sandbox "+m.spec.ID, m.Stop, m.dropDisk, m.spec.Dir); err != nil {
 		return err
+	}
+	// Stop removed the groups of a run of this helper's; those of a run a
+	// crashed helper left (this machine Loaded by its successor) go here,
+	// with anything still in them.
+	if os.Geteuid() == 0 {
+		if err := removeLeftoverV1(cgroupRoot, v1Parent, m.spec.ID); err != nil {
+			return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
+		}
 	}
 	m.release()
 	return nil

@@ -128,7 +128,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	}
 	// Weighed up beside the host's other programs until the guest answers
 	// (see cpuweight_linux.go).
-	unboost, berr := m.b.boost.hold(lim.cpuParent)
+	unboost, berr := m.b.boost.hold(lim.cpuParent())
 	if berr != nil {
 		m.b.cfg.Log.Warn("sandbox start not weighed up", "vm", m.spec.ID, "err", berr)
 	}
