@@ -47,7 +47,7 @@ func newDriver(ctx context.Context, o options, log *slog.Logger) (server.Driver,
 	if o.powerOff {
 		powerOff = []string{"systemctl", "poweroff"}
 	}
-	d, err := linux.New(ctx, linux.Config{Display: o.display, PowerOff: powerOff, Log: log})
+	d, err := linux.New(ctx, linux.Config{Display: o.display, PowerOff: powerOff, Log: log, Session: session})
 	if err != nil {
 		if session != nil {
 			session.Close()

@@ -17,6 +17,7 @@ import (
 
 // AT-SPI names.
 const (
+	atspiBusName    = "org.a11y.Bus"
 	atspiRegistry   = "org.a11y.atspi.Registry"
 	atspiRoot       = dbus.ObjectPath("/org/a11y/atspi/accessible/root")
 	ifaceAccessible = "org.a11y.atspi.Accessible"
@@ -79,7 +80,7 @@ func (a *accessibility) bus(ctx context.Context) (*dbus.Conn, error) {
 // names, starting it and its registry if need be, and switches
 // accessibility on for toolkits that wait to be asked.
 func openAtspi(ctx context.Context, session *dbus.Conn) (*dbus.Conn, error) {
-	busObj := session.Object("org.a11y.Bus", "/org/a11y/bus")
+	busObj := session.Object(atspiBusName, "/org/a11y/bus")
 	busObj.SetProperty("org.a11y.Status.IsEnabled", dbus.MakeVariant(true))
 	var addr string
 	if err := busObj.CallWithContext(ctx, "org.a11y.Bus.GetAddress", 0).Store(&addr); err != nil {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,26 +40,34 @@ type Session struct {
 	Env   []string
 	procs []*exec.Cmd
 	done  chan struct{} // closed when Xvfb exits
+
+	// The accessibility start (see Warm): busAddr is the session bus,
+	// noATSPI why AT-SPI cannot be started on it (nil: it can be).
+	busAddr string
+	noATSPI error
+	// warmOnce begins the start (or, from Close, settles that there is
+	// none); warmed is closed when it has ended, with warmErr.
+	warmOnce sync.Once
+	warmed   chan struct{}
+	warmErr  error
+	stopWarm context.CancelFunc
+	warmCtx  context.Context
 }
 
 // sessionStartTimeout bounds each step of StartSession.
 const sessionStartTimeout = 15 * time.Second
 
 // StartSession starts a desktop session and returns once the X server
-// accepts connections, (unless disabled) the window manager manages it and
-// AT-SPI is up or has failed (accessibility is then unavailable, and said
-// so when asked for).
+// accepts connections and (unless disabled) the window manager manages
+// it. AT-SPI is started by Warm, after that: see there.
 //
 // What does not depend on another step runs beside it, as a desktop's
 // start is a sandbox's cold start: Xvfb and the session bus start
 // together (the bus's activated services learn the display through
-// UpdateActivationEnvironment once there is one), openbox as soon as
-// both are up, and AT-SPI (its bus, registry and the toolkits' switch)
-// is brought up on the bus while openbox starts, so that the first apps
-// started are accessible and the guest's first hello finds it running.
-// Readiness is each program's own notice (Xvfb's -displayfd, the bus's
-// printed address, the window manager's root property change), never a
-// poll.
+// UpdateActivationEnvironment once there is one), and openbox as soon as
+// both are up. Readiness is each program's own notice (Xvfb's
+// -displayfd, the bus's printed address, the window manager's root
+// property change), never a poll.
 //
 // Xvfb runs without GLX: loading Mesa's software renderer for it was a
 // third of a start's CPU and half an idle session's memory, and what
@@ -73,7 +83,8 @@ func StartSession(ctx context.Context, o SessionOptions) (*Session, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	s := &Session{done: make(chan struct{})}
+	s := &Session{done: make(chan struct{}), warmed: make(chan struct{})}
+	s.warmCtx, s.stopWarm = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
 		if !ok {
@@ -135,11 +146,10 @@ func StartSession(ctx context.Context, o SessionOptions) (*Session, error) {
 			return nil, fmt.Errorf("start openbox: %w", err)
 		}
 	}
-	a11yDone, err := s.busDisplay(ctx, addr)
-	if err != nil {
+	s.busAddr = addr
+	if err := s.busDisplay(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { a11yDone(!ok) }()
 	if !o.NoWindowManager {
 		if err := waitForWM(ctx, s.Display); err != nil {
 			return nil, err
@@ -149,43 +159,92 @@ func StartSession(ctx context.Context, o SessionOptions) (*Session, error) {
 	return s, nil
 }
 
-// busDisplay gives the session bus's activated services the display, then
-// brings AT-SPI up beside what the caller does next; done waits for that,
-// ending it first if abort (the session failed). A failure there is not
-// the session's: whoever asks for accessibility later is told.
-func (s *Session) busDisplay(ctx context.Context, addr string) (done func(abort bool), err error) {
-	conn, err := dbus.Connect(addr, dbus.WithContext(ctx))
+// busDisplay gives the session bus's activated services the display
+// (before any is activated: AT-SPI's bus launcher names its bus on the
+// display it is given) and notes whether AT-SPI can be started on it.
+func (s *Session) busDisplay(ctx context.Context) error {
+	conn, err := dbus.Connect(s.busAddr, dbus.WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("connect to the session bus: %w", err)
+		return fmt.Errorf("connect to the session bus: %w", err)
 	}
+	defer conn.Close()
 	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.UpdateActivationEnvironment", 0,
 		map[string]string{"DISPLAY": s.Display}).Err; err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("give the session bus the display: %w", err)
+		return fmt.Errorf("give the session bus the display: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, sessionStartTimeout)
-	warmed := make(chan struct{})
-	go func() {
-		defer close(warmed)
-		defer conn.Close()
-		if a11y, err := openAtspi(wctx, conn); err == nil {
-			a11y.Close()
-		}
-	}()
-	return func(abort bool) {
-		if abort {
-			cancel()
-		}
-		<-warmed
-		cancel()
-	}, nil
+	var names []string
+	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.ListActivatableNames", 0).Store(&names); err != nil {
+		return fmt.Errorf("list the session bus's services: %w", err)
+	}
+	if !slices.Contains(names, atspiBusName) {
+		s.noATSPI = errNoATSPI
+	}
+	return nil
 }
+
+// Warm starts AT-SPI (its bus, registry and the toolkits' switch) once,
+// and waits until it is up or has failed (accessibility is then
+// unavailable, and said so when asked for), or ctx ends. The guest agent
+// calls it once its first hello is answered, and before every request
+// that starts or drives programs or reads the accessibility tree: what
+// they start is accessible, while the start itself is off the cold start
+// (it took a quarter of a sandbox's start, its CPU shared with the
+// window manager's) and overlaps the host's first look at the screen.
+func (s *Session) Warm(ctx context.Context) error {
+	s.warmOnce.Do(func() { go s.warm() })
+	select {
+	case <-s.warmed:
+		return s.warmErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Session) warm() {
+	defer close(s.warmed)
+	if s.warmErr = s.noATSPI; s.warmErr != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.warmCtx, sessionStartTimeout)
+	defer cancel()
+	conn, err := dbus.Connect(s.busAddr, dbus.WithContext(ctx))
+	if err != nil {
+		s.warmErr = fmt.Errorf("connect to the session bus: %w", err)
+		return
+	}
+	defer conn.Close()
+	a11y, err := openAtspi(ctx, conn)
+	if err != nil {
+		s.warmErr = err
+		return
+	}
+	a11y.Close()
+}
+
+// Accessibility says, without waiting, why the session has no
+// accessibility: nil while AT-SPI is up or can still come up (Warm).
+func (s *Session) Accessibility() error {
+	select {
+	case <-s.warmed:
+		return s.warmErr
+	default:
+		return s.noATSPI
+	}
+}
+
+var errNoATSPI = errors.New("no AT-SPI bus on the session bus (is at-spi2-core installed?)")
 
 // Done is closed when the X server exits (the session is over).
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Close stops the session's processes.
 func (s *Session) Close() {
+	s.warmOnce.Do(func() {
+		s.warmErr = errors.New("the desktop session is closed")
+		close(s.warmed)
+	})
+	s.stopWarm()
+	<-s.warmed
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		p := s.procs[i].Process
 		p.Signal(syscall.SIGTERM)

@@ -29,6 +29,11 @@ type Config struct {
 	// (a sandbox ends when the agent exits).
 	PowerOff []string
 	Log      *slog.Logger
+	// Session is the desktop session of the display, if the agent
+	// started it: the driver warms its AT-SPI (server.Warmer), and
+	// Describe reports its accessibility without waiting. Nil: AT-SPI is
+	// the display's own, and Describe connects to it.
+	Session *Session
 }
 
 // Driver is the X11 driver. It is safe for concurrent use.
@@ -50,6 +55,9 @@ type Driver struct {
 	// damage tells it of redraws (nil without DAMAGE).
 	settle *settle.Settler
 	damage *damageSource
+
+	// session is Config.Session.
+	session *Session
 
 	osVersion string
 	powerOff  []string
@@ -122,6 +130,7 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	d.settle = settle.New(settle.Config{Source: frames, Log: cfg.Log})
 	d.a11y = newAccessibility(cfg.Log)
+	d.session = cfg.Session
 	d.osVersion = osVersion()
 	ok = true
 	go d.eventLoop()
@@ -238,12 +247,29 @@ func (d *Driver) Describe(ctx context.Context) (server.Description, error) {
 		// Linux has no per-app permission for screen capture or input.
 		Permissions: protocol.Permissions{ScreenRecording: true, Accessibility: true},
 	}
-	if err := d.a11y.available(ctx); err != nil {
+	if err := d.accessible(ctx); err != nil {
 		desc.Problems = append(desc.Problems, "accessibility: "+err.Error())
 	} else {
 		desc.Capabilities = append(desc.Capabilities, protocol.CapAccessibility)
 	}
 	return desc, nil
+}
+
+// accessible says why the display has no accessibility, if it has none.
+func (d *Driver) accessible(ctx context.Context) error {
+	if d.session != nil {
+		return d.session.Accessibility()
+	}
+	return d.a11y.available(ctx)
+}
+
+// Warm implements server.Warmer: it starts the session's AT-SPI and
+// waits for it (nothing to do on a display the driver did not start).
+func (d *Driver) Warm(ctx context.Context) error {
+	if d.session == nil {
+		return nil
+	}
+	return d.session.Warm(ctx)
 }
 
 // Capture implements server.Driver: the root window at native size, as a

@@ -21,6 +21,17 @@ type Speculator interface {
 	CaptureNow(ctx context.Context) (image.Image, error)
 }
 
+// Warmer is a Driver that brings part of its desktop up after the guest
+// first answers (Linux: AT-SPI, see linux.Session.Warm). The server
+// starts it once the first hello is answered, and every request that
+// starts or drives programs or reads the accessibility tree (all but
+// those in observes) waits for it first, so that what they start is
+// accessible; its error is not theirs (accessibility is then what is
+// missing, and hello and health say so).
+type Warmer interface {
+	Warm(ctx context.Context) error
+}
+
 // Driver is what a guest OS provides: the screen, input, accessibility, apps
 // and clipboard. Coordinates are logical points of the guest screen. Key names
 // and modifiers arrive normalised (see NormalizeKey, NormalizeModifiers),

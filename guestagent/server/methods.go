@@ -37,6 +37,11 @@ func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.He
 	if _, ok := s.cfg.Driver.(AppResolver); ok {
 		caps = append(caps, protocol.CapResolveApp)
 	}
+	if w, ok := s.cfg.Driver.(Warmer); ok {
+		// What the desktop starts after the first hello, while the host
+		// takes its first look (see Warmer).
+		go w.Warm(context.Background())
+	}
 	return protocol.HelloResult{
 		ProtocolVersion: protocol.Version,
 		AgentVersion:    s.cfg.AgentVersion,

@@ -447,5 +447,34 @@ func (s *Server) methods() handler.Map {
 			return s.resolveApp(ctx, r, p)
 		})
 	}
+	if w, ok := d.(Warmer); ok {
+		for name, h := range m {
+			if !observes[name] {
+				m[name] = warmFirst(w, h)
+			}
+		}
+	}
 	return m
+}
+
+// observes are the methods that neither start nor drive a program nor
+// read the accessibility tree: they do not wait for a Warmer.
+var observes = map[string]bool{
+	protocol.MethodHello: true, protocol.MethodHealthCheck: true, protocol.MethodShutdown: true,
+	protocol.NotifyCancelRequest: true, protocol.MethodScreenshot: true, protocol.MethodCursorPosition: true,
+	protocol.MethodFrontmostApp: true, protocol.MethodRunningApps: true, protocol.MethodResolveApp: true,
+	protocol.MethodReadFile: true, protocol.MethodWriteFile: true, protocol.MethodListDirectory: true,
+	protocol.MethodMoveFile: true, protocol.MethodClipboardRead: true, protocol.MethodClipboardWrite: true,
+	protocol.MethodWait: true,
+}
+
+// warmFirst runs h once w is warm (or has failed to be, which is not h's
+// error), unless the request is cancelled first.
+func warmFirst(w Warmer, h jrpc2.Handler) jrpc2.Handler {
+	return func(ctx context.Context, req *jrpc2.Request) (any, error) {
+		if err := w.Warm(ctx); err != nil && ctx.Err() != nil {
+			return nil, transport.ToRPC(ctx.Err())
+		}
+		return h(ctx, req)
+	}
 }

@@ -16,6 +16,10 @@ type Options struct {
 	Width, Height int  // default 1280x800
 	NoWM          bool // no window manager
 	XvfbArgs      []string
+	// Cold hands the desktop over without AT-SPI started (Session.Warm
+	// starts it), as the guest agent's first hello finds it; otherwise it
+	// is up, as the agent's actions find it.
+	Cold bool
 }
 
 // T is the part of testing.TB the desktop needs (the benchmark provides its own).
@@ -31,9 +35,11 @@ type Env struct {
 	// Vars are the environment variables a client of this desktop needs.
 	Vars []string
 	// Dir is a private folder (HOME and XDG_RUNTIME_DIR live under it).
-	Dir  string
-	pgid int
-	t    T
+	Dir string
+	// Session is the desktop session.
+	Session *linux.Session
+	pgid    int
+	t       T
 }
 
 // Start starts a desktop and stops it when the test ends.
@@ -61,7 +67,14 @@ func Start(t T, o Options) *Env {
 	}
 	t.Cleanup(s.Close)
 	t.Cleanup(e.killClients)
-	e.Display, e.Vars = s.Display, s.Env
+	if !o.Cold {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Warm(ctx); err != nil {
+			t.Fatalf("start AT-SPI on the desktop: %v", err)
+		}
+	}
+	e.Display, e.Vars, e.Session = s.Display, s.Env, s
 	return e
 }
 

@@ -1,0 +1,118 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
+)
+
+// warmingDriver is a fakeDriver with part of its desktop still to come
+// up (a Warmer, as a Linux session's AT-SPI): Warm waits for release.
+type warmingDriver struct {
+	*fakeDriver
+	once    sync.Once
+	started chan struct{} // closed by the first Warm
+	release chan struct{}
+}
+
+func (d *warmingDriver) Warm(ctx context.Context) error {
+	d.once.Do(func() { close(d.started) })
+	select {
+	case <-d.release:
+		return errors.New("no AT-SPI bus")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestActionsWaitForTheWarmUp: the first hello starts what the desktop
+// brings up after it, and is answered without waiting for it, as are the
+// requests that only look; a click waits until the warm-up has ended
+// (what it may start is then accessible), its failure not the click's,
+// and a click cancelled while it waits is never made.
+func TestActionsWaitForTheWarmUp(t *testing.T) {
+	d := &warmingDriver{fakeDriver: &fakeDriver{}, started: make(chan struct{}), release: make(chan struct{})}
+	h := newHarness(t, func(c *Config) { c.Driver = d })
+	defer func() {
+		select {
+		case <-d.release:
+		default:
+			close(d.release)
+		}
+	}()
+
+	select {
+	case <-d.started:
+		t.Fatal("the warm-up started before the first hello")
+	default:
+	}
+	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, helloParams()); err != nil {
+		t.Fatalf("hello while warming: %v", err)
+	}
+	select {
+	case <-d.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first hello did not start the warm-up")
+	}
+	if _, err := call[protocol.CursorPosition](t, h.cli, protocol.MethodCursorPosition, nil); err != nil {
+		t.Fatalf("cursor position while warming: %v", err)
+	}
+
+	// A click cancelled while it waits is never made: on a connection of
+	// its own, where it is request 1.
+	cli := h.dial(t)
+	defer cli.Close()
+	click := protocol.ClickParams{X: 10, Y: 10, Button: "left"}
+	cancelled := make(chan error, 1)
+	go func() {
+		_, err := call[protocol.Empty](t, cli, protocol.MethodMouseClick, click)
+		cancelled <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the click is waiting
+	if err := cli.Notify(context.Background(), protocol.NotifyCancelRequest, protocol.CancelParams{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cancelled:
+		if codeOf(err) != protocol.CodeCancelled {
+			t.Fatalf("a click cancelled while warming = %v, want code %d", err, protocol.CodeCancelled)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a click cancelled while warming was not answered")
+	}
+
+	clicked := make(chan error, 1)
+	go func() {
+		_, err := call[protocol.Empty](t, h.cli, protocol.MethodMouseClick, click)
+		clicked <- err
+	}()
+	select {
+	case err := <-clicked:
+		t.Fatalf("a click answered (%v) before the warm-up ended", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	d.fakeDriver.mu.Lock()
+	n := len(d.fakeDriver.clicks)
+	d.fakeDriver.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d clicks made before the warm-up ended", n)
+	}
+	close(d.release)
+	select {
+	case err := <-clicked:
+		if err != nil {
+			t.Fatalf("the click after a failed warm-up: %v (the warm-up's failure is not the click's)", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the click did not follow the warm-up's end")
+	}
+	d.fakeDriver.mu.Lock()
+	defer d.fakeDriver.mu.Unlock()
+	if len(d.fakeDriver.clicks) != 1 {
+		t.Fatalf("clicks made = %v, want the one not cancelled", d.fakeDriver.clicks)
+	}
+}
