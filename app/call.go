@@ -104,6 +104,16 @@ func (e *env) oneTask(args []string, fs *flag.FlagSet) (*client.Client, string, 
 	return e.connectTask(pos[0])
 }
 
+// taskNow is oneTask that also gets the task as it is now.
+func (e *env) taskNow(args []string, fs *flag.FlagSet) (*client.Client, wire.Task, error) {
+	c, id, err := e.oneTask(args, fs)
+	if err != nil {
+		return nil, wire.Task{}, err
+	}
+	t, err := c.Task(e.ctx, id)
+	return c, t, err
+}
+
 // taskAndText is the start of the commands that take a task id and a text
 // (say, answer): it parses, requires both (else the usage error need),
 // connects and resolves the id.

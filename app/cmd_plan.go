@@ -36,24 +36,17 @@ func cmdPlan(e *env, args []string) error {
 }
 
 func planShow(e *env, args []string) error {
-	c, id, err := e.oneTask(args, e.flags())
-	if err != nil {
-		return err
-	}
-	t, err := c.Task(e.ctx, id)
+	_, t, err := e.taskNow(args, e.flags())
 	if err != nil {
 		return err
 	}
 	if !t.PlanFirst {
-		return errdefs.Invalidf("task %s is not a plan-first task (run it with --plan-first to review a plan)", shortID(id))
+		return errdefs.Invalidf("task %s is not a plan-first task (run it with --plan-first to review a plan)", shortID(t.ID))
 	}
 	if e.json {
 		return e.printJSON(t)
 	}
-	status := stateWords(t)
-	if t.StatusReason != "" {
-		status += " (" + t.StatusReason + ")"
-	}
+	status := stateAndReason(t)
 	plan := ""
 	if t.PlanMarkdown != nil {
 		plan = *t.PlanMarkdown
@@ -119,14 +112,11 @@ func planCancel(e *env, args []string) error {
 func planEdit(e *env, args []string) error {
 	fs := e.flags()
 	file := fs.String("file", "", "read the new plan from `F` (\"-\": stdin); default: stdin when it is not a terminal, else $EDITOR")
-	c, id, err := e.oneTask(args, fs)
+	c, t, err := e.taskNow(args, fs)
 	if err != nil {
 		return err
 	}
-	t, err := c.Task(e.ctx, id)
-	if err != nil {
-		return err
-	}
+	id := t.ID
 	if t.Status != statusPlanReview {
 		return planConflict(t, "edit the plan of")
 	}

@@ -12,11 +12,7 @@ import (
 
 // cmdShow: hivecrew show ID
 func cmdShow(e *env, args []string) error {
-	c, id, err := e.oneTask(args, e.flags())
-	if err != nil {
-		return err
-	}
-	t, err := c.Task(e.ctx, id)
+	_, t, err := e.taskNow(args, e.flags())
 	if err != nil {
 		return err
 	}
@@ -29,10 +25,7 @@ func cmdShow(e *env, args []string) error {
 
 // showTask prints a task's details.
 func showTask(w io.Writer, t wire.Task) {
-	status := stateWords(t)
-	if t.StatusReason != "" {
-		status += " (" + t.StatusReason + ")"
-	}
+	status := stateAndReason(t)
 
 	fs := []field{
 		{"ID", t.ID},

@@ -182,3 +182,12 @@ func stateWords(t wire.Task) string {
 	}
 	return statusWords(t.Status)
 }
+
+// stateAndReason is stateWords with the reason of the status after it,
+// when there is one.
+func stateAndReason(t wire.Task) string {
+	if t.StatusReason != "" {
+		return stateWords(t) + " (" + t.StatusReason + ")"
+	}
+	return stateWords(t)
+}
