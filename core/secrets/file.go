@@ -96,20 +96,13 @@ func (f *File) Set(ref, value string) error {
 	if err := checkSet(ref, value); err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, err := f.load()
-	if err != nil {
-		return err
-	}
-	if old, ok := m[ref]; ok && old == value {
-		return nil
-	}
-	m[ref] = value
-	if err := f.save(m); err != nil {
-		return fmt.Errorf("set secret %q: %w", ref, err)
-	}
-	return nil
+	return f.update("set", ref, func(m map[string]string) bool {
+		if old, ok := m[ref]; ok && old == value {
+			return false
+		}
+		m[ref] = value
+		return true
+	})
 }
 
 // Delete removes ref and rewrites the file; an absent ref leaves it as is.
@@ -117,18 +110,30 @@ func (f *File) Delete(ref string) error {
 	if err := checkRef(ref); err != nil {
 		return err
 	}
+	return f.update("delete", ref, func(m map[string]string) bool {
+		if _, ok := m[ref]; !ok {
+			return false
+		}
+		delete(m, ref)
+		return true
+	})
+}
+
+// update changes the stored secrets under mu: change changes m and says
+// whether it did; only then is the file rewritten (an error of it says
+// what was done to ref).
+func (f *File) update(what, ref string, change func(m map[string]string) bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, err := f.load()
 	if err != nil {
 		return err
 	}
-	if _, ok := m[ref]; !ok {
+	if !change(m) {
 		return nil
 	}
-	delete(m, ref)
 	if err := f.save(m); err != nil {
-		return fmt.Errorf("delete secret %q: %w", ref, err)
+		return fmt.Errorf("%s secret %q: %w", what, ref, err)
 	}
 	return nil
 }

@@ -77,14 +77,10 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *Schedule, files []Schedu
 	}
 	now := time.Now().UTC()
 	sc.CreatedAt = now
-	seen := map[string]bool{}
-	for i := range files {
-		f := &files[i]
-		if seen[f.Name] {
-			return errdefs.Invalidf("input file %q given twice", f.Name)
-		}
-		seen[f.Name] = true
+	if err := eachInput(files, func(f *ScheduleFile) string { return f.Name }, func(f *ScheduleFile) {
 		f.ID, f.ScheduleID, f.CreatedAt = 0, sc.ID, now
+	}); err != nil {
+		return err
 	}
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(sc).Error; err != nil {

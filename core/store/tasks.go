@@ -72,17 +72,26 @@ func prepareTask(t *Task, inputs []TaskFile) error {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = now
 	}
-	seen := make(map[string]bool, len(inputs))
-	for i := range inputs {
-		f := &inputs[i]
-		if seen[f.Name] {
-			return errdefs.Invalidf("input file %q given twice", f.Name)
-		}
-		seen[f.Name] = true
+	return eachInput(inputs, func(f *TaskFile) string { return f.Name }, func(f *TaskFile) {
 		f.ID, f.TaskID, f.Kind = 0, t.ID, FileInput
 		if f.CreatedAt.IsZero() {
 			f.CreatedAt = now
 		}
+	})
+}
+
+// eachInput refuses input files of which two share a name (a task's or a
+// schedule's inputs are one folder), and has set fill in each file in
+// turn.
+func eachInput[F any](files []F, name func(*F) string, set func(*F)) error {
+	seen := make(map[string]bool, len(files))
+	for i := range files {
+		f := &files[i]
+		if seen[name(f)] {
+			return errdefs.Invalidf("input file %q given twice", name(f))
+		}
+		seen[name(f)] = true
+		set(f)
 	}
 	return nil
 }
