@@ -140,17 +140,19 @@ func notOurs(t *testing.T, pid int) {
 func TestAMissSaysWhoseItWas(t *testing.T) {
 	quiet := Conditions{Window: 20 * time.Second, Others: 0.03, CPUSome: 0.4}
 	busy := Conditions{Window: 20 * time.Second, Others: 1.2, IOFull: 0.3}
+	stolen := Conditions{Window: 20 * time.Second, Others: 0.1, Steal: 0.2}
 	ms := []Metric{
 		{Name: "fast", P50: time.Millisecond, Target: 5 * time.Millisecond, Note: "n"},
 		{Name: "slow on a quiet machine", P50: 9 * time.Millisecond, Target: 5 * time.Millisecond, Note: "n"},
 		{Name: "slow on a busy one", P50: 9 * time.Millisecond, Target: 5 * time.Millisecond, Cond: busy},
 		{Name: "skipped", Skipped: "a Mac's"},
+		{Name: "slow while the hypervisor took CPU", P50: 9 * time.Millisecond, Target: 5 * time.Millisecond, Cond: stolen},
 	}
 	stamp(ms, quiet)
 	if ms[0].Note != "n" || ms[0].Cond != quiet {
 		t.Errorf("a met target: note %q, conditions %+v", ms[0].Note, ms[0].Cond)
 	}
-	if !strings.HasPrefix(ms[1].Note, "missed on a quiet machine (other processes 0.03 cores): the product's miss; n") {
+	if !strings.HasPrefix(ms[1].Note, "missed on a quiet machine (other processes 0.03 cores, steal 0.00): the product's miss; n") {
 		t.Errorf("a miss on a quiet machine: %q", ms[1].Note)
 	}
 	if ms[2].Cond != busy || !strings.HasPrefix(ms[2].Note, "missed on a busy machine: other processes used 1.20 cores") {
@@ -158,6 +160,35 @@ func TestAMissSaysWhoseItWas(t *testing.T) {
 	}
 	if ms[3].Note != "" {
 		t.Errorf("a skipped metric got a verdict: %q", ms[3].Note)
+	}
+	// Neither other processes (0.10 cores) nor the hypervisor (0.20) alone
+	// took a quarter of a core; together they did.
+	if !strings.HasPrefix(ms[4].Note, "missed on a busy machine: other processes used 0.10 cores (the bench's own tree aside) and the hypervisor took 0.20 (steal)") {
+		t.Errorf("a miss while the hypervisor took CPU: %q", ms[4].Note)
+	}
+	if !strings.Contains(stolen.String(), "steal 0.20") {
+		t.Errorf("conditions read %q, without the steal", stolen)
+	}
+}
+
+// TestStealIsNotBusyTime: /proc/stat's steal column is the machine's
+// steal, not part of its busy time (which other processes are measured
+// from); idle and iowait are neither.
+func TestStealIsNotBusyTime(t *testing.T) {
+	busy, steal, err := parseCPULine([]byte("cpu  4360381 65321 1654557 2876964 40340 7 26573 92892 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(4360381 + 65321 + 1654557 + 7 + 26573); busy != want {
+		t.Errorf("busy %d ticks, want %d (user, nice, system, irq, softirq)", busy, want)
+	}
+	if steal != 92892 {
+		t.Errorf("steal %d ticks, want 92892", steal)
+	}
+	for _, bad := range []string{"cpu 1 2 3", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 x 4 5 6 7 8 9"} {
+		if _, _, err := parseCPULine([]byte(bad)); err == nil {
+			t.Errorf("parseCPULine(%q) took it", bad)
+		}
 	}
 }
 

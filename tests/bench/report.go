@@ -212,6 +212,7 @@ type jsonCond struct {
 	IOSomePct    float64 `json:"io_pressure_some_pct"`
 	IOFullPct    float64 `json:"io_pressure_full_pct"`
 	OthersCores  float64 `json:"other_processes_cores"`
+	StealCores   float64 `json:"steal_cores"`
 	KernelCores  float64 `json:"kernel_threads_cores"`
 	OrphansCores float64 `json:"reaped_by_init_cores"`
 	Busy         bool    `json:"machine_busy"`
@@ -236,7 +237,7 @@ func writeJSON(path string, metrics []Metric) error {
 		}
 		if c := m.Cond; c.Window > 0 {
 			j.Conditions = &jsonCond{WindowSec: c.Window.Seconds(), CPUSomePct: 100 * c.CPUSome, IOSomePct: 100 * c.IOSome, IOFullPct: 100 * c.IOFull,
-				OthersCores: c.Others, KernelCores: c.Kernel, OrphansCores: c.Orphans, Busy: c.Busy(), Missing: c.Missing}
+				OthersCores: c.Others, StealCores: c.Steal, KernelCores: c.Kernel, OrphansCores: c.Orphans, Busy: c.Busy(), Missing: c.Missing}
 		}
 		out[m.Name] = j
 	}

@@ -183,16 +183,18 @@ const blue = "#2f5fd0"
 
 // conditionsChart draws, beside the capacity curve, what the machine did
 // at each level: the shares of its window stalled on CPU and on IO, and
-// the CPU other processes used (in percent of a core).
+// the CPU other processes used and the hypervisor took (in percent of a
+// core).
 func conditionsChart(metrics []Metric) template.HTML {
 	lines := []series{{name: "CPU pressure (some)", color: "#c77800"}, {name: "IO pressure (some)", color: "#7b3fbf"},
-		{name: "IO pressure (full)", color: "#b3261e"}, {name: "other processes, % of a core", color: "#17733a"}}
+		{name: "IO pressure (full)", color: "#b3261e"}, {name: "other processes, % of a core", color: "#17733a"},
+		{name: "steal (the hypervisor's), % of a core", color: "#6b6b6b"}}
 	for _, m := range metrics {
 		c := m.Cond
 		if m.Chart != "capacity" || c.Window == 0 {
 			continue
 		}
-		for i, y := range []float64{c.CPUSome, c.IOSome, c.IOFull, c.Others} {
+		for i, y := range []float64{c.CPUSome, c.IOSome, c.IOFull, c.Others, c.Steal} {
 			lines[i].pts = append(lines[i].pts, Point{X: m.X, Y: 100 * y})
 		}
 	}

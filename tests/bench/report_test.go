@@ -104,7 +104,7 @@ func TestHTMLReport(t *testing.T) {
 		{Name: "capacity: 16 agents, step overhead", P50: 30 * time.Millisecond, P95: 60 * time.Millisecond, Target: 100 * time.Millisecond, TargetOnP95: true, Chart: "capacity", X: 16,
 			Cond: Conditions{Window: 18 * time.Second, CPUSome: 0.2, IOSome: 0.05, Others: 0.01}},
 		{Name: "capacity: 32 agents, step overhead", P50: 50 * time.Millisecond, P95: 140 * time.Millisecond, Target: 100 * time.Millisecond, TargetOnP95: true, Chart: "capacity", X: 32,
-			Violation: "CPU: p95 step overhead 140ms over 100ms", Cond: Conditions{Window: 18 * time.Second, CPUSome: 0.6, IOSome: 0.31, IOFull: 0.22, Others: 1.4, Kernel: 0.2}},
+			Violation: "CPU: p95 step overhead 140ms over 100ms", Cond: Conditions{Window: 18 * time.Second, CPUSome: 0.6, IOSome: 0.31, IOFull: 0.22, Others: 1.4, Kernel: 0.2, Steal: 0.15}},
 		{Name: "capacity: 64 agents, step overhead", Skipped: "not run: 32 agents already missed the target"},
 		{Name: "capacity: 16 agents, memory", P50: Quantity(800), P95: Quantity(800), Target: Quantity(12288), Unit: "MB", Chart: "capacity-memory", X: 16},
 		{Name: "soak: goroutines growth after 100 tasks", P50: Quantity(2), P95: Quantity(2), Target: Quantity(10), Unit: "%", Chart: "soak",
@@ -124,8 +124,8 @@ func TestHTMLReport(t *testing.T) {
 		"not run: 32 agents already missed the target", "6 metrics, 1 missed their target, 1 skipped here",
 		"Capacity: p95 step overhead", "Capacity: memory of all sandboxes", "goroutines growth after 100 tasks", "target 100 ms",
 		"Partial: written after 1 of 2 suites; still to run: soak.", "<th scope=\"col\">Machine</th>",
-		"others 1.40 cores, kernel 0.20, orphans 0.00; pressure cpu 60%, io 31% (full 22%)",
-		"Capacity: the machine during each level&#39;s window", "IO pressure (full)", "other processes, % of a core",
+		"others 1.40 cores, kernel 0.20, orphans 0.00, steal 0.15; pressure cpu 60%, io 31% (full 22%)",
+		"Capacity: the machine during each level&#39;s window", "IO pressure (full)", "other processes, % of a core", "steal (the hypervisor&#39;s), % of a core",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report lacks %q", want)
@@ -135,10 +135,14 @@ func TestHTMLReport(t *testing.T) {
 	if len(svgs) != 4 {
 		t.Fatalf("%d charts, want 4 (overhead, memory, the machine's conditions, one soak resource)", len(svgs))
 	}
-	// The conditions chart: 4 series at the 2 measured levels; IO full
-	// pressure 22% at 32 agents is a point of its own.
-	if n := strings.Count(svgs[2], "<circle"); n != 8 {
-		t.Errorf("the conditions chart has %d points, want 8", n)
+	// The conditions chart: 5 series at the 2 measured levels; IO full
+	// pressure 22% at 32 agents is a point of its own, and so is the
+	// steal of 15% of a core.
+	if n := strings.Count(svgs[2], "<circle"); n != 10 {
+		t.Errorf("the conditions chart has %d points, want 10", n)
+	}
+	if !strings.Contains(svgs[2], "at 32: 15 %") {
+		t.Errorf("the conditions chart lacks the point steal 15%% at 32 agents:\n%s", svgs[2])
 	}
 	if !strings.Contains(svgs[2], "IO pressure (full) at 32: 22 %") {
 		t.Errorf("the conditions chart lacks the point IO full 22%% at 32 agents:\n%s", svgs[2])
