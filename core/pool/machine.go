@@ -12,6 +12,7 @@ import (
 	"github.com/hivecrew/hivecrew/core/errdefs"
 	"github.com/hivecrew/hivecrew/core/guest"
 	"github.com/hivecrew/hivecrew/core/vm"
+	"github.com/hivecrew/hivecrew/guestagent/protocol"
 )
 
 func newID() string {
@@ -94,6 +95,13 @@ func (p *Pool) ready(ctx context.Context, e *entry, m vm.Machine) error {
 		return fmt.Errorf("the guest of %s did not answer hello within %s: %w", e.info.ID, p.cfg.ReadyTimeout, err)
 	}
 	p.mu.Lock()
+	kept := e.lease == nil // warm, for a later task
+	p.mu.Unlock()
+	if err := warmUp(rctx, kept, c); err != nil {
+		c.Close()
+		return fmt.Errorf("the desktop of %s did not come up within %s: %w", e.info.ID, p.cfg.ReadyTimeout, err)
+	}
+	p.mu.Lock()
 	if _, ok := p.entries[e.info.ID]; !ok {
 		// Discarded (shutdown) while booting.
 		p.mu.Unlock()
@@ -128,6 +136,19 @@ func (p *Pool) ready(ctx context.Context, e *entry, m vm.Machine) error {
 		}()
 	}
 	return nil
+}
+
+// warmUp waits, for a VM kept warm for a later task, until its desktop is
+// fully up (protocol.MethodReady: a Linux sandbox starts AT-SPI after its
+// first hello), so that the task finds nothing still starting beside its
+// first screenshot, and a warm VM is not suspended halfway. A VM booted
+// for a task does not wait: its first screenshot comes sooner, and what
+// needs the rest waits for it in the guest.
+func warmUp(ctx context.Context, kept bool, c *guest.Client) error {
+	if !kept || !c.Has(protocol.CapReady) {
+		return nil
+	}
+	return c.Call(ctx, protocol.MethodReady, nil, nil)
 }
 
 // adopt runs set under the lock if the pool still holds e, and reports

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,44 @@ func TestWarmPoolServesWithoutBooting(t *testing.T) {
 	}
 	l.Release(context.Background())
 	l2.Release(context.Background())
+}
+
+// TestWarmVMIsReadyOnceItsDesktopIs: a VM kept warm is ready only once
+// its guest's desktop is fully up (what it brings up after the first
+// hello, as a Linux sandbox's AT-SPI), so that the task that takes it
+// finds nothing still starting; a VM booted for a task does not wait for
+// that before it is leased.
+func TestWarmVMIsReadyOnceItsDesktopIs(t *testing.T) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	b := fake.New(fake.Options{Warm: func(ctx context.Context) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}})
+	h := newPool(t, limits(2, 1), b, nil)
+	h.run()
+	waitFor(t, "a warm VM booting", func() bool { return count(h.p, StateBooting) == 1 })
+	time.Sleep(200 * time.Millisecond)
+	if n := count(h.p, StateReady); n != 0 {
+		t.Fatalf("%d warm VMs ready while their desktop was still coming up", n)
+	}
+
+	// A task's own VM is leased without waiting.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := h.p.Acquire(ctx, Request{TaskID: "t", Template: hostTmpl, Network: vm.NetworkInternet})
+	if err != nil {
+		t.Fatalf("a task's VM while the warm one's desktop comes up: %v", err)
+	}
+	defer l.Release(context.Background())
+
+	releaseOnce.Do(func() { close(release) })
+	waitFor(t, "the warm VM ready once its desktop is", func() bool { return count(h.p, StateReady) == 1 })
 }
 
 func TestIdleWarmVMsRetire(t *testing.T) {

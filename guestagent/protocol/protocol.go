@@ -100,6 +100,10 @@ const (
 	// MethodReadDocument (capability CapDocuments) reads a file as the
 	// model reads it: a document's text, paged; an image, fitted.
 	MethodReadDocument = "read_document"
+	// MethodReady (capability CapReady) answers once the desktop is
+	// fully up: what the guest brings up after its first hello (a Linux
+	// sandbox's AT-SPI) has started or failed to.
+	MethodReady = "ready"
 )
 
 // Notification names.
@@ -132,6 +136,11 @@ const (
 	// and open_file would run. A host that gets no such answer can only
 	// judge an app by the name it is given.
 	CapResolveApp = "apps.resolve"
+	// CapReady says the guest answers ready. A host that keeps a VM
+	// warm for a later task waits for it, so that the task finds the
+	// desktop fully up; a task's own VM does not, and its first
+	// screenshot comes sooner.
+	CapReady = "ready"
 	// CapDocuments says the guest answers read_document: the text of
 	// PDF, Office, OpenDocument, RTF and HTML files, extracted in the
 	// guest, and image files fitted for the model. A host that gets no

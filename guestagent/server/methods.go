@@ -33,7 +33,7 @@ func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.He
 	if err != nil {
 		return protocol.HelloResult{}, err
 	}
-	caps := append([]string{protocol.CapShell, protocol.CapFiles, protocol.CapDocuments}, desc.Capabilities...)
+	caps := append([]string{protocol.CapShell, protocol.CapFiles, protocol.CapDocuments, protocol.CapReady}, desc.Capabilities...)
 	if _, ok := s.cfg.Driver.(AppResolver); ok {
 		caps = append(caps, protocol.CapResolveApp)
 	}

@@ -435,6 +435,9 @@ func (s *Server) methods() handler.Map {
 		protocol.MethodClipboardWrite: action(func(ctx context.Context, p protocol.ClipboardText) error {
 			return d.ClipboardWrite(ctx, p.Text)
 		}),
+		// ready does nothing itself: like every method that is not an
+		// observer's, it is answered once a Warmer is warm (below).
+		protocol.MethodReady: action(func(context.Context, none) error { return nil }),
 		protocol.MethodWait: action(func(ctx context.Context, p protocol.WaitParams) error {
 			if p.Seconds < 0 || p.Seconds > 3600 {
 				return protocol.Errorf(protocol.CodeInvalidParams, "seconds must be between 0 and 3600")

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,8 @@ func (d *warmingDriver) Warm(ctx context.Context) error {
 // brings up after it, and is answered without waiting for it, as are the
 // requests that only look; a click waits until the warm-up has ended
 // (what it may start is then accessible), its failure not the click's,
-// and a click cancelled while it waits is never made.
+// and a click cancelled while it waits is never made; ready (announced
+// in hello) answers once the warm-up has ended.
 func TestActionsWaitForTheWarmUp(t *testing.T) {
 	d := &warmingDriver{fakeDriver: &fakeDriver{}, started: make(chan struct{}), release: make(chan struct{})}
 	h := newHarness(t, func(c *Config) { c.Driver = d })
@@ -50,8 +52,12 @@ func TestActionsWaitForTheWarmUp(t *testing.T) {
 		t.Fatal("the warm-up started before the first hello")
 	default:
 	}
-	if _, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, helloParams()); err != nil {
+	hello, err := call[protocol.HelloResult](t, h.cli, protocol.MethodHello, helloParams())
+	if err != nil {
 		t.Fatalf("hello while warming: %v", err)
+	}
+	if !slices.Contains(hello.Capabilities, protocol.CapReady) {
+		t.Errorf("hello's capabilities %v lack %q", hello.Capabilities, protocol.CapReady)
 	}
 	select {
 	case <-d.started:
@@ -85,14 +91,20 @@ func TestActionsWaitForTheWarmUp(t *testing.T) {
 		t.Fatal("a click cancelled while warming was not answered")
 	}
 
-	clicked := make(chan error, 1)
+	clicked, ready := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := call[protocol.Empty](t, h.cli, protocol.MethodMouseClick, click)
 		clicked <- err
 	}()
+	go func() {
+		_, err := call[protocol.Empty](t, h.cli, protocol.MethodReady, nil)
+		ready <- err
+	}()
 	select {
 	case err := <-clicked:
 		t.Fatalf("a click answered (%v) before the warm-up ended", err)
+	case err := <-ready:
+		t.Fatalf("ready answered (%v) before the warm-up ended", err)
 	case <-time.After(100 * time.Millisecond):
 	}
 	d.fakeDriver.mu.Lock()
@@ -109,6 +121,14 @@ func TestActionsWaitForTheWarmUp(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the click did not follow the warm-up's end")
+	}
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatalf("ready after a failed warm-up: %v (the warm-up's failure is health's to report)", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ready did not follow the warm-up's end")
 	}
 	d.fakeDriver.mu.Lock()
 	defer d.fakeDriver.mu.Unlock()

@@ -236,6 +236,18 @@ func (d *Driver) ClipboardWrite(_ context.Context, text string) error {
 func (d *Driver) PowerOff(context.Context) error { return nil }
 
 // resolving is a Driver that answers resolve_app from a table (Options.Apps).
+// warming is a Driver that brings part of its desktop up after its first
+// hello (Options.Warm).
+type warming struct {
+	*Driver
+	warm func(ctx context.Context) error
+}
+
+var _ server.Warmer = warming{}
+
+// Warm implements server.Warmer.
+func (w warming) Warm(ctx context.Context) error { return w.warm(ctx) }
+
 type resolving struct {
 	*Driver
 	apps map[string]protocol.ResolvedApp

@@ -49,6 +49,10 @@ type Options struct {
 	// file's base name. A name it lacks opens nothing. Without Apps the
 	// guest is one older than resolve_app.
 	Apps map[string]protocol.ResolvedApp
+	// Warm makes the guest bring part of its desktop up after its first
+	// hello (a server.Warmer, as a Linux sandbox's AT-SPI): Warm is
+	// called as the guest agent calls it. Not with Apps.
+	Warm func(ctx context.Context) error
 }
 
 // Backend is the fake backend.
@@ -207,8 +211,11 @@ func (m *Machine) Start(ctx context.Context) error {
 	os.Remove(m.socket())
 	key := vm.NewGuestKey()
 	var driver server.Driver = m.driver
-	if m.b.opts.Apps != nil {
+	switch {
+	case m.b.opts.Apps != nil:
 		driver = resolving{Driver: m.driver, apps: m.b.opts.Apps}
+	case m.b.opts.Warm != nil:
+		driver = warming{Driver: m.driver, warm: m.b.opts.Warm}
 	}
 	srv, err := server.New(server.Config{SharedDir: m.spec.SharedDir(), Driver: driver, Log: m.b.opts.Log, AgentVersion: "fake", Key: key})
 	if err != nil {
