@@ -81,6 +81,35 @@ func TestWarmVMIsReadyOnceItsDesktopIs(t *testing.T) {
 	waitFor(t, "the warm VM ready once its desktop is", func() bool { return count(h.p, StateReady) == 1 })
 }
 
+// TestWarmVMWhoseDesktopNeverComesUpIsDropped: a guest that answers
+// hello but never ready (a hostile or broken one) holds a warm boot for
+// ReadyTimeout at most: the VM is then deleted, never offered to a task,
+// and the pool does not hang on it.
+func TestWarmVMWhoseDesktopNeverComesUpIsDropped(t *testing.T) {
+	b := fake.New(fake.Options{Warm: func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}})
+	h := newPool(t, limits(2, 1), b, func(c *Config) { c.ReadyTimeout = 300 * time.Millisecond })
+	h.run()
+	waitFor(t, "a warm boot to start", func() bool { return count(h.p, StateBooting) == 1 })
+	first := h.p.Snapshot()[0].ID
+	waitFor(t, "the stuck warm VM to be dropped", func() bool {
+		for _, i := range h.p.Snapshot() {
+			if i.ID == first {
+				return false
+			}
+		}
+		return true
+	})
+	if n := count(h.p, StateReady); n != 0 {
+		t.Fatalf("%d warm VMs offered whose desktop never came up", n)
+	}
+	if b.Machine(first) != nil {
+		t.Fatalf("the dropped warm VM %s was not deleted", first)
+	}
+}
+
 func TestIdleWarmVMsRetire(t *testing.T) {
 	h := newPool(t, limits(2, 1), nil, nil)
 	h.run()

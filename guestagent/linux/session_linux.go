@@ -185,7 +185,7 @@ func (s *Session) busDisplay(ctx context.Context) error {
 // Warm starts AT-SPI (its bus, registry and the toolkits' switch) once,
 // and waits until it is up or has failed (accessibility is then
 // unavailable, and said so when asked for), or ctx ends. The guest agent
-// calls it once its first hello is answered, and before every request
+// calls it as it answers its first hello, and before every request
 // that starts or drives programs or reads the accessibility tree: what
 // they start is accessible, while the start itself is off the cold start
 // (it took a quarter of a sandbox's start, its CPU shared with the

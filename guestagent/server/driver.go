@@ -23,7 +23,7 @@ type Speculator interface {
 
 // Warmer is a Driver that brings part of its desktop up after the guest
 // first answers (Linux: AT-SPI, see linux.Session.Warm). The server
-// starts it once the first hello is answered, and every request that
+// starts it as it answers hello (until Close), and every request that
 // starts or drives programs or reads the accessibility tree (all but
 // those in observes) waits for it first, so that what they start is
 // accessible; its error is not theirs (accessibility is then what is

@@ -40,7 +40,7 @@ func (s *Server) hello(ctx context.Context, p protocol.HelloParams) (protocol.He
 	if w, ok := s.cfg.Driver.(Warmer); ok {
 		// What the desktop starts after the first hello, while the host
 		// takes its first look (see Warmer).
-		go w.Warm(context.Background())
+		go w.Warm(s.life)
 	}
 	return protocol.HelloResult{
 		ProtocolVersion: protocol.Version,

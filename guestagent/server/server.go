@@ -75,6 +75,11 @@ type Server struct {
 
 	shutdownOnce sync.Once
 
+	// life ends with Close: it bounds what the server began in the
+	// background (a Warmer's warm-up).
+	life    context.Context
+	endLife context.CancelFunc
+
 	// keyMu guards key.
 	keyMu sync.Mutex
 	key   []byte
@@ -111,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("the boot key has %d bytes, want %d", len(cfg.Key), protocol.KeyBytes)
 	}
 	s := &Server{cfg: cfg, files: f, docs: documents.New(documents.Config{Extractor: cfg.Documents}), start: time.Now(), key: cfg.Key}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.shell = &shellRunner{shared: cfg.SharedDir, outputCap: cfg.ShellOutputCap, notify: s.notifyShell}
 	s.handlers = s.methods()
 	return s, nil
@@ -160,8 +166,10 @@ func withShared[T any](s *Server, do func(*files) (T, error)) (T, error) {
 	return do(f)
 }
 
-// Close releases the shared folder and removes the documents' copies.
+// Close releases the shared folder and removes the documents' copies,
+// and ends a Warmer's warm-up the server began.
 func (s *Server) Close() error {
+	s.endLife()
 	s.filesMu.Lock()
 	defer s.filesMu.Unlock()
 	err := s.docs.Close()
