@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf16"
 	"unsafe"
 
@@ -174,7 +175,7 @@ func (d *Driver) TypeText(ctx context.Context, text string) error {
 	if err := d.needInput(); err != nil {
 		return err
 	}
-	defer d.settle.Input()
+	defer d.settle.InputDrawing(time.Now()) // text typed draws
 	table, err := currentLayout()
 	if err != nil {
 		d.cfg.Log.Warn("typing every character as text", "err", err)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hivecrew/hivecrew/guestagent/protocol"
 	"github.com/hivecrew/hivecrew/guestagent/server"
@@ -23,10 +24,14 @@ func (d *Driver) TypeText(ctx context.Context, text string) error {
 		}
 		syms = append(syms, runeKeysym(r))
 	}
+	sent := time.Now()
 	if err := d.kb.typeKeysyms(syms, nil); err != nil {
 		return err
 	}
-	return d.posted()
+	if len(syms) == 0 {
+		return d.posted()
+	}
+	return d.postedText(sent)
 }
 
 // keysym returns the keysym of a normalised key name. A modifier key must

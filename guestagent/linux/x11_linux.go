@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/damage"
@@ -315,11 +316,19 @@ func (d *Driver) CaptureNow(ctx context.Context) (image.Image, error) {
 
 // posted waits until the X server has processed the input just posted
 // and notes it for the next capture.
-func (d *Driver) posted() error {
+func (d *Driver) posted() error { return d.postedAs(d.settle.Input) }
+
+// postedText is posted for text typed from sent on, which draws: the
+// next capture waits for its first redraw (settle.Settler.InputDrawing).
+func (d *Driver) postedText(sent time.Time) error {
+	return d.postedAs(func() { d.settle.InputDrawing(sent) })
+}
+
+func (d *Driver) postedAs(note func()) error {
 	if err := d.sync(); err != nil {
 		return err
 	}
-	d.settle.Input()
+	note()
 	return nil
 }
 

@@ -310,3 +310,62 @@ func TestMarkSaysWhetherAnEarlyCaptureStillHolds(t *testing.T) {
 		}
 	})
 }
+
+// TestTypedTextWaitsForItsFirstDraw: after text typed (InputDrawing) the
+// capture waits for the application's first redraw, even one later than
+// the quiet period (an application short of CPU), then the quiet period;
+// a redraw before the posting returned counts; FirstDraw at most when
+// nothing draws; and a press that draws nothing
+// (Input) still waits the quiet period alone. The early capture's Quiet
+// waits for the first redraw alike.
+func TestTypedTextWaitsForItsFirstDraw(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{}
+		s := settler(t, src)
+		s.Input()
+		s.Wait(context.Background()) // the source is live from here on
+
+		s.InputDrawing(time.Now())
+		go func() {
+			time.Sleep(80 * time.Millisecond)
+			src.draw()
+		}()
+		if waited := s.Wait(context.Background()); waited < 80*time.Millisecond+DefaultQuiet || waited > 80*time.Millisecond+DefaultQuiet+DefaultQuiet/3 {
+			t.Errorf("typed text drawn at 80 ms: waited %s, want the quiet period after that draw", waited)
+		}
+
+		// An application that draws before the typing's posting returns
+		// (a fast one): that redraw, after the text was sent, is its draw.
+		sent := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		src.draw()
+		time.Sleep(5 * time.Millisecond)
+		s.InputDrawing(sent)
+		if waited := s.Wait(context.Background()); waited != DefaultQuiet {
+			t.Errorf("typed text drawn before its posting returned: waited %s, want %s", waited, DefaultQuiet)
+		}
+
+		s.InputDrawing(time.Now())
+		if waited := s.Wait(context.Background()); waited < DefaultFirstDraw || waited > DefaultFirstDraw+DefaultQuiet/3 {
+			t.Errorf("typed text never drawn: waited %s, want FirstDraw (%s)", waited, DefaultFirstDraw)
+		}
+
+		s.Input()
+		if waited := s.Wait(context.Background()); waited != DefaultQuiet {
+			t.Errorf("input that draws nothing: waited %s, want %s", waited, DefaultQuiet)
+		}
+
+		s.InputDrawing(time.Now())
+		start := time.Now()
+		go func() {
+			time.Sleep(60 * time.Millisecond)
+			src.draw()
+		}()
+		if !s.Quiet(context.Background(), DefaultQuiet/2) {
+			t.Fatal("Quiet gave up while the source reports")
+		}
+		if d := time.Since(start); d < 60*time.Millisecond+DefaultQuiet/2 {
+			t.Errorf("Quiet after typed text held %s, want the first draw (60 ms) and %s after it", d, DefaultQuiet/2)
+		}
+	})
+}

@@ -47,7 +47,12 @@ func scrollingTerminal(env *xenv.Env, dir string) (func() error, error) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		return nil, err
 	}
-	term := env.Command("xterm", "-geometry", "176x52+0+0", "-fa", "DejaVu Sans Mono", "-fs", "10", "-e", "cat", fifo)
+	// The terminal fits the screen (at 176x52 its last line, where what
+	// is typed echoes, was below it) and echoes what is typed, which a
+	// reader takes at once (a terminal whose input nobody reads stops
+	// echoing once its line buffer is full: typing would draw nothing).
+	term := env.Command("xterm", "-geometry", "158x46+0+0", "-fa", "DejaVu Sans Mono", "-fs", "10", "-e",
+		"sh", "-c", `stty -icanon; cat "$0" & exec cat >/dev/null`, fifo)
 	env.Start(term)
 	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // once cat has opened it
 	if err != nil {
