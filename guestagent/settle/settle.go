@@ -368,7 +368,7 @@ func (s *Settler) Quiet(ctx context.Context, d time.Duration) bool {
 		if state != live {
 			return false
 		}
-		pause := d
+		var pause time.Duration
 		if wait := s.firstDraw(time.Now(), state, liveSince); wait > 0 {
 			pause = min(wait, d/3)
 		} else {
