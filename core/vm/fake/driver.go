@@ -235,7 +235,6 @@ func (d *Driver) ClipboardWrite(_ context.Context, text string) error {
 
 func (d *Driver) PowerOff(context.Context) error { return nil }
 
-// resolving is a Driver that answers resolve_app from a table (Options.Apps).
 // warming is a Driver that brings part of its desktop up after its first
 // hello (Options.Warm).
 type warming struct {
@@ -248,6 +247,7 @@ var _ server.Warmer = warming{}
 // Warm implements server.Warmer.
 func (w warming) Warm(ctx context.Context) error { return w.warm(ctx) }
 
+// resolving is a Driver that answers resolve_app from a table (Options.Apps).
 type resolving struct {
 	*Driver
 	apps map[string]protocol.ResolvedApp
