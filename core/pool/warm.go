@@ -144,7 +144,9 @@ func (p *Pool) refill(ctx context.Context) {
 			if vm.IsHostLimit(err) {
 				p.noteHostLimit()
 			}
-			p.cfg.Log.Warn("warm VM did not boot", "err", err)
+			if ctx.Err() == nil { // else the pool is closing: nothing failed
+				p.cfg.Log.Warn("warm VM did not boot", "err", err)
+			}
 			return
 		}
 	}

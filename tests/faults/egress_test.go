@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,12 +176,18 @@ func TestInternetAllowlistLetsAPrivateHostThrough(t *testing.T) {
 // mount and PID namespaces of its own whose root holds none of the
 // host's data (core/vm/sandbox's TestSlirpJailHoldsAnExploitedSlirp tries
 // the attacker's moves from inside the same jail).
+//
+// Its CPU is the VM's: it runs in the VM's cpu cgroup, under the VM's
+// quota and weight, not the helper's (which outweighs its machines).
 func TestInternetSlirpRunsJailed(t *testing.T) {
-	_, c := startGuest(t, vm.NetworkInternet)
+	m, c := startGuest(t, vm.NetworkInternet)
 	if out := guestSh(t, c, "id -u").Stdout; strings.TrimSpace(out) == "" {
 		t.Fatal("the guest does not answer")
 	}
 	pid := descendant(t, os.Getpid(), "slirp4netns")
+	if got := cpuCgroup(t, pid); path.Base(got) != m.Spec().ID {
+		t.Errorf("slirp4netns runs in cpu cgroup %q, not its VM's (%s)", got, m.Spec().ID)
+	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
@@ -214,6 +222,22 @@ func TestInternetSlirpRunsJailed(t *testing.T) {
 	if _, err := os.Stat(root + "/usr/bin"); err != nil {
 		t.Errorf("slirp4netns's root has no /usr: %v", err)
 	}
+}
+
+// cpuCgroup returns the cgroup v1 cpu path of process pid.
+func cpuCgroup(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "cpu") {
+			return parts[2]
+		}
+	}
+	t.Fatalf("process %d is in no cgroup v1 cpu group (the test machines mount it): %s", pid, b)
+	return ""
 }
 
 // descendant returns the pid of the one process named comm among the

@@ -24,6 +24,15 @@ import (
 // test fails rather than proving nothing.
 func v1Machine(t *testing.T, id string) (limits, string) {
 	t.Helper()
+	parent := v1TestParent(t, id)
+	return v1MachineIn(t, parent, id), parent
+}
+
+// v1TestParent names a parent of the test's own for its machines, and
+// removes its folders at the end (after the machines'; a parent none was
+// made in is none to remove).
+func v1TestParent(t *testing.T, name string) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("this test makes cgroups: run it as root (the test machines are)")
 	}
@@ -32,20 +41,11 @@ func v1Machine(t *testing.T, id string) (limits, string) {
 			t.Fatalf("no cgroup v1 %s hierarchy (the test machines mount it): %v", ctrl, err)
 		}
 	}
-	parent := fmt.Sprintf("hivecrew-test-%d-%s", os.Getpid(), id)
-	l, err := cgroupV1Limits(cgroupRoot, parent, id, 256, 1, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parents []string // the machine's folders go with its cleanup
-	for _, dir := range l.v1.dirs {
-		parents = append(parents, filepath.Dir(dir))
-	}
+	parent := fmt.Sprintf("hivecrew-test-%d-%s", os.Getpid(), name)
+	own := ownV1Paths()
 	t.Cleanup(func() {
-		if err := l.cleanup(); err != nil {
-			t.Error(err)
-		}
-		for _, dir := range parents {
+		for _, ctrl := range v1Controllers {
+			dir := filepath.Join(cgroupRoot, ctrl, own[ctrl], parent)
 			for range 100 { // the memory controller may hold it a moment
 				if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
 					break
@@ -54,10 +54,26 @@ func v1Machine(t *testing.T, id string) (limits, string) {
 			}
 		}
 	})
+	return parent
+}
+
+// v1MachineIn returns the cgroups (one CPU) of a machine id below parent,
+// removed at the end.
+func v1MachineIn(t *testing.T, parent, id string) limits {
+	t.Helper()
+	l, err := cgroupV1Limits(cgroupRoot, parent, id, 256, 1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.cleanup(); err != nil {
+			t.Error(err)
+		}
+	})
 	if l.cpuParent() != filepath.Join(cgroupRoot, "cpu", ownV1Paths()["cpu"], parent) {
 		t.Fatalf("the machines' cpu parent is %q", l.cpuParent())
 	}
-	return l, parent
+	return l
 }
 
 // burner starts a process that spins, on cpu alone if cpu >= 0.
@@ -92,6 +108,15 @@ func cpuTicks(t *testing.T, pid int) int {
 	return u + s
 }
 
+// runRatio measures how much longer process a ran than b in 1.5 s, and
+// logs both under the names given.
+func runRatio(t *testing.T, a, b int, aName, bName string) float64 {
+	t.Helper()
+	u := usage(t, 1500*time.Millisecond, a, b)
+	t.Logf("on one CPU for 1.5 s: %s %d ticks, %s %d", aName, u[0], bName, u[1])
+	return float64(u[0]) / float64(max(u[1], 1))
+}
+
 // usage returns the ticks each pid ran during d.
 func usage(t *testing.T, d time.Duration, pids ...int) []int {
 	t.Helper()
@@ -119,11 +144,7 @@ func TestStartBoostFavoursStartingMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b startBoost
-	ratio := func() float64 {
-		u := usage(t, 1500*time.Millisecond, guest, host)
-		t.Logf("on one CPU for 1.5 s: the machine's process %d ticks, the host's %d", u[0], u[1])
-		return float64(u[0]) / float64(max(u[1], 1))
-	}
+	ratio := func() float64 { return runRatio(t, guest, host, "the machine's process", "the host's") }
 	// Other load on the CPU (a build, other tests' sandboxes) moves both
 	// ratios, measured here at 1.1 and 8.3 alone and 5 and 36 beside a
 	// build: what holds is the boost's factor between them.
@@ -225,5 +246,95 @@ func TestLeftoverCgroupsAreRemoved(t *testing.T) {
 	}
 	if err := removeLeftoverV1(cgroupRoot, parent, "vm-none"); err != nil {
 		t.Fatalf("a machine without leftovers: %v", err)
+	}
+}
+
+// boostedRunner starts a process spinning on CPU 0 in a running machine
+// below parent, and holds a start's boost of the parent until the test
+// ends.
+func boostedRunner(t *testing.T, parent string) int {
+	t.Helper()
+	m, pid := v1MachineIn(t, parent, "vm-run"), burner(t, 0)
+	if err := errors.Join(m.running(), m.join(pid)); err != nil {
+		t.Fatal(err)
+	}
+	var boost startBoost
+	release, err := boost.hold(m.cpuParent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	return pid
+}
+
+// TestStartingMachineYieldsToRunningOnes: two machines' processes spinning
+// on one CPU, one machine running and the other still starting: the
+// running one gets nearly all of it (an agent's step is not queued behind
+// a neighbour's boot), and they share it evenly once both run. The boost
+// is held, as it is while a machine starts.
+func TestStartingMachineYieldsToRunningOnes(t *testing.T) {
+	parent := v1TestParent(t, "yield")
+	a := boostedRunner(t, parent)
+	start, b := v1MachineIn(t, parent, "vm-start"), burner(t, 0)
+	if err := start.join(b); err != nil {
+		t.Fatal(err)
+	}
+	ratio := func() float64 { return runRatio(t, a, b, "the running machine's process", "the starting one's") }
+	// The weights are 16 to 1 (15.7 measured on a quiet machine); other
+	// load on the CPU moves the ratio, hence the margin.
+	if r := ratio(); r < 6 {
+		t.Errorf("a running machine's process ran %.1f times as long as a starting one's on one CPU: want about 16", r)
+	}
+	if err := start.running(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readShares(t, start.v1.dirs["cpu"]); got != normalShares {
+		t.Errorf("a started machine's cpu.shares = %d, want %d", got, normalShares)
+	}
+	if r := ratio(); r > 2 || r < 0.5 {
+		t.Errorf("two running machines' processes shared one CPU %.1f to 1: want evenly", r)
+	}
+}
+
+// TestHelperOutweighsBoostedMachines: the helper, in its group of its
+// own, and a running machine's process spinning on one CPU while a start
+// boosts the machines share it evenly; the helper as an ordinary process
+// beside them (as before HelperFirst) got an eighth as much.
+func TestHelperOutweighsBoostedMachines(t *testing.T) {
+	parent := v1TestParent(t, "helper")
+	guest, helper := boostedRunner(t, parent), burner(t, 0)
+	ratio := func() float64 { return runRatio(t, helper, guest, "the helper's process", "the boosted machine's") }
+	plain := ratio()
+	group := parent + "-" + helperGroup
+	dir := filepath.Join(cgroupRoot, "cpu", ownV1Paths()["cpu"], group)
+	t.Cleanup(func() {
+		for range 100 { // empty once the burner is killed
+			if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if err := weighFirst(cgroupRoot, group, helper); err != nil {
+		t.Fatal(err)
+	}
+	if got := readShares(t, dir); got != helperShares {
+		t.Errorf("the helper's group has cpu.shares %d, want %d", got, helperShares)
+	}
+	if r := ratio(); r < 0.5 || r < 3*plain {
+		t.Errorf("the helper's process ran %.2f times as long as a boosted machine's (%.2f before its group): want evenly", r, plain)
+	}
+}
+
+// TestMachinesGoBesideTheHelpersGroup: once the helper is in its group of
+// its own, its own cgroup (where its machines' parent goes) is still the
+// one it was started in.
+func TestMachinesGoBesideTheHelpersGroup(t *testing.T) {
+	got := ownV1PathsIn(strings.NewReader("12:cpu,cpuacct:/system.slice/hivecrew.service/" + helperGroup + "\n" +
+		"5:memory:/system.slice/hivecrew.service\n3:freezer:/\n0::/system.slice/hivecrew.service\n9:pids:/" + helperGroup + "\n"))
+	want := map[string]string{"cpu": "/system.slice/hivecrew.service", "cpuacct": "/system.slice/hivecrew.service",
+		"memory": "/system.slice/hivecrew.service", "freezer": "/", "pids": "/"}
+	if !maps.Equal(got, want) {
+		t.Errorf("own cgroups %v, want %v", got, want)
 	}
 }

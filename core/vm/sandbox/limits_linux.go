@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -182,20 +184,31 @@ var v1Controllers = []string{"pids", "memory", "cpu", "freezer"}
 // ownV1Paths returns, per v1 controller, the helper's own cgroup (from
 // /proc/self/cgroup, "4:memory:/some/path" lines).
 func ownV1Paths() map[string]string {
-	out := map[string]string{}
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
-		return out
+		return map[string]string{}
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return ownV1PathsIn(f)
+}
+
+// ownV1PathsIn reads the /proc/<pid>/cgroup lines of r.
+func ownV1PathsIn(r io.Reader) map[string]string {
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		parts := strings.SplitN(sc.Text(), ":", 3)
 		if len(parts) != 3 || parts[1] == "" {
 			continue
 		}
+		// The helper's group of its own (HelperFirst) is not where its
+		// machines go: they go beside it.
+		own := parts[2]
+		if path.Base(own) == helperGroup {
+			own = path.Dir(own)
+		}
 		for _, c := range strings.Split(parts[1], ",") {
-			out[c] = parts[2]
+			out[c] = own
 		}
 	}
 	return out
@@ -276,6 +289,10 @@ func cgroupV1Limits(root, parentName, id string, memoryMB, cpus, procs int) (lim
 		if err := set("cpu", "cpu.cfs_quota_us", strconv.Itoa(max(cpus, 1)*100000)); err != nil {
 			return fail(err)
 		}
+		// Light until it runs (see cpuweight_linux.go).
+		if err := set("cpu", "cpu.shares", strconv.Itoa(startingShares)); err != nil {
+			return fail(err)
+		}
 		what.CPU = fmt.Sprintf("cgroup v1 cpu.cfs_quota_us %d CPUs", max(cpus, 1))
 	}
 	return limits{v1: c, what: what, cleanup: c.remove}, nil
@@ -288,6 +305,28 @@ func (l limits) cpuParent() string {
 		return ""
 	}
 	return filepath.Dir(l.v1.dirs["cpu"])
+}
+
+// running gives the machine, started, a running machine's CPU weight
+// (see cpuweight_linux.go).
+func (l limits) running() error {
+	if l.v1 == nil || l.v1.dirs["cpu"] == "" {
+		return nil
+	}
+	return setShares(l.v1.dirs["cpu"], normalShares)
+}
+
+// joinCPU moves pid, a helper's process that serves the machine (its
+// NAT), into the machine's cpu group: its CPU counts against the
+// machine's quota, at a machine's weight.
+func (l limits) joinCPU(pid int) error {
+	if l.v1 == nil || l.v1.dirs["cpu"] == "" {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(l.v1.dirs["cpu"], "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return fmt.Errorf("put the machine's NAT into its cgroup v1 cpu group: %w", err)
+	}
+	return nil
 }
 
 // join moves pid into the machine's group of every hierarchy.

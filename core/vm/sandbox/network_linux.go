@@ -38,8 +38,10 @@ type slirp struct {
 }
 
 // startSlirp attaches slirp4netns to the network namespace of pid and waits
-// until the interface is configured.
-func startSlirp(pid int, id identity, allowHosts []string) (*slirp, error) {
+// until the interface is configured. Its first process waits at a gate
+// until join has put it into the machine's cpu group, so that all of the
+// NAT's CPU counts as the machine's (see cpuweight_linux.go).
+func startSlirp(pid int, id identity, allowHosts []string, join func(pid int) error) (*slirp, error) {
 	path, err := exec.LookPath("slirp4netns")
 	if err != nil {
 		return nil, errors.New("internet mode needs slirp4netns (run make deps)")
@@ -98,6 +100,16 @@ func startSlirp(pid int, id identity, allowHosts []string) (*slirp, error) {
 		return nil, err
 	}
 	cmd.ExtraFiles = []*os.File{readyW, exitR, netns, userns}
+	g, err := newGate()
+	if err != nil {
+		readyW.Close()
+		exitR.Close()
+		exitW.Close()
+		return nil, err
+	}
+	defer g.close()
+	cmd.Args = g.wrap(cmd.Args)
+	cmd.Path, cmd.Stdin = cmd.Args[0], g.r
 	out, _ := os.CreateTemp("", "slirp4netns-*.log")
 	if out != nil {
 		defer os.Remove(out.Name())
@@ -111,7 +123,13 @@ func startSlirp(pid int, id identity, allowHosts []string) (*slirp, error) {
 		exitW.Close()
 		return nil, fmt.Errorf("start slirp4netns: %w", err)
 	}
+	g.started()
 	go cmd.Wait()
+	if err := errors.Join(join(cmd.Process.Pid), g.open()); err != nil {
+		exitW.Close()
+		cmd.Process.Kill()
+		return nil, fmt.Errorf("start slirp4netns: %w", err)
+	}
 	ready := make(chan error, 1)
 	go func() {
 		b, err := bufio.NewReader(readyR).ReadByte()

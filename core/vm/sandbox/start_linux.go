@@ -223,6 +223,9 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	if err := m.waitReady(ctx, waited); err != nil {
 		return err
 	}
+	if err := lim.running(); err != nil {
+		m.b.cfg.Log.Warn("sandbox not weighed as running", "vm", m.spec.ID, "err", err)
+	}
 	// Where a start's time went, for profiling (the benchmark's cold start).
 	m.b.cfg.Log.Debug("sandbox start", "vm", m.spec.ID, "prepare", tFork.Sub(t0), "cgroups", tJoined.Sub(tFork),
 		"bubblewrap", tSandbox.Sub(tJoined), "desktop", time.Since(tSandbox))
@@ -230,7 +233,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 	// earlier, its user namespace may not be ready to be joined.
 	var net *slirp
 	if m.spec.Network == vm.NetworkInternet {
-		if net, err = startSlirp(pid, m.id, append(slices.Clone(m.b.cfg.AllowHosts), m.spec.AllowHosts...)); err != nil {
+		if net, err = startSlirp(pid, m.id, append(slices.Clone(m.b.cfg.AllowHosts), m.spec.AllowHosts...), lim.joinCPU); err != nil {
 			return err
 		}
 		cleanups = append(cleanups, func() error { net.stop(); return nil })
