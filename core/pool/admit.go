@@ -75,9 +75,10 @@ func (p *Pool) admitLocked(lim Limits, mem, cpus int) string {
 		return fmt.Sprintf("waiting for a VM slot: %d of %d in use (%s)", count, max, what)
 	case caps.SharedMemory:
 		// A sandbox's memory size is a limit, not a reservation: the
-		// limits together may overcommit the host, and what counts is what
-		// the host still has.
-		if limit := p.cfg.HostMemoryMB * memoryOvercommit; used+mem > limit {
+		// limits together may overcommit the host (without bound when the
+		// backend caps them all together), and what counts is what the
+		// host still has.
+		if limit := p.cfg.HostMemoryMB * memoryOvercommit; used+mem > limit && !caps.MemoryCapped {
 			return fmt.Sprintf("waiting for memory: running sandboxes may use up to %d MB together and this one %d MB more, over %d× this host's %d MB", used, mem, memoryOvercommit, p.cfg.HostMemoryMB)
 		}
 		if avail := p.cfg.AvailableMemoryMB(); avail < p.cfg.ReserveMB {

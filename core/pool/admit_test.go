@@ -86,21 +86,10 @@ func TestSharedMemoryAdmission(t *testing.T) {
 	}
 	// Past 4× the host's memory in caps, a fifth one waits.
 	h.setLimits(func(l *Limits) { l.MemoryMB = 9 << 10 })
-	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	var reason string
-	if _, err := h.p.Acquire(wctx, Request{Template: hostTmpl, OnWait: func(r string) { reason = r }}); err == nil ||
-		reason != "waiting for memory: running sandboxes may use up to 8192 MB together and this one 9216 MB more, over 4× this host's 4096 MB" {
-		t.Fatalf("overcommitted: err=%v reason=%q", err, reason)
-	}
+	waitsFor(t, h, "overcommitted", "waiting for memory: running sandboxes may use up to 8192 MB together and this one 9216 MB more, over 4× this host's 4096 MB")
 	h.setLimits(func(l *Limits) { l.MemoryMB = 2 << 10 })
 	avail.Store(900)
-	wctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	if _, err := h.p.Acquire(wctx, Request{Template: hostTmpl, OnWait: func(r string) { reason = r }}); err == nil ||
-		reason != "waiting for memory: the host has 900 MB available, under the 1024 MB kept free for the rest of it" {
-		t.Fatalf("low memory: err=%v reason=%q", err, reason)
-	}
+	waitsFor(t, h, "low memory", "waiting for memory: the host has 900 MB available, under the 1024 MB kept free for the rest of it")
 	avail.Store(2 << 10)
 	l, err := h.p.Acquire(ctx, Request{Template: hostTmpl})
 	if err != nil {
@@ -108,6 +97,51 @@ func TestSharedMemoryAdmission(t *testing.T) {
 	}
 	for _, x := range append(held, l) {
 		x.Release(ctx)
+	}
+}
+
+// TestCappedMemoryAdmission: when the backend caps its machines' memory
+// together (below the host's, less the reserve), their caps may add up to
+// any multiple of the host's memory: admission waits only while what the
+// host has available is under the reserve.
+func TestCappedMemoryAdmission(t *testing.T) {
+	var avail atomic.Int64
+	avail.Store(2 << 10)
+	b := fake.New(fake.Options{SharedMemory: true, MemoryCapped: true})
+	h := newPool(t, limits(8, 0), b, func(c *Config) {
+		c.HostMemoryMB, c.ReserveMB = 1<<10, 512
+		c.AvailableMemoryMB = func() int { return int(avail.Load()) }
+	})
+	h.setLimits(func(l *Limits) { l.MemoryMB = 3 << 10 })
+	ctx := context.Background()
+	var held []*Lease
+	for i := range 3 { // 9 GB of caps on a 1 GB host: 9×
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l, err := h.p.Acquire(actx, Request{Template: hostTmpl, OnWait: func(r string) { t.Logf("machine %d: %s", i+1, r) }})
+		cancel()
+		if err != nil {
+			t.Fatalf("machine %d of 3 GB on a 1 GB host with 2 GB available: %v", i+1, err)
+		}
+		held = append(held, l)
+	}
+	defer func() {
+		for _, x := range held {
+			x.Release(ctx)
+		}
+	}()
+	avail.Store(500)
+	waitsFor(t, h, "low memory", "waiting for memory: the host has 500 MB available, under the 512 MB kept free for the rest of it")
+}
+
+// waitsFor asks h's pool for a VM of hostTmpl for 500 ms and fails the test
+// unless the request waited, for the reason want.
+func waitsFor(t *testing.T, h *harness, what, want string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var reason string
+	if _, err := h.p.Acquire(wctx, Request{Template: hostTmpl, OnWait: func(r string) { reason = r }}); err == nil || reason != want {
+		t.Fatalf("%s: err=%v reason=%q, want %q", what, err, reason, want)
 	}
 }
 

@@ -205,7 +205,7 @@ func New(cfg Config) (*Pool, error) {
 		cfg.AvailableMemoryMB = availableMemoryMB
 	}
 	if cfg.ReserveMB == 0 {
-		cfg.ReserveMB = max(1024, cfg.HostMemoryMB/10)
+		cfg.ReserveMB = vm.ReserveMB(cfg.HostMemoryMB)
 	}
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 2 * time.Minute

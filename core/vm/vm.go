@@ -150,11 +150,24 @@ type Capabilities struct {
 	// admission lets the caps together overcommit the host (4×) and checks
 	// what the host has available.
 	SharedMemory bool
+	// MemoryCapped says the backend also caps what all its machines use
+	// together, below the host's memory less admission's reserve (a limit
+	// on their parent cgroup): however much they grow, the host keeps its
+	// reserve, and what runs out is a machine (its OOM killer picks in the
+	// machines' group), never a host program. Admission then counts what
+	// the host really has available, not the machines' caps.
+	MemoryCapped bool
 	// SaveRestore says machines implement SaveRestorer.
 	SaveRestore bool
 	// Display says machines implement Displayer.
 	Display bool
 }
+
+// ReserveMB is the memory, of a host with hostMB, that machines sharing
+// its memory leave to the rest of it: admission waits while less is
+// available, and a backend whose machines are MemoryCapped caps them at
+// hostMB less this.
+func ReserveMB(hostMB int) int { return max(1024, hostMB/10) }
 
 // Backend creates machines.
 type Backend interface {

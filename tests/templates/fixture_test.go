@@ -3,12 +3,13 @@ package templates
 import (
 	"context"
 	"fmt"
-	"github.com/hivecrew/hivecrew/tests/helperproc"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hivecrew/hivecrew/tests/helperproc"
 )
 
 // desktop is the helper the template tests share: it builds the

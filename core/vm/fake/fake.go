@@ -43,6 +43,9 @@ type Options struct {
 	// SharedMemory makes the backend's machines share the host's memory
 	// (as sandboxes do): admission checks available memory, not caps.
 	SharedMemory bool
+	// MemoryCapped reports the machines' memory capped together (with
+	// SharedMemory: admission counts what the host has available alone).
+	MemoryCapped bool
 	// Apps makes the guest answer resolve_app (protocol.CapResolveApp):
 	// what open_app or open_file with an app would start, by the name
 	// given; a file's default application under "default:" and the
@@ -88,7 +91,7 @@ func (b *Backend) Capabilities() vm.Capabilities {
 		Name: "fake", GuestOS: "linux",
 		Kinds:      []vm.TemplateKind{vm.KindHost, vm.KindRootFS},
 		Networks:   []vm.NetworkMode{vm.NetworkOffline, vm.NetworkInternet},
-		MaxRunning: b.opts.MaxRunning, SaveRestore: b.opts.SaveRestore, SharedMemory: b.opts.SharedMemory,
+		MaxRunning: b.opts.MaxRunning, SaveRestore: b.opts.SaveRestore, SharedMemory: b.opts.SharedMemory, MemoryCapped: b.opts.MemoryCapped,
 	}
 }
 

@@ -55,6 +55,9 @@ type Backend struct {
 	id  identity
 	// boost weighs the machines' cgroups up while they start.
 	boost startBoost
+	// memoryCapped says all machines' memory is capped together
+	// (memcap_linux.go).
+	memoryCapped bool
 }
 
 var _ vm.Backend = (*Backend)(nil)
@@ -95,13 +98,21 @@ func New(cfg Config) (*Backend, error) {
 	} else if changed {
 		cfg.Log.Info("gave the sandbox account's group access to "+tunDevice+" (0660) for internet mode", "account", id.name)
 	}
-	return &Backend{cfg: cfg, id: id}, nil
+	b := &Backend{cfg: cfg, id: id}
+	if mb, err := machinesMemoryMB(); err != nil {
+		cfg.Log.Warn("machines' memory not capped together: admission counts their caps", "err", err)
+	} else if err := capMachinesMemory(cfg.CgroupRoot, v1Parent, mb); err != nil {
+		cfg.Log.Warn("machines' memory not capped together: admission counts their caps", "err", err)
+	} else {
+		b.memoryCapped = true
+	}
+	return b, nil
 }
 
 // Capabilities implements vm.Backend.
 func (b *Backend) Capabilities() vm.Capabilities {
 	c := vm.Capabilities{Name: "sandbox", GuestOS: "linux", Kinds: []vm.TemplateKind{vm.KindHost}, Networks: []vm.NetworkMode{vm.NetworkOffline},
-		SharedCPUs: true, SharedMemory: true}
+		SharedCPUs: true, SharedMemory: true, MemoryCapped: b.memoryCapped}
 	if os.Geteuid() == 0 {
 		c.Kinds = append(c.Kinds, vm.KindRootFS)
 	}
