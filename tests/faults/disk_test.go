@@ -15,7 +15,6 @@ import (
 
 	"github.com/hivecrew/hivecrew/core/client"
 	"github.com/hivecrew/hivecrew/core/errdefs"
-	"github.com/hivecrew/hivecrew/core/pool"
 	"github.com/hivecrew/hivecrew/core/wire"
 	"github.com/hivecrew/hivecrew/tests/llmtest"
 )
@@ -151,18 +150,13 @@ func TestStoreLockedByAnotherProcess(t *testing.T) {
 	home, ids := newHome(t)
 	h := startProcess(t, home, ids)
 	llm := llmtest.New(t)
-	h.setup(llm.URL, 2)
+	h.setup(llm.URL, 1) // one VM at a time: the second task waits
 	ctx := context.Background()
-	// Two sandboxes whose memory limits add up past 4× this machine's
-	// memory (what sandboxes may overcommit) do not fit: the second waits.
-	if _, err := h.unix.PatchSettings(ctx, map[string]any{"vmMemoryMB": 2*pool.HostMemoryMB() + 512}); err != nil {
-		t.Fatal(err)
-	}
 	llm.Script("[[steady]]", llmtest.Tool("wait", map[string]any{"seconds": 2}), llmtest.Tool("mouse_click", map[string]any{"x": 1, "y": 1}), llmtest.Text("I am done."), llmtest.Verdict(true, "steady done"))
 	steady := h.inGuestCall(h.create("Work [[steady]]").ID)
-	waiting := h.create("Wait for memory [[waiting]]")
-	h.wait(waiting.ID, "the second task to wait for memory", 30*time.Second, func(t wire.Task) bool {
-		return t.Status == "waitingForVM" && strings.Contains(t.StatusReason, "memory")
+	waiting := h.create("Wait for a VM [[waiting]]")
+	h.wait(waiting.ID, "the second task to wait for a free agent slot", 30*time.Second, func(t wire.Task) bool {
+		return (t.Status == "queued" || t.Status == "waitingForVM") && strings.Contains(t.StatusReason, "free agent slot")
 	})
 
 	lock := lockStore(t, home)
