@@ -142,22 +142,20 @@ func (l *sqliteLock) release() {
 // TestStoreLockedByAnotherProcess: another process holds the database's
 // write lock for longer than the store's busy timeout. Reads go on; a new
 // task is refused with a 503 that says the database is locked; a running
-// agent waits and then completes; a task cancelled while it waited for a
-// VM, whose end could not be written while the lock was held, is recorded
-// as cancelled once the lock is gone. No task is lost, and the database
-// is sound.
+// agent waits and then completes; another running agent cancelled while
+// the lock is held stops at once, and its end, which could not be written
+// then, is recorded as cancelled once the lock is gone. No task is lost,
+// and the database is sound.
 func TestStoreLockedByAnotherProcess(t *testing.T) {
 	home, ids := newHome(t)
 	h := startProcess(t, home, ids)
 	llm := llmtest.New(t)
-	h.setup(llm.URL, 1) // one VM at a time: the second task waits
+	h.setup(llm.URL, 2)
 	ctx := context.Background()
 	llm.Script("[[steady]]", llmtest.Tool("wait", map[string]any{"seconds": 2}), llmtest.Tool("mouse_click", map[string]any{"x": 1, "y": 1}), llmtest.Text("I am done."), llmtest.Verdict(true, "steady done"))
+	llm.Script("[[cancelled]]", llmtest.Tool("wait", map[string]any{"seconds": 60}), llmtest.Text("I am done."), llmtest.Verdict(true, "never"))
 	steady := h.inGuestCall(h.create("Work [[steady]]").ID)
-	waiting := h.create("Wait for a VM [[waiting]]")
-	h.wait(waiting.ID, "the second task to wait for a free agent slot", 30*time.Second, func(t wire.Task) bool {
-		return (t.Status == "queued" || t.Status == "waitingForVM") && strings.Contains(t.StatusReason, "free agent slot")
-	})
+	victim := h.inGuestCall(h.create("Wait to be cancelled [[cancelled]]").ID)
 
 	lock := lockStore(t, home)
 	locked := time.Now()
@@ -170,7 +168,7 @@ func TestStoreLockedByAnotherProcess(t *testing.T) {
 	}
 	cancelled := make(chan error, 1)
 	go func() {
-		_, err := h.unix.TaskAction(ctx, waiting.ID, wire.TaskAction{Action: wire.ActionCancel})
+		_, err := h.unix.TaskAction(ctx, victim.ID, wire.TaskAction{Action: wire.ActionCancel})
 		cancelled <- err
 	}()
 	// A write waits for the busy timeout, then fails clearly.
@@ -183,7 +181,7 @@ func TestStoreLockedByAnotherProcess(t *testing.T) {
 	time.Sleep(time.Until(locked.Add(12 * time.Second)))
 	lock.release()
 
-	got := h.wait(waiting.ID, "the cancelled task's end", 30*time.Second, terminal)
+	got := h.wait(victim.ID, "the cancelled task's end", 30*time.Second, terminal)
 	if got.Status != "cancelled" {
 		t.Errorf("task cancelled while the store was locked: %s %q", got.Status, summary(got))
 	}

@@ -27,6 +27,16 @@ import (
 // The backend then reports vm.Capabilities.MemoryCapped, and admission
 // counts what the host has available instead of 4× its memory in caps.
 
+// capAllMachines caps the machines' parent below root at
+// machinesMemoryMB.
+func capAllMachines(root string) error {
+	mb, err := machinesMemoryMB()
+	if err != nil {
+		return err
+	}
+	return capMachinesMemory(root, v1Parent, mb)
+}
+
 // capMachinesMemory sets the memory limit of the machines' parent (cgroup
 // v2 when its memory controller is available, else v1's memory hierarchy,
 // swap included where it is accounted) to mb.

@@ -99,9 +99,7 @@ func New(cfg Config) (*Backend, error) {
 		cfg.Log.Info("gave the sandbox account's group access to "+tunDevice+" (0660) for internet mode", "account", id.name)
 	}
 	b := &Backend{cfg: cfg, id: id}
-	if mb, err := machinesMemoryMB(); err != nil {
-		cfg.Log.Warn("machines' memory not capped together: admission counts their caps", "err", err)
-	} else if err := capMachinesMemory(cfg.CgroupRoot, v1Parent, mb); err != nil {
+	if err := capAllMachines(cfg.CgroupRoot); err != nil {
 		cfg.Log.Warn("machines' memory not capped together: admission counts their caps", "err", err)
 	} else {
 		b.memoryCapped = true
