@@ -143,9 +143,9 @@ func (l *sqliteLock) release() {
 // write lock for longer than the store's busy timeout. Reads go on; a new
 // task is refused with a 503 that says the database is locked; a running
 // agent waits and then completes; another running agent cancelled while
-// the lock is held stops at once, and its end, which could not be written
-// then, is recorded as cancelled once the lock is gone. No task is lost,
-// and the database is sound.
+// the lock is held, whose end could not be written then, is recorded as
+// cancelled once the lock is gone, and the cancel answers. No task is
+// lost, and the database is sound.
 func TestStoreLockedByAnotherProcess(t *testing.T) {
 	home, ids := newHome(t)
 	h := startProcess(t, home, ids)
