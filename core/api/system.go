@@ -99,7 +99,7 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) error {
 		Status: "healthy", Version: a.cfg.Version, Uptime: int64(time.Since(a.cfg.Started) / time.Second), Backend: a.cfg.Backend,
 		Agents: wire.AgentCounts{Running: counts[store.StatusRunning], Paused: counts[store.StatusPaused],
 			Queued: counts[store.StatusQueued] + counts[store.StatusWaitingForVM], MaxConcurrent: settings.MaxConcurrentVMs},
-		Resources: wire.ResourceSummary{MemoryTotalGB: float64(pool.HostMemoryMB()) / 1024},
+		Resources: wire.ResourceSummary{MemoryTotalGB: float64(vm.HostMemoryMB()) / 1024},
 		Runtime:   runtimeStats(),
 	}
 	for _, v := range a.cfg.Pool.Snapshot() {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -196,13 +197,13 @@ func New(cfg Config) (*Pool, error) {
 		return nil, errors.New("pool: Backend, Dir, Limits and Log are required")
 	}
 	if cfg.HostMemoryMB == 0 {
-		cfg.HostMemoryMB = hostMemoryMB()
+		cfg.HostMemoryMB = vm.HostMemoryMB()
 	}
 	if cfg.MaxCPUs == 0 {
-		cfg.MaxCPUs = 4 * hostCPUs()
+		cfg.MaxCPUs = 4 * runtime.NumCPU()
 	}
 	if cfg.AvailableMemoryMB == nil {
-		cfg.AvailableMemoryMB = availableMemoryMB
+		cfg.AvailableMemoryMB = vm.AvailableMemoryMB
 	}
 	if cfg.ReserveMB == 0 {
 		cfg.ReserveMB = vm.ReserveMB(cfg.HostMemoryMB)
@@ -211,7 +212,7 @@ func New(cfg Config) (*Pool, error) {
 		cfg.ReadyTimeout = 2 * time.Minute
 	}
 	if cfg.MaxBooting == 0 {
-		cfg.MaxBooting = max(2, 2*hostCPUs())
+		cfg.MaxBooting = max(2, 2*runtime.NumCPU())
 	}
 	if cfg.LostAfter == 0 {
 		cfg.LostAfter = 5 * time.Second
@@ -324,6 +325,3 @@ func (p *Pool) Close(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
-
-// HostMemoryMB is the machine's total memory.
-func HostMemoryMB() int { return hostMemoryMB() }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hivecrew/hivecrew/core/pool"
+	"github.com/hivecrew/hivecrew/core/vm"
 )
 
 // The HTML report: the table with each row's target and baseline, the
@@ -85,7 +85,7 @@ func writeHTML(path string, metrics []Metric, took time.Duration, status string)
 	page := reportPage{
 		Status:   status,
 		When:     time.Now().Format("2006-01-02 15:04 MST"),
-		Host:     fmt.Sprintf("%s/%s, %d cores, %.0f GB", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), float64(pool.HostMemoryMB())/1024),
+		Host:     fmt.Sprintf("%s/%s, %d cores, %.0f GB", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), float64(vm.HostMemoryMB())/1024),
 		Total:    len(metrics),
 		Duration: took.Round(time.Second).String(),
 		Charts:   charts(metrics),

@@ -95,10 +95,7 @@ func weighFirst(root, name string, pid int) error {
 	if err := setShares(dir, helperShares); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		return fmt.Errorf("cgroup v1 cpu: move the helper into %s: %w", dir, err)
-	}
-	return nil
+	return writeCgroup(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid))
 }
 
 // startBoost counts the starts in progress per parent cgroup and sets the
@@ -137,8 +134,5 @@ func (b *startBoost) hold(parent string) (release func(), err error) {
 }
 
 func setShares(dir string, shares int) error {
-	if err := os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(strconv.Itoa(shares)), 0o644); err != nil {
-		return fmt.Errorf("cgroup v1 cpu: set the sandboxes' cpu.shares to %d: %w", shares, err)
-	}
-	return nil
+	return writeCgroup(filepath.Join(dir, "cpu.shares"), strconv.Itoa(shares))
 }

@@ -111,26 +111,36 @@ func prepareLimits(root, id string, memoryMB, cpus, procs int, who identity) (li
 	return l, nil
 }
 
-// cgroupLimits creates root/hivecrew/<id> with memory.max, cpu.max and
-// pids.max (cgroup v2).
-func cgroupLimits(root, id string, memoryMB, cpus, procs int) (limits, error) {
+// v2Parent makes root/hivecrew, the machines' parent on cgroup v2, with
+// the memory, cpu and pids controllers passed down to its children.
+func v2Parent(root string) (string, error) {
 	controllers, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
 	if err != nil {
-		return limits{}, err
+		return "", err
 	}
 	have := strings.Fields(string(controllers))
 	if !slices.Contains(have, "memory") || !slices.Contains(have, "cpu") {
-		return limits{}, errors.New("cgroup v2 lacks the memory or cpu controller")
+		return "", errors.New("cgroup v2 lacks the memory or cpu controller")
 	}
 	parent := filepath.Join(root, "hivecrew")
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return limits{}, err
+		return "", err
 	}
 	// Both levels must pass the controllers down.
 	for _, dir := range []string{root, parent} {
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +cpu +pids"), 0o644); err != nil {
-			return limits{}, fmt.Errorf("enable cgroup controllers in %s: %w", dir, err)
+			return "", fmt.Errorf("enable cgroup controllers in %s: %w", dir, err)
 		}
+	}
+	return parent, nil
+}
+
+// cgroupLimits creates root/hivecrew/<id> with memory.max, cpu.max and
+// pids.max (cgroup v2).
+func cgroupLimits(root, id string, memoryMB, cpus, procs int) (limits, error) {
+	parent, err := v2Parent(root)
+	if err != nil {
+		return limits{}, err
 	}
 	dir := filepath.Join(parent, id)
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -298,35 +308,40 @@ func cgroupV1Limits(root, parentName, id string, memoryMB, cpus, procs int) (lim
 	return limits{v1: c, what: what, cleanup: c.remove}, nil
 }
 
+// cpuDir is the machine's cgroup v1 cpu folder, or "".
+func (l limits) cpuDir() string {
+	if l.v1 == nil {
+		return ""
+	}
+	return l.v1.dirs["cpu"]
+}
+
 // cpuParent is the cgroup v1 cpu folder of every machine's cgroup (whose
 // weight startBoost raises while machines start), or "".
 func (l limits) cpuParent() string {
-	if l.v1 == nil || l.v1.dirs["cpu"] == "" {
+	if l.cpuDir() == "" {
 		return ""
 	}
-	return filepath.Dir(l.v1.dirs["cpu"])
+	return filepath.Dir(l.cpuDir())
 }
 
 // running gives the machine, started, a running machine's CPU weight
 // (see cpuweight_linux.go).
 func (l limits) running() error {
-	if l.v1 == nil || l.v1.dirs["cpu"] == "" {
+	if l.cpuDir() == "" {
 		return nil
 	}
-	return setShares(l.v1.dirs["cpu"], normalShares)
+	return setShares(l.cpuDir(), normalShares)
 }
 
 // joinCPU moves pid, a helper's process that serves the machine (its
 // NAT), into the machine's cpu group: its CPU counts against the
 // machine's quota, at a machine's weight.
 func (l limits) joinCPU(pid int) error {
-	if l.v1 == nil || l.v1.dirs["cpu"] == "" {
+	if l.cpuDir() == "" {
 		return nil
 	}
-	if err := os.WriteFile(filepath.Join(l.v1.dirs["cpu"], "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		return fmt.Errorf("put the machine's NAT into its cgroup v1 cpu group: %w", err)
-	}
-	return nil
+	return writeCgroup(filepath.Join(l.cpuDir(), "cgroup.procs"), strconv.Itoa(pid))
 }
 
 // join moves pid into the machine's group of every hierarchy.

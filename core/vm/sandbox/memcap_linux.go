@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hivecrew/hivecrew/core/vm"
 )
@@ -27,27 +23,21 @@ import (
 // The backend then reports vm.Capabilities.MemoryCapped, and admission
 // counts what the host has available instead of 4× its memory in caps.
 
-// capAllMachines caps the machines' parent below root at
-// machinesMemoryMB.
+// capAllMachines caps the machines' parent below root at the host's
+// memory less vm.ReserveMB.
 func capAllMachines(root string) error {
-	mb, err := machinesMemoryMB()
-	if err != nil {
-		return err
-	}
-	return capMachinesMemory(root, v1Parent, mb)
+	host := vm.HostMemoryMB()
+	return capMachinesMemory(root, v1Parent, host-vm.ReserveMB(host))
 }
 
 // capMachinesMemory sets the memory limit of the machines' parent (cgroup
-// v2 when its memory controller is available, else v1's memory hierarchy,
-// swap included where it is accounted) to mb.
+// v2 where the machines' limits go there, else v1's memory hierarchy, swap
+// included where it is accounted) to mb. parentName is the v1 parent's;
+// v2's is v2Parent's.
 func capMachinesMemory(root, parentName string, mb int) error {
 	bytes := strconv.FormatInt(int64(mb)<<20, 10)
-	if ctrls, err := os.ReadFile(filepath.Join(root, "cgroup.controllers")); err == nil && slices.Contains(strings.Fields(string(ctrls)), "memory") {
-		dir := filepath.Join(root, parentName)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("cgroup v2: %w", err)
-		}
-		return writeCgroup(filepath.Join(dir, "memory.max"), bytes)
+	if parent, err := v2Parent(root); err == nil { // where cgroupLimits puts them
+		return writeCgroup(filepath.Join(parent, "memory.max"), bytes)
 	}
 	mount := filepath.Join(root, "memory")
 	if _, err := os.Stat(filepath.Join(mount, "tasks")); err != nil {
@@ -74,20 +64,10 @@ func capMachinesMemory(root, parentName string, mb int) error {
 	return nil
 }
 
+// writeCgroup sets a cgroup file to v.
 func writeCgroup(file, v string) error {
 	if err := os.WriteFile(file, []byte(v), 0o644); err != nil {
 		return fmt.Errorf("set %s to %s: %w", file, v, err)
 	}
 	return nil
-}
-
-// machinesMemoryMB is what all machines together may use: the host's
-// memory less vm.ReserveMB.
-func machinesMemoryMB() (int, error) {
-	var si unix.Sysinfo_t
-	if err := unix.Sysinfo(&si); err != nil {
-		return 0, err
-	}
-	host := int(uint64(si.Totalram) * uint64(si.Unit) >> 20)
-	return host - vm.ReserveMB(host), nil
 }
