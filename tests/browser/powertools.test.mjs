@@ -138,6 +138,12 @@ test('an MCP server is added, checked, allowed, used by a task and removed in Se
   const SECRET = 'tag-from-settings';
   const page = await env.page('/settings#mcp');
   await page.waitForSelector('text=No MCP servers yet.');
+  // A permission being chosen, not saved yet, outlives the policy editor's
+  // new line for the server.
+  await page.waitForSelector('#sp-run_shell');
+  const shell = await page.inputValue('#sp-run_shell');
+  const pending = shell === 'deny' ? 'ask' : 'deny';
+  await page.selectOption('#sp-run_shell', pending);
   await page.click('#add-mcp-box summary');
   await page.fill('#new-mcp-name', 'records');
   await page.fill('#new-mcp-command', fakeMCP);
@@ -149,6 +155,9 @@ test('an MCP server is added, checked, allowed, used by a task and removed in Se
   assert.match(await card.textContent(), /tools ask each time · 10 s a call · secrets: FAKE_MCP_TAG/);
   assert.ok(!(await page.content()).includes(SECRET), 'the value is not in the page');
   assert.ok(!JSON.stringify(await api('GET', '/mcp-servers')).includes(SECRET));
+  await page.waitForSelector('select[data-tool="mcp__records__*"]');
+  assert.equal(await page.inputValue('#sp-run_shell'), pending, 'the unsaved choice is kept');
+  await page.selectOption('#sp-run_shell', shell);
 
   await card.locator('button:has-text("Check")').click();
   await card.locator('.test-result.ok').waitFor({ timeout: 30000 });

@@ -178,13 +178,19 @@ test('onboarding, then a settings round trip with write-only keys', { timeout: 1
   assert.deepEqual(provs.map((p) => p.displayName), ['Onboarded Edited']);
 
   // Task defaults and the tool policy: saved, and read back after a reload.
+  // What is being edited in Safety is not reset by the save of Task
+  // defaults (the page refills only the section it saved).
   const settings = () => helper.api('GET', '/api/v1/settings');
-  await page.fill('#s-defaultTimeoutMinutes', '45');
-  await page.click('#task-defaults button[type=submit]');
-  await eventually('the timeout saved', async () => (await settings()).defaultTimeoutMinutes === 45);
   await page.selectOption('#sp-run_shell', 'deny');
   await page.selectOption('#sp-open_url', 'ask');
   await page.fill('#s-traceRetentionDays', '30');
+  await page.fill('#s-defaultTimeoutMinutes', '45');
+  await page.click('#task-defaults button[type=submit]');
+  await page.waitForSelector('#toasts >> text=Settings saved.');
+  assert.equal((await settings()).defaultTimeoutMinutes, 45);
+  assert.notEqual((await settings()).traceRetentionDays, 30, 'only its own section was saved');
+  assert.deepEqual([await page.inputValue('#sp-run_shell'), await page.inputValue('#sp-open_url'), await page.inputValue('#s-traceRetentionDays')],
+    ['deny', 'ask', '30'], 'the unsaved Safety edits are still there');
   await page.click('#safety button[type=submit]');
   await eventually('the policy saved', async () => (await settings()).traceRetentionDays === 30);
   await page.fill('#s-warmPoolSize', '0');

@@ -195,23 +195,34 @@ $('#add-provider').addEventListener('submit', async (e) => {
 
 // ---- Settings sections -------------------------------------------------------
 
-function fillSettings(s) {
+// Fills the page from the helper's settings: all of it on load, and after
+// one section's save only that section, so what is being edited in another
+// section is not put back to its saved value under the user's hands.
+function fillSettings(s, section) {
   settings = s;
-  for (const input of document.querySelectorAll('[data-key]')) {
+  for (const input of (section || document).querySelectorAll('[data-key]')) {
     const v = s[input.dataset.key];
     if (input.type === 'checkbox') input.checked = !!v;
     else if (Array.isArray(v)) input.value = v.join('\n');
     else input.value = v === null || v === undefined ? '' : String(v);
   }
-  renderPolicy();
-  renderWebSearch();
-  renderNotify();
+  if (!section || section.id === 'safety-form') renderPolicy();
+  if (!section || section.id === 'web-search-form') renderWebSearch();
+  if (!section || section.id === 'notify-form') renderNotify();
 }
 
 // The policy editor: the VM's tools, the host's, and each MCP server's
 // (all its tools at once; a policy naming one of them is kept as it is).
-function renderPolicy() {
+// keepEdits re-renders around choices not saved yet (an MCP server was added
+// or removed while the user was choosing).
+function renderPolicy(keepEdits) {
   if (!settings) return;
+  const edits = {};
+  if (keepEdits) {
+    for (const s of document.querySelectorAll('#policy-grid select[data-tool]')) {
+      if (s.value !== s.dataset.saved) edits[s.dataset.tool] = s.value;
+    }
+  }
   const policy = settings.toolPolicy || {};
   // open_terminal follows run_shell unless it is set (its empty option);
   // an MCP server's tools follow the server's own permission.
@@ -221,8 +232,8 @@ function renderPolicy() {
   const unset = (tool) => (tool === OPEN_TERMINAL ? 'as run_shell' : `the server's: ${mcpServers.find((m) => mcpTools(m.name) === tool)?.permission || 'ask'}`);
   const row = (tool) => h('div', { class: 'field' },
     h('label', { for: `sp-${tool}` }, tool),
-    h('select', { id: `sp-${tool}`, 'data-tool': tool },
-      choices(tool).map((p) => h('option', { value: p, selected: current(tool) === p }, p || unset(tool)))));
+    h('select', { id: `sp-${tool}`, 'data-tool': tool, 'data-saved': current(tool) },
+      choices(tool).map((p) => h('option', { value: p, selected: (edits[tool] ?? current(tool)) === p }, p || unset(tool)))));
   fill($('#policy-grid'),
     h('h3', { class: 'group' }, 'In the VM'), [...AGENT_TOOLS, OPEN_TERMINAL].map(row),
     h('h3', { class: 'group' }, 'On this computer'), HOST_TOOLS.map(row),
@@ -262,7 +273,7 @@ for (const form of document.querySelectorAll('[data-settings-form]')) {
       body.toolPolicy = policy;
     }
     try {
-      fillSettings(await patch('/settings', body));
+      fillSettings(await patch('/settings', body), form);
       toast('Settings saved.');
     } catch (err) { report(err); }
   });
@@ -443,7 +454,7 @@ $('#import-skill').addEventListener('submit', async (e) => {
 async function loadMCP() {
   const res = await get('/mcp-servers');
   mcpServers = res.servers;
-  renderPolicy();
+  renderPolicy(true);
   const list = $('#mcp-list');
   if (mcpServers.length === 0) {
     fill(list, h('p', { class: 'muted' }, 'No MCP servers yet.'));
@@ -566,7 +577,7 @@ $('#notify-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   const notifyEvents = [...document.querySelectorAll('[data-notify]')].filter((b) => b.checked).map((b) => b.dataset.notify);
   try {
-    fillSettings(await patch('/settings', { notifyEvents }));
+    fillSettings(await patch('/settings', { notifyEvents }), e.target);
     toast(notifyEvents.length ? 'Notifications saved.' : 'No notifications will be shown.');
   } catch (err) { report(err); }
 });
@@ -702,7 +713,7 @@ $('#web-search-form').addEventListener('submit', async (e) => {
     $('#ws-clear').checked = false;
     const next = await patch('/settings', { webSearchBackend: backend, webSearchURL: $('#ws-url').value.trim() });
     webSearch = await get('/web-search');
-    fillSettings(next);
+    fillSettings(next, e.target);
     toast(backend ? 'Web search saved.' : 'Tasks will not search the web.');
   } catch (err) { report(err); }
 });
