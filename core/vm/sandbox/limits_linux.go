@@ -75,15 +75,15 @@ const defaultMaxProcs = 1024
 // processes, through cgroup v2, else cgroup v1, else rlimits. who is the
 // host identity the machine runs as: a uid of its own makes RLIMIT_NPROC a
 // cap on the machine.
-func prepareLimits(root, id string, memoryMB, cpus, procs int, who identity) (limits, error) {
+func prepareLimits(root, group, id string, memoryMB, cpus, procs int, who identity) (limits, error) {
 	perVMUID := who.slot
 	if procs <= 0 {
 		procs = defaultMaxProcs
 	}
-	l, v2err := cgroupLimits(root, id, memoryMB, cpus, procs)
+	l, v2err := cgroupLimits(root, group, id, memoryMB, cpus, procs)
 	var v1err error
 	if v2err != nil {
-		if l, v1err = cgroupV1Limits(root, v1Parent, id, memoryMB, cpus, procs); v1err != nil {
+		if l, v1err = cgroupV1Limits(root, group, id, memoryMB, cpus, procs); v1err != nil {
 			l = limits{}
 		}
 	}
@@ -113,7 +113,7 @@ func prepareLimits(root, id string, memoryMB, cpus, procs int, who identity) (li
 
 // v2Parent makes root/hivecrew, the machines' parent on cgroup v2, with
 // the memory, cpu and pids controllers passed down to its children.
-func v2Parent(root string) (string, error) {
+func v2Parent(root, group string) (string, error) {
 	controllers, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
 	if err != nil {
 		return "", err
@@ -122,7 +122,7 @@ func v2Parent(root string) (string, error) {
 	if !slices.Contains(have, "memory") || !slices.Contains(have, "cpu") {
 		return "", errors.New("cgroup v2 lacks the memory or cpu controller")
 	}
-	parent := filepath.Join(root, "hivecrew")
+	parent := filepath.Join(root, group)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
@@ -135,10 +135,10 @@ func v2Parent(root string) (string, error) {
 	return parent, nil
 }
 
-// cgroupLimits creates root/hivecrew/<id> with memory.max, cpu.max and
+// cgroupLimits creates root/<group>/<id> with memory.max, cpu.max and
 // pids.max (cgroup v2).
-func cgroupLimits(root, id string, memoryMB, cpus, procs int) (limits, error) {
-	parent, err := v2Parent(root)
+func cgroupLimits(root, group, id string, memoryMB, cpus, procs int) (limits, error) {
+	parent, err := v2Parent(root, group)
 	if err != nil {
 		return limits{}, err
 	}
@@ -224,17 +224,17 @@ func ownV1PathsIn(r io.Reader) map[string]string {
 	return out
 }
 
-// v1Parent is the cgroup v1 folder, below the helper's own, that holds
-// every machine's.
-const v1Parent = "hivecrew"
+// defaultGroup is the cgroup, below the helper's own (cgroup v1) or at
+// the root (v2), that holds every machine's (Config.Group).
+const defaultGroup = "hivecrew"
 
 // cgroupV1Limits creates, in each v1 hierarchy, <the helper's own
-// cgroup>/<parent>/<id> (below the helper's own, so that whatever caps the
+// cgroup>/<group>/<id> (below the helper's own, so that whatever caps the
 // helper caps its machines too) and sets pids.max, memory.limit_in_bytes
 // (and memory.memsw.limit_in_bytes: no swap beyond it), and the CFS quota.
-func cgroupV1Limits(root, parentName, id string, memoryMB, cpus, procs int) (limits, error) {
+func cgroupV1Limits(root, group, id string, memoryMB, cpus, procs int) (limits, error) {
 	// The groups of this machine a helper that crashed left.
-	if err := removeLeftoverV1(root, parentName, id); err != nil {
+	if err := removeLeftoverV1(root, group, id); err != nil {
 		return limits{}, err
 	}
 	own := ownV1Paths()
@@ -251,7 +251,7 @@ func cgroupV1Limits(root, parentName, id string, memoryMB, cpus, procs int) (lim
 			}
 			continue
 		}
-		parent := filepath.Join(mount, own[ctrl], parentName)
+		parent := filepath.Join(mount, own[ctrl], group)
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			if ctrl == "pids" || ctrl == "memory" {
 				return fail(fmt.Errorf("cgroup v1 %s: %w", ctrl, err))
@@ -470,14 +470,14 @@ func (c *cgroupV1) remove() error {
 }
 
 // removeLeftoverV1 removes the cgroup v1 groups of machine id below the
-// helper's own parentName, with what still runs in them: those a helper
+// helper's own group, with what still runs in them: those a helper
 // that crashed left (found by a new start of the machine, or its
 // successor's Delete). None: nothing to do.
-func removeLeftoverV1(root, parentName, id string) error {
+func removeLeftoverV1(root, group, id string) error {
 	own := ownV1Paths()
 	c := &cgroupV1{dirs: map[string]string{}}
 	for _, ctrl := range v1Controllers {
-		dir := filepath.Join(root, ctrl, own[ctrl], parentName, id)
+		dir := filepath.Join(root, ctrl, own[ctrl], group, id)
 		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
 			c.dirs[ctrl] = dir
 		}

@@ -13,7 +13,7 @@ import (
 func TestCgroupLimitsWrites(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpuset cpu io memory pids\n"), 0o644)
-	l, err := cgroupLimits(root, "vm1", 4096, 2, 512)
+	l, err := cgroupLimits(root, defaultGroup, "vm1", 4096, 2, 512)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestCgroupLimitsWrites(t *testing.T) {
 func TestRlimitFallback(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("hugetlb\n"), 0o644)
-	l, err := prepareLimits(root, "vm1", 2048, 2, 300, identity{uid: 2000000001, slot: true})
+	l, err := prepareLimits(root, defaultGroup, "vm1", 2048, 2, 300, identity{uid: 2000000001, slot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestRlimitFallback(t *testing.T) {
 		l.what.UID != "per-VM uid 2000000001" || l.what.CPU != "" {
 		t.Fatalf("fallback limits = %+v", l)
 	}
-	l, err = prepareLimits(root, "vm1", 2048, 2, 300, identity{uid: 1000})
+	l, err = prepareLimits(root, defaultGroup, "vm1", 2048, 2, 300, identity{uid: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

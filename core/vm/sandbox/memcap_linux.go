@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/hivecrew/hivecrew/core/vm"
 )
 
 // All machines' memory together: every machine's cgroup sits below one
-// parent ("hivecrew"), and the parent's memory limit is the host's memory
-// less the reserve admission keeps free (vm.ReserveMB). Each machine's
+// parent (Config.Group, "hivecrew"), and the parent's memory limit
+// (Config.MemoryMB) is by default the host's memory less the reserve
+// admission keeps free (vm.ReserveMB). Each machine's
 // own limit is its size, and the sizes together may add up past the
 // host's memory (an idle desktop uses a tenth of its 512 MB): without a
 // cap on them all, guests that grew together (a hostile model can ask
@@ -23,27 +23,19 @@ import (
 // The backend then reports vm.Capabilities.MemoryCapped, and admission
 // counts what the host has available instead of 4× its memory in caps.
 
-// capAllMachines caps the machines' parent below root at the host's
-// memory less vm.ReserveMB.
-func capAllMachines(root string) error {
-	host := vm.HostMemoryMB()
-	return capMachinesMemory(root, v1Parent, host-vm.ReserveMB(host))
-}
-
-// capMachinesMemory sets the memory limit of the machines' parent (cgroup
-// v2 where the machines' limits go there, else v1's memory hierarchy, swap
-// included where it is accounted) to mb. parentName is the v1 parent's;
-// v2's is v2Parent's.
-func capMachinesMemory(root, parentName string, mb int) error {
+// capMachinesMemory sets the memory limit of the machines' parent group
+// (cgroup v2 where the machines' limits go there, else v1's memory
+// hierarchy, swap included where it is accounted) to mb.
+func capMachinesMemory(root, group string, mb int) error {
 	bytes := strconv.FormatInt(int64(mb)<<20, 10)
-	if parent, err := v2Parent(root); err == nil { // where cgroupLimits puts them
+	if parent, err := v2Parent(root, group); err == nil { // where cgroupLimits puts them
 		return writeCgroup(filepath.Join(parent, "memory.max"), bytes)
 	}
 	mount := filepath.Join(root, "memory")
 	if _, err := os.Stat(filepath.Join(mount, "tasks")); err != nil {
 		return errors.New("neither cgroup v2's nor v1's memory controller is available")
 	}
-	dir := filepath.Join(mount, ownV1Paths()["memory"], parentName)
+	dir := filepath.Join(mount, ownV1Paths()["memory"], group)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cgroup v1 memory: %w", err)
 	}

@@ -37,6 +37,14 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// CgroupRoot is the cgroup v2 mount; default /sys/fs/cgroup.
 	CgroupRoot string
+	// Group is the cgroup, below the helper's own, that holds every
+	// machine's and caps them all together; default "hivecrew". Two
+	// backends that share a cgroup and run at once need groups of their
+	// own (each caps its machines at MemoryMB).
+	Group string
+	// MemoryMB caps all machines' memory together; default the host's
+	// memory less admission's reserve (vm.ReserveMB).
+	MemoryMB int
 	// MaxProcs caps each machine's processes (threads included); default
 	// 1024.
 	MaxProcs int
@@ -86,6 +94,13 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.CgroupRoot == "" {
 		cfg.CgroupRoot = cgroupRoot
 	}
+	if cfg.Group == "" {
+		cfg.Group = defaultGroup
+	}
+	if cfg.MemoryMB == 0 {
+		host := vm.HostMemoryMB()
+		cfg.MemoryMB = host - vm.ReserveMB(host)
+	}
 	if cfg.AgentLogLevel == "" {
 		cfg.AgentLogLevel = "info"
 	}
@@ -99,7 +114,7 @@ func New(cfg Config) (*Backend, error) {
 		cfg.Log.Info("gave the sandbox account's group access to "+tunDevice+" (0660) for internet mode", "account", id.name)
 	}
 	b := &Backend{cfg: cfg, id: id}
-	if err := capAllMachines(cfg.CgroupRoot); err != nil {
+	if err := capMachinesMemory(cfg.CgroupRoot, cfg.Group, cfg.MemoryMB); err != nil {
 		cfg.Log.Warn("machines' memory not capped together: admission counts their caps", "err", err)
 	} else {
 		b.memoryCapped = true
@@ -387,7 +402,7 @@ func (m *Machine) Delete(ctx context.Context) error {
 	// crashed helper left (this machine Loaded by its successor) go here,
 	// with anything still in them.
 	if os.Geteuid() == 0 {
-		if err := removeLeftoverV1(cgroupRoot, v1Parent, m.spec.ID); err != nil {
+		if err := removeLeftoverV1(cgroupRoot, m.b.cfg.Group, m.spec.ID); err != nil {
 			return fmt.Errorf("delete sandbox %s: %w", m.spec.ID, err)
 		}
 	}

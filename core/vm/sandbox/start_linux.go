@@ -119,7 +119,7 @@ func (m *Machine) start(ctx context.Context) (err error) {
 		return fmt.Errorf("sandbox: the boot key would be descriptor %d, not %d", len(files)+2, fdKey)
 	}
 
-	lim, err := prepareLimits(m.b.cfg.CgroupRoot, m.spec.ID, m.spec.MemoryMB, m.spec.CPUs, m.b.cfg.MaxProcs, m.id)
+	lim, err := prepareLimits(m.b.cfg.CgroupRoot, m.b.cfg.Group, m.spec.ID, m.spec.MemoryMB, m.spec.CPUs, m.b.cfg.MaxProcs, m.id)
 	if err != nil {
 		return err
 	}
