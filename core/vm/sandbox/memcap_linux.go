@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-
 )
 
 // All machines' memory together: every machine's cgroup sits below one
