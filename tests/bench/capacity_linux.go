@@ -46,6 +46,31 @@ type capacityLevel struct {
 	setup time.Duration
 	// cond is what the machine did during the window.
 	cond Conditions
+	// beside, at besideLevel, is a second window of the same agents while
+	// sandboxes start beside them.
+	beside *besideWindow
+}
+
+// One sandbox's setup must not stall its running neighbours: at
+// besideLevel agents a second window measures the same agents while a
+// new task's sandbox starts every besideEvery (besideStarts of them),
+// each to an agent at work, against the level's own window with none
+// starting.
+const (
+	besideLevel  = 64
+	besideStarts = 8
+	besideEvery  = 2 * time.Second
+)
+
+// besideWindow is what the second window measured.
+type besideWindow struct {
+	agents   int
+	overhead []time.Duration
+	// quiet is the same agents' overhead in the level's window.
+	quiet []time.Duration
+	// errors are started tasks that failed or never reached the model.
+	errors []string
+	cond   Conditions
 }
 
 // why says why the level misses its target ("" if it meets it): the
@@ -96,7 +121,11 @@ func benchCapacity(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) 
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, h.close()) }()
-	if err := h.configure(ctx, p, map[string]any{"maxConcurrentVMs": slices.Max(levels), "warmPoolSize": 0, "vmMemoryMB": 512, "vmCpuCount": 1}); err != nil {
+	slots := slices.Max(levels)
+	if slices.Contains(levels, besideLevel) {
+		slots = max(slots, besideLevel+besideStarts) // the starts beside the level's agents
+	}
+	if err := h.configure(ctx, p, map[string]any{"maxConcurrentVMs": slots, "warmPoolSize": 0, "vmMemoryMB": 512, "vmCpuCount": 1}); err != nil {
 		return nil, err
 	}
 	var out []Metric
@@ -109,6 +138,9 @@ func benchCapacity(ctx context.Context, _ *slog.Logger) (_ []Metric, err error) 
 			return out, fmt.Errorf("%d agents: %w", n, err)
 		}
 		out = append(out, l.metrics(think)...)
+		if l.beside != nil {
+			out = append(out, l.beside.metric())
+		}
 		why := l.why()
 		if why != "" {
 			for _, rest := range levels[i+1:] {
@@ -241,19 +273,8 @@ func capacityRun(ctx context.Context, h *helperProc, p *provider, n int, think t
 	end := time.Now()
 	l.cpu = float64(t1-t0) / clockTicks / end.Sub(start).Seconds()
 	l.pssMB = float64(treePSS(h.pid)-pssKB(h.pid)) / 1024
-	steps := 0
-	for _, m := range markers {
-		ex := p.exchanges(m)
-		for i, e := range ex {
-			if e.in.Before(start) || !e.in.Before(end) {
-				continue
-			}
-			steps++
-			if i > 0 && !ex[i-1].out.IsZero() && !ex[i-1].out.Before(start) {
-				l.overhead = append(l.overhead, e.in.Sub(ex[i-1].out))
-			}
-		}
-	}
+	var steps int
+	l.overhead, steps = windowOverhead(p, markers, start, end)
 	l.stepsPerSec = float64(steps) / end.Sub(start).Seconds()
 	for i, id := range ids {
 		t, err := h.unix.Task(ctx, id)
@@ -264,7 +285,104 @@ func capacityRun(ctx context.Context, h *helperProc, p *provider, n int, think t
 			l.errors = append(l.errors, fmt.Sprintf("%s is %s: %s", markers[i], t.Status, t.StatusReason))
 		}
 	}
+	if n == besideLevel {
+		b, err := besideRun(ctx, h, p, markers, tag, window)
+		if err != nil {
+			return l, err
+		}
+		b.agents, b.quiet = n, l.overhead
+		l.beside = &b
+	}
 	return l, nil
+}
+
+// windowOverhead returns the step overheads of the agents carrying
+// markers whose requests reached the provider in [start, end), after an
+// answer sent in it, and how many requests reached it then.
+func windowOverhead(p *provider, markers []string, start, end time.Time) (overhead []time.Duration, steps int) {
+	for _, m := range markers {
+		ex := p.exchanges(m)
+		for i, e := range ex {
+			if e.in.Before(start) || !e.in.Before(end) {
+				continue
+			}
+			steps++
+			if i > 0 && !ex[i-1].out.IsZero() && !ex[i-1].out.Before(start) {
+				overhead = append(overhead, e.in.Sub(ex[i-1].out))
+			}
+		}
+	}
+	return overhead, steps
+}
+
+// besideRun measures the agents carrying markers for window while a new
+// task starts every besideEvery beside them; each new task's agent must
+// reach the model before the window ends.
+func besideRun(ctx context.Context, h *helperProc, p *provider, markers []string, tag string, window time.Duration) (b besideWindow, err error) {
+	fmt.Fprintf(os.Stderr, "bench: capacity: %d agents while %d sandboxes start beside them...\n", len(markers), besideStarts)
+	start := time.Now()
+	machine := startConditions()
+	wait := func(until time.Time) error {
+		select {
+		case <-time.After(time.Until(until)):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var started, ids []string
+	for i := range besideStarts {
+		if err := wait(start.Add(time.Duration(i) * besideEvery)); err != nil {
+			return b, err
+		}
+		m := fmt.Sprintf("[[%s_beside%d]]", tag, i)
+		p.set(m, writing)
+		t, err := h.create(ctx, "Write a report "+m)
+		if err != nil {
+			return b, err
+		}
+		started, ids = append(started, m), append(ids, t.ID)
+	}
+	if err := wait(start.Add(window)); err != nil {
+		return b, err
+	}
+	end := time.Now()
+	b.cond = machine.stop()
+	b.overhead, _ = windowOverhead(p, markers, start, end)
+	for i, id := range ids {
+		t, err := h.unix.Task(ctx, id)
+		if err != nil {
+			return b, err
+		}
+		if terminal(t) || p.count(started[i]) == 0 {
+			b.errors = append(b.errors, fmt.Sprintf("%s, started %s before the window's end, made %d requests and is %s: %s",
+				started[i], (window - time.Duration(i)*besideEvery).Round(time.Second), p.count(started[i]), t.Status, h.why(ctx, t)))
+		}
+	}
+	return b, nil
+}
+
+// metric is the second window's row: the capacity target, beside the
+// same agents' figures with no sandbox starting.
+func (b besideWindow) metric() Metric {
+	m := Metric{Name: fmt.Sprintf("capacity: %d agents, step overhead while a sandbox starts every %s beside them", b.agents, besideEvery),
+		Target: capacityP95, TargetOnP95: true, Samples: len(b.overhead), Cond: b.cond, BaselineName: "the same agents, none starting"}
+	if len(b.overhead) == 0 {
+		m.Violation = "errors: no step fell inside the window"
+		return m
+	}
+	m.P50, m.P95 = percentiles(b.overhead)
+	quiet50, quiet95 := percentiles(b.quiet)
+	m.Baseline = quiet50
+	m.Note = fmt.Sprintf("%d sandboxes started, one every %s, each to an agent at work; p99 %s; the same agents with none starting: p95 %s",
+		besideStarts, besideEvery, rank(b.overhead, 0.99).Round(time.Millisecond), quiet95.Round(time.Millisecond))
+	if len(b.errors) > 0 {
+		m.Violation = fmt.Sprintf("errors: %d started tasks (%s)", len(b.errors), b.errors[0])
+	} else if m.P95 > capacityP95 {
+		m.Violation = fmt.Sprintf("a start stalls its neighbours: p95 step overhead %s over %s while sandboxes start (%s with none starting)",
+			m.P95.Round(time.Millisecond), capacityP95, quiet95.Round(time.Millisecond))
+	}
+	return m
 }
 
 // waitNoVMs waits until the helper runs no VM.

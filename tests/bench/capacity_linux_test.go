@@ -32,3 +32,31 @@ func TestALevelPastTheGoalIsALimit(t *testing.T) {
 		t.Errorf("at the goal: pass %v, violation %q; want a failure with the reason", r.Pass(), r.Violation)
 	}
 }
+
+// TestBesideWindowRow: the row of agents measured while sandboxes start
+// beside them carries the capacity target, the same agents' figures with
+// none starting, and why it missed: a stall, or a start that failed.
+func TestBesideWindowRow(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	quiet := ms(40, 41, 42, 43, 44, 45, 46, 47, 48, 60)
+	b := besideWindow{agents: 64, quiet: quiet, overhead: ms(42, 43, 44, 45, 46, 47, 48, 49, 50, 70)}
+	r := b.metric()
+	if !r.Pass() || r.Baseline != 44*time.Millisecond || !strings.Contains(r.Note, "none starting: p95 60ms") {
+		t.Errorf("met: pass %v, baseline %s, note %q", r.Pass(), r.Baseline, r.Note)
+	}
+	b.overhead = ms(42, 43, 44, 45, 46, 47, 48, 49, 50, 180)
+	if r = b.metric(); r.Pass() || !strings.Contains(r.Violation, "a start stalls its neighbours: p95 step overhead 180ms") {
+		t.Errorf("stalled: pass %v, violation %q", r.Pass(), r.Violation)
+	}
+	b.overhead = quiet
+	b.errors = []string{"[[c64_beside7]] made 0 requests"}
+	if r = b.metric(); r.Pass() || !strings.Contains(r.Violation, "[[c64_beside7]]") {
+		t.Errorf("a start failed: pass %v, violation %q", r.Pass(), r.Violation)
+	}
+}
