@@ -111,7 +111,7 @@ func prepareLimits(root, group, id string, memoryMB, cpus, procs int, who identi
 	return l, nil
 }
 
-// v2Parent makes root/hivecrew, the machines' parent on cgroup v2, with
+// v2Parent makes root/<group>, the machines' parent on cgroup v2, with
 // the memory, cpu and pids controllers passed down to its children.
 func v2Parent(root, group string) (string, error) {
 	controllers, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))

@@ -37,10 +37,11 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// CgroupRoot is the cgroup v2 mount; default /sys/fs/cgroup.
 	CgroupRoot string
-	// Group is the cgroup, below the helper's own, that holds every
-	// machine's and caps them all together; default "hivecrew". Two
-	// backends that share a cgroup and run at once need groups of their
-	// own (each caps its machines at MemoryMB).
+	// Group is the cgroup that holds every machine's and caps them all
+	// together: below the helper's own on cgroup v1, at the root on v2;
+	// default "hivecrew". Two backends that share a cgroup and run at
+	// once need groups of their own (each caps its machines at
+	// MemoryMB).
 	Group string
 	// MemoryMB caps all machines' memory together; default the host's
 	// memory less admission's reserve (vm.ReserveMB).
