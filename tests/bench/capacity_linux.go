@@ -356,7 +356,7 @@ func besideRun(ctx context.Context, h *helperProc, p *provider, markers []string
 		}
 		if terminal(t) || p.count(started[i]) == 0 {
 			b.errors = append(b.errors, fmt.Sprintf("%s, started %s before the window's end, made %d requests and is %s: %s",
-				started[i], (window - time.Duration(i)*besideEvery).Round(time.Second), p.count(started[i]), t.Status, h.why(ctx, t)))
+				started[i], (window-time.Duration(i)*besideEvery).Round(time.Second), p.count(started[i]), t.Status, h.why(ctx, t)))
 		}
 	}
 	return b, nil
